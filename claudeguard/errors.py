@@ -1,0 +1,56 @@
+"""Expected failures and the single handler that turns them into one clean line.
+
+Every module raises one of these for bad input; only the entry points (``shim.main``,
+``commands.ctl``) catch them, print ``prog: message`` on stderr and exit with the code.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+
+class GuardError(Exception):
+    """An expected failure: its message is one line for the user."""
+
+    exit_code = 2
+
+
+class UsageError(GuardError):
+    exit_code = 2
+
+
+class ConfigError(GuardError):
+    """A config problem; the message starts with ``path:line:`` where a line is known."""
+
+    exit_code = 2
+
+
+class NotFoundError(GuardError):
+    """Something named by the user does not exist (e.g. an answered or unknown request id)."""
+
+    exit_code = 1
+
+
+class InsecurePathError(GuardError):
+    """A runtime path that is not private to this user (owner, mode or planted symlink)."""
+
+    exit_code = 2
+
+
+def run_main(prog: str, fn: Callable[[], int]) -> int:
+    """Run an entry point; expected failures become ``prog: message`` and their exit code."""
+    try:
+        return fn()
+    except GuardError as exc:
+        msg = str(exc).replace("\n", " ")
+        print(f"{prog}: {msg}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader of our stdout went away (e.g. `| head`); not an error worth a traceback.
+        try:
+            sys.stdout = None  # type: ignore[assignment]
+        finally:
+            return 1

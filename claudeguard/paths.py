@@ -1,0 +1,124 @@
+"""Where claudeguard's files live, and the checks that keep its runtime directory private.
+
+platformdirs decides the defaults; it is imported only when a path is actually needed, so the
+shim's pass-through path and ``--version`` never pay for it. Every runtime directory is created
+0700 and checked (owner, mode, no symlink planted by another user) before it is used.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from claudeguard.errors import InsecurePathError
+
+APP = "claudeguard"
+
+
+def runtime_root() -> Path:
+    """Root of the approval channel and session state (not yet checked; see ``private_dir``)."""
+    env = os.environ.get("CLAUDEGUARD_RUNTIME_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg:
+        return Path(xdg) / APP
+    import platformdirs  # lazy: ~5 ms
+
+    # Without XDG_RUNTIME_DIR platformdirs falls back to /tmp/runtime-UID and warns; the
+    # fallback is fine because private_dir() checks ownership and mode before use.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Path(platformdirs.user_runtime_dir(APP))
+
+
+def user_config_file() -> Path:
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    if xdg:
+        return Path(xdg) / APP / "config.toml"
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir(APP)) / "config.toml"
+
+
+def log_dir() -> Path:
+    env = os.environ.get("CLAUDEGUARD_LOG_DIR")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_log_dir(APP))
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("CLAUDEGUARD_CACHE_DIR")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP))
+
+
+def _check_components(path: Path, uid: int) -> None:
+    """Refuse a symlink in ``path`` that someone other than us or root planted, and a parent
+    that others can write into without the sticky bit (they could swap our directory)."""
+    current = Path(path.anchor)
+    for part in path.parts[1:]:
+        current = current / part
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            return
+        if stat.S_ISLNK(st.st_mode):
+            if st.st_uid not in (0, uid):
+                raise InsecurePathError(f"{current}: symlink owned by uid {st.st_uid}; refusing to follow it")
+            continue
+        if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX and st.st_uid != uid:
+            raise InsecurePathError(f"{current}: writable by others; refusing to keep private files below it")
+
+
+def check_private_dir(path: Path) -> None:
+    """Raise unless ``path`` is a real directory owned by us with no group/other access."""
+    uid = os.getuid()
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise InsecurePathError(f"{path}: is a symlink; refusing to use it as a private directory")
+    if not stat.S_ISDIR(st.st_mode):
+        raise InsecurePathError(f"{path}: not a directory")
+    if st.st_uid != uid:
+        raise InsecurePathError(f"{path}: owned by uid {st.st_uid}, not by you (uid {uid})")
+    if st.st_mode & 0o077:
+        raise InsecurePathError(f"{path}: mode {stat.S_IMODE(st.st_mode):04o} lets others in; expected 0700")
+
+
+def private_dir(path: Path) -> Path:
+    """Create (0700) or verify a private directory, including missing parents, and return it."""
+    uid = os.getuid()
+    _check_components(path, uid)
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        parent = path.parent
+        if parent != path:
+            try:
+                os.lstat(parent)
+            except FileNotFoundError:
+                private_dir(parent)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass  # created by a concurrent process: verified below like any other
+    check_private_dir(path)
+    return path
+
+
+def runtime_dir(*parts: str) -> Path:
+    """A checked private directory below the runtime root, e.g. ``runtime_dir("sessions")``."""
+    root = private_dir(runtime_root())
+    path = root
+    for part in parts:
+        path = private_dir(path / part)
+    return path
