@@ -1,0 +1,398 @@
+"""Read, validate and merge the config layers into one effective ``Config``.
+
+Layers, later overriding earlier: defaults, the user file, the nearest project
+``.claudeguard.toml``, ``[profiles.NAME]`` (from any of the files), ``CLAUDEGUARD_CONFIG``, then
+``--guard-config``, then command-line guard options. Rule lists extend across layers unless a
+section sets ``replace = true``; every other value is replaced. Every value keeps the
+``file:line`` it came from, for ``config show``, ``explain`` and error messages.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from claudeguard.config import schema
+from claudeguard.errors import ConfigError
+
+PROJECT_FILE = ".claudeguard.toml"
+
+
+@dataclass
+class Sourced:
+    value: Any
+    source: str  # "path:line", "default", "--guard-x", "env NAME"
+
+
+@dataclass
+class RuleEntry:
+    rule: str
+    source: str
+    root: str  # anchors "/p" path rules
+
+    def as_spec(self) -> dict:
+        return {"rule": self.rule, "source": self.source, "root": self.root}
+
+
+@dataclass
+class Layer:
+    name: str  # "user", "project", "profile NAME", "CLAUDEGUARD_CONFIG", "--guard-config"
+    path: Path
+    data: dict
+    lines: dict
+    prefix: tuple = ()  # where `data` sits in the file: ("profiles", NAME) for a profile layer
+    trusted: bool = False  # may set [security]
+
+    def where(self, keypath: tuple, value: str | None = None, index: int | None = None) -> str:
+        from claudeguard.config.lines import line_of
+
+        line = line_of(self.lines, self.prefix + keypath, value, index)
+        return f"{self.path}:{line}" if line else str(self.path)
+
+
+@dataclass
+class Overrides:
+    """What the command line (or its environment variables) asked for."""
+
+    profile: Sourced | None = None
+    extra_files: list[Sourced] = field(default_factory=list)
+    values: dict[str, Sourced] = field(default_factory=dict)  # "watchdog.stall_after" -> ...
+
+
+@dataclass
+class Config:
+    values: dict[str, Sourced]
+    rules: dict[str, list[RuleEntry]]  # "permissions.allow", "agents.Explore.deny", ...
+    agent_replace: dict[str, Sourced]
+    searched: list[tuple[str, Path, bool]]  # (layer, path, exists)
+    profile: str | None
+    lockdown: Sourced
+    project_root: Path
+
+    def get(self, key: str) -> Any:
+        hit = self.values.get(key)
+        return hit.value if hit else None
+
+    def source(self, key: str) -> str:
+        hit = self.values.get(key)
+        return hit.source if hit else "default"
+
+    def agent_types(self) -> list[str]:
+        names = {k.split(".")[1] for k in self.rules if k.startswith("agents.")}
+        names |= set(self.agent_replace)
+        return sorted(names)
+
+    def policy_spec(self) -> dict:
+        """The JSON-able policy description that ``claudeguard.policy`` builds a Policy from."""
+        spec: dict[str, Any] = {
+            "permissions": {k: [r.as_spec() for r in self.rules.get(f"permissions.{k}", [])] for k in schema.RULE_KINDS},
+            "agents": {},
+            "subagents": {
+                "blocked_tools": list(self.get("subagents.blocked_tools")),
+                "read_only_types": list(self.get("subagents.read_only_types")),
+                "background": self.get("subagents.background"),
+            },
+        }
+        for agent in self.agent_types():
+            rep = self.agent_replace.get(agent)
+            spec["agents"][agent] = {
+                "replace": bool(rep.value) if rep else False,
+                **{k: [r.as_spec() for r in self.rules.get(f"agents.{agent}.{k}", [])] for k in schema.RULE_KINDS},
+            }
+        return spec
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding and reading files
+
+
+def find_project_file(cwd: Path) -> Path | None:
+    """Nearest ``.claudeguard.toml`` from cwd upwards, stopping at the repository root."""
+    for directory in (cwd, *cwd.parents):
+        candidate = directory / PROJECT_FILE
+        if candidate.is_file():
+            return candidate
+        if (directory / ".git").exists():
+            return None
+    return None
+
+
+def project_root(cwd: Path) -> Path:
+    for directory in (cwd, *cwd.parents):
+        if (directory / ".git").exists() or (directory / PROJECT_FILE).is_file():
+            return directory
+    return cwd
+
+
+def _loads(text: str) -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    return tomllib.loads(text)
+
+
+def read_layer(name: str, path: Path, *, required: bool, trusted: bool = False) -> Layer | None:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        if required:
+            raise ConfigError(f"{path}: no such config file ({name})") from None
+        return None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a config file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not valid UTF-8") from None
+    try:
+        data = _loads(text)
+    except ValueError as exc:  # tomllib.TOMLDecodeError is a ValueError
+        raise ConfigError(_toml_error(path, str(exc))) from None
+    from claudeguard.config.lines import locate
+
+    return Layer(name, path, data, locate(text), trusted=trusted)
+
+
+def _toml_error(path: Path, msg: str) -> str:
+    import re
+
+    m = re.search(r"\s*\(at line (\d+), column (\d+)\)$", msg)
+    if m:
+        return f"{path}:{m.group(1)}: invalid TOML: {msg[: m.start()]} (column {m.group(2)})"
+    m = re.search(r"\s*\(at end of document\)$", msg)
+    if m:
+        return f"{path}: invalid TOML: {msg[: m.start()]} at end of file"
+    return f"{path}: invalid TOML: {msg}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation
+
+
+def _type_ok(key: schema.Key, value: Any) -> bool:
+    if key.type == "str":
+        return isinstance(value, str)
+    if key.type == "bool":
+        return isinstance(value, bool)
+    if key.type == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+_TYPE_WORDS = {"str": "a string", "bool": "true or false", "number": "a number", "rules": "a list of rule strings", "strlist": "a list of strings"}
+
+
+def _check_keys(layer: Layer, table: Any, keys: dict[str, schema.Key], path: tuple) -> None:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{layer.where(path)}: [{'.'.join(path)}] must be a table")
+    for name, value in table.items():
+        where = path + (name,)
+        key = keys.get(name)
+        if key is None:
+            known = ", ".join(sorted(keys))
+            raise ConfigError(f"{layer.where(where)}: unknown key '{'.'.join(where)}' (known here: {known})")
+        if not _type_ok(key, value):
+            raise ConfigError(f"{layer.where(where)}: '{'.'.join(where)}' must be {_TYPE_WORDS[key.type]}, not {type(value).__name__}")
+        if key.choices and value not in key.choices:
+            raise ConfigError(f"{layer.where(where)}: '{'.'.join(where)}' is {value!r}; expected one of: {', '.join(key.choices)}")
+        if key.minimum is not None and value < key.minimum:
+            raise ConfigError(f"{layer.where(where)}: '{'.'.join(where)}' must be at least {key.minimum:g}")
+        if key.type == "rules":
+            from claudeguard.policy.rules import parse_rule
+
+            for index, text in enumerate(value):
+                try:
+                    parse_rule(text)
+                except ValueError as exc:
+                    raise ConfigError(f"{layer.where(where, text, index)}: bad rule {text!r} in '{'.'.join(where)}': {exc}") from None
+
+
+def validate(layer: Layer, *, allow_profiles: bool) -> None:
+    for section, table in layer.data.items():
+        if section in schema.SECTIONS:
+            if section == "security" and not layer.trusted:
+                raise ConfigError(
+                    f"{layer.where((section,))}: [security] may only be set in the user config file or CLAUDEGUARD_CONFIG"
+                )
+            _check_keys(layer, table, schema.SECTIONS[section], (section,))
+        elif section == "agents":
+            if not isinstance(table, dict):
+                raise ConfigError(f"{layer.where(('agents',))}: [agents] must hold tables like [agents.Explore]")
+            for agent, sub in table.items():
+                _check_keys(layer, sub, schema.AGENT_SECTION, ("agents", agent))
+        elif section == "profiles" and allow_profiles:
+            if not isinstance(table, dict):
+                raise ConfigError(f"{layer.where(('profiles',))}: [profiles] must hold tables like [profiles.ci]")
+            for name, sub in table.items():
+                if not isinstance(sub, dict):
+                    raise ConfigError(f"{layer.where(('profiles', name))}: [profiles.{name}] must be a table")
+                profile = Layer(f"profile {name}", layer.path, sub, layer.lines, ("profiles", name))
+                for inner in sub:
+                    if inner not in schema.PROFILE_SECTIONS:
+                        raise ConfigError(
+                            f"{profile.where((inner,))}: unknown key 'profiles.{name}.{inner}' "
+                            f"(a profile may hold: {', '.join(schema.PROFILE_SECTIONS)})"
+                        )
+                validate(profile, allow_profiles=False)
+        else:
+            known = list(schema.SECTIONS) + ["agents"] + (["profiles"] if allow_profiles else [])
+            raise ConfigError(f"{layer.where((section,))}: unknown key '{section}' (known sections: {', '.join(known)})")
+
+
+# ---------------------------------------------------------------------------------------------
+# Merging
+
+
+def _merge(cfg: Config, layer: Layer, root: str, lockdown: bool) -> None:
+    data = layer.data
+    for section, table in data.items():
+        if section == "agents":
+            for agent, sub in table.items():
+                _merge_rules(cfg, layer, ("agents", agent), sub, root, lockdown)
+            continue
+        if section == "profiles" or section not in schema.SECTIONS:
+            continue
+        keys = schema.SECTIONS[section]
+        if any(keys[k].type == "rules" for k in table if k in keys):
+            _merge_rules(cfg, layer, (section,), table, root, lockdown)
+        for name, value in table.items():
+            key = keys[name]
+            if key.type == "rules" or name == "replace":
+                continue
+            dotted = f"{section}.{name}"
+            if lockdown and dotted == "permissions.mode" and value == "bypassPermissions":
+                raise ConfigError(f"{layer.where((section, name))}: lockdown: permissions.mode = \"bypassPermissions\" is refused")
+            if dotted == "security.disable_bypass_permissions":
+                continue  # decided before merging; see load_config
+            cfg.values[dotted] = Sourced(value, layer.where((section, name)))
+
+
+def _merge_rules(cfg: Config, layer: Layer, path: tuple, table: dict, root: str, lockdown: bool) -> None:
+    prefix = ".".join(path)
+    replace = table.get("replace", False)
+    if replace:
+        if lockdown and cfg.rules.get(f"{prefix}.deny") and layer.name != "user":
+            raise ConfigError(f"{layer.where(path + ('replace',))}: lockdown: replace = true would drop the deny rules of [{prefix}]")
+        for kind in schema.RULE_KINDS:
+            cfg.rules[f"{prefix}.{kind}"] = []
+    if path[0] == "agents" and "replace" in table:
+        cfg.agent_replace[path[1]] = Sourced(replace, layer.where(path + ("replace",)))
+    for kind in schema.RULE_KINDS:
+        for index, text in enumerate(table.get(kind, [])):
+            entry = RuleEntry(text, layer.where(path + (kind,), text, index), root)
+            cfg.rules.setdefault(f"{prefix}.{kind}", []).append(entry)
+
+
+def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> Config:
+    """Read every layer, validate it, and merge. Raises ConfigError with ``path:line: what``."""
+    from claudeguard.paths import user_config_file
+
+    cwd = cwd or Path.cwd()
+    overrides = overrides or Overrides()
+    searched: list[tuple[str, Path, bool]] = []
+    layers: list[Layer] = []
+
+    user_path = user_config_file()
+    user = read_layer("user", user_path, required=False, trusted=True)
+    searched.append(("user", user_path, user is not None))
+    proj_path = find_project_file(cwd)
+    project = read_layer("project", proj_path, required=False) if proj_path else None
+    searched.append(("project", proj_path or cwd / PROJECT_FILE, project is not None))
+    extras: list[Layer] = []
+    for item in overrides.extra_files:
+        trusted = item.source == "env CLAUDEGUARD_CONFIG"
+        name = "CLAUDEGUARD_CONFIG" if trusted else "--guard-config"
+        layer = read_layer(name, Path(item.value), required=True, trusted=trusted)
+        assert layer is not None
+        extras.append(layer)
+        searched.append((name, Path(item.value), True))
+
+    for layer in [user, project, *extras]:
+        if layer is not None:
+            validate(layer, allow_profiles=True)
+            layers.append(layer)
+
+    # Lockdown is decided by the trusted layers alone; nothing after them may turn it off.
+    lockdown = Sourced(False, "default")
+    for layer in layers:
+        sec = layer.data.get("security", {})
+        if "disable_bypass_permissions" in sec:
+            value = sec["disable_bypass_permissions"]
+            if lockdown.value and not value:
+                raise ConfigError(f"{layer.where(('security', 'disable_bypass_permissions'))}: lockdown: may not be turned off once on")
+            if value:
+                lockdown = Sourced(True, layer.where(("security", "disable_bypass_permissions")))
+
+    profile_name = overrides.profile.value if overrides.profile else None
+    profile_layers: list[Layer] = []
+    if profile_name:
+        for layer in layers:
+            sub = layer.data.get("profiles", {}).get(profile_name)
+            if sub is not None:
+                profile_layers.append(Layer(f"profile {profile_name}", layer.path, sub, layer.lines, ("profiles", profile_name)))
+        if not profile_layers:
+            files = ", ".join(str(lay.path) for lay in layers) or "no config file found"
+            raise ConfigError(f"profile '{profile_name}' ({overrides.profile.source}) is not defined in any config file ({files})")
+
+    root = project_root(cwd)
+    cfg = Config(
+        values={k: Sourced(v, "default") for k, v in schema.default_values().items()},
+        rules={},
+        agent_replace={},
+        searched=searched,
+        profile=profile_name,
+        lockdown=lockdown,
+        project_root=root,
+    )
+    ordered = [lay for lay in (user, project) if lay is not None] + profile_layers + extras
+    for layer in ordered:
+        layer_root = str(layer.path.parent) if layer.name != "user" else str(root)
+        _merge(cfg, layer, layer_root, lockdown.value)
+    for key, value in overrides.values.items():
+        cfg.values[key] = value
+    cfg.values["security.disable_bypass_permissions"] = lockdown
+    return cfg
+
+
+def env_overrides(environ: dict[str, str] | None = None) -> Overrides:
+    """Overrides from CLAUDEGUARD_* environment variables (the command line refines them)."""
+    env = os.environ if environ is None else environ
+    out = Overrides()
+    if env.get("CLAUDEGUARD_PROFILE"):
+        out.profile = Sourced(env["CLAUDEGUARD_PROFILE"], "env CLAUDEGUARD_PROFILE")
+    if env.get("CLAUDEGUARD_CONFIG"):
+        out.extra_files.append(Sourced(env["CLAUDEGUARD_CONFIG"], "env CLAUDEGUARD_CONFIG"))
+    for var, key in ENV_VALUES.items():
+        if env.get(var):
+            out.values[key] = Sourced(parse_value(key, env[var], f"env {var}"), f"env {var}")
+    return out
+
+
+ENV_VALUES = {
+    "CLAUDEGUARD_STALL_AFTER": "watchdog.stall_after",
+    "CLAUDEGUARD_ON_STALL": "watchdog.on_stall",
+    "CLAUDEGUARD_APPROVAL_TIMEOUT": "approval.timeout",
+}
+
+
+def parse_value(key: str, text: str, where: str) -> Any:
+    """Check a value given on the command line or in the environment against the schema."""
+    section, name = key.split(".")
+    spec = schema.SECTIONS[section][name]
+    if spec.type == "number":
+        try:
+            value: Any = float(text)
+        except ValueError:
+            raise ConfigError(f"{where}: expected a number of seconds, got {text!r}") from None
+        if value != value or value in (float("inf"),) or (spec.minimum is not None and value < spec.minimum):
+            raise ConfigError(f"{where}: must be a positive number of seconds, got {text!r}")
+        return value
+    if spec.choices and text not in spec.choices:
+        raise ConfigError(f"{where}: {text!r} is not one of: {', '.join(spec.choices)}")
+    return text

@@ -1,0 +1,173 @@
+"""One tool call to one verdict: policy and grants first, then a human through the channel.
+
+Order: the session's deny/allow/ask grants and the policy are evaluated together (deny > ask >
+allow); a policy ``ask`` or an undecided call that needs a human goes to the approval channel
+and waits there until an answer or the deadline (``approval.on_timeout``). Every verdict is one
+line in the audit log. Anything that fails on the way is a deny with a readable reason.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from claudeguard.gate.session import Session, add_grants, load_grants
+
+# Tools the CLI runs without asking in every mode: a subagent's call to them is left to the CLI.
+NO_PERMISSION_TOOLS = frozenset(
+    "Read Glob Grep LS NotebookRead TodoWrite TodoRead BashOutput TaskOutput ToolSearch "
+    "ListMcpResourcesTool ReadMcpResourceTool Skill SlashCommand".split()
+)
+EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+
+
+@dataclass
+class Verdict:
+    decision: str  # "allow" | "deny" | "none" (leave it to the CLI)
+    reason: str
+    decided_by: str = "rule"  # rule | human | timeout | default
+    rule: str | None = None
+    source: str | None = None
+    scope: str | None = None
+    waited_s: float = 0.0
+    request_id: str | None = None
+
+
+def _extra_rules(session: Session, agent_type: str | None) -> list:
+    from claudeguard.policy.decide import SourcedRule
+    from claudeguard.policy.rules import parse_rule
+
+    out = []
+    for grant in load_grants(session):
+        if grant.get("scope") == "agent" and grant.get("agent_type") != agent_type:
+            continue
+        try:
+            rule = parse_rule(grant["rule"])
+        except (KeyError, ValueError):
+            continue
+        who = f"agent {grant.get('agent_type') or 'main'}" if grant.get("scope") == "agent" else grant.get("scope", "session")
+        out.append(SourcedRule(rule, grant.get("kind", "allow"), f"grant ({who}, request {grant.get('request_id')})", session.snapshot.get("cwd", "/")))
+    return out
+
+
+def needs_human(tool: str, tool_input: dict, permission_mode: str | None, cwd: str) -> bool:
+    """Would the CLI stop to ask about this call? (A subagent cannot show the dialog.)"""
+    if permission_mode in ("bypassPermissions", "dontAsk", "plan"):
+        return False  # bypass allows; dontAsk and plan decide without a prompt
+    if tool in NO_PERMISSION_TOOLS:
+        return False
+    if tool in EDIT_TOOLS and permission_mode == "acceptEdits":
+        path = str(tool_input.get("file_path") or tool_input.get("notebook_path") or "")
+        full = os.path.normpath(os.path.join(cwd, path))
+        return not (full == cwd or full.startswith(cwd.rstrip("/") + "/"))
+    return True
+
+
+def policy_decision(session: Session, tool: str, tool_input: dict, agent_type: str | None, cwd: str):  # type: ignore[no-untyped-def]
+    from claudeguard.policy.decide import decide, policy_from_spec
+
+    policy = policy_from_spec(session.policy_spec)
+    return decide(policy, tool, tool_input, agent_type=agent_type, cwd=cwd, extra=_extra_rules(session, agent_type))
+
+
+def decide_call(
+    session: Session,
+    *,
+    tool: str,
+    tool_input: dict,
+    agent_type: str | None,
+    agent_id: str | None,
+    cwd: str,
+    via: str,
+    undecided: str,  # what "none" becomes: "leave" (to the CLI), "ask" (a human), "deny"
+    tool_use_id: str | None = None,
+    delay_s: float = 0.0,
+) -> Verdict:
+    started = time.monotonic()
+    decision = policy_decision(session, tool, tool_input, agent_type, cwd)
+    if decision.decision in ("allow", "deny"):
+        verdict = Verdict(decision.decision, decision.reason, "rule", decision.rule, decision.source)
+    elif decision.decision == "none" and undecided == "leave":
+        return Verdict("none", "no rule decides; left to Claude Code", "default")
+    elif decision.decision == "none" and undecided == "deny":
+        verdict = Verdict("deny", f"claudeguard: {tool} needs approval and subagents.background = \"deny\"", "default")
+    else:
+        if delay_s > 0:
+            time.sleep(delay_s)  # an interactive dialog: give the person at the keyboard a head start
+        verdict = ask_human(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
+                            cwd=cwd, via=via, rule=decision.rule, source=decision.source, tool_use_id=tool_use_id)
+    verdict.waited_s = round(time.monotonic() - started, 3)
+    audit(session, verdict, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id, via=via)
+    return verdict
+
+
+def ask_human(session: Session, *, tool: str, tool_input: dict, agent_type: str | None, agent_id: str | None,
+              cwd: str, via: str, rule: str | None, source: str | None, tool_use_id: str | None) -> Verdict:
+    from claudeguard import channel
+    from claudeguard.policy.decide import grant_rules_for_call, summarize_call
+
+    approval = session.approval
+    timeout = float(approval.get("timeout") or 600)
+    on_timeout = approval.get("on_timeout") or "deny"
+    extra = {"via": via, "tool_use_id": tool_use_id, "rule": rule, "rule_source": source, "guard_pid": session.snapshot.get("pid")}
+    pending = channel.post(
+        session_id=session.id, agent_type=agent_type, agent_id=agent_id, tool=tool, input=tool_input,
+        summary=summarize_call(tool, tool_input), cwd=cwd, timeout=timeout, extra=extra,
+        notify=approval.get("notify") or None,
+    )
+    record_pending(session, pending.request.id, +1)
+    try:
+        answer = pending.wait(on_timeout=on_timeout)
+    finally:
+        record_pending(session, pending.request.id, -1)
+    request_id = pending.request.id
+    if answer.decided_by == "timeout":
+        word = "allowed" if answer.decision == "allow" else "denied"
+        reason = f"claudeguard: no answer within {timeout:g} s; {word} by approval.on_timeout (request {request_id})"
+        return Verdict(answer.decision, reason, "timeout", request_id=request_id)
+    if answer.decided_by != "human":
+        reason = answer.message or f"claudeguard: the approval channel failed ({answer.decided_by}); denied"
+        return Verdict("deny", reason, "default", request_id=request_id)
+    scope = answer.scope or "once"
+    if scope in ("agent", "session", "forever"):
+        rules = grant_rules_for_call(tool, tool_input, cwd=cwd)
+        add_grants(session, rules, kind=answer.decision, scope="agent" if scope == "agent" else "session",
+                   agent_type=agent_type, request_id=request_id)
+    if answer.decision == "allow":
+        reason = f"claudeguard: approved by a human ({scope})"
+    else:
+        reason = answer.message or f"claudeguard: denied by a human ({scope})"
+    return Verdict(answer.decision, reason, "human", scope=scope, request_id=request_id)
+
+
+def record_pending(session: Session, request_id: str, delta: int) -> None:
+    from claudeguard.gate.session import record_event
+
+    record_event(session, "approval-wait" if delta > 0 else "approval-done", request_id=request_id)
+
+
+def audit(session: Session, verdict: Verdict, *, tool: str, tool_input: dict, agent_type: str | None,
+          agent_id: str | None, via: str) -> None:
+    try:
+        from claudeguard.channel import audit as audit_log
+        from claudeguard.policy.decide import summarize_call
+
+        audit_log.record({
+            "session_id": session.id,
+            "agent_type": agent_type,
+            "agent_id": agent_id,
+            "tool": tool,
+            "summary": summarize_call(tool, tool_input),
+            "input_digest": audit_log.input_digest(tool_input),
+            "decision": verdict.decision,
+            "decided_by": verdict.decided_by,
+            "scope": verdict.scope,
+            "waited_s": verdict.waited_s,
+            "rule": verdict.rule,
+            "source": verdict.source,
+            "request_id": verdict.request_id,
+            "via": via,
+        })
+    except Exception:  # noqa: BLE001 - the audit log never blocks a decision
+        pass

@@ -1,0 +1,124 @@
+"""``claudeguardctl hook``: the Claude Code hook command (event JSON in, decision JSON out).
+
+PreToolUse: the policy's deny and allow are answered at once; an ``ask`` rule goes to the
+channel; an undecided call is left to the CLI in the main agent (its prompt tool or dialog will
+ask) but goes to the channel inside a subagent, because a background subagent cannot show a
+prompt and the older CLI denies it without asking anyone. PermissionRequest (a dialog is on the
+screen) goes to the channel after ``approval.idle_before_channel``. Every other event is recorded
+for the watchdog. Whatever goes wrong, a decision event gets a deny with the reason: exit 0 and
+JSON on stdout, never a traceback on the CLI's screen.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+DECISION_EVENTS = ("PreToolUse", "PermissionRequest")
+
+
+def _emit(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj))
+    sys.stdout.flush()
+
+
+def _pre_tool_use(decision: str, reason: str) -> dict:
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": decision, "permissionDecisionReason": reason}}
+
+
+def _permission_request(decision: str, reason: str, tool_input: dict | None = None) -> dict:
+    body: dict = {"behavior": decision}
+    if decision == "allow":
+        if tool_input is not None:
+            body["updatedInput"] = tool_input
+    else:
+        body["message"] = reason
+    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": body}}
+
+
+def deny_output(event_name: str | None, reason: str) -> dict | None:
+    if event_name == "PermissionRequest":
+        return _permission_request("deny", reason)
+    if event_name == "PreToolUse" or event_name is None:
+        return _pre_tool_use("deny", reason)
+    return None
+
+
+def run(stdin_text: str) -> dict | None:
+    try:
+        event = json.loads(stdin_text)
+        if not isinstance(event, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as exc:
+        return deny_output(None, f"claudeguard: malformed hook input ({exc}); denied")
+    name = event.get("hook_event_name")
+    try:
+        return handle(event)
+    except Exception as exc:  # noqa: BLE001 - fail closed with a reason, never a traceback
+        if name in DECISION_EVENTS:
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            return deny_output(name, f"claudeguard: the guard could not decide ({detail}); denied")
+        return None
+
+
+def handle(event: dict) -> dict | None:
+    from claudeguard.gate.session import current_session, forget_call, record_event, remember_call
+
+    name = event.get("hook_event_name")
+    cwd = event.get("cwd") or os.getcwd()
+    session = current_session(cwd, event.get("session_id"))
+    tool = event.get("tool_name")
+    tool_input = event.get("tool_input")
+    agent_type = event.get("agent_type")
+    agent_id = event.get("agent_id")
+    tool_use_id = event.get("tool_use_id")
+
+    if name == "PostToolUse":
+        forget_call(session, tool_use_id)
+        record_event(session, "tool-end", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id)
+        return None
+    if name in ("SubagentStart", "SubagentStop"):
+        record_event(session, "subagent-start" if name == "SubagentStart" else "subagent-stop", agent_id=agent_id, agent_type=agent_type)
+        return None
+    if name == "Notification":
+        record_event(session, "notification", notification_type=event.get("notification_type"), message=event.get("message"))
+        return None
+    if name not in DECISION_EVENTS:
+        record_event(session, "other", hook_event_name=name)
+        return None
+    if not isinstance(tool, str) or not isinstance(tool_input, dict):
+        return deny_output(name, "claudeguard: hook input without tool_name/tool_input; denied")
+
+    from claudeguard.gate.decide import decide_call, needs_human
+
+    if name == "PreToolUse":
+        record_event(session, "tool-start", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id, agent_type=agent_type)
+        remember_call(session, tool_use_id, {"agent_type": agent_type, "agent_id": agent_id, "tool": tool})
+        undecided = "leave"
+        if agent_type and needs_human(tool, tool_input, event.get("permission_mode"), cwd):
+            background = session.policy_spec.get("subagents", {}).get("background", "like-foreground")
+            undecided = "deny" if background == "deny" else "ask"
+        verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
+                              cwd=cwd, via="hook", undecided=undecided, tool_use_id=tool_use_id)
+        if verdict.decision == "none":
+            return None
+        return _pre_tool_use(verdict.decision, verdict.reason)
+
+    # PermissionRequest: the CLI is about to show (or shows) its dialog.
+    delay = float(session.approval.get("idle_before_channel") or 0)
+    verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
+                          cwd=cwd, via="dialog", undecided="ask", tool_use_id=tool_use_id, delay_s=delay)
+    return _permission_request(verdict.decision, verdict.reason, tool_input)
+
+
+def main() -> int:
+    try:
+        text = sys.stdin.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        _emit(deny_output(None, f"claudeguard: cannot read hook input ({exc}); denied") or {})
+        return 0
+    out = run(text)
+    if out is not None:
+        _emit(out)
+    return 0

@@ -1,0 +1,140 @@
+"""``claudeguardctl mcp-serve``: the stdio MCP server behind ``--permission-prompt-tool``.
+
+Hand-written JSON-RPC 2.0 over newline-delimited stdio (initialize, tools/list, tools/call,
+ping, notifications) because importing the official SDK costs about a second and 64 MB on
+every Claude start. One tool, ``approve``: arguments ``{tool_name, input, tool_use_id}``, result
+a text block holding ``{"behavior": "allow", "updatedInput": ...}`` or ``{"behavior": "deny",
+"message": ...}``. Each call is answered on its own thread, since one may wait minutes for a
+human while the CLI sends pings or asks about a parallel call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from typing import IO
+
+from claudeguard import __version__
+
+TOOL_NAME = "approve"
+SUPPORTED_PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+TOOL = {
+    "name": TOOL_NAME,
+    "description": "claudeguard: decides a Claude Code permission prompt by policy or by asking a human through the approval channel",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "tool_name": {"type": "string"},
+            "input": {"type": "object"},
+            "tool_use_id": {"type": "string"},
+        },
+        "required": ["tool_name", "input"],
+    },
+}
+
+
+class Server:
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.lock = threading.Lock()
+        self.threads: list[threading.Thread] = []
+
+    def send(self, message: dict) -> None:
+        line = json.dumps(message, separators=(",", ":"))
+        with self.lock:
+            self.out.write(line + "\n")
+            self.out.flush()
+
+    def result(self, msg_id: object, result: dict) -> None:
+        self.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
+
+    def error(self, msg_id: object, code: int, message: str) -> None:
+        self.send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
+
+    def handle_line(self, line: str) -> None:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            self.error(None, -32700, "parse error")
+            return
+        if isinstance(msg, list):  # JSON-RPC batch (older protocol revisions)
+            for item in msg:
+                self.handle(item)
+            return
+        self.handle(msg)
+
+    def handle(self, msg: object) -> None:
+        if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+            self.error(msg.get("id") if isinstance(msg, dict) else None, -32600, "invalid request")
+            return
+        method = msg.get("method")
+        msg_id = msg.get("id")
+        if method is None:
+            return  # a response to something we never sent
+        if msg_id is None:
+            return  # notifications: initialized, cancelled, ... need no answer
+        params = msg.get("params") or {}
+        if method == "initialize":
+            asked = params.get("protocolVersion")
+            version = asked if asked in SUPPORTED_PROTOCOLS else SUPPORTED_PROTOCOLS[0]
+            self.result(msg_id, {
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": {"name": "claudeguard", "version": __version__},
+            })
+        elif method == "ping":
+            self.result(msg_id, {})
+        elif method == "tools/list":
+            self.result(msg_id, {"tools": [TOOL]})
+        elif method == "tools/call":
+            thread = threading.Thread(target=self.call_tool, args=(msg_id, params), daemon=True)
+            self.threads.append(thread)
+            thread.start()
+        else:
+            self.error(msg_id, -32601, f"method not found: {method}")
+
+    def call_tool(self, msg_id: object, params: dict) -> None:
+        if params.get("name") != TOOL_NAME:
+            self.error(msg_id, -32602, f"unknown tool: {params.get('name')}")
+            return
+        args = params.get("arguments") or {}
+        answer = decide_prompt(args)
+        self.result(msg_id, {"content": [{"type": "text", "text": json.dumps(answer)}]})
+
+
+def decide_prompt(args: dict) -> dict:
+    """The prompt tool's answer; any failure is a deny with the reason (fail closed)."""
+    tool = args.get("tool_name")
+    tool_input = args.get("input")
+    if not isinstance(tool, str) or not isinstance(tool_input, dict):
+        return {"behavior": "deny", "message": "claudeguard: prompt-tool call without tool_name/input; denied"}
+    try:
+        from claudeguard.gate.decide import decide_call
+        from claudeguard.gate.session import current_session, recall_call
+
+        session = current_session()
+        tool_use_id = args.get("tool_use_id")
+        who = recall_call(session, tool_use_id)
+        verdict = decide_call(
+            session, tool=tool, tool_input=tool_input, agent_type=who.get("agent_type"), agent_id=who.get("agent_id"),
+            cwd=session.snapshot.get("cwd") or os.getcwd(), via="prompt-tool", undecided="ask", tool_use_id=tool_use_id,
+        )
+    except Exception as exc:  # noqa: BLE001
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return {"behavior": "deny", "message": f"claudeguard: the guard could not decide ({detail}); denied"}
+    if verdict.decision == "allow":
+        return {"behavior": "allow", "updatedInput": tool_input}
+    return {"behavior": "deny", "message": verdict.reason}
+
+
+def serve(stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
+    server = Server(stdout or sys.stdout)
+    for line in stdin or sys.stdin:
+        if line.strip():
+            server.handle_line(line)
+    # stdin closed: the CLI is gone; answer nothing more, but let calls in flight finish writing.
+    for thread in server.threads:
+        thread.join(timeout=0.1)
+    return 0

@@ -1,0 +1,139 @@
+"""The session a callback belongs to: the snapshot the shim wrote, grants, and guard events.
+
+The shim writes ``session.json`` (policy spec, approval settings) into the session directory
+before it starts the CLI and passes the directory in ``CLAUDEGUARD_SESSION_DIR``; callbacks read
+it instead of re-reading the config layers. Without it (a hook wired up by hand, outside
+claudeguard) the config is loaded from the event's cwd.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Session:
+    id: str
+    dir: Path | None
+    snapshot: dict
+
+    @property
+    def approval(self) -> dict:
+        return self.snapshot.get("approval", {})
+
+    @property
+    def policy_spec(self) -> dict:
+        return self.snapshot.get("policy", {})
+
+
+def current_session(event_cwd: str | None = None, cli_session_id: str | None = None) -> Session:
+    """The guarded session from the environment, or an ad-hoc one built from the config files."""
+    directory = os.environ.get("CLAUDEGUARD_SESSION_DIR")
+    if directory:
+        path = Path(directory)
+        fd = os.open(path / "session.json", os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd) as fh:
+            snapshot = json.load(fh)
+        return Session(snapshot.get("session_id") or os.environ.get("CLAUDEGUARD_SESSION", ""), path, snapshot)
+    from claudeguard.config.load import env_overrides, load_config
+
+    cwd = Path(event_cwd or os.getcwd())
+    cfg = load_config(cwd, env_overrides())
+    spec = cfg.policy_spec()
+    snapshot = {
+        "session_id": cli_session_id or "unguarded",
+        "cwd": str(cwd),
+        "policy": spec,
+        "approval": {
+            "timeout": cfg.get("approval.timeout"),
+            "on_timeout": cfg.get("approval.on_timeout"),
+            "notify": cfg.get("approval.notify"),
+            "idle_before_channel": cfg.get("approval.idle_before_channel"),
+        },
+        "forever_file": str(cfg.searched[0][1]),
+    }
+    return Session(os.environ.get("CLAUDEGUARD_SESSION") or cli_session_id or "unguarded", None, snapshot)
+
+
+def _append(path: Path, record: dict) -> None:
+    line = json.dumps(record, separators=(",", ":")) + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def record_event(session: Session, event: str, **fields: object) -> None:
+    """One JSON line in ``events.jsonl`` for the watchdog; never fails the callback."""
+    if session.dir is None:
+        return
+    try:
+        _append(session.dir / "events.jsonl", {"time": time.time(), "event": event, **fields})
+    except OSError:
+        pass
+
+
+def load_grants(session: Session) -> list[dict]:
+    if session.dir is None:
+        return []
+    try:
+        fd = os.open(session.dir / "grants.jsonl", os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return []
+    with os.fdopen(fd) as fh:
+        out = []
+        for line in fh:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+
+def add_grants(session: Session, rules: list[str], *, kind: str, scope: str, agent_type: str | None, request_id: str) -> None:
+    if session.dir is None:
+        return
+    for rule in rules:
+        _append(
+            session.dir / "grants.jsonl",
+            {"rule": rule, "kind": kind, "scope": scope, "agent_type": agent_type, "request_id": request_id},
+        )
+
+
+def remember_call(session: Session, tool_use_id: str, info: dict) -> None:
+    """PreToolUse knows which agent asks; the prompt tool only gets the tool_use_id."""
+    if session.dir is None or not tool_use_id or "/" in tool_use_id:
+        return
+    try:
+        calls = session.dir / "calls"
+        calls.mkdir(mode=0o700, exist_ok=True)
+        fd = os.open(calls / tool_use_id, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(info, fh)
+    except OSError:
+        pass
+
+
+def recall_call(session: Session, tool_use_id: str | None) -> dict:
+    if session.dir is None or not tool_use_id or "/" in tool_use_id:
+        return {}
+    try:
+        fd = os.open(session.dir / "calls" / tool_use_id, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return {}
+
+
+def forget_call(session: Session, tool_use_id: str | None) -> None:
+    if session.dir is None or not tool_use_id or "/" in tool_use_id:
+        return
+    try:
+        os.unlink(session.dir / "calls" / tool_use_id)
+    except OSError:
+        pass

@@ -1,0 +1,254 @@
+"""Build the child's argv and environment: the injection of the guard into the real CLI.
+
+The caller's arguments stay in order; the guard's own options go in front of them as
+``--flag=value`` (one word each), because commander's variadic options (``--allowedTools``,
+``--mcp-config``) would otherwise swallow the caller's prompt that follows, and because a value
+that starts with ``-`` must never be read as an option. The one argument the guard rewrites in
+place is the caller's ``--settings`` value: the CLI keeps only the last ``--settings``, so the
+guard's hooks are merged into the caller's settings (their own hooks and keys kept).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from claudeguard.config.load import Config
+from claudeguard.errors import UsageError
+from claudeguard.shim.claude_args import ClaudeArgs
+
+MCP_SERVER_NAME = "claudeguard"
+PROMPT_TOOL = f"mcp__{MCP_SERVER_NAME}__approve"
+# Hook events the guard registers; PermissionRequest exists in both pinned versions.
+HOOK_EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "Notification", "SubagentStart", "SubagentStop")
+BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
+
+
+@dataclass
+class Plan:
+    argv: list[str]
+    env_additions: dict[str, str]
+    session_id: str
+    policy_spec: dict = field(default_factory=dict)
+
+
+def ctl_command() -> list[str]:
+    """How the CLI should call us back: the ``claudeguardctl`` next to our interpreter when it
+    exists (fast: a console script), else ``python -m claudeguard.commands.ctl``."""
+    candidate = Path(sys.executable).with_name("claudeguardctl")
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return [str(candidate)]
+    return [sys.executable, "-m", "claudeguard.commands.ctl"]
+
+
+def _load_settings_value(value: str) -> dict:
+    text = value
+    if not value.lstrip().startswith("{"):
+        try:
+            text = Path(value).read_text()
+        except OSError as exc:
+            raise UsageError(f"--settings {value}: cannot read: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--settings {value[:60]}: not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"--settings {value[:60]}: must be a JSON object")
+    return data
+
+
+def check_lockdown(args: ClaudeArgs, cfg: Config) -> None:
+    """Refuse every way of loosening the guard when lockdown is on (before anything starts)."""
+    if not cfg.lockdown.value:
+        return
+    why = f"lockdown ({cfg.lockdown.source})"
+    for flag in BYPASS_FLAGS:
+        if args.has(flag):
+            raise UsageError(f"{flag} is refused: {why}")
+    if args.last("--permission-mode") == "bypassPermissions":
+        raise UsageError(f"--permission-mode bypassPermissions is refused: {why}")
+    for value in args.values("--settings"):
+        data = _load_settings_value(value)
+        perms = data.get("permissions") or {}
+        if isinstance(perms, dict) and perms.get("defaultMode") == "bypassPermissions":
+            raise UsageError(f"--settings sets permissions.defaultMode bypassPermissions: refused by {why}")
+        if data.get("disableAllHooks"):
+            raise UsageError(f"--settings sets disableAllHooks: refused by {why}")
+    if args.has("--bare"):
+        raise UsageError(f"--bare skips the guard's hooks: refused by {why}")
+
+
+def absolute_rule(rule: str, root: str, cwd: str) -> str:
+    """Path rules anchored at a config file (``Read(/p)``) become absolute (``Read(//root/p)``)
+    so the CLI reads them the same way the guard does."""
+    name, paren, rest = rule.partition("(")
+    if not paren or name not in ("Read", "Edit", "Write", "NotebookEdit", "MultiEdit") or not rest.endswith(")"):
+        return rule
+    spec = rest[:-1]
+    if spec.startswith("/") and not spec.startswith("//"):
+        return f"{name}(/{os.path.join(root, spec.lstrip('/'))})"
+    if spec.startswith("./"):
+        return f"{name}(/{os.path.join(cwd, spec[2:])})"
+    return rule
+
+
+def guard_settings(cfg: Config, ctl: list[str], cwd: str) -> dict:
+    timeout = int(cfg.get("approval.timeout")) + 30  # the guard, not the CLI, must decide
+    hook_cmd = " ".join(shlex.quote(p) for p in ctl + ["hook"])
+    hooks = {
+        event: [{"matcher": "*", "hooks": [{"type": "command", "command": hook_cmd, "timeout": timeout}]}]
+        for event in HOOK_EVENTS
+    }
+    for event in ("Notification", "SubagentStart", "SubagentStop"):
+        del hooks[event][0]["matcher"]
+    settings: dict = {"hooks": hooks}
+    ask = [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.ask", [])]
+    if ask:
+        settings["permissions"] = {"ask": ask}
+    return settings
+
+
+def merge_settings(caller: dict, ours: dict) -> dict:
+    merged = dict(caller)
+    hooks = dict(merged.get("hooks") or {})
+    for event, entries in ours["hooks"].items():
+        hooks[event] = list(hooks.get(event) or []) + entries
+    merged["hooks"] = hooks
+    if "permissions" in ours:
+        perms = dict(merged.get("permissions") or {})
+        for key, rules in ours["permissions"].items():
+            perms[key] = list(perms.get(key) or []) + [r for r in rules if r not in (perms.get(key) or [])]
+        merged["permissions"] = perms
+    return merged
+
+
+def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str, session_dir: str | None, cwd: str) -> Plan:
+    """The final argv (real CLI first) and the environment additions for a guarded session."""
+    check_lockdown(args, cfg)
+    ctl = ctl_command()
+    front: list[str] = []
+    mode = cfg.get("permissions.mode")
+    if mode and not args.has("--permission-mode") and not args.has(*BYPASS_FLAGS):
+        front.append(f"--permission-mode={mode}")
+    allow = [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.allow", [])]
+    deny = [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.deny", [])]
+    # Comma-joined in one word: a rule may contain spaces (`Bash(git diff *)`).
+    if allow:
+        front.append("--allowedTools=" + ",".join(allow))
+    if deny:
+        front.append("--disallowedTools=" + ",".join(deny))
+
+    ours = guard_settings(cfg, ctl, cwd)
+    rest = list(args.argv)
+    settings_at = [index for index, _ in args.options.get("--settings", [])]
+    if settings_at:
+        # The CLI keeps the last --settings; merge ours into it and leave the others as given.
+        index = settings_at[-1]
+        word = rest[index]
+        if "=" in word:
+            value = word.partition("=")[2]
+            rest[index] = "--settings=" + json.dumps(merge_settings(_load_settings_value(value), ours), separators=(",", ":"))
+        elif index + 1 < len(rest):
+            rest[index + 1] = json.dumps(merge_settings(_load_settings_value(rest[index + 1]), ours), separators=(",", ":"))
+    else:
+        front.append("--settings=" + json.dumps(ours, separators=(",", ":")))
+
+    env_add = {
+        "CLAUDEGUARD_SESSION": session_id,
+        "CLAUDEGUARD_EXEC_PID": str(os.getpid()),
+    }
+    if session_dir:
+        env_add["CLAUDEGUARD_SESSION_DIR"] = session_dir
+
+    if args.print_mode and not args.has("--permission-prompt-tool") and args.last("--permission-prompts") != "none":
+        server = {"command": ctl[0], "args": ctl[1:] + ["mcp-serve"]}
+        front.append("--mcp-config=" + json.dumps({"mcpServers": {MCP_SERVER_NAME: server}}, separators=(",", ":")))
+        front.append(f"--permission-prompt-tool={PROMPT_TOOL}")
+    return Plan([real_cli, *front, *rest], env_add, session_id)
+
+
+def split_tool_list(values: list[str]) -> list[str]:
+    """Split ``--allowedTools`` values the way the CLI does: on commas and spaces outside parens."""
+    out: list[str] = []
+    for value in values:
+        depth = 0
+        current = ""
+        for ch in value:
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth = max(0, depth - 1)
+            if ch in ", " and depth == 0:
+                if current:
+                    out.append(current)
+                current = ""
+                continue
+            current += ch
+        if current:
+            out.append(current)
+    return out
+
+
+def claude_allow_rules(args: ClaudeArgs, cwd: str, home: str) -> list[dict]:
+    """Allow rules the CLI itself applies (caller's --allowedTools and Claude settings files):
+    the hook treats them as allows, so a subagent is not sent to a human for what the CLI allows."""
+    entries: list[dict] = []
+    for rule in split_tool_list(args.values("--allowedTools", "--allowed-tools")):
+        entries.append({"rule": rule, "source": "--allowedTools", "root": cwd})
+    files = [Path(home) / ".claude" / "settings.json", Path(cwd) / ".claude" / "settings.json", Path(cwd) / ".claude" / "settings.local.json"]
+    for path in files:
+        try:
+            data = json.loads(path.read_text())
+            rules = data.get("permissions", {}).get("allow", [])
+        except (OSError, ValueError, AttributeError):
+            continue
+        for rule in rules if isinstance(rules, list) else []:
+            if isinstance(rule, str):
+                entries.append({"rule": rule, "source": str(path), "root": str(path.parent.parent)})
+    for value in args.values("--settings"):
+        try:
+            data = _load_settings_value(value)
+        except UsageError:
+            continue
+        rules = (data.get("permissions") or {}).get("allow", [])
+        for rule in rules if isinstance(rules, list) else []:
+            if isinstance(rule, str):
+                entries.append({"rule": rule, "source": "--settings", "root": cwd})
+    from claudeguard.policy.rules import parse_rule
+
+    valid = []
+    for entry in entries:
+        try:
+            parse_rule(entry["rule"])
+        except ValueError:
+            continue
+        valid.append(entry)
+    return valid
+
+
+def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str, interactive: bool) -> dict:
+    """What the hook and the MCP server need, so they never re-read the config layers."""
+    spec = cfg.policy_spec()
+    spec["claude_allow"] = claude_allow_rules(args, cwd, os.path.expanduser("~"))
+    if cfg.lockdown.value:
+        spec["lockdown"] = True
+    return {
+        "session_id": session_id,
+        "pid": os.getpid(),
+        "cwd": cwd,
+        "policy": spec,
+        "approval": {
+            "timeout": cfg.get("approval.timeout"),
+            "on_timeout": cfg.get("approval.on_timeout"),
+            "notify": cfg.get("approval.notify"),
+            "idle_before_channel": 0 if not interactive else cfg.get("approval.idle_before_channel"),
+        },
+        "forever_file": str(cfg.searched[0][1]),
+        "print_mode": args.print_mode,
+        "interactive": interactive,
+    }
+

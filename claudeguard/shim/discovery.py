@@ -1,0 +1,86 @@
+"""Find the real Claude CLI, and never ourselves.
+
+Order: ``CLAUDEGUARD_CLAUDE``, then config ``claude.path``, then PATH with every entry that is
+claudeguard skipped (its console script, ``bin/claude``, symlinks to either: recognised by the
+resolved path or by a small script that names claudeguard). A recursion token in the child's
+environment catches any arrangement that still leads back to us.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from claudeguard.errors import GuardError
+
+RECURSION_VAR = "CLAUDEGUARD_EXEC_PID"
+INSTALL_HINT = (
+    "install Claude Code (npm install -g @anthropic-ai/claude-code) or set CLAUDEGUARD_CLAUDE to the real CLI's path"
+)
+
+
+class NotFound(GuardError):
+    exit_code = 2
+
+
+def _own_paths() -> set[str]:
+    own = set()
+    for candidate in (sys.argv[0], Path(__file__).resolve().parents[2] / "bin" / "claude"):
+        try:
+            own.add(os.path.realpath(candidate))
+        except OSError:
+            pass
+    return own
+
+
+def is_claudeguard(path: str, own: set[str] | None = None) -> bool:
+    """True when ``path`` is (a link to) claudeguard rather than the real CLI."""
+    real = os.path.realpath(path)
+    if real in (own if own is not None else _own_paths()):
+        return True
+    try:
+        with open(real, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    # The real CLI is a large native binary (or a node script); our launchers are small scripts
+    # that mention the package by name.
+    return head.startswith(b"#!") and b"claudeguard" in head
+
+
+def _executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def find_claude(configured: str | None = None, *, configured_source: str = "config claude.path") -> str:
+    env = os.environ.get("CLAUDEGUARD_CLAUDE")
+    for value, where in ((env, "CLAUDEGUARD_CLAUDE"), (configured, configured_source)):
+        if not value:
+            continue
+        path = os.path.expanduser(value)
+        if not _executable(path):
+            raise NotFound(f"{where}={value}: not an executable file; {INSTALL_HINT}")
+        if is_claudeguard(path):
+            raise NotFound(f"{where}={value} is claudeguard itself, not the real CLI; {INSTALL_HINT}")
+        return path
+    own = _own_paths()
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        candidate = os.path.join(directory or ".", "claude")
+        if _executable(candidate) and not is_claudeguard(candidate, own):
+            return candidate
+    raise NotFound(f"the real Claude CLI was not found on PATH; {INSTALL_HINT}")
+
+
+def check_recursion() -> None:
+    """Refuse to run when our parent (spawn) or our own pid (exec) is a claudeguard that meant
+    to start the real CLI: PATH or an alias led it back to claudeguard."""
+    token = os.environ.get(RECURSION_VAR)
+    if not token:
+        return
+    try:
+        pid = int(token)
+    except ValueError:
+        return
+    if pid in (os.getpid(), os.getppid()):
+        raise NotFound(f"claudeguard was started as its own child (PATH leads back to it); {INSTALL_HINT}")

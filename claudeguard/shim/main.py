@@ -1,0 +1,161 @@
+"""``claudeguard``: parse guard options, load the config, find the real CLI, inject, supervise.
+
+The start-up path imports only what the run needs: ``--version``, ``--help`` and sub-commands
+such as ``doctor`` or ``mcp`` are exec'd untouched after a config read; only a real session
+loads the policy, the channel and the watchdog.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from claudeguard.errors import UsageError, run_main
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_main("claudeguard", lambda: _main(sys.argv[1:] if argv is None else argv))
+
+
+def _overrides(opts):  # type: ignore[no-untyped-def]
+    from claudeguard.config.load import Sourced, env_overrides, parse_value
+
+    overrides = env_overrides()
+    if opts.profile is not None:
+        overrides.profile = Sourced(opts.profile, "--guard-profile")
+    if opts.config is not None:
+        overrides.extra_files.append(Sourced(opts.config, "--guard-config"))
+    for key, raw in opts.values.items():
+        option = opts.given[key]
+        overrides.values[key] = Sourced(parse_value(key, raw, option), option)
+    return overrides
+
+
+def _main(argv: list[str]) -> int:
+    from claudeguard.shim.discovery import RECURSION_VAR, check_recursion, find_claude
+
+    check_recursion()
+    if os.environ.get("CLAUDEGUARD_DISABLE", "") not in ("", "0"):
+        return _disabled(argv)
+
+    from claudeguard.shim.claude_args import parse_claude_args
+    from claudeguard.shim.options import split_argv
+
+    opts, rest = split_argv(argv)
+    args = parse_claude_args(rest)
+    from claudeguard.config.load import load_config
+
+    cwd = Path.cwd()
+    cfg = load_config(cwd, _overrides(opts))
+    real = find_claude(cfg.get("claude.path"), configured_source=f"claude.path ({cfg.source('claude.path')})")
+
+    if args.passthrough:
+        from claudeguard.shim.command import check_lockdown
+
+        check_lockdown(args, cfg)
+        if opts.dry_run:
+            return _print_plan([real, *rest], {}, guarded=False)
+        from claudeguard.shim.supervise import exec_passthrough
+
+        env = dict(os.environ, **{RECURSION_VAR: str(os.getpid())})
+        exec_passthrough([real, *rest], env)
+        return 0  # not reached
+
+    import secrets
+
+    from claudeguard.shim.command import build_plan
+
+    session_id = secrets.token_hex(8)
+    if opts.dry_run:
+        plan = build_plan(real, args, cfg, session_id=session_id, session_dir=None, cwd=str(cwd))
+        return _print_plan(plan.argv, plan.env_additions, guarded=True)
+    return _run_session(real, args, cfg, cwd, session_id)
+
+
+def _print_plan(argv: list[str], env: dict[str, str], *, guarded: bool) -> int:
+    import json
+
+    print(json.dumps({"argv": argv, "env": env, "guarded": guarded}, indent=2))
+    return 0
+
+
+def _disabled(argv: list[str]) -> int:
+    """CLAUDEGUARD_DISABLE=1: the real CLI with the arguments untouched, unless lockdown forbids."""
+    from claudeguard.config.load import env_overrides, load_config
+    from claudeguard.shim.discovery import RECURSION_VAR, find_claude
+    from claudeguard.shim.supervise import exec_passthrough
+
+    cfg = load_config(Path.cwd(), env_overrides())
+    if cfg.lockdown.value:
+        raise UsageError(f"CLAUDEGUARD_DISABLE is refused: lockdown ({cfg.lockdown.source})")
+    real = find_claude(cfg.get("claude.path"))
+    exec_passthrough([real, *argv], dict(os.environ, **{RECURSION_VAR: str(os.getpid())}))
+    return 0
+
+
+def _run_session(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # type: ignore[no-untyped-def]
+    import json
+    import shutil
+
+    from claudeguard.paths import runtime_dir
+    from claudeguard.shim.command import build_plan, session_snapshot
+
+    interactive = not args.print_mode
+    session_dir = runtime_dir("sessions", session_id)
+    try:
+        plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(cwd))
+        snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(cwd), interactive=interactive and os.isatty(0))
+        _write_private(session_dir / "session.json", json.dumps(snapshot))
+        env = dict(os.environ, **plan.env_additions)
+        from claudeguard.shim.supervise import Supervisor
+
+        sup = Supervisor(plan.argv, env, tap_stdout=True)
+        child_pid = sup.start()
+        monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, plan.argv)
+        try:
+            code = sup.relay()
+        finally:
+            sup.close()
+            if monitor is not None:
+                monitor.stop(code if "code" in locals() else None)
+        if monitor is not None and monitor.killed:
+            return 124
+        return code
+    finally:
+        shutil.rmtree(session_dir, ignore_errors=True)
+
+
+def _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, argv):  # type: ignore[no-untyped-def]
+    try:
+        from claudeguard.watchdog.monitor import Monitor, WatchConfig
+    except ImportError:
+        return None
+    watch = WatchConfig(
+        stall_after=cfg.get("watchdog.stall_after"),
+        tool_stall_after=cfg.get("watchdog.tool_stall_after"),
+        on_stall=cfg.get("watchdog.on_stall"),
+        sample_interval=cfg.get("watchdog.sample_interval"),
+        kill_grace=cfg.get("watchdog.kill_grace"),
+        interactive=not args.print_mode,
+    )
+    monitor = Monitor(
+        child_pid=child_pid,
+        session_id=session_id,
+        session_dir=session_dir,
+        config=watch,
+        output_format=args.last("--output-format"),
+        prompt=args.prompt,
+        cwd=str(cwd),
+        argv=argv,
+        on_stall=lambda diagnosis: None,
+    )
+    sup.on_output = monitor.feed_stdout
+    monitor.start()
+    return monitor
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
