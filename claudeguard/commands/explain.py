@@ -1,0 +1,58 @@
+"""``claudeguardctl explain [--agent TYPE] [--profile NAME] [--json] CALL``: the decision the
+policy gives for a call written like a rule (``'Bash(git push --force)'``), and the rule, file and
+line that decided it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from claudeguard.errors import UsageError
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="claudeguardctl explain")
+    parser.add_argument("--agent", help="subagent type (default: the main agent)")
+    parser.add_argument("--profile")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("call", help="e.g. 'Bash(git push --force)', 'Read(/etc/passwd)', 'mcp__github__create_issue'")
+    args = parser.parse_args(argv[1:])
+
+    from claudeguard.config.load import Sourced, env_overrides, load_config
+    from claudeguard.policy.decide import call_from_rule_like, decide, policy_from_spec
+
+    overrides = env_overrides()
+    if args.profile:
+        overrides.profile = Sourced(args.profile, "--profile")
+    cwd = Path.cwd()
+    cfg = load_config(cwd, overrides)
+    try:
+        tool, tool_input = call_from_rule_like(args.call)
+    except ValueError as exc:
+        raise UsageError(f"cannot read the call {args.call!r}: {exc}") from None
+    result = decide(policy_from_spec(cfg.policy_spec()), tool, tool_input, agent_type=args.agent, cwd=str(cwd), home=os.path.expanduser("~"))
+    if args.json:
+        import json
+
+        print(json.dumps({
+            "call": args.call,
+            "tool": tool,
+            "decision": result.decision,
+            "rule": result.rule,
+            "source": result.source,
+            "agent_type": args.agent,
+            "reason": result.reason,
+            "parts": [{"part": p.part, "decision": p.decision, "rule": p.rule, "source": p.source} for p in result.parts],
+        }, indent=2))
+        return 0
+    who = f"agent {args.agent}" if args.agent else "main agent"
+    print(f"{result.decision}: {args.call} ({who})")
+    if result.rule:
+        print(f"  rule:   {result.rule}")
+        print(f"  source: {result.source}")
+    else:
+        print("  no rule matches: Claude Code decides (its prompt goes to the approval channel)")
+    for part in result.parts:
+        print(f"  part {part.part!r}: {part.decision}" + (f" by {part.rule} ({part.source})" if part.rule else ""))
+    return 0
