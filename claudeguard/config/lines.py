@@ -91,5 +91,9 @@ def line_of(found: dict[tuple, int], path: tuple, value: str | None = None, inde
     while path:
         if path in found:
             return found[path]
+        # a table only named through dotted keys (`security.x = 1`): the first such key
+        below = [line for key, line in found.items() if key[: len(path)] == path]
+        if below:
+            return min(below)
         path = path[:-1]
     return None

@@ -180,7 +180,8 @@ def parse_claude_args(argv: list[str]) -> ClaudeArgs:
                 add(BOOL_SHORT.get(f"-{ch}", f"-{ch}"), i, [])
             i += 1
             continue
-        if not out.positionals and out.subcommand is None and arg in SUBCOMMANDS:
+        # With -p the CLI reads every bare word as the prompt (`claude -p mcp list` asks the model).
+        if not out.positionals and out.subcommand is None and arg in SUBCOMMANDS and "--print" not in out.options:
             out.subcommand = arg
             break
         out.positionals.append(i)
