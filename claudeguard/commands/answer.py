@@ -1,0 +1,89 @@
+"""``claudeguardctl approve|deny ID [--scope once|agent|session|forever] [--message TEXT]``.
+
+``once`` answers this request; ``agent`` and ``session`` also become grants in the asking session
+(recorded by the waiting call); ``forever`` additionally writes the rule into a config file with
+tomlkit (the user file unless ``--file`` names another), keeping its comments and layout.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from claudeguard.errors import GuardError, NotFoundError
+
+SCOPES = ("once", "agent", "session", "forever")
+
+
+def main(argv: list[str]) -> int:
+    verb = argv[0]
+    parser = argparse.ArgumentParser(prog=f"claudeguardctl {verb}")
+    parser.add_argument("id")
+    parser.add_argument("--scope", choices=SCOPES, default="once")
+    if verb == "deny":
+        parser.add_argument("--message", "-m", help="the reason the model receives")
+    parser.add_argument("--file", help="with --scope forever: the config file to write (default: the user file)")
+    args = parser.parse_args(argv[1:])
+    decision = "allow" if verb == "approve" else "deny"
+    message = getattr(args, "message", None)
+    return answer_request(args.id, decision, scope=args.scope, message=message, file=args.file, by=f"claudeguardctl {verb}")
+
+
+def answer_request(request_id: str, decision: str, *, scope: str, message: str | None, file: str | None, by: str, quiet: bool = False) -> int:
+    from claudeguard import channel
+    from claudeguard.policy.decide import grant_rules_for_call
+
+    match = [r for r in channel.list_pending() if r.id.startswith(request_id)] if len(request_id) >= 6 else []
+    if len(match) > 1:
+        raise NotFoundError(f"{request_id}: matches {len(match)} requests; give more of the id")
+    rules: list[str] = []
+    target: Path | None = None
+    if scope != "once":
+        if not match:
+            raise NotFoundError(f"{request_id}: no such pending request (already answered, expired or never existed)")
+        req = match[0]
+        rules = grant_rules_for_call(req.tool, req.input, cwd=req.cwd)
+        if not rules:
+            raise GuardError(f"{req.id}: this call cannot be granted beyond once (the command could not be parsed with confidence); use --scope once")
+        if scope == "forever":
+            from claudeguard.paths import user_config_file
+
+            target = Path(file) if file else user_config_file()
+            _check_writable(target)
+    answered = channel.answer(request_id, decision, scope=scope, message=message, by=by)
+    word = "approved" if decision == "allow" else "denied"
+    if target is not None:
+        from claudeguard.config.write import add_rule
+
+        try:
+            for rule in rules:
+                add_rule(target, decision, rule)
+        except GuardError as exc:
+            raise GuardError(f"{answered.id} {word} for the session, but the rule was not written: {exc}") from None
+        if not quiet:
+            print(f"{answered.id} {word} (forever): {', '.join(rules)} written to [permissions].{decision} in {target}")
+        return 0
+    if not quiet:
+        extra = f": {', '.join(rules)}" if rules else ""
+        print(f"{answered.id} {word} ({scope}){extra}")
+    return 0
+
+
+def _check_writable(path: Path) -> None:
+    """Fail before answering rather than answer and then fail to write (nothing half-done)."""
+    import os
+
+    from claudeguard.errors import ConfigError
+
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            raise ConfigError(f"{path}: not writable; not answering")
+        from claudeguard.config.load import read_layer
+
+        read_layer("forever target", path, required=True)
+    else:
+        parent = path.parent
+        while not parent.exists():
+            parent = parent.parent
+        if not os.access(parent, os.W_OK):
+            raise ConfigError(f"{path}: cannot be created; not answering")

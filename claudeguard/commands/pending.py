@@ -1,0 +1,44 @@
+"""``claudeguardctl pending [--json]``: open approval requests of every guarded session of this user."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def request_json(req) -> dict:  # type: ignore[no-untyped-def]
+    return {
+        "id": req.id,
+        "session_id": req.session_id,
+        "agent_type": req.agent_type,
+        "agent_id": req.agent_id,
+        "tool": req.tool,
+        "input": req.input,
+        "summary": req.summary,
+        "age_s": round(req.age_s, 1),
+        "deadline_s": round(req.deadline_s, 1),
+        "cwd": req.cwd,
+        "kind": req.kind,
+        "choices": req.choices,
+    }
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="claudeguardctl pending")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv[1:])
+    from claudeguard.channel import list_pending
+
+    requests = list_pending()
+    if args.json:
+        import json
+
+        print(json.dumps([request_json(r) for r in requests], indent=2))
+        return 0
+    if not requests:
+        print("no pending requests")
+        return 0
+    print(f"{'ID':18} {'AGE':>6} {'LEFT':>6} {'SESSION':16} {'AGENT':20} SUMMARY")
+    for r in requests:
+        agent = r.agent_type or "main"
+        print(f"{r.id:18} {r.age_s:5.0f}s {r.deadline_s:5.0f}s {r.session_id[:16]:16} {agent[:20]:20} {r.summary}")
+    return 0
