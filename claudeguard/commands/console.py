@@ -1,0 +1,115 @@
+"""``claudeguardctl console``: a live view of approval requests, answered with single keys.
+
+``y`` once, ``a`` this agent type, ``s`` the whole session, ``f`` forever (written to the user
+config), ``n`` deny (asks for an optional message), ``j``/``k`` move, ``q`` quit. Works over SSH
+(plain ANSI, cbreak mode, restored on exit); several consoles and scripts may answer side by
+side: the first answer wins and the others see the request disappear. Without a terminal on
+stdin it reads one key (and an optional message) per line, for scripting.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+import time
+
+KEYS = {"y": ("allow", "once"), "a": ("allow", "agent"), "s": ("allow", "session"), "f": ("allow", "forever"), "n": ("deny", "once")}
+HELP = "y once · a agent · s session · f forever · n deny · j/k move · q quit"
+
+
+def _render(requests: list, current: int, note: str) -> str:
+    lines = ["\x1b[H\x1b[2J" + f"claudeguard console — {len(requests)} pending   ({HELP})", ""]
+    if not requests:
+        lines.append("  waiting for requests ...")
+    for index, req in enumerate(requests):
+        mark = "▶" if index == current else " "
+        agent = req.agent_type or "main"
+        lines.append(f"{mark} {req.id}  {agent:18.18} {req.summary[:90]}  ({req.age_s:.0f}s, {req.deadline_s:.0f}s left)")
+    lines += ["", note]
+    return "\r\n".join(lines)
+
+
+def _answer(req, key: str, message: str | None) -> str:  # type: ignore[no-untyped-def]
+    from claudeguard.commands.answer import answer_request
+    from claudeguard.errors import GuardError
+
+    decision, scope = KEYS[key]
+    try:
+        answer_request(req.id, decision, scope=scope, message=message, file=None, by="console", quiet=True)
+    except GuardError as exc:
+        return f"{req.id}: {exc}"
+    return f"{req.id}: {'approved' if decision == 'allow' else 'denied'} ({scope})"
+
+
+def main(argv: list[str]) -> int:
+    from claudeguard.channel import list_pending
+
+    if not os.isatty(0):
+        return _line_mode(list_pending)
+    import termios
+    import tty
+
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    tty.setcbreak(fd)
+    out = sys.stdout
+    known: set[str] = set()
+    current = 0
+    note = ""
+    try:
+        while True:
+            requests = list_pending()
+            ids = {r.id for r in requests}
+            if ids - known:
+                out.write("\a")  # bell for each new arrival
+            known = ids
+            current = min(current, max(0, len(requests) - 1))
+            out.write(_render(requests, current, note))
+            out.flush()
+            ready, _, _ = select.select([fd], [], [], 0.5)
+            if not ready:
+                continue
+            key = os.read(fd, 1).decode(errors="replace")
+            if key == "q":
+                return 0
+            if key == "j":
+                current += 1
+            elif key == "k":
+                current = max(0, current - 1)
+            elif key in KEYS and requests:
+                req = requests[current]
+                message = None
+                if key == "n":
+                    termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+                    out.write("\r\nmessage for the model (Enter for none): ")
+                    out.flush()
+                    message = sys.stdin.readline().strip() or None
+                    tty.setcbreak(fd)
+                note = _answer(req, key, message)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        out.write("\n")
+
+
+def _line_mode(list_pending) -> int:  # type: ignore[no-untyped-def]
+    """Scripted use: each input line is `KEY [message]`, applied to the oldest pending request."""
+    for line in sys.stdin:
+        key, _, message = line.strip().partition(" ")
+        if key == "q":
+            return 0
+        if key not in KEYS:
+            print(f"unknown key {key!r}; {HELP}", file=sys.stderr)
+            continue
+        deadline = time.monotonic() + 5
+        requests = list_pending()
+        while not requests and time.monotonic() < deadline:
+            time.sleep(0.2)
+            requests = list_pending()
+        if not requests:
+            print("no pending request", file=sys.stderr)
+            continue
+        print(_answer(requests[0], key, message or None), flush=True)
+    return 0
