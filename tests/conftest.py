@@ -1,0 +1,129 @@
+"""Shared fixtures: the pinned real Claude CLIs, a scripted model server, an offline HOME, and
+helpers that run the CLI headless or under a pty and always stop what they started.
+
+Typical real-CLI test::
+
+    def test_x(real_claude, model_server, offline_env, run_claude):
+        server = model_server([{"match": "say hi", "turns": [{"text": "hi"}]}])
+        env = offline_env.use(server)
+        proc = run_claude([real_claude, "-p", "say hi"], env, offline_env.cwd, timeout=30)
+
+A test that uses ``real_claude`` runs once per pinned version (through ``cli_version``) and is
+marked ``real_cli``. A missing CLI is installed with npm; when that is impossible the test is
+skipped, except under ``CI=true`` where it fails.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from claudeguard.testing.cli_install import PINNED_VERSIONS, cli_path, install_cli
+from claudeguard.testing.model_server import ModelServer
+from claudeguard.testing.offline_home import offline_env as _offline_env, prepare_home
+from claudeguard.testing.runner import run_claude as _run_claude
+from claudeguard.testing.tui import close_tui, spawn_tui as _spawn_tui
+
+# Long enough that the CLI's last-20-characters key lookup differs from the whole key.
+API_KEY = "sk-ant-api03-offline-test-key-0123456789abcdef"
+UNUSED_URL = "http://127.0.0.1:9"  # until a test points the env at its server: nothing listens
+
+_install_errors: dict[str, str] = {}
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "real_claude" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.real_cli)
+
+
+@pytest.fixture(params=PINNED_VERSIONS)
+def cli_version(request: pytest.FixtureRequest) -> str:
+    """Each pinned Claude Code version in turn; tests opt in by using this (or ``real_claude``)."""
+    return request.param
+
+
+@pytest.fixture
+def real_claude(cli_version: str) -> Path:
+    """Path of the real ``claude`` binary for ``cli_version``, installed on first use."""
+    path = cli_path(cli_version)
+    if path is None and cli_version not in _install_errors:
+        try:
+            path = install_cli(cli_version)
+        except Exception as exc:  # noqa: BLE001 - any failure means "cannot be had"
+            _install_errors[cli_version] = str(exc)
+    if path is None:
+        why = f"real Claude CLI {cli_version} unavailable: {_install_errors.get(cli_version, 'not installed')}"
+        if in_ci():
+            pytest.fail(why)
+        pytest.skip(why)
+    return path
+
+
+@pytest.fixture
+def model_server() -> Any:
+    """Factory: ``model_server(scenario, **kw)`` starts a ModelServer; all are stopped at teardown."""
+    servers: list[ModelServer] = []
+
+    def start(scenario: Any = (), **kwargs: Any) -> ModelServer:
+        server = ModelServer(scenario, **kwargs)
+        servers.append(server)
+        return server.start()
+
+    yield start
+    for server in reversed(servers):
+        server.stop()
+
+
+class OfflineEnv(dict):
+    """A subprocess environment with attributes: ``home``, ``cwd`` (the ``work`` dir the CLI runs
+    in, trusted in ``home``), ``api_key``; ``use(server)`` points it at a model server."""
+
+    home: Path
+    cwd: Path
+    api_key: str
+
+    def use(self, server: ModelServer | str) -> "OfflineEnv":
+        self["ANTHROPIC_BASE_URL"] = server if isinstance(server, str) else server.url
+        return self
+
+
+@pytest.fixture
+def offline_env(tmp_path: Path) -> OfflineEnv:
+    home = tmp_path / "home"
+    work = tmp_path / "work"
+    work.mkdir()
+    prepare_home(home, cwd=work, api_key=API_KEY)
+    env = OfflineEnv(_offline_env(home, UNUSED_URL, API_KEY))
+    env.home, env.cwd, env.api_key = home, work, API_KEY
+    return env
+
+
+@pytest.fixture
+def run_claude() -> Callable[..., Any]:
+    """``run_claude(argv, env, cwd, timeout=60, input=None) -> CompletedProcess``; kills the
+    process group on timeout and raises ``subprocess.TimeoutExpired`` with the output so far."""
+    return _run_claude
+
+
+@pytest.fixture
+def spawn_tui() -> Any:
+    """Factory: ``spawn_tui(argv, env, cwd, dimensions=(40, 120)) -> pexpect.spawn``; every child
+    is terminated and reaped at teardown."""
+    children: list[Any] = []
+
+    def spawn(argv: Any, env: dict[str, str], cwd: Any, dimensions: tuple[int, int] = (40, 120)) -> Any:
+        child = _spawn_tui(argv, env, cwd, dimensions)
+        children.append(child)
+        return child
+
+    yield spawn
+    for child in children:
+        close_tui(child)
