@@ -48,9 +48,21 @@ def run_main(prog: str, fn: Callable[[], int]) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except SystemExit:
+        raise
     except BrokenPipeError:
-        # The reader of our stdout went away (e.g. `| head`); not an error worth a traceback.
-        try:
-            sys.stdout = None  # type: ignore[assignment]
-        finally:
-            return 1
+        # The reader of our stdout went away (e.g. `| head`): no traceback, and no second error
+        # when the interpreter flushes stdout at exit.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except Exception as exc:  # noqa: BLE001 - a bug still gets one line, not a traceback
+        import os
+
+        if os.environ.get("CLAUDEGUARD_DEBUG"):
+            raise
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        print(f"{prog}: internal error: {type(exc).__name__}: {first} (CLAUDEGUARD_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 70

@@ -1,0 +1,7 @@
+"""``python -m claudeguard ...`` is ``claudeguard ...``."""
+
+import sys
+
+from claudeguard.shim.main import main
+
+sys.exit(main())
