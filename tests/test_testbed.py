@@ -169,7 +169,8 @@ def test_head_count_tokens_and_unknown_paths(model_server):
     assert status == 200 and isinstance(body, dict) and body["input_tokens"] > 0
     status, body = _post(server, {}, "/v1/other")
     assert status == 404 and body["type"] == "error"
-    assert [r["played"] for r in server.requests()] == ["count_tokens", "404"]
+    assert [(r["method"], r["played"]) for r in server.requests()] == [
+        ("HEAD", "head"), ("POST", "count_tokens"), ("POST", "404")]
 
 
 def test_stall_holds_the_stream_open_until_stop(model_server):

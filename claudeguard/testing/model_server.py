@@ -192,6 +192,7 @@ class ModelServer:
     def start(self) -> "ModelServer":
         if self._httpd is not None:
             return self
+        self._stopping.clear()
         handler = type("Handler", (_Handler,), {"model": self})
         httpd = ThreadingHTTPServer(("127.0.0.1", self._port), handler)
         httpd.daemon_threads = True
@@ -206,9 +207,7 @@ class ModelServer:
         httpd, self._httpd = self._httpd, None
         if httpd is None:
             return
-        self._stopping.set()
-        with self._cond:
-            self._cond.notify_all()
+        self._stopping.set()  # releases stalled and slow responses
         httpd.shutdown()
         httpd.server_close()
         # Idle keep-alive connections park their handler threads in a read: cut them loose.
@@ -240,7 +239,7 @@ class ModelServer:
     def requests(self) -> list[dict]:
         """Every request: method, path, first_user_text, model, has_tools, session_id, stream,
         script (its match, or None), turn (index, or None) and played (the turn kind, or
-        "count_tokens"/"404")."""
+        "head", "get", "count_tokens", "404")."""
         with self._cond:
             return [dict(r) for r in self._requests]
 
@@ -360,14 +359,22 @@ class _Handler(BaseHTTPRequestHandler):
 
     # routes
 
+    def _record_plain(self, played: str) -> None:
+        self.model._record("request", {"method": self.command, "path": self.path, "first_user_text": "",
+                                       "model": None, "has_tools": False, "session_id": None, "stream": False,
+                                       "script": None, "turn": None, "played": played})
+
     def do_HEAD(self) -> None:  # noqa: N802 - stdlib naming
+        # The CLI probes reachability with HEAD /.
+        self._record_plain("head")
         self.send_response(200)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
     def do_GET(self) -> None:  # noqa: N802
-        self._send_json(200 if self.path in ("/", "") else 404,
-                        {"ok": True} if self.path in ("/", "") else _error("not_found_error", self.path))
+        root = self.path in ("/", "")
+        self._record_plain("get" if root else "404")
+        self._send_json(200 if root else 404, {"ok": True} if root else _error("not_found_error", self.path))
 
     def do_POST(self) -> None:  # noqa: N802
         body = self._read_body()
