@@ -7,7 +7,10 @@ Every module raises one of these for bad input; only the entry points (``shim.ma
 from __future__ import annotations
 
 import sys
-from typing import Callable
+
+TYPE_CHECKING = False  # typing costs ~5 ms to import; every claude call starts here
+if TYPE_CHECKING:
+    from typing import Callable
 
 
 class GuardError(Exception):

@@ -36,12 +36,9 @@ def runtime_root() -> Path:
 
 
 def user_config_file() -> Path:
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    if xdg:
-        return Path(xdg) / APP / "config.toml"
-    import platformdirs
+    from claudeguard.config.find import user_config_file as find_user_file
 
-    return Path(platformdirs.user_config_dir(APP)) / "config.toml"
+    return Path(find_user_file())
 
 
 def log_dir() -> Path:

@@ -17,7 +17,7 @@ from typing import Any
 from claudeguard.config import schema
 from claudeguard.errors import ConfigError
 
-PROJECT_FILE = ".claudeguard.toml"
+from claudeguard.config.find import PROJECT_FILE
 
 
 @dataclass
@@ -106,24 +106,6 @@ class Config:
 
 # ---------------------------------------------------------------------------------------------
 # Finding and reading files
-
-
-def find_project_file(cwd: Path) -> Path | None:
-    """Nearest ``.claudeguard.toml`` from cwd upwards, stopping at the repository root."""
-    for directory in (cwd, *cwd.parents):
-        candidate = directory / PROJECT_FILE
-        if candidate.is_file():
-            return candidate
-        if (directory / ".git").exists():
-            return None
-    return None
-
-
-def project_root(cwd: Path) -> Path:
-    for directory in (cwd, *cwd.parents):
-        if (directory / ".git").exists() or (directory / PROJECT_FILE).is_file():
-            return directory
-    return cwd
 
 
 def _loads(text: str) -> dict:
@@ -291,17 +273,18 @@ def _merge_rules(cfg: Config, layer: Layer, path: tuple, table: dict, root: str,
 
 def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> Config:
     """Read every layer, validate it, and merge. Raises ConfigError with ``path:line: what``."""
-    from claudeguard.paths import user_config_file
+    from claudeguard.config.find import project_config_file, project_root, user_config_file
 
     cwd = cwd or Path.cwd()
     overrides = overrides or Overrides()
     searched: list[tuple[str, Path, bool]] = []
     layers: list[Layer] = []
 
-    user_path = user_config_file()
+    user_path = Path(user_config_file())
     user = read_layer("user", user_path, required=False, trusted=True)
     searched.append(("user", user_path, user is not None))
-    proj_path = find_project_file(cwd)
+    found = project_config_file(str(cwd))
+    proj_path = Path(found) if found else None
     project = read_layer("project", proj_path, required=False) if proj_path else None
     searched.append(("project", proj_path or cwd / PROJECT_FILE, project is not None))
     extras: list[Layer] = []
@@ -340,7 +323,7 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
             files = ", ".join(str(lay.path) for lay in layers) or "no config file found"
             raise ConfigError(f"profile '{profile_name}' ({overrides.profile.source}) is not defined in any config file ({files})")
 
-    root = project_root(cwd)
+    root = Path(project_root(str(cwd)))
     cfg = Config(
         values={k: Sourced(v, "default") for k, v in schema.default_values().items()},
         rules={},

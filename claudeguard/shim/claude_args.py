@@ -9,8 +9,6 @@ up to the next option, ``[v]`` takes the next word only if it does not start wit
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 ONE = "one"
 MANY = "many"
 OPTIONAL = "optional"
@@ -80,12 +78,14 @@ SUBCOMMANDS = frozenset(
 BOOL_SHORT = {"-p": "--print", "-c": "--continue", "-h": "--help", "-v": "--version"}
 
 
-@dataclass
 class ClaudeArgs:
-    argv: list[str]
-    options: dict[str, list[tuple[int, list[str]]]] = field(default_factory=dict)  # name -> [(index, values)]
-    positionals: list[int] = field(default_factory=list)  # indexes of bare words
-    subcommand: str | None = None
+    """The caller's argv as the CLI will read it (plain class: kept off dataclasses for start-up)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self.options: dict[str, list[tuple[int, list[str]]]] = {}  # name -> [(index, values)]
+        self.positionals: list[int] = []  # indexes of bare words
+        self.subcommand: str | None = None
 
     def has(self, *names: str) -> bool:
         return any(n in self.options for n in names)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from claudeguard.errors import GuardError
 
@@ -26,7 +25,8 @@ class NotFound(GuardError):
 
 def _own_paths() -> set[str]:
     own = set()
-    for candidate in (sys.argv[0], Path(__file__).resolve().parents[2] / "bin" / "claude"):
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+    for candidate in (sys.argv[0], os.path.join(repo, "bin", "claude")):
         try:
             own.add(os.path.realpath(candidate))
         except OSError:
@@ -84,3 +84,11 @@ def check_recursion() -> None:
         return
     if pid in (os.getpid(), os.getppid()):
         raise NotFound(f"claudeguard was started as its own child (PATH leads back to it); {INSTALL_HINT}")
+
+
+def exec_passthrough(argv: list[str], env: dict[str, str]) -> None:
+    """Replace this process with the real CLI (no guard): version, help, sub-commands, disable."""
+    try:
+        os.execve(argv[0], argv, env)
+    except OSError as exc:
+        raise GuardError(f"cannot run {argv[0]}: {exc.strerror}") from None

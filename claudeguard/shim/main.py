@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from claudeguard.errors import UsageError, run_main
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,7 +36,7 @@ def _overrides(opts):  # type: ignore[no-untyped-def]
 
 
 def _main(argv: list[str]) -> int:
-    from claudeguard.shim.discovery import RECURSION_VAR, check_recursion, find_claude
+    from claudeguard.shim.discovery import RECURSION_VAR, check_recursion, exec_passthrough, find_claude
 
     check_recursion()
     if os.environ.get("CLAUDEGUARD_DISABLE", "") not in ("", "0"):
@@ -44,10 +47,22 @@ def _main(argv: list[str]) -> int:
 
     opts, rest = split_argv(argv)
     args = parse_claude_args(rest)
+    cwd = os.getcwd()
+    exec_env = dict(os.environ, **{RECURSION_VAR: str(os.getpid())})
+
+    if args.passthrough and not (opts.dry_run or opts.profile or opts.config or opts.values):
+        from claudeguard.config.find import any_config
+
+        if not any_config(cwd):
+            # The fast path of `claude --version`, `claude mcp list`: nothing to check but the
+            # bypass flags, which only lockdown (a config file) could refuse.
+            exec_passthrough([find_claude(None), *rest], exec_env)
+
+    from pathlib import Path
+
     from claudeguard.config.load import load_config
 
-    cwd = Path.cwd()
-    cfg = load_config(cwd, _overrides(opts))
+    cfg = load_config(Path(cwd), _overrides(opts))
     real = find_claude(cfg.get("claude.path"), configured_source=f"claude.path ({cfg.source('claude.path')})")
 
     if args.passthrough:
@@ -56,11 +71,7 @@ def _main(argv: list[str]) -> int:
         check_lockdown(args, cfg)
         if opts.dry_run:
             return _print_plan([real, *rest], {}, guarded=False)
-        from claudeguard.shim.supervise import exec_passthrough
-
-        env = dict(os.environ, **{RECURSION_VAR: str(os.getpid())})
-        exec_passthrough([real, *rest], env)
-        return 0  # not reached
+        exec_passthrough([real, *rest], exec_env)
 
     import secrets
 
@@ -68,9 +79,9 @@ def _main(argv: list[str]) -> int:
 
     session_id = secrets.token_hex(8)
     if opts.dry_run:
-        plan = build_plan(real, args, cfg, session_id=session_id, session_dir=None, cwd=str(cwd))
+        plan = build_plan(real, args, cfg, session_id=session_id, session_dir=None, cwd=cwd)
         return _print_plan(plan.argv, plan.env_additions, guarded=True)
-    return _run_session(real, args, cfg, cwd, session_id)
+    return _run_session(real, args, cfg, Path(cwd), session_id)
 
 
 def _print_plan(argv: list[str], env: dict[str, str], *, guarded: bool) -> int:
@@ -82,9 +93,10 @@ def _print_plan(argv: list[str], env: dict[str, str], *, guarded: bool) -> int:
 
 def _disabled(argv: list[str]) -> int:
     """CLAUDEGUARD_DISABLE=1: the real CLI with the arguments untouched, unless lockdown forbids."""
+    from pathlib import Path
+
     from claudeguard.config.load import env_overrides, load_config
-    from claudeguard.shim.discovery import RECURSION_VAR, find_claude
-    from claudeguard.shim.supervise import exec_passthrough
+    from claudeguard.shim.discovery import RECURSION_VAR, exec_passthrough, find_claude
 
     cfg = load_config(Path.cwd(), env_overrides())
     if cfg.lockdown.value:

@@ -7,8 +7,6 @@ before anything starts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from claudeguard.errors import UsageError
 
 # option -> (takes a value, config key it overrides or a GuardOptions field)
@@ -22,13 +20,16 @@ GUARD_OPTIONS: dict[str, tuple[bool, str]] = {
 }
 
 
-@dataclass
 class GuardOptions:
-    profile: str | None = None
-    config: str | None = None
-    dry_run: bool = False
-    values: dict[str, str] = field(default_factory=dict)  # config key -> raw text
-    given: dict[str, str] = field(default_factory=dict)  # config key -> option name, for messages
+    """What the ``--guard-*`` options said (a plain class: dataclasses cost ~10 ms to import on
+    the start-up path)."""
+
+    def __init__(self) -> None:
+        self.profile: str | None = None
+        self.config: str | None = None
+        self.dry_run = False
+        self.values: dict[str, str] = {}  # config key -> raw text
+        self.given: dict[str, str] = {}  # config key -> option name, for messages
 
 
 def split_argv(argv: list[str]) -> tuple[GuardOptions, list[str]]:

@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass
 from typing import Callable
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH, signal.SIGTSTP, signal.SIGCONT, signal.SIGUSR1, signal.SIGUSR2)
@@ -48,12 +47,6 @@ def _child_setup(parent_pid: int) -> Callable[[], None]:
             os._exit(129)
 
     return setup
-
-
-@dataclass
-class RunResult:
-    exit_code: int
-    stalled_and_killed: bool = False
 
 
 class Supervisor:
@@ -207,15 +200,3 @@ def _write_all(fd: int, data: bytes) -> bool:
         view = view[n:]
     return True
 
-
-def exec_passthrough(argv: list[str], env: dict[str, str] | None = None) -> None:
-    """Replace this process with the real CLI (no guard): version, help, sub-commands, disable."""
-    sys.stdout.flush()
-    try:
-        if env is None:
-            os.execv(argv[0], argv)
-        os.execve(argv[0], argv, env)
-    except OSError as exc:
-        from claudeguard.errors import GuardError
-
-        raise GuardError(f"cannot run {argv[0]}: {exc.strerror}") from None
