@@ -110,7 +110,7 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # ty
     import json
     import shutil
 
-    from claudeguard.paths import runtime_dir
+    from claudeguard.paths import runtime_dir, write_private_file
     from claudeguard.shim.command import build_plan, session_snapshot
 
     interactive = not args.print_mode
@@ -118,7 +118,7 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # ty
     try:
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(cwd))
         snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(cwd), interactive=interactive and os.isatty(0))
-        _write_private(session_dir / "session.json", json.dumps(snapshot))
+        write_private_file(session_dir / "session.json", json.dumps(snapshot))
         env = dict(os.environ, **plan.env_additions)
         from claudeguard.shim.supervise import Supervisor
 
@@ -166,8 +166,3 @@ def _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, arg
     monitor.start()
     return monitor
 
-
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)

@@ -1,0 +1,107 @@
+"""``claudeguardctl doctor``: find the real CLI and its version, prove that the flags the guard
+injects are accepted by it (a real offline run against the embedded scripted model: the MCP
+prompt server connects and the hooks fire), and check the runtime dir's ownership and mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+TESTED_VERSIONS = ("2.1.197", "2.1.330")
+PROBE = "claudeguard-doctor-probe"
+
+
+def _say(ok: bool, what: str) -> bool:
+    print(f"{'ok  ' if ok else 'FAIL'}  {what}")
+    return ok
+
+
+def main(argv: list[str]) -> int:
+    from claudeguard.config.load import env_overrides, load_config
+    from claudeguard.errors import GuardError
+    from claudeguard.paths import runtime_dir
+    from claudeguard.shim.discovery import find_claude
+
+    good = True
+    try:
+        cfg = load_config(Path.cwd(), env_overrides())
+        files = [str(p) for _, p, exists in cfg.searched if exists] or ["none (defaults)"]
+        good &= _say(True, f"config: {', '.join(files)}; lockdown {'on' if cfg.lockdown.value else 'off'}")
+    except GuardError as exc:
+        _say(False, f"config: {exc}")
+        return 1
+    try:
+        root = runtime_dir()
+        good &= _say(True, f"runtime dir: {root} (mode 0700, owned by uid {os.getuid()})")
+    except GuardError as exc:
+        _say(False, f"runtime dir: {exc}")
+        return 1
+    try:
+        real = find_claude(cfg.get("claude.path"))
+    except GuardError as exc:
+        _say(False, f"real CLI: {exc}")
+        return 1
+    proc = subprocess.run([real, "--version"], capture_output=True, text=True, timeout=60)
+    version = proc.stdout.strip().split(" ")[0] if proc.returncode == 0 else None
+    good &= _say(version is not None, f"real CLI: {real} version {version or '? (' + proc.stderr.strip()[:80] + ')'}")
+    if version and version not in TESTED_VERSIONS:
+        print(f"      note: claudeguard is tested with {', '.join(TESTED_VERSIONS)}; {version} may differ")
+    good &= probe(real, cfg)
+    return 0 if good else 1
+
+
+def probe(real: str, cfg) -> bool:  # type: ignore[no-untyped-def]
+    """Run the real CLI offline with the injected flags against the embedded model."""
+    import secrets
+
+    from claudeguard.paths import runtime_dir, write_private_file
+    from claudeguard.shim.claude_args import parse_claude_args
+    from claudeguard.shim.command import build_plan, session_snapshot
+    from claudeguard.testing.model_server import ModelServer
+    from claudeguard.testing.offline_home import offline_env, prepare_home
+
+    scenario = [{"match": PROBE, "turns": [{"tool_use": {"name": "Glob", "input": {"pattern": "*.claudeguard-doctor"}}}, {"text": "probe-ok"}]}]
+    session_id = "doctor-" + secrets.token_hex(6)
+    session_dir = runtime_dir("sessions", session_id)
+    tmp = Path(tempfile.mkdtemp(prefix="claudeguard-doctor-"))
+    try:
+        work = tmp / "work"
+        work.mkdir()
+        key = "sk-ant-doctor-offline-" + secrets.token_hex(8)
+        prepare_home(tmp / "home", cwd=work, api_key=key)
+        args = parse_claude_args(["-p", f"{PROBE} run", "--output-format", "stream-json", "--verbose"])
+        with ModelServer(scenario) as server:
+            plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(work))
+            snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(work), interactive=False)
+            write_private_file(session_dir / "session.json", json.dumps(snapshot))
+            env = offline_env(tmp / "home", server.url, key)
+            env.update(plan.env_additions)
+            # the probe's own runtime and log dirs stay the user's: the hook must find the session
+            for var in ("CLAUDEGUARD_RUNTIME_DIR", "CLAUDEGUARD_LOG_DIR", "XDG_RUNTIME_DIR"):
+                if var in os.environ:
+                    env[var] = os.environ[var]
+                else:
+                    env.pop(var, None)
+            env["CLAUDEGUARD_RUNTIME_DIR"] = str(runtime_dir())
+            try:
+                proc = subprocess.run(plan.argv, env=env, cwd=work, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
+            except subprocess.TimeoutExpired:
+                return _say(False, "injected flags: the probe run did not finish within 90 s")
+        lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        init = next((m for m in lines if m.get("type") == "system" and m.get("subtype") == "init"), {})
+        result = next((m for m in reversed(lines) if m.get("type") == "result"), {})
+        ok = _say(proc.returncode == 0 and result.get("result") == "probe-ok",
+                  f"injected flags accepted (exit {proc.returncode}{'' if proc.returncode == 0 else ': ' + proc.stderr.strip()[-120:]})")
+        servers = {s.get("name"): s.get("status") for s in init.get("mcp_servers", [])}
+        ok &= _say(servers.get("claudeguard") == "connected", f"permission-prompt MCP server: {servers.get('claudeguard', 'missing')}")
+        events = (session_dir / "events.jsonl").read_text() if (session_dir / "events.jsonl").exists() else ""
+        fired = '"tool-start"' in events and '"Glob"' in events
+        ok &= _say(fired, "hooks fire (PreToolUse reached claudeguardctl hook)")
+        return ok
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(session_dir, ignore_errors=True)
