@@ -1,0 +1,76 @@
+"""The two records of the approval channel: a pending ``Request`` and its ``Answer``.
+
+Plain dataclasses with no I/O, shared by the waiting side (``requests.Pending``), the answering
+side (``requests.answer``), the listing (``claudeguardctl pending``) and the audit log.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import time
+from dataclasses import asdict, dataclass, field, fields
+
+DECISIONS = ("allow", "deny")
+SCOPES = ("once", "agent", "session", "forever")
+KINDS = ("permission", "dialog")
+ID_MIN_PREFIX = 6
+
+
+def new_id() -> str:
+    """80 random bits as 16 lowercase base32 characters (a-z, 2-7): unguessable, no case or
+    punctuation to get wrong when copied from one terminal to another."""
+    return base64.b32encode(secrets.token_bytes(10)).decode("ascii").lower()
+
+
+ID_ALPHABET = frozenset("abcdefghijklmnopqrstuvwxyz234567")
+
+
+def is_id_text(text: str) -> bool:
+    return bool(text) and set(text) <= ID_ALPHABET
+
+
+@dataclass
+class Request:
+    id: str
+    session_id: str
+    agent_type: str | None
+    agent_id: str | None
+    tool: str
+    input: dict
+    summary: str
+    cwd: str
+    created: float  # wall clock (time.time()): compared across processes
+    deadline: float
+    pid: int  # the waiting process
+    kind: str = "permission"  # or "dialog" (a TUI dialog; then `choices` lists its options)
+    choices: list[str] | None = None
+    extra: dict = field(default_factory=dict)  # e.g. {"tool_use_id": ..., "rule": ...}
+
+    @property
+    def age_s(self) -> float:
+        return max(0.0, time.time() - self.created)
+
+    @property
+    def deadline_s(self) -> float:
+        """Seconds left before the request ends with ``on_timeout``."""
+        return max(0.0, self.deadline - time.time())
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Request":
+        # Tolerate fields added by a newer claudeguard writing the same runtime dir.
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class Answer:
+    decision: str  # "allow" | "deny"
+    scope: str = "once"  # once | agent | session | forever
+    message: str | None = None
+    decided_by: str = "human"  # human | timeout | withdrawn | error
+    choice: str | None = None  # for dialogs
+    by: str | None = None  # who answered (e.g. "claudeguardctl approve", "console")

@@ -1,0 +1,73 @@
+"""``[approval].notify``: run a command for each new request (desktop notification, webhook).
+
+The command runs detached in its own session with no stdin/stdout/stderr, so it can neither
+read the caller's terminal nor hold the hook's output pipe open; a daemon thread reaps it.
+Failure to start it, or a non-zero exit seen while we are still running, goes to the audit log
+as ``{"event": "notify-failed"}``. Nothing here ever raises into the waiting call.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+
+from claudeguard.channel.model import Request
+
+
+def substitute(argv: list[str], request: Request) -> list[str]:
+    """Replace the placeholders in each argument (plain replace: other braces stay as they are)."""
+    values = {
+        "{summary}": request.summary,
+        "{id}": request.id,
+        "{tool}": request.tool,
+        "{session}": request.session_id,
+        "{agent}": request.agent_type or "main",
+    }
+    out = []
+    for arg in argv:
+        for key, value in values.items():
+            arg = arg.replace(key, value)
+        out.append(arg)
+    return out
+
+
+def run_notify(argv: list[str] | None, request: Request) -> subprocess.Popen | None:
+    if not argv:
+        return None
+    try:
+        args = substitute([str(a) for a in argv], request)
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except Exception as exc:  # noqa: BLE001 - a notify failure is logged, never fatal
+        _failed(argv, request, f"cannot start: {exc}")
+        return None
+    threading.Thread(target=_reap, args=(proc, argv, request), daemon=True, name="claudeguard-notify").start()
+    return proc
+
+
+def _reap(proc: subprocess.Popen, argv: list[str], request: Request) -> None:
+    code = proc.wait()
+    if code != 0:
+        _failed(argv, request, f"exited with status {code}")
+
+
+def _failed(argv: list[str], request: Request, error: str) -> None:
+    from claudeguard.channel import audit
+
+    audit.record({
+        "event": "notify-failed",
+        "session_id": request.session_id,
+        "agent_type": request.agent_type,
+        "agent_id": request.agent_id,
+        "tool": request.tool,
+        "summary": request.summary,
+        "request_id": request.id,
+        "command": [str(a) for a in argv],
+        "error": error,
+    })

@@ -1,0 +1,396 @@
+"""Post a request and wait for its answer; list and answer requests from other processes.
+
+The waiting side (``post`` -> ``Pending``) sleeps in poll(2) on its own FIFO and wakes the
+moment an answer is written; the answering side (``answer``) claims the request under a flock,
+writes one atomic line and marks the request done. ``docs/channel-protocol.md`` states who
+creates, writes, reads and removes each file, and why no FIFO mishap loses, duplicates,
+misroutes or hangs an answer.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import time
+
+from claudeguard.channel import fifo
+from claudeguard.channel.model import DECISIONS, ID_MIN_PREFIX, KINDS, SCOPES, Answer, Request, is_id_text, new_id
+from claudeguard.channel.store import ORPHAN_AGE_S, ChannelDir, process_start, request_id_of, waiter_alive
+from claudeguard.errors import GuardError, NotFoundError, UsageError
+
+CHECK_EVERY_S = 1.0  # how often a waiter verifies its files are still in place (not for answers)
+GRACE_S = 5.0  # past its deadline by this much, a request is removed by whoever lists
+END_LOCK_S = 2.0  # longest a waiter waits for an answerer's lock before ending anyway
+ANSWER_LOCK_S = 0.5  # longest an answerer waits for another answerer's lock
+
+REFUSALS = {
+    "answered": "already answered",
+    "timeout": "expired (no answer before its deadline)",
+    "withdrawn": "withdrawn (answered elsewhere, or its caller stopped waiting)",
+    "error": "its approval channel was lost",
+    "gone": "its caller went away",
+}
+
+
+def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool: str, input: dict,
+         summary: str, cwd: str, timeout: float, kind: str = "permission", choices: list[str] | None = None,
+         extra: dict | None = None, notify: list[str] | None = None) -> "Pending":
+    """Publish a request and return the handle to wait on. The FIFO exists and is open for
+    reading before the request becomes visible, so no answerer can find it without a reader."""
+    if kind not in KINDS:
+        raise UsageError(f"request kind {kind!r}: expected one of {', '.join(KINDS)}")
+    if kind == "dialog" and not choices:
+        raise UsageError("a dialog request needs its choices")
+    ch = ChannelDir()
+    now = time.time()
+    request = Request(
+        id=new_id(), session_id=session_id, agent_type=agent_type, agent_id=agent_id, tool=tool,
+        input=input, summary=summary, cwd=cwd, created=now, deadline=now + max(0.0, float(timeout)),
+        pid=os.getpid(), kind=kind, choices=list(choices) if choices else None, extra=dict(extra or {}),
+    )
+    rid = request.id
+    fifo_fd = lock_fd = -1
+    try:
+        os.mkfifo(f"{rid}.fifo", 0o600, dir_fd=ch.fd)
+        # O_RDWR: the open never blocks, and we never see EOF when an answerer closes.
+        fifo_fd = os.open(f"{rid}.fifo", os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=ch.fd)
+        st = os.fstat(fifo_fd)
+        if not stat.S_ISFIFO(st.st_mode):
+            raise GuardError(f"{ch.path}/{rid}.fifo: not a FIFO")
+        lock_fd = os.open(f"{rid}.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=ch.fd)
+        record = {
+            "v": 1,
+            "request": request.to_dict(),
+            "waiter": {"pid": request.pid, "start": process_start(request.pid)},
+            "fifo": [st.st_dev, st.st_ino],
+        }
+        ch.write_json_atomic(f"{rid}.json", record)  # from here on the request is visible
+    except BaseException as exc:
+        for fd in (fifo_fd, lock_fd):
+            if fd >= 0:
+                os.close(fd)
+        ch.remove_request(rid)
+        ch.close()
+        if isinstance(exc, OSError):
+            raise GuardError(f"approval channel {ch.path}: {exc.strerror or exc}") from None
+        raise
+    pending = Pending(ch, request, fifo_fd, lock_fd, (st.st_dev, st.st_ino))
+    try:
+        bells = ch.bells_fd(create=False)
+        if bells >= 0:
+            fifo.ring_all(bells)
+    except OSError:
+        pass  # consoles also list on their own; a doorbell problem must not fail the request
+    from claudeguard.channel.notify import run_notify
+
+    run_notify(notify, request)
+    return pending
+
+
+class Pending:
+    """The waiting side of one request. Not thread-safe; one owner waits on it."""
+
+    def __init__(self, ch: ChannelDir, request: Request, fifo_fd: int, lock_fd: int, fifo_id: tuple[int, int]) -> None:
+        self.request = request
+        self._ch = ch
+        self._fd = fifo_fd
+        self._lock_fd = lock_fd
+        self._fifo_id = fifo_id
+        self._buf = b""
+        self._answer: Answer | None = None
+
+    def __enter__(self) -> "Pending":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.withdraw()
+
+    @property
+    def done(self) -> bool:
+        return self._answer is not None
+
+    def fileno(self) -> int:
+        """The FIFO's read fd: readable when an answer arrived (then call ``poll``)."""
+        return self._fd
+
+    def wait(self, on_timeout: str = "deny") -> Answer:
+        """Block until an answer, the deadline (``on_timeout``) or a lost channel. Whatever ends
+        it, including an exception from a signal handler, the request's files are removed."""
+        try:
+            while self._answer is None:
+                remaining = self.request.deadline - time.time()
+                if remaining <= 0:
+                    return self._end_at_deadline(on_timeout)
+                if fifo.wait_readable(self._fd, min(remaining, CHECK_EVERY_S)):
+                    answer = self.poll()
+                    if answer is not None:
+                        return answer
+                elif time.time() < self.request.deadline:  # at the deadline, the timeout speaks
+                    lost = self._check_channel()
+                    if lost is not None:
+                        return lost
+            return self._answer
+        finally:
+            if self._answer is None:
+                self.withdraw()
+
+    def poll(self) -> Answer | None:
+        """Take an answer if one is in the FIFO (never blocks). After an answer the request is
+        finished and its files are gone; further calls return the same answer."""
+        if self._answer is not None:
+            return self._answer
+        if fifo.pending_bytes(self._fd) == 0 and b"\n" not in self._buf:
+            return None
+        # Mark before reading: an answerer that sees an empty pipe and then no marker knows that
+        # no answer was ever delivered (see the protocol notes).
+        self._mark("answered")
+        try:
+            self._buf += os.read(self._fd, 65536)
+        except BlockingIOError:
+            pass
+        line, newline, rest = self._buf.partition(b"\n")
+        if not newline:
+            return None  # cannot happen with atomic writes; wait for the rest
+        self._buf = rest
+        answer = fifo.decode_answer(self.request.id, line)
+        self._finish(answer)
+        return answer
+
+    def withdraw(self) -> Answer | None:
+        """Stop waiting and remove the request (e.g. the keyboard answered first). Returns the
+        answer if one had already arrived through the channel (the caller may prefer it)."""
+        if self._answer is not None:
+            return self._answer
+        raced = self._end_with("withdrawn", Answer("deny", message="claudeguard: request withdrawn", decided_by="withdrawn"))
+        return None if raced.decided_by == "withdrawn" else raced
+
+    # -- endings ------------------------------------------------------------------------------
+
+    def _end_at_deadline(self, on_timeout: str) -> Answer:
+        decision = on_timeout if on_timeout in DECISIONS else "deny"
+        timeout = self.request.deadline - self.request.created
+        word = "allowed" if decision == "allow" else "denied"
+        message = f"claudeguard: no answer within {timeout:g} s; {word} by approval.on_timeout (request {self.request.id})"
+        return self._end_with("timeout", Answer(decision, message=message, decided_by="timeout"))
+
+    def _check_channel(self) -> Answer | None:
+        """The FIFO or the .json was removed or replaced under us: nobody can answer any more."""
+        ch, rid = self._ch, self.request.id
+        try:
+            st = os.stat(f"{rid}.fifo", dir_fd=ch.fd, follow_symlinks=False)
+            intact = (st.st_dev, st.st_ino) == self._fifo_id and ch.exists(f"{rid}.json")
+        except FileNotFoundError:
+            intact = False
+        if intact:
+            return None
+        message = f"claudeguard: the approval channel was lost (request {rid}: its FIFO or request file was removed); denied"
+        return self._end_with("error", Answer("deny", message=message, decided_by="error"))
+
+    def _end_with(self, reason: str, ending: Answer) -> Answer:
+        """End without an answer from the channel: under the lock (so no answerer is between its
+        checks and its write), take an answer that made it into the pipe, else mark ``reason``."""
+        locked = fifo.lock_bounded(self._lock_fd, END_LOCK_S)
+        try:
+            if fifo.pending_bytes(self._fd) > 0:
+                answer = self.poll()
+                if answer is not None:
+                    return answer
+            # Holding the lock and with an empty pipe, no answer is in flight: our ending counts.
+            self._mark(reason)
+        finally:
+            if locked:
+                fifo.unlock(self._lock_fd)
+        self._finish(ending)
+        return ending
+
+    def _mark(self, reason: str) -> None:
+        try:
+            self._ch.create_marker(self.request.id, reason)
+        except OSError:
+            pass  # the directory itself is gone: nobody can answer any more anyway
+
+    def _finish(self, answer: Answer) -> None:
+        """Close the read end first (a late writer then gets EPIPE/ENXIO, never a silent
+        success), then remove the files, .json first."""
+        self._answer = answer
+        for fd in (self._fd, self._lock_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            self._ch.remove_request(self.request.id)
+        except OSError:
+            pass
+        self._ch.close()
+
+
+def list_pending(session_id: str | None = None) -> list[Request]:
+    """Open requests of every session of this user, oldest first. Requests whose waiter died
+    (pid and start time), that are past their deadline by more than GRACE_S, or whose files
+    were left half-made by a crash are removed here: this is the stale-channel cleanup."""
+    now = time.time()
+    out: list[Request] = []
+    with ChannelDir() as ch:
+        names = ch.names()
+        published = {n[: -len(".json")] for n in names if n.endswith(".json") and not n.startswith(".")}
+        for rid in sorted(published):
+            try:
+                record = ch.read_json(f"{rid}.json")
+                if record is None:
+                    continue
+                request = Request.from_dict(record["request"])
+                if request.id != rid:
+                    raise ValueError("request file under another id's name")
+            except (ValueError, KeyError, TypeError):
+                if (ch.age_s(f"{rid}.json") or 0) > ORPHAN_AGE_S:
+                    ch.remove_request(rid)  # unreadable and not being written: junk
+                continue
+            if not waiter_alive(record) or now > request.deadline + GRACE_S:
+                ch.remove_request(rid)
+                continue
+            if ch.read_marker(rid) is not None:
+                continue  # answered or ending right now
+            if now > request.deadline:
+                continue  # its waiter is ending it with on_timeout
+            if session_id is None or request.session_id == session_id:
+                out.append(request)
+        for name in names:
+            rid = request_id_of(name)
+            if rid is not None and rid not in published and (ch.age_s(name) or 0) > ORPHAN_AGE_S:
+                ch.unlink(name)  # a file of a request that crashed before publishing or while ending
+    out.sort(key=lambda r: (r.created, r.id))
+    return out
+
+
+def _resolve(ch: ChannelDir, id_or_prefix: str) -> str:
+    prefix = id_or_prefix.strip().lower()
+    if len(prefix) < ID_MIN_PREFIX:
+        raise NotFoundError(f"{id_or_prefix}: give at least {ID_MIN_PREFIX} characters of the request id")
+    if not is_id_text(prefix):
+        # Also keeps anything like "../" from ever reaching a file name.
+        raise NotFoundError(f"{id_or_prefix}: no such pending request (ids are letters a-z and digits 2-7)")
+    if ch.exists(f"{prefix}.json"):
+        return prefix  # a whole id: no need to list the directory
+    ids = [n[: -len(".json")] for n in ch.names() if n.endswith(".json") and not n.startswith(".")]
+    matches = [i for i in ids if i.startswith(prefix)]
+    if len(matches) > 1:
+        raise NotFoundError(f"{id_or_prefix}: matches {len(matches)} requests; give more of the id")
+    if not matches:
+        raise NotFoundError(f"{id_or_prefix}: no such pending request (already answered, expired or never existed)")
+    return matches[0]
+
+
+def answer(id_or_prefix: str, decision: str, *, scope: str = "once", message: str | None = None,
+           choice: str | None = None, by: str | None = None) -> Request:
+    """Deliver one answer; the first one wins. Anything else (unknown, already answered,
+    expired, caller gone, channel lost) raises NotFoundError with one line (exit 1)."""
+    if decision not in DECISIONS:
+        raise UsageError(f"decision {decision!r}: expected allow or deny")
+    if scope not in SCOPES:
+        raise UsageError(f"scope {scope!r}: expected one of {', '.join(SCOPES)}")
+    with ChannelDir() as ch:
+        rid = _resolve(ch, id_or_prefix)
+        try:
+            record = ch.read_json(f"{rid}.json")
+            request = Request.from_dict(record["request"]) if record else None
+        except (ValueError, KeyError, TypeError):
+            raise NotFoundError(f"{rid}: unreadable request file") from None
+        if request is None or record is None:
+            raise NotFoundError(f"{rid}: no longer pending")
+        if request.kind == "dialog" and choice is not None and choice not in (request.choices or []):
+            raise UsageError(f"{rid}: choice {choice!r} is not one of {request.choices}")
+        line = fifo.encode_answer(rid, Answer(decision, scope, message, "human", choice, by))
+        try:
+            lock_fd = os.open(f"{rid}.lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=ch.fd)
+        except FileNotFoundError:
+            raise NotFoundError(f"{rid}: no longer pending") from None
+        try:
+            if not fifo.lock_bounded(lock_fd, ANSWER_LOCK_S):
+                raise NotFoundError(f"{rid}: being answered by someone else right now")
+            _deliver(ch, rid, request, record, line)
+        finally:
+            # Closing releases the lock. The answerer creates no marker of its own: the waiter
+            # marks before it reads, and a file made here could outlive the waiter's cleanup.
+            os.close(lock_fd)
+    return request
+
+
+def _deliver(ch: ChannelDir, rid: str, request: Request, record: dict, line: bytes) -> None:
+    """Under the request's lock: check it is still open, then write the one line."""
+
+    def refuse_if_ended() -> None:
+        reason = ch.read_marker(rid)
+        if reason is not None:
+            raise NotFoundError(f"{rid}: {REFUSALS.get(reason, 'no longer pending')}")
+
+    refuse_if_ended()
+    if not ch.exists(f"{rid}.json"):
+        raise NotFoundError(f"{rid}: no longer pending")
+    if time.time() > request.deadline:
+        raise NotFoundError(f"{rid}: {REFUSALS['timeout']}")
+    if not waiter_alive(record):
+        ch.remove_request(rid)
+        raise NotFoundError(f"{rid}: {REFUSALS['gone']}; request withdrawn")
+    try:
+        fd = os.open(f"{rid}.fifo", os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=ch.fd)
+    except FileNotFoundError:
+        # The waiter removes its .json before its FIFO: with the .json gone it simply finished.
+        refuse_if_ended()
+        if not ch.exists(f"{rid}.json"):
+            raise NotFoundError(f"{rid}: no longer pending") from None
+        ch.remove_request(rid)  # unanswerable; its waiter notices within CHECK_EVERY_S
+        raise NotFoundError(f"{rid}: {REFUSALS['error']} (its FIFO is missing); request withdrawn") from None
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:
+            raise GuardError(f"{rid}: cannot open its FIFO: {exc.strerror}") from None
+        refuse_if_ended()  # the waiter just finished (it marks before it closes): say how
+        if not ch.exists(f"{rid}.json"):
+            raise NotFoundError(f"{rid}: no longer pending") from None
+        ch.remove_request(rid)  # nobody reads it: the caller is gone
+        raise NotFoundError(f"{rid}: {REFUSALS['gone']}; request withdrawn") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISFIFO(st.st_mode) or [st.st_dev, st.st_ino] != list(record.get("fifo") or []):
+            raise NotFoundError(f"{rid}: {REFUSALS['error']} (its FIFO was replaced)")
+        # Order matters: empty pipe first, then no marker => no answer was ever delivered (a
+        # waiter marks before it reads; an answerer killed after writing leaves its bytes).
+        if fifo.pending_bytes(fd) > 0:
+            raise NotFoundError(f"{rid}: {REFUSALS['answered']}")
+        refuse_if_ended()
+        try:
+            written = os.write(fd, line)
+        except BrokenPipeError:
+            refuse_if_ended()
+            raise NotFoundError(f"{rid}: {REFUSALS['gone']}") from None
+        except BlockingIOError:
+            raise NotFoundError(f"{rid}: its FIFO is full; not answered") from None
+        if written != len(line):  # impossible below PIPE_BUF; never report a half answer as given
+            raise GuardError(f"{rid}: short write on its FIFO")
+    finally:
+        os.close(fd)
+
+
+def wait_for_new(known: set[str], timeout: float) -> list[Request]:
+    """For ``console``: block until a request not in ``known`` is pending (returned) or
+    ``timeout`` passes (empty list). Wakes on a doorbell rung by ``post``, not on a timer."""
+    end = time.monotonic() + max(0.0, timeout)
+    with ChannelDir() as ch:
+        bells = ch.bells_fd()
+        fifo.clean_stale_bells(bells)
+        bell_fd, bell = fifo.make_bell(bells)
+        try:
+            while True:
+                new = [r for r in list_pending() if r.id not in known]
+                remaining = end - time.monotonic()
+                if new or remaining <= 0:
+                    return new
+                if fifo.wait_readable(bell_fd, remaining):
+                    fifo.drain(bell_fd)
+        finally:
+            os.close(bell_fd)
+            try:
+                os.unlink(bell, dir_fd=bells)
+            except FileNotFoundError:
+                pass
