@@ -1,0 +1,147 @@
+"""The audit log: one JSON line per decision (by rule, by a human, by timeout) and per channel
+event such as a failed notify command.
+
+``<log dir>/audit.jsonl``, the directory 0700 and the file 0600. Each line is one O_APPEND
+write, so lines of concurrent sessions never interleave. Writing never raises and never blocks a
+decision: a full disk or an unwritable log is reported once per process on stderr.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+FILE_NAME = "audit.jsonl"
+FOLLOW_POLL_S = 0.2  # `audit --follow` is a reader of a regular file: a short poll is fine there
+
+_reported = False
+
+
+def audit_path() -> Path:
+    from claudeguard.paths import log_dir
+
+    return log_dir() / FILE_NAME
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def input_digest(tool_input: dict) -> str:
+    """sha256 of the canonical JSON of a tool input, first 16 hex chars: the same call always
+    digests the same, whatever the key order."""
+    canonical = json.dumps(tool_input, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def record(event: dict) -> None:
+    """Append one event; fills ``time`` if missing. Never raises."""
+    global _reported
+    path: Path | str = "?"
+    try:
+        path = audit_path()
+        event = dict(event)
+        if not event.get("time"):
+            event["time"] = now_iso()
+        line = (json.dumps(event, ensure_ascii=False, default=str, separators=(",", ":")) + "\n").encode()
+        _append(path, line)
+    except Exception as exc:  # noqa: BLE001 - the log must never take a decision down with it
+        if not _reported:
+            _reported = True
+            error = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            try:
+                print(f"claudeguard: audit log {path}: {error}; decision not logged", file=sys.stderr, flush=True)
+            except Exception:  # noqa: BLE001 - stderr itself may be gone
+                pass
+
+
+def _append(path: Path, line: bytes) -> None:
+    from claudeguard.paths import private_dir
+
+    private_dir(path.parent)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            raise OSError(0, "not a regular file of yours; refusing to write")
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            os.fchmod(fd, 0o600)  # ours, but made with a loose umask or by hand: tighten it
+        written = _write(fd, line)
+        if written != len(line):
+            # A full disk mid-line: end the torn line so the next record starts clean.
+            try:
+                os.write(fd, b"\n")
+            except OSError:
+                pass
+            raise OSError(28, f"short write ({written} of {len(line)} bytes)")
+    finally:
+        os.close(fd)
+
+
+def _write(fd: int, data: bytes) -> int:
+    return os.write(fd, data)  # one call, one O_APPEND write: a whole line or an error
+
+
+def _parse(line: bytes) -> dict | None:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None  # a torn line (disk filled mid-write): skip it, keep the rest readable
+    return event if isinstance(event, dict) else None
+
+
+def read_events(follow: bool = False) -> Iterator[dict]:
+    """Every logged event in order; with ``follow``, then every new one as it is appended (also
+    across the file being rotated or truncated, and before it exists)."""
+    path = audit_path()
+    f = None
+    buf = b""
+    try:
+        while True:
+            if f is None:
+                try:
+                    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                    f = os.fdopen(fd, "rb")
+                except FileNotFoundError:
+                    if not follow:
+                        return
+                    time.sleep(FOLLOW_POLL_S)
+                    continue
+                buf = b""
+            chunk = f.read(65536)
+            if chunk:
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                for line in lines:
+                    event = _parse(line) if line.strip() else None
+                    if event is not None:
+                        yield event
+                continue
+            if not follow:
+                if buf.strip() and (event := _parse(buf)) is not None:
+                    yield event  # a last line without its newline
+                return
+            time.sleep(FOLLOW_POLL_S)
+            if _replaced(path, f):
+                f.close()
+                f = None
+    finally:
+        if f is not None:
+            f.close()
+
+
+def _replaced(path: Path, f) -> bool:  # type: ignore[no-untyped-def]
+    """The log was rotated (another inode at the path) or truncated below our position."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False  # rotated away and not yet re-created: keep the old one until it is
+    mine = os.fstat(f.fileno())
+    return (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino) or st.st_size < f.tell()
