@@ -1,0 +1,316 @@
+"""The approval channel when processes die or files vanish: a requester killed while waiting,
+an approver killed (or stopped) mid-answer, the FIFO or the whole runtime dir removed under a
+waiting request, and stale files left by crashed sessions. Each ends in a stated outcome within
+the deadline, with no process or file left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from claudeguard import channel
+from claudeguard.channel import fifo, requests
+from claudeguard.channel.model import Answer
+from claudeguard.errors import NotFoundError
+
+REQUESTER = """
+import json, os, sys, time
+from claudeguard import channel
+p = channel.post(session_id='killed', agent_type='Explore', agent_id='a9', tool='Bash', input={'command': 'make'},
+                 summary='Bash(make)', cwd='/', timeout=float(sys.argv[1]))
+if sys.argv[2] == 'close-fifo':
+    os.close(p.fileno())  # alive, but no longer reading: as if the read end were lost
+    print(p.request.id, flush=True)
+    time.sleep(60)
+print(p.request.id, flush=True)
+a = p.wait()
+print(json.dumps(a.__dict__), flush=True)
+"""
+
+APPROVER = """
+import fcntl, os, sys, time
+from claudeguard.channel import fifo
+from claudeguard.channel.model import Answer
+chan, rid, stage = sys.argv[1:4]
+lock = os.open(os.path.join(chan, rid + '.lock'), os.O_RDWR)
+fcntl.flock(lock, fcntl.LOCK_EX)
+if stage == 'written':
+    fd = os.open(os.path.join(chan, rid + '.fifo'), os.O_WRONLY | os.O_NONBLOCK)
+    os.write(fd, fifo.encode_answer(rid, Answer('deny', message='from the killed approver')))
+print(stage, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.fixture
+def chan(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp_path / "run"))
+    monkeypatch.setenv("CLAUDEGUARD_LOG_DIR", str(tmp_path / "log"))
+    return tmp_path / "run" / "channel"
+
+
+@pytest.fixture
+def procs():
+    """Start worker processes; every one is killed and reaped by pid at the end of the test."""
+    started: list[subprocess.Popen] = []
+
+    def start(code: str, *args: str) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, text=True)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        proc.stdout.close()
+
+
+def read_line(proc: subprocess.Popen, timeout: float = 15.0) -> str:
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert ready, "worker said nothing in time"
+    return proc.stdout.readline().strip()
+
+
+def kill(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+    os.kill(proc.pid, sig)
+
+
+def request_files(chan: Path, rid: str) -> list[str]:
+    return sorted(n for n in os.listdir(chan) if rid in n) if chan.exists() else []
+
+
+def leftovers(chan: Path) -> list[str]:
+    if not chan.exists():
+        return []
+    return [n for n in os.listdir(chan) if n != "bells"] + (os.listdir(chan / "bells") if (chan / "bells").exists() else [])
+
+
+def until(cond, timeout: float):  # type: ignore[no-untyped-def]
+    end = time.monotonic() + timeout
+    while not (value := cond()) and time.monotonic() < end:
+        time.sleep(0.01)
+    return value
+
+
+def post(timeout: float = 10) -> channel.Pending:
+    return channel.post(session_id="s", agent_type=None, agent_id=None, tool="Bash", input={"command": "ls"},
+                        summary="Bash(ls)", cwd="/", timeout=timeout)
+
+
+# -- the requester goes away --------------------------------------------------------------------
+
+
+def test_killed_requester_is_withdrawn_within_2s(chan, procs):
+    proc = procs(REQUESTER, "30", "wait")
+    rid = read_line(proc)
+    [req] = channel.list_pending()
+    assert (req.id, req.agent_type, req.agent_id, req.pid) == (rid, "Explore", "a9", proc.pid)
+    kill(proc)  # not reaped yet: a zombie does not count as waiting
+    started = time.monotonic()
+    assert until(lambda: channel.list_pending() == [], 2.0)
+    assert time.monotonic() - started < 2.0
+    assert request_files(chan, rid) == []
+    with pytest.raises(NotFoundError):
+        channel.answer(rid, "allow")
+
+
+def test_answer_to_a_killed_requester_is_refused_and_cleans_up(chan, procs):
+    proc = procs(REQUESTER, "30", "wait")
+    rid = read_line(proc)
+    kill(proc)
+    proc.wait(10)
+    with pytest.raises(NotFoundError, match="caller went away"):
+        channel.answer(rid, "allow")
+    assert request_files(chan, rid) == []
+
+
+def test_requester_alive_but_not_reading_gets_enxio(chan, procs):
+    proc = procs(REQUESTER, "30", "close-fifo")
+    rid = read_line(proc)
+    with pytest.raises(NotFoundError, match="caller went away"):
+        channel.answer(rid, "allow")
+    assert request_files(chan, rid) == [] and channel.list_pending() == []
+
+
+def test_stopped_requester_past_deadline_is_removed_then_ends_with_timeout(chan, procs, monkeypatch):
+    monkeypatch.setattr(requests, "GRACE_S", 0.2)
+    proc = procs(REQUESTER, "0.5", "wait")
+    rid = read_line(proc)
+    kill(proc, signal.SIGSTOP)
+    assert until(lambda: channel.list_pending() == [] and request_files(chan, rid) == [], 5.0)
+    kill(proc, signal.SIGCONT)
+    answer = json.loads(read_line(proc))
+    assert (answer["decision"], answer["decided_by"]) == ("deny", "timeout")
+    assert proc.wait(10) == 0
+    assert leftovers(chan) == []
+
+
+# -- the approver goes away -------------------------------------------------------------------
+
+
+def test_approver_killed_after_claiming_leaves_request_answerable(chan, procs):
+    pending = post(timeout=20)
+    rid = pending.request.id
+    approver = procs(APPROVER, str(chan), rid, "claimed")
+    assert read_line(approver) == "claimed"
+    with pytest.raises(NotFoundError, match="being answered by someone else"):
+        channel.answer(rid, "allow")  # its claim is live: the second answer is refused
+    kill(approver)
+    approver.wait(10)
+    channel.answer(rid, "allow", message="second try")  # the kernel dropped the dead claim
+    answer = pending.wait()
+    assert (answer.decision, answer.message) == ("allow", "second try")
+    assert leftovers(chan) == []
+
+
+def test_approver_killed_after_writing_its_answer_counts_once(chan, procs):
+    pending = post(timeout=20)
+    rid = pending.request.id
+    approver = procs(APPROVER, str(chan), rid, "written")
+    assert read_line(approver) == "written"
+    kill(approver)
+    approver.wait(10)
+    with pytest.raises(NotFoundError, match="already answered"):
+        channel.answer(rid, "allow")
+    answer = pending.wait()
+    assert (answer.decision, answer.message) == ("deny", "from the killed approver")
+    assert leftovers(chan) == []
+
+
+def test_approver_stopped_holding_the_claim_request_ends_at_deadline(chan, procs, monkeypatch):
+    monkeypatch.setattr(requests, "END_LOCK_S", 0.3)
+    pending = post(timeout=0.5)
+    approver = procs(APPROVER, str(chan), pending.request.id, "claimed")
+    assert read_line(approver) == "claimed"
+    kill(approver, signal.SIGSTOP)
+    started = time.monotonic()
+    answer = pending.wait()
+    assert time.monotonic() - started < 0.5 + 0.3 + 1.0
+    assert (answer.decision, answer.decided_by) == ("deny", "timeout")
+    assert leftovers(chan) == []
+
+
+# -- the channel's files go away ----------------------------------------------------------------
+
+
+def test_fifo_removed_under_a_waiter(chan):
+    pending = post(timeout=5)
+    os.unlink(chan / f"{pending.request.id}.fifo")
+    started = time.monotonic()
+    answer = pending.wait()
+    assert time.monotonic() - started < requests.CHECK_EVERY_S + 1.0 < 5
+    assert (answer.decision, answer.decided_by) == ("deny", "error")
+    assert "approval channel was lost" in answer.message
+    assert leftovers(chan) == []
+
+
+def test_answer_to_a_request_whose_fifo_vanished(chan):
+    pending = post(timeout=5)
+    rid = pending.request.id
+    os.unlink(chan / f"{rid}.fifo")
+    with pytest.raises(NotFoundError, match="channel was lost"):
+        channel.answer(rid, "allow")
+    assert channel.list_pending() == []
+    answer = pending.wait()
+    assert answer.decided_by == "error"
+    assert leftovers(chan) == []
+
+
+def test_fifo_replaced_under_a_waiter(chan):
+    pending = post(timeout=5)
+    rid = pending.request.id
+    os.unlink(chan / f"{rid}.fifo")
+    os.mkfifo(chan / f"{rid}.fifo", 0o600)
+    with pytest.raises(NotFoundError, match="caller went away|replaced"):
+        channel.answer(rid, "allow")  # nobody reads the new FIFO: never a silent success
+    assert pending.wait().decided_by == "error"
+    assert leftovers(chan) == []
+
+
+def test_request_file_removed_under_a_waiter(chan):
+    pending = post(timeout=5)
+    os.unlink(chan / f"{pending.request.id}.json")
+    answer = pending.wait()
+    assert answer.decided_by == "error"
+    assert leftovers(chan) == []
+
+
+def test_whole_runtime_dir_removed_under_a_waiter(chan):
+    pending = post(timeout=5)
+    shutil.rmtree(chan.parent)
+    answer = pending.wait()
+    assert (answer.decision, answer.decided_by) == ("deny", "error")
+    assert not chan.exists()
+    again = post()  # the next request re-creates a private dir
+    again.withdraw()
+    assert leftovers(chan) == []
+
+
+# -- stale channels from crashed sessions ---------------------------------------------------------
+
+
+def test_stale_files_of_crashed_sessions_are_cleaned(chan, procs):
+    crashed = []
+    for _ in range(3):
+        proc = procs(REQUESTER, "30", "wait")
+        crashed.append(read_line(proc))
+        kill(proc)
+        proc.wait(10)
+    assert all(request_files(chan, rid) for rid in crashed)  # json, fifo, lock left behind
+    # A request whose pid now belongs to someone else (our pid, another start time).
+    live = post()
+    live_json = chan / f"{live.request.id}.json"
+    record = json.loads(live_json.read_text())
+    record["request"]["id"] = "reusedpidreused2"
+    record["waiter"]["start"] = "1"
+    (chan / "reusedpidreused2.json").write_text(json.dumps(record))
+    os.chmod(chan / "reusedpidreused2.json", 0o600)
+    # Leftovers of a crash before publishing or while ending, old enough not to be a post in flight.
+    old = time.time() - 60
+    for name in ("orphanorphanorph.fifo", "orphanorphanorph.lock", ".halfhalfhalfhalf.json.tmp", "junkjunkjunkjunk.json"):
+        path = chan / name
+        os.mkfifo(path, 0o600) if name.endswith(".fifo") else path.write_text("{not json")
+        os.utime(path, (old, old), follow_symlinks=False)
+    young = chan / "youngyoungyoungy.fifo"
+    os.mkfifo(young, 0o600)  # could be a post() between mkfifo and publishing: kept
+    assert [r.id for r in channel.list_pending()] == [live.request.id]
+    assert sorted(leftovers(chan)) == sorted([f"{live.request.id}{s}" for s in (".json", ".fifo", ".lock")] + [young.name])
+    live.withdraw()
+    young.unlink()
+    assert leftovers(chan) == []
+
+
+def test_a_crashed_waiter_that_had_marked_its_request_is_cleaned(chan, procs):
+    proc = procs(REQUESTER, "30", "wait")
+    rid = read_line(proc)
+    kill(proc)
+    proc.wait(10)
+    (chan / f"{rid}.done").write_text("answered 1 1\n")  # died between reading and removing
+    assert channel.list_pending() == []
+    assert request_files(chan, rid) == []
+
+
+def test_answer_is_not_misrouted_between_requests(chan):
+    a, b = post(), post()
+    channel.answer(b.request.id, "deny", message="for b")
+    channel.answer(a.request.id, "allow", message="for a")
+    assert (a.wait().message, b.wait().message) == ("for a", "for b")
+    # A line meant for another request that lands in this FIFO is refused, not obeyed.
+    c = post()
+    fd = os.open(chan / f"{c.request.id}.fifo", os.O_WRONLY | os.O_NONBLOCK)
+    os.write(fd, fifo.encode_answer(a.request.id, Answer("allow")))
+    os.close(fd)
+    answer = c.wait()
+    assert (answer.decision, answer.decided_by) == ("deny", "error")
+    assert leftovers(chan) == []
