@@ -1,0 +1,458 @@
+"""The policy's decision for one tool call: deny, then ask, then allow; first match wins.
+
+A Policy is built from the JSON-able spec the config code produces (``policy_from_spec``).
+``[permissions]`` applies to every agent; ``agents[TYPE]`` extends it (or replaces it with
+``replace = true``) for that subagent type. Inside a subagent, tools in
+``subagents.blocked_tools`` are denied, and read-only agent types are denied file edits and Bash
+commands that write. Run-time grants (``extra``) join the same evaluation. Allow rules from
+Claude Code's own settings (``claude_allow``) are tried after the policy's allows.
+
+For Bash every split part gets its own decision: the command is denied if any part (or the raw
+command) matches a deny rule, asked if any part matches an ask rule, and allowed only if every
+part is allowed and the command could be read with confidence.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from claudeguard.policy.rules import EDIT_TOOLS, Rule, canonical_tool, parse_rule, rule_matches
+
+__all__ = [
+    "SourcedRule",
+    "PartDecision",
+    "Decision",
+    "Policy",
+    "policy_from_spec",
+    "decide",
+    "grant_rules_for_call",
+    "call_from_rule_like",
+    "summarize_call",
+    "DEFAULT_BLOCKED_TOOLS",
+    "DEFAULT_READ_ONLY_TYPES",
+]
+
+DEFAULT_BLOCKED_TOOLS = ("Agent", "AskUserQuestion", "EnterPlanMode", "ExitPlanMode", "KillShell")
+DEFAULT_READ_ONLY_TYPES = ("Explore", "Plan")
+BLOCKED_SOURCE = "subagents.blocked_tools"
+READ_ONLY_SOURCE = "subagents.read_only_types"
+
+
+@dataclass
+class SourcedRule:
+    rule: Rule
+    kind: str  # "allow" | "deny" | "ask"
+    source: str  # "path/to/file.toml:12", "default", "grant (session)", "--allowedTools" ...
+    root: str  # directory that anchors "/p" path rules (the config file's directory)
+
+
+@dataclass
+class PartDecision:
+    part: str
+    decision: str
+    rule: str | None
+    source: str | None
+
+
+@dataclass
+class Decision:
+    decision: str  # "allow" | "deny" | "ask" | "none"
+    rule: str | None  # the deciding rule's text
+    source: str | None
+    reason: str  # one readable sentence for the model and the user
+    parts: list[PartDecision] = field(default_factory=list)  # Bash: each split part; [] otherwise
+
+
+class _AgentRules:
+    """One ``[agents.TYPE]`` overlay."""
+
+    __slots__ = ("replace", "allow", "deny", "ask")
+
+    def __init__(self, replace: bool, allow: list[SourcedRule], deny: list[SourcedRule], ask: list[SourcedRule]) -> None:
+        self.replace = replace
+        self.allow = allow
+        self.deny = deny
+        self.ask = ask
+
+
+class Policy:
+    """The parsed rules of one spec (a plain class: the hook builds one per call, so it stays cheap)."""
+
+    __slots__ = ("allow", "deny", "ask", "agents", "blocked_tools", "read_only_types", "claude_allow")
+
+    def __init__(self, allow: list[SourcedRule] | None = None, deny: list[SourcedRule] | None = None,
+                 ask: list[SourcedRule] | None = None, agents: dict[str, _AgentRules] | None = None,
+                 blocked_tools: list[Rule] | None = None, read_only_types: list[str] | None = None,
+                 claude_allow: list[SourcedRule] | None = None) -> None:
+        self.allow = allow or []
+        self.deny = deny or []
+        self.ask = ask or []
+        self.agents = agents or {}
+        self.blocked_tools = [parse_rule(t) for t in DEFAULT_BLOCKED_TOOLS] if blocked_tools is None else blocked_tools
+        self.read_only_types = list(DEFAULT_READ_ONLY_TYPES) if read_only_types is None else read_only_types
+        self.claude_allow = claude_allow or []
+
+    def __repr__(self) -> str:
+        return (f"Policy(allow={len(self.allow)}, deny={len(self.deny)}, ask={len(self.ask)}, "
+                f"agents={sorted(self.agents)}, blocked_tools={[r.text for r in self.blocked_tools]}, "
+                f"read_only_types={self.read_only_types}, claude_allow={len(self.claude_allow)})")
+
+    def rules_for(self, agent_type: str | None) -> tuple[list[SourcedRule], list[SourcedRule], list[SourcedRule]]:
+        """(deny, ask, allow) for the main agent (None) or a subagent type."""
+        deny, ask, allow = list(self.deny), list(self.ask), list(self.allow)
+        overlay = self.agents.get(agent_type) if agent_type is not None else None
+        if overlay is not None:
+            if overlay.replace:
+                deny, ask, allow = list(overlay.deny), list(overlay.ask), list(overlay.allow)
+            else:
+                deny += overlay.deny
+                ask += overlay.ask
+                allow += overlay.allow
+        return deny, ask, allow
+
+
+def _sourced(entries: object, kind: str, where: str, *, strict: bool) -> list[SourcedRule]:
+    out: list[SourcedRule] = []
+    for index, entry in enumerate(entries or []):  # type: ignore[union-attr]
+        if isinstance(entry, str):
+            entry = {"rule": entry}
+        if not isinstance(entry, dict) or not isinstance(entry.get("rule"), str):
+            if strict:
+                raise ValueError(f"{where}[{index}]: not a rule entry: {entry!r}")
+            continue
+        source = str(entry.get("source") or where)
+        try:
+            rule = parse_rule(entry["rule"])
+        except ValueError as exc:
+            if strict:
+                raise ValueError(f"{source}: bad rule {entry['rule']!r}: {exc}") from None
+            continue
+        out.append(SourcedRule(rule, kind, source, str(entry.get("root") or "")))
+    return out
+
+
+def policy_from_spec(spec: dict) -> Policy:
+    """Build a Policy from the spec dict; ValueError for a malformed policy rule."""
+    spec = spec or {}
+    perms = spec.get("permissions") or {}
+    policy = Policy(
+        allow=_sourced(perms.get("allow"), "allow", "permissions.allow", strict=True),
+        deny=_sourced(perms.get("deny"), "deny", "permissions.deny", strict=True),
+        ask=_sourced(perms.get("ask"), "ask", "permissions.ask", strict=True),
+        # Claude Code validated its own rules; ones we cannot read simply never allow anything.
+        claude_allow=_sourced(spec.get("claude_allow"), "allow", "claude settings", strict=False),
+    )
+    for agent_type, table in (spec.get("agents") or {}).items():
+        table = table or {}
+        where = f"agents.{agent_type}"
+        policy.agents[agent_type] = _AgentRules(
+            replace=bool(table.get("replace", False)),
+            allow=_sourced(table.get("allow"), "allow", where + ".allow", strict=True),
+            deny=_sourced(table.get("deny"), "deny", where + ".deny", strict=True),
+            ask=_sourced(table.get("ask"), "ask", where + ".ask", strict=True),
+        )
+    sub = spec.get("subagents") or {}
+    blocked = sub.get("blocked_tools")
+    policy.blocked_tools = [parse_rule(t) for t in (DEFAULT_BLOCKED_TOOLS if blocked is None else blocked)]
+    read_only = sub.get("read_only_types")
+    policy.read_only_types = list(DEFAULT_READ_ONLY_TYPES if read_only is None else read_only)
+    return policy
+
+
+def _matches(sr: SourcedRule, tool: str, tool_input: dict, cwd: str, home: str, broad: bool) -> bool:
+    return rule_matches(sr.rule, tool, tool_input, cwd=cwd, home=home, root=sr.root or cwd, broad=broad)
+
+
+def _where(rule: str | None, source: str | None) -> str:
+    return f"{rule} ({source})" if source else str(rule)
+
+
+def decide(policy: Policy, tool: str, tool_input: dict, *, agent_type: str | None, cwd: str,
+           home: str | None = None, extra: list[SourcedRule] | tuple = ()) -> Decision:
+    """The decision for one call. ``agent_type`` None is the main agent; ``extra`` are grants."""
+    tool = canonical_tool(tool)
+    if not isinstance(tool_input, dict):
+        tool_input = {}
+    home = home or os.environ.get("HOME") or os.path.expanduser("~")
+    deny, ask, allow = policy.rules_for(agent_type)
+    by_kind = {"deny": deny, "ask": ask, "allow": allow}
+    for sr in extra:
+        if sr.kind in by_kind:
+            by_kind[sr.kind].append(sr)
+    allow += policy.claude_allow
+    in_subagent = agent_type is not None
+    read_only = in_subagent and agent_type in policy.read_only_types
+    if in_subagent:
+        for rule in policy.blocked_tools:
+            deny.append(SourcedRule(rule, "deny", BLOCKED_SOURCE, cwd))
+    if tool == "Bash":
+        return _decide_bash(tool_input, deny, ask, allow, cwd, home, agent_type if read_only else None)
+
+    for sr in deny:
+        if _matches(sr, tool, tool_input, cwd, home, broad=True):
+            if sr.source == BLOCKED_SOURCE:
+                reason = f"claudeguard: subagents may not use {tool} ({BLOCKED_SOURCE})."
+            else:
+                reason = f"claudeguard: {tool} denied by {_where(sr.rule.text, sr.source)}."
+            return Decision("deny", sr.rule.text, sr.source, reason)
+    if read_only and tool in EDIT_TOOLS:
+        return Decision("deny", tool, READ_ONLY_SOURCE,
+                        f"claudeguard: {agent_type} agents are read-only and may not use {tool} ({READ_ONLY_SOURCE}).")
+    for sr in ask:
+        if _matches(sr, tool, tool_input, cwd, home, broad=True):
+            return Decision("ask", sr.rule.text, sr.source,
+                            f"claudeguard: {tool} needs a human decision by {_where(sr.rule.text, sr.source)}.")
+    for sr in allow:
+        if _matches(sr, tool, tool_input, cwd, home, broad=False):
+            return Decision("allow", sr.rule.text, sr.source,
+                            f"claudeguard: {tool} allowed by {_where(sr.rule.text, sr.source)}.")
+    return Decision("none", None, None, f"claudeguard: no rule matches this {tool} call.")
+
+
+def _decide_bash(tool_input: dict, deny: list[SourcedRule], ask: list[SourcedRule], allow: list[SourcedRule],
+                 cwd: str, home: str, read_only_type: str | None) -> Decision:
+    from claudeguard.policy import bash
+
+    command = tool_input.get("command")
+    command = command if isinstance(command, str) else ""
+    split = bash.split_command(command)
+    chunks = bash.fallback_chunks(command) if not split.ok else []
+    raw = bash.normalize_space(command)
+
+    def first(rules: list[SourcedRule], test) -> SourcedRule | None:  # type: ignore[no-untyped-def]
+        return next((sr for sr in rules if test(sr)), None)
+
+    def broad_on(text: str):  # type: ignore[no-untyped-def]
+        return lambda sr: sr.rule.specifier is None or bash.pattern_matches(sr.rule.specifier, text)
+
+    bash_deny = [sr for sr in deny if sr.rule.tool == "Bash"]
+    bash_ask = [sr for sr in ask if sr.rule.tool == "Bash"]
+    bash_allow = [sr for sr in allow if sr.rule.tool == "Bash"]
+
+    parts: list[PartDecision] = []
+    for p in split.parts:
+        hit = first(bash_deny, lambda sr: sr.rule.specifier is None or bash.part_denied_by(sr.rule.specifier, p))
+        if hit:
+            parts.append(PartDecision(p.text, "deny", hit.rule.text, hit.source))
+            continue
+        if read_only_type and p.writes:
+            parts.append(PartDecision(p.text, "deny", "Bash (writes)", READ_ONLY_SOURCE))
+            continue
+        hit = first(bash_ask, lambda sr: sr.rule.specifier is None or bash.part_denied_by(sr.rule.specifier, p))
+        if hit:
+            parts.append(PartDecision(p.text, "ask", hit.rule.text, hit.source))
+            continue
+        hit = first(bash_allow, lambda sr: sr.rule.specifier is None
+                    or (split.ok and bash.part_allowed_by(sr.rule.specifier, p)))
+        if hit:
+            parts.append(PartDecision(p.text, "allow", hit.rule.text, hit.source))
+        else:
+            parts.append(PartDecision(p.text, "none", None, None))
+
+    shown = _one_line(command, 80)
+    denied = next((pd for pd in parts if pd.decision == "deny"), None)
+    if denied is None:
+        # The raw command and, when it could not be parsed, its crude pieces: deny rules are
+        # never escaped by text the splitter could not read.
+        for text in [raw] + chunks:
+            hit = first(bash_deny, broad_on(text))
+            if hit:
+                denied = PartDecision(text, "deny", hit.rule.text, hit.source)
+                parts.append(denied)
+                break
+    if denied is not None:
+        if denied.source == READ_ONLY_SOURCE:
+            reason = (f"claudeguard: {read_only_type} agents are read-only and `{_one_line(denied.part, 60)}` "
+                      f"writes ({READ_ONLY_SOURCE}).")
+        else:
+            reason = f"claudeguard: `{_one_line(denied.part, 60)}` is denied by {_where(denied.rule, denied.source)}."
+        return Decision("deny", denied.rule, denied.source, reason, parts)
+    if read_only_type and not split.ok:
+        reason = (f"claudeguard: {read_only_type} agents are read-only and this command cannot be checked "
+                  f"for writes ({split.reason}).")
+        return Decision("deny", "Bash (writes)", READ_ONLY_SOURCE, reason, parts)
+    asked = next((pd for pd in parts if pd.decision == "ask"), None)
+    if asked is None:
+        for text in [raw] + chunks:
+            hit = first(bash_ask, broad_on(text))
+            if hit:
+                asked = PartDecision(text, "ask", hit.rule.text, hit.source)
+                parts.append(asked)
+                break
+    if asked is not None:
+        return Decision("ask", asked.rule, asked.source,
+                        f"claudeguard: `{_one_line(asked.part, 60)}` needs a human decision by "
+                        f"{_where(asked.rule, asked.source)}.", parts)
+    # A bare Bash allow rule allows every command, readable or not.
+    bare = first(bash_allow, lambda sr: sr.rule.specifier is None)
+    if not split.ok:
+        if bare:
+            return Decision("allow", bare.rule.text, bare.source,
+                            f"claudeguard: Bash allowed by {_where(bare.rule.text, bare.source)}.", parts)
+        return Decision("none", None, None,
+                        f"claudeguard: `{shown}` cannot be read with confidence ({split.reason}); "
+                        "no allow rule applies.", parts)
+    if not parts:
+        if bare:
+            return Decision("allow", bare.rule.text, bare.source,
+                            f"claudeguard: Bash allowed by {_where(bare.rule.text, bare.source)}.", parts)
+        return Decision("none", None, None, "claudeguard: the command is empty; no rule applies.", parts)
+    if all(pd.decision == "allow" for pd in parts):
+        rules = list(dict.fromkeys(_where(pd.rule, pd.source) for pd in parts))
+        return Decision("allow", parts[0].rule, parts[0].source,
+                        f"claudeguard: every part of `{shown}` is allowed ({'; '.join(rules)}).", parts)
+    missing = [pd.part for pd in parts if pd.decision != "allow"]
+    return Decision("none", None, None,
+                    f"claudeguard: no rule allows `{_one_line(missing[0], 60)}`"
+                    + (f" (and {len(missing) - 1} more part(s))" if len(missing) > 1 else "") + ".", parts)
+
+
+# --------------------------------------------------------------------------------------------
+# Grants, explain, summaries
+
+
+def grant_rules_for_call(tool: str, tool_input: dict, *, cwd: str) -> list[str]:
+    """The rules a "don't ask again" for this call adds (exactly this call, nothing wider)."""
+    from claudeguard.policy.pathrules import escape_path, normalize_path
+    from claudeguard.policy.rules import call_path, url_hosts
+
+    tool = canonical_tool(tool)
+    if not isinstance(tool_input, dict):
+        tool_input = {}
+    home = os.environ.get("HOME") or os.path.expanduser("~")
+    if tool == "Bash":
+        from claudeguard.policy.bash import escape_pattern, split_command
+
+        split = split_command(tool_input.get("command"))  # type: ignore[arg-type]
+        if not split.ok or not split.parts:
+            return []
+        return list(dict.fromkeys(f"Bash({escape_pattern(p.text)})" for p in split.parts))
+    if tool in ("Read", "NotebookRead") or tool in EDIT_TOOLS:
+        path = call_path(tool, tool_input, cwd=cwd)
+        if path is None:
+            return []
+        full = normalize_path(path, cwd=cwd, home=home)
+        family = "Read" if tool in ("Read", "NotebookRead") else "Edit"
+        return [f"{family}(/{escape_path(full)})"]
+    if tool in ("Glob", "Grep", "LS"):
+        path = call_path(tool, tool_input, cwd=cwd) or cwd
+        full = normalize_path(path, cwd=cwd, home=home)
+        return [f"{tool}(/{escape_path(full).rstrip('/')}/**)"]
+    if tool == "WebFetch":
+        hosts, clean = url_hosts(tool_input.get("url"))
+        if not clean:
+            return []
+        return [f"WebFetch(domain:{next(iter(hosts))})"]
+    return [tool]
+
+
+_CALL_RE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.\-]*)\s*(?:\((.*)\))?\s*", re.S)
+
+
+def call_from_rule_like(text: str) -> tuple[str, dict]:
+    """A tool call written like a rule (``'Bash(git push --force)'``) as (tool, tool_input)."""
+    m = _CALL_RE.fullmatch(text or "")
+    if not m:
+        raise ValueError("expected Tool or Tool(argument), e.g. 'Bash(git status)' or 'Read(/etc/passwd)'")
+    name, arg = m.group(1), m.group(2)
+    tool = canonical_tool(name)
+    if tool.startswith("mcp__"):
+        if arg is not None:
+            raise ValueError("an MCP tool takes no (argument) here")
+        return tool, {}
+    if arg is None or not arg.strip():
+        if tool in ("Bash", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "WebFetch"):
+            raise ValueError(f"{tool} needs an argument, e.g. {tool}(...)")
+        return tool, {}
+    arg = arg.strip()
+    if tool == "Bash":
+        return tool, {"command": arg}
+    if tool in ("Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS"):
+        path = "/" + arg.lstrip("/") if arg.startswith("//") else arg
+        if tool == "Read":
+            return tool, {"file_path": path}
+        if tool == "Write":
+            return tool, {"file_path": path, "content": ""}
+        if tool == "Edit":
+            return tool, {"file_path": path, "old_string": "", "new_string": ""}
+        if tool == "MultiEdit":
+            return tool, {"file_path": path, "edits": []}
+        if tool in ("NotebookEdit", "NotebookRead"):
+            return tool, {"notebook_path": path, "new_source": ""} if tool == "NotebookEdit" else {"notebook_path": path}
+        if tool == "Glob":
+            return tool, {"pattern": path}
+        return tool, {"pattern": "", "path": path} if tool == "Grep" else {"path": path}
+    if tool == "WebFetch":
+        url = "https://" + arg[len("domain:"):].strip() + "/" if arg.startswith("domain:") else arg
+        return tool, {"url": url, "prompt": ""}
+    if tool == "WebSearch":
+        return tool, {"query": arg}
+    if tool == "Agent":
+        return tool, {"description": "", "prompt": "", "subagent_type": arg}
+    if tool == "Skill":
+        return tool, {"skill": arg}
+    if tool == "SlashCommand":
+        return tool, {"command": arg}
+    raise ValueError(f"do not know what {tool}({arg}) would mean as a call")
+
+
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _one_line(text: str, limit: int) -> str:
+    """One line without control characters (a summary is shown on terminals), cut to ``limit``."""
+    text = text.replace("\r\n", "\n").replace("\n", " \u23ce ").replace("\t", " ")
+    text = _CONTROL_RE.sub("?", text)
+    text = re.sub(r" {2,}", " ", text)
+    return text if len(text) <= limit else text[: max(limit - 1, 1)] + "\u2026"
+
+
+def summarize_call(tool: str, tool_input: dict, limit: int = 120) -> str:
+    """One line for people, e.g. ``Bash: git push --force`` / ``Write: src/a.py (120 bytes)``."""
+    if not isinstance(tool_input, dict):
+        tool_input = {}
+    name = canonical_tool(tool) if tool != "Task" else "Task"
+
+    def s(key: str) -> str:
+        value = tool_input.get(key)
+        return value if isinstance(value, str) else ("" if value is None else str(value))
+
+    if name == "Bash":
+        body = s("command")
+    elif name == "Write":
+        content = tool_input.get("content")
+        size = len(content.encode("utf-8", "replace")) if isinstance(content, str) else 0
+        body = f"{s('file_path')} ({size} bytes)"
+    elif name == "MultiEdit":
+        edits = tool_input.get("edits")
+        body = f"{s('file_path')} ({len(edits) if isinstance(edits, list) else 0} edits)"
+    elif name in ("Edit", "Read"):
+        body = s("file_path")
+    elif name in ("NotebookEdit", "NotebookRead"):
+        body = s("notebook_path")
+    elif name in ("Glob", "Grep"):
+        body = s("pattern") + (f" in {s('path')}" if tool_input.get("path") else "")
+    elif name == "LS":
+        body = s("path")
+    elif name == "WebFetch":
+        body = s("url")
+    elif name == "WebSearch":
+        body = s("query")
+    elif name in ("Agent", "Task"):
+        kind = s("subagent_type") or "general-purpose"
+        body = f"{kind}: {s('description') or s('prompt')}"
+        if tool_input.get("run_in_background"):
+            body += " (background)"
+    else:
+        import json
+
+        try:
+            body = json.dumps(tool_input, ensure_ascii=False, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            body = str(tool_input)
+        if body == "{}":
+            body = ""
+    line = f"{tool}: {body}" if body else str(tool)
+    return _one_line(line, limit)
