@@ -105,7 +105,11 @@ def handle(event: dict) -> dict | None:
             return None
         return _pre_tool_use(verdict.decision, verdict.reason)
 
-    # PermissionRequest: the CLI is about to show (or shows) its dialog.
+    # PermissionRequest: the CLI is about to show (or shows) its dialog. In -p runs 2.1.330 also
+    # fires it, in parallel with the permission-prompt tool: the prompt tool (ours, or the
+    # caller's, e.g. the Agent SDK's) owns that decision, so the hook stays out of the race.
+    if session.snapshot.get("print_mode"):
+        return None
     delay = float(session.approval.get("idle_before_channel") or 0)
     verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
                           cwd=cwd, via="dialog", undecided="ask", tool_use_id=tool_use_id, delay_s=delay)
