@@ -463,3 +463,18 @@ def test_notify_failure_is_logged_not_fatal(chan, tmp_path):
         assert "status 3" in json.loads(log.read_text().splitlines()[1])["error"]
     finally:
         pending.withdraw()
+
+
+def test_answering_command_with_default_sigpipe_survives_a_closed_reader():
+    import subprocess
+
+    code = (
+        "import os, signal\n"
+        "from claudeguard.channel.requests import _write_no_sigpipe\n"
+        "signal.signal(signal.SIGPIPE, signal.SIG_DFL)\n"
+        "r, w = os.pipe(); os.close(r)\n"
+        "try: _write_no_sigpipe(w, b'x')\n"
+        "except BrokenPipeError: print('refused, alive')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert (out.returncode, out.stdout.strip()) == (0, "refused, alive")

@@ -360,9 +360,11 @@ def _deliver(ch: ChannelDir, rid: str, request: Request, record: dict, line: byt
             raise NotFoundError(f"{rid}: {REFUSALS['answered']}")
         refuse_if_ended()
         try:
-            written = os.write(fd, line)
-        except BrokenPipeError:
+            written = _write_no_sigpipe(fd, line)
+        except BrokenPipeError:  # the waiter closed after our open: it ended just now
             refuse_if_ended()
+            if not ch.exists(f"{rid}.json"):
+                raise NotFoundError(f"{rid}: no longer pending") from None
             raise NotFoundError(f"{rid}: {REFUSALS['gone']}") from None
         except BlockingIOError:
             raise NotFoundError(f"{rid}: its FIFO is full; not answered") from None
@@ -370,6 +372,21 @@ def _deliver(ch: ChannelDir, rid: str, request: Request, record: dict, line: byt
             raise GuardError(f"{rid}: short write on its FIFO")
     finally:
         os.close(fd)
+
+
+def _write_no_sigpipe(fd: int, data: bytes) -> int:
+    """os.write that reports a reader gone as BrokenPipeError even in a program that restored the
+    default SIGPIPE action (which would otherwise kill the answering command)."""
+    import signal
+
+    if signal.getsignal(signal.SIGPIPE) != signal.SIG_DFL:
+        return os.write(fd, data)  # Python's default: SIGPIPE ignored, EPIPE raised
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+    try:
+        return os.write(fd, data)
+    finally:
+        signal.sigtimedwait({signal.SIGPIPE}, 0)  # consume the one our write raised, if any
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGPIPE})
 
 
 def wait_for_new(known: set[str], timeout: float) -> list[Request]:
