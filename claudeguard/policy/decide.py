@@ -334,6 +334,8 @@ def grant_rules_for_call(tool: str, tool_input: dict, *, cwd: str) -> list[str]:
         if path is None:
             return []
         full = normalize_path(path, cwd=cwd, home=home)
+        if full == "/":
+            return []  # "//" would be the whole file system, not this one path
         family = "Read" if tool in ("Read", "NotebookRead") else "Edit"
         return [f"{family}(/{escape_path(full)})"]
     if tool in ("Glob", "Grep", "LS"):

@@ -120,7 +120,7 @@ def _compile(pat: str, anchored: bool) -> re.Pattern[str]:
 
 def path_rule_matches(spec: str, path: str, *, cwd: str, home: str, root: str) -> bool:
     """Whether the file ``path`` (as given by a tool call) falls under the rule specifier ``spec``."""
-    if spec in ("*", "**", "//**", "//"):
+    if spec in ("*", "//**", "//"):
         return True
     cwd = normalize_path(cwd, cwd="/", home=home)
     target = normalize_path(path, cwd=cwd, home=home)
