@@ -286,7 +286,7 @@ def test_long_message_is_cut_to_one_atomic_write(chan):
     assert len(answer.by) == fifo.BY_MAX
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, database=None)
 @given(message=st.one_of(st.none(), st.text(max_size=6000)), by=st.one_of(st.none(), st.text(max_size=300)),
        decision=st.sampled_from(["allow", "deny"]), scope=st.sampled_from(["once", "agent", "session", "forever"]))
 def test_answer_line_fits_pipe_buf_and_round_trips(message, by, decision, scope):
@@ -478,3 +478,15 @@ def test_answering_command_with_default_sigpipe_survives_a_closed_reader():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert (out.returncode, out.stdout.strip()) == (0, "refused, alive")
+
+
+def test_unusable_runtime_dir_is_one_clean_error(chan, tmp_path, monkeypatch):
+    from claudeguard.errors import GuardError
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(blocker / "run"))
+    with pytest.raises(GuardError, match="approval channel"):
+        post()
+    with pytest.raises(GuardError, match="approval channel"):
+        channel.list_pending()

@@ -1,8 +1,8 @@
 """Post a request and wait for its answer; list and answer requests from other processes.
 
 The waiting side (``post`` -> ``Pending``) sleeps in poll(2) on its own FIFO and wakes the
-moment an answer is written; the answering side (``answer``) claims the request under a flock,
-writes one atomic line and marks the request done. ``docs/channel-protocol.md`` states who
+moment an answer is written; the answering side (``answer``) claims the request under a flock
+and writes one atomic line; the waiter marks it done. ``docs/channel-protocol.md`` states who
 creates, writes, reads and removes each file, and why no FIFO mishap loses, duplicates,
 misroutes or hangs an answer.
 """

@@ -16,7 +16,7 @@ import stat
 import time
 from pathlib import Path
 
-from claudeguard.errors import InsecurePathError
+from claudeguard.errors import GuardError, InsecurePathError
 
 SUFFIXES = (".json", ".fifo", ".done", ".lock")
 ORPHAN_AGE_S = 10.0  # a file without its .json this old is left over from a crash
@@ -38,9 +38,13 @@ class ChannelDir:
     def __init__(self) -> None:
         from claudeguard.paths import runtime_dir
 
-        self.path = runtime_dir("channel")
-        # Check the fd we will actually use, not only the path (no swap between check and use).
-        self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | FLAGS)
+        try:
+            self.path = runtime_dir("channel")
+            # Check the fd we will actually use, not only the path (no swap between check and use).
+            self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | FLAGS)
+        except OSError as exc:
+            where = exc.filename or "runtime dir"
+            raise GuardError(f"approval channel {where}: {exc.strerror or exc}") from None
         try:
             _check_fd(self.fd, self.path)
         except BaseException:
