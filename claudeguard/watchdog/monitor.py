@@ -1,0 +1,359 @@
+"""The watchdog thread of one guarded session: samples, judges, reports, acts.
+
+Every ``sample_interval`` it feeds the ``Tracker`` everything that happened since the last
+sample (output counts from the relay, stream-json summaries from the tap thread, new lines of
+the hook's ``events.jsonl``, the channel's pending requests, pty activity and screen hints) and a
+fresh sample of the process tree, then writes the status file. At the first verdict of a stall
+episode it prints one line on stderr, runs the notify command, writes the audit log, acts
+(``warn``: nothing more; ``interrupt``: SIGINT to the CLI; ``kill``: SIGTERM to the whole tree,
+SIGKILL after ``kill_grace``) and calls ``on_stall``.
+
+The relay's side (``feed_stdout``) only counts bytes and, for stream-json, queues the chunk for
+the tap thread; every other public method only appends to a deque. Nothing here may crash the
+supervisor: failures in the sampling thread are reported once and sampling goes on.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from claudeguard.watchdog import sampler
+from claudeguard.watchdog.state import TOOL, Limits, StreamMsg, Tracker, Verdict
+from claudeguard.watchdog.status import process_start, prompt_words, write_status
+
+ACTIONS = ("warn", "interrupt", "kill")
+
+
+@dataclass
+class WatchConfig:
+    stall_after: float = 300
+    tool_stall_after: float = 1800
+    on_stall: str = "warn"
+    sample_interval: float = 1.0
+    kill_grace: float = 5.0
+    interactive: bool = False
+    # The notify command (config ``approval.notify``; "{summary}" becomes the diagnosis). None:
+    # read it from the session's ``session.json`` snapshot.
+    notify: list[str] | None = None
+
+
+class Monitor:
+    def __init__(self, *, child_pid: int, session_id: str, session_dir: Path, config: WatchConfig,
+                 output_format: str | None, prompt: str | None, cwd: str, argv: list[str],
+                 on_stall: Callable[[str], None], clock: Callable[[], float] = time.monotonic) -> None:
+        self.child_pid = child_pid
+        self.session_id = session_id
+        self.session_dir = Path(session_dir)
+        self.config = config
+        self.output_format = output_format
+        self.prompt = prompt
+        self.cwd = cwd
+        self.argv = list(argv)
+        self.on_stall_cb = on_stall
+        self.clock = clock
+        interval = max(0.05, float(config.sample_interval))
+        self.interval = interval
+        self.tracker = Tracker(
+            Limits(stall_after=float(config.stall_after), tool_stall_after=float(config.tool_stall_after),
+                   interval=interval, interactive=bool(config.interactive), initial_prompt=bool(prompt)),
+            start=clock(),
+        )
+        self.sampler = sampler.TreeSampler(child_pid, clock=clock)
+        self.started_wall = time.time()
+        self._pid_start = process_start(os.getpid())
+        self._child_start = process_start(child_pid)
+        # Written by the relay thread only.
+        self._out_bytes = 0
+        self._out_last = 0.0
+        self._msgs: collections.deque[StreamMsg] = collections.deque()
+        self._calls: collections.deque[tuple[str, float, object]] = collections.deque()
+        self.tap = None
+        if output_format == "stream-json":
+            from claudeguard.watchdog.stream import StreamTap
+
+            self.tap = StreamTap(self._msgs.append)
+        self._events_fh = None
+        self._events_buf = b""
+        self._screen_tail: list[str] | None = None
+        self._notifiers: list[subprocess.Popen] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()  # one tick at a time (the thread's, or stop()'s last one)
+        self._killed = False
+        self._errors_reported: set[str] = set()
+        self.last_verdict: Verdict | None = None
+        self.diagnosis: str | None = None
+
+    # -- the supervisor's side -------------------------------------------------------------
+    def start(self) -> None:
+        self._write(self.tracker.verdict(self.clock()))
+        if self.tap is not None:
+            self.tap.start()
+        self._thread = threading.Thread(target=self._run, name="claudeguard-watchdog", daemon=True)
+        self._thread.start()
+
+    def feed_stdout(self, data: bytes) -> None:
+        t = self.clock()
+        self._out_bytes += len(data)
+        self._out_last = t
+        if self.tap is not None:
+            self.tap.feed(data, t)
+
+    def note_activity(self, what: str) -> None:
+        self._calls.append(("activity", self.clock(), what))
+
+    def set_screen_hint(self, hint: str | None) -> None:
+        self._calls.append(("screen", self.clock(), hint))
+
+    def set_screen_tail(self, lines: list[str] | None) -> None:
+        """The last lines of a pty screen, shown by ``ps --screen``."""
+        self._screen_tail = list(lines)[-20:] if lines else None
+
+    def stop(self, exit_code: int | None) -> None:
+        """Stop sampling, write the final ``exited`` status (``ps`` no longer lists it)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(self.interval + float(self.config.kill_grace) + 5.0)
+        if self.tap is not None:
+            self.tap.stop()
+        with self._lock:
+            now = self.clock()
+            self._drain()
+            self.tracker.exited(now, exit_code)
+            verdict = self.tracker.verdict(now)
+            self._write(verdict)
+        if self._events_fh is not None:
+            self._events_fh.close()
+            self._events_fh = None
+        for proc in self._notifiers:
+            proc.poll()
+
+    @property
+    def stalled(self) -> bool:
+        return self.tracker.in_stall
+
+    @property
+    def killed(self) -> bool:
+        """The watchdog killed the tree of a stalled child: claudeguard exits 124."""
+        return self._killed
+
+    # -- the thread ------------------------------------------------------------------------
+    def _run(self) -> None:
+        next_t = self.clock()
+        while True:
+            try:
+                with self._lock:
+                    if self._stop.is_set():
+                        return
+                    verdict = self._tick()
+                if verdict is not None and verdict.new_stall:
+                    self._act(verdict)
+            except Exception as exc:  # noqa: BLE001 - the watchdog must never take the session down
+                self._report_error(exc)
+            next_t += self.interval
+            delay = next_t - self.clock()
+            if delay < 0:  # fell behind (a suspended laptop, a long kill): do not catch up in a burst
+                next_t, delay = self.clock() + self.interval, self.interval
+            if self._stop.wait(delay):
+                return
+
+    def _tick(self) -> Verdict | None:
+        self._drain()
+        verdict = self.tracker.sample(self.sampler.sample())
+        self.last_verdict = verdict
+        self._write(verdict)
+        self._notifiers = [p for p in self._notifiers if p.poll() is None]
+        return verdict
+
+    def _drain(self) -> None:
+        tr = self.tracker
+        if self._out_bytes:
+            tr.output(self._out_last, self._out_bytes)
+        msgs = self._msgs
+        while msgs:
+            tr.stream(msgs.popleft())
+        calls = self._calls
+        while calls:
+            kind, t, value = calls.popleft()
+            if kind == "activity":
+                tr.activity(t, str(value))
+            elif kind == "screen":
+                tr.screen(t, value)  # type: ignore[arg-type]
+        self._read_events()
+        tr.pending(self.clock(), self._pending())
+
+    def _pending(self) -> int | None:
+        try:
+            from claudeguard.channel import list_pending  # type: ignore[attr-defined]
+
+            return len(list_pending(self.session_id))
+        except Exception:  # noqa: BLE001 - no channel, or a broken one: "unknown"
+            return None
+
+    def _read_events(self) -> None:
+        import json
+
+        if self._events_fh is None:
+            try:
+                fd = os.open(self.session_dir / "events.jsonl", os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                return
+            self._events_fh = os.fdopen(fd, "rb")
+        data = self._events_fh.read(1 << 20)
+        if not data:
+            return
+        data = self._events_buf + data
+        end = data.rfind(b"\n")
+        if end < 0:
+            self._events_buf = data
+            return
+        self._events_buf = data[end + 1:]
+        mono, wall = self.clock(), time.time()
+        for line in data[:end].splitlines():
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(ev, dict):
+                continue
+            when = ev.get("time")
+            t = mono - (wall - when) if isinstance(when, (int, float)) else mono
+            self.tracker.guard(min(mono, max(t, mono - 86400.0)), ev)
+
+    # -- status ----------------------------------------------------------------------------
+    def _wall(self, t: float) -> float:
+        return time.time() - (self.clock() - t)
+
+    def _write(self, v: Verdict) -> None:
+        tr = self.tracker
+        status = {
+            "session_id": self.session_id,
+            "pid": os.getpid(),
+            "pid_start": self._pid_start,
+            "child_pid": self.child_pid,
+            "child_start": self._child_start,
+            "guarded": True,
+            "cwd": self.cwd,
+            "state": v.state,
+            "base_state": v.base,
+            "detail": v.detail,
+            "cpu_s": round(tr.cpu_total, 2),
+            "tokens": tr.tokens,
+            "last_activity": round(self._wall(tr.last_progress), 3),
+            "last_activity_s": round(max(0.0, v.time - tr.last_progress), 1),
+            "pending": tr.pending_count,
+            "prompt": prompt_words(self.prompt),
+            "started": round(self.started_wall, 3),
+            "updated": round(time.time(), 3),
+            "argv": self.argv,
+            "output_format": self.output_format,
+            "interactive": bool(self.config.interactive),
+            "on_stall": self.config.on_stall,
+            "stalled": v.stalled,
+            "stall_count": tr.stall_count,
+            "diagnosis": v.diagnosis or self.diagnosis,
+            "evidence": v.evidence,
+        }
+        if tr.exit_code is not None:
+            status["exit_code"] = tr.exit_code
+        if self._screen_tail:
+            status["screen_tail"] = self._screen_tail
+        if self.tap is not None and self.tap.skipped_bytes:
+            status["evidence"]["stream_bytes_not_inspected"] = self.tap.skipped_bytes
+        try:
+            write_status(self.session_dir, status)
+        except OSError as exc:
+            self._report_error(exc)
+
+    def _report_error(self, exc: BaseException) -> None:
+        key = f"{type(exc).__name__}: {exc}"
+        if key in self._errors_reported:
+            return
+        self._errors_reported.add(key)
+        try:
+            sys.stderr.write(f"claudeguard: watchdog: {key}\n")
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001
+            pass
+
+    # -- a stall ---------------------------------------------------------------------------
+    def _act(self, v: Verdict) -> None:
+        diagnosis = v.diagnosis or f"stalled: {v.base}"
+        self.diagnosis = diagnosis
+        action = self.config.on_stall if self.config.on_stall in ACTIONS else "warn"
+        what = {"warn": "", "interrupt": " (interrupting it)", "kill": " (stopping it)"}[action]
+        try:
+            sys.stderr.write(f"claudeguard: {diagnosis}{what}\n")
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001 - a closed stderr must not stop the action
+            pass
+        self._notify(diagnosis, v)
+        self._audit(diagnosis, v, action)
+        if action == "interrupt":
+            sampler.interrupt(self.child_pid)
+        elif action == "kill":
+            self._killed = True
+            sampler.kill_tree(self.child_pid, float(self.config.kill_grace),
+                              on_signalled=lambda: self._call_back(diagnosis))
+            return
+        self._call_back(diagnosis)
+
+    def _call_back(self, diagnosis: str) -> None:
+        try:
+            self.on_stall_cb(diagnosis)
+        except Exception as exc:  # noqa: BLE001
+            self._report_error(exc)
+
+    def _notify_command(self) -> list[str]:
+        if self.config.notify is not None:
+            return list(self.config.notify)
+        try:
+            import json
+
+            fd = os.open(self.session_dir / "session.json", os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd) as fh:
+                cmd = (json.load(fh).get("approval") or {}).get("notify") or []
+            return [str(x) for x in cmd] if isinstance(cmd, list) else []
+        except (OSError, ValueError, AttributeError):
+            return []
+
+    def _notify(self, diagnosis: str, v: Verdict) -> None:
+        cmd = self._notify_command()
+        if not cmd:
+            return
+        # The approval channel's placeholders, so one notify command serves both.
+        subs = {"{summary}": f"claudeguard: {diagnosis}", "{id}": "stall", "{session}": self.session_id,
+                "{tool}": v.detail if v.base == TOOL and v.detail else "", "{agent}": "main", "{state}": v.base,
+                "{cwd}": self.cwd}
+        args = []
+        for arg in cmd:
+            for key, value in subs.items():
+                arg = arg.replace(key, value)
+            args.append(arg)
+        try:
+            self._notifiers.append(subprocess.Popen(
+                args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True, close_fds=True))
+        except OSError as exc:
+            self._report_error(exc)
+
+    def _audit(self, diagnosis: str, v: Verdict, action: str) -> None:
+        try:
+            from claudeguard.channel import audit  # type: ignore[attr-defined]
+
+            audit.record({
+                "session_id": self.session_id, "event": "stall", "agent_type": None, "agent_id": None,
+                "tool": v.detail if v.base == TOOL else None, "summary": diagnosis, "decision": "stall",
+                "decided_by": "watchdog", "scope": None, "waited_s": round(v.quiet_s, 1), "state": v.base,
+                "action": action,
+            })
+        except Exception:  # noqa: BLE001 - the audit log never blocks the watchdog
+            pass

@@ -1,0 +1,641 @@
+"""The watchdog's state machine, pure: samples and events in; a state, its evidence and a stall
+verdict out.
+
+No clock and no I/O here: every input carries its own time (monotonic seconds), so tests replay
+recorded or synthetic runs instantly. ``Tracker`` takes
+
+- ``Sample``: the child's process tree with cumulative CPU, io and what a process is blocked
+  reading (``sampler`` builds these);
+- ``StreamMsg``: summaries of stream-json lines (``stream`` builds these) and raw output counts;
+- guard events (the hook's ``events.jsonl`` records), the number of pending approval requests,
+  activity and screen hints from a pty relay, and the child's exit;
+
+and ``sample()`` answers with a ``Verdict``.
+
+A stall is no progress for longer than the threshold of the current state. Progress is output,
+a stream message, a token count that moved, a guard event, a change of pending requests, or CPU
+or io in the tree above a noise floor. The floors come from how an idle Claude CLI looks from
+outside (0-50 ms CPU per 2 s with ~100 ms spikes, ~100 bytes of io drift per 2 s):
+
+- the CLI itself must use more than 0.12 s + 0.04 s per second of interval (0.16 s per 1 s
+  sample, 0.2 s per 2 s sample): above a spike, below any real work;
+- any other process of the tree (a tool, an MCP server) more than 0.03 s + 0.02 s per second,
+  since those idle at zero (a tool whose processes keep using CPU is progress), or all of them
+  together more than the CLI's floor;
+- io (read+written bytes of the tree) more than 256 B + 128 B per second: a flowing model stream
+  or a tool reading a file moves far more, the CLI's timers far less.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+STARTING = "starting"
+THINKING = "thinking"
+STREAMING = "streaming"
+TOOL = "tool"
+AWAITING = "awaiting-approval"
+BLOCKED = "blocked-on-terminal"
+IDLE = "idle"
+FINISHING = "finishing"
+STALLED = "stalled"
+EXITED = "exited"
+
+# Tools that run a subagent: while only these are in flight the subagent is waiting on the model.
+AGENT_TOOLS = frozenset({"Agent", "Task"})
+# Kernel states worth naming in evidence.
+ODD_STATES = {"D": "in uninterruptible sleep (disk or NFS)", "T": "stopped (SIGSTOP)", "t": "stopped by a tracer", "Z": "a zombie"}
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    pid: int
+    ppid: int
+    name: str
+    status: str = "S"  # kernel one-letter state: R S D Z T t I
+    cpu: float = 0.0  # own user+system seconds, cumulative
+    cpu_children: float = 0.0  # seconds of reaped children, cumulative (Linux cutime+cstime)
+    start: float = 0.0  # start time in any unit: tells a reused pid from the same process
+    io: int | None = None  # bytes read+written through syscalls, cumulative; None: unreadable
+    reading: str | None = None  # what it is blocked reading: "/dev/pts/3", "stdin (pipe)", ...
+    cmdline: str | None = None
+
+
+@dataclass
+class Sample:
+    time: float
+    root_pid: int
+    procs: dict[int, ProcInfo]
+
+    @property
+    def root_alive(self) -> bool:
+        root = self.procs.get(self.root_pid)
+        return root is not None and root.status != "Z"
+
+
+@dataclass
+class StreamMsg:
+    """What the watchdog keeps of one stream-json line."""
+
+    time: float
+    kind: str  # init assistant user result task-start task-end tasks partial control other
+    message_id: str | None = None
+    tokens: tuple[int, int, int, int] | None = None  # input, output, cache creation, cache read
+    tool_uses: list[tuple[str, str, str]] = field(default_factory=list)  # (id, name, detail)
+    tool_results: list[str] = field(default_factory=list)
+    parent_tool_use_id: str | None = None
+    task_id: str | None = None
+    task: dict | None = None  # description, subagent_type, tool_use_id, task_type
+    tasks: list[dict] | None = None  # background_tasks_changed: the whole set
+    partial_event: str | None = None  # stream_event type: message_start, content_block_delta, ...
+    mcp_servers: list[dict] | None = None
+    request: str | None = None  # control_request subtype (SDK hosts answer can_use_tool)
+    is_error: bool = False
+
+
+@dataclass
+class Limits:
+    stall_after: float = 300.0
+    tool_stall_after: float = 1800.0
+    interval: float = 1.0
+    interactive: bool = False
+    initial_prompt: bool = True  # an interactive session started with a prompt works at once
+    startup_grace: float = 30.0  # without any sign of life, "starting" turns into "thinking"
+
+    def root_cpu_floor(self, dt: float) -> float:
+        return 0.12 + 0.04 * dt
+
+    def desc_cpu_floor(self, dt: float) -> float:
+        return 0.03 + 0.02 * dt
+
+    def io_floor(self, dt: float) -> float:
+        return 256 + 128 * dt
+
+
+@dataclass
+class Call:
+    id: str
+    name: str
+    started: float
+    detail: str = ""
+    agent: str | None = None  # agent type/id (hooks) or parent tool_use_id (stream) of the caller
+    agent_id: str | None = None
+    via: str = "stream"
+
+
+@dataclass
+class Task:
+    id: str
+    description: str
+    started: float
+    subagent_type: str | None = None
+    tool_use_id: str | None = None
+
+
+@dataclass
+class Verdict:
+    time: float
+    state: str  # what ps shows: the base state, or "stalled"
+    base: str  # the state underneath a stall
+    detail: str | None  # tool name, dialog title, ...
+    quiet_s: float
+    threshold_s: float | None
+    stalled: bool
+    new_stall: bool  # first verdict of this stall episode
+    diagnosis: str | None
+    evidence: dict
+
+
+def _secs(x: float) -> str:
+    return f"{x:.0f} s"
+
+
+class Tracker:
+    def __init__(self, limits: Limits, start: float) -> None:
+        self.limits = limits
+        self.start = start
+        self.last_progress = start
+        self.last_what = "start"
+        self._hold = start  # the stall clock does not run in awaiting-approval or idle
+        self.cpu_total = 0.0
+        self._cpu_at_progress = 0.0
+        self._prev: Sample | None = None
+        self._last_dt = limits.interval
+        self._io_progress_at: float | None = None
+        self._proc_busy: dict[int, float] = {}  # pid -> last time above its floor
+        self._deltas: dict[int, float] = {}
+        self._readers: dict[tuple[int, float], int] = {}  # consecutive samples blocked reading
+        self.output_bytes = 0
+        self.last_output: float | None = None
+        self.last_stream: float | None = None
+        self.partial_open = False
+        self.messages = 0
+        self.tokens = 0
+        self._tokens_by_msg: dict[str, tuple[int, int, int, int]] = {}
+        self.calls: dict[str, Call] = {}
+        self.tasks: dict[str, Task] = {}
+        self.agents: dict[str, str] = {}  # running subagents: agent_id -> agent_type
+        self.mcp_servers: list[dict] = []
+        self.pending_n: int | None = None
+        self._pending_ids: set[str] = set()
+        self.sdk_request: str | None = None
+        self.screen_hint: str | None = None
+        self.dialog_note: str | None = None
+        self.awaiting_user = limits.interactive and not limits.initial_prompt
+        self.sign_of_life = False
+        self.result_at: float | None = None
+        self.exited_at: float | None = None
+        self.exit_code: int | None = None
+        self.in_stall = False
+        self.stall_count = 0
+        self.stall_started: float | None = None
+        self.last_sample: Sample | None = None
+
+    # -- progress --------------------------------------------------------------------------
+    def _progress(self, t: float, what: str) -> None:
+        if t >= self.last_progress:
+            self.last_progress = t
+            self.last_what = what
+            self._cpu_at_progress = self.cpu_total
+
+    def _life(self, t: float, what: str) -> None:
+        self.sign_of_life = True
+        self._progress(t, what)
+
+    # -- inputs ----------------------------------------------------------------------------
+    def output(self, t: float, total_bytes: int) -> None:
+        """The relay's running byte count and the time of its last write."""
+        if total_bytes > self.output_bytes:
+            self.output_bytes = total_bytes
+            self.last_output = t
+            self.dialog_note = None
+            self._life(t, "output")
+
+    def activity(self, t: float, what: str) -> None:
+        """Keystrokes or screen output from a pty relay."""
+        if what == "input":
+            self.dialog_note = None
+        self._life(t, what)
+
+    def screen(self, t: float, hint: str | None) -> None:
+        if hint != self.screen_hint:
+            self.screen_hint = hint
+            self._life(t, "screen: " + (hint or "dialog closed"))
+
+    def exited(self, t: float, code: int | None) -> None:
+        if self.exited_at is None:
+            self.exited_at = t
+            self.exit_code = code
+
+    def pending(self, t: float, n: int | None) -> None:
+        """Requests waiting in the channel; None: unknown (the count from events is used)."""
+        if n != self.pending_n:
+            if n is not None and (self.pending_n is not None or n > 0):
+                self._progress(t, f"pending requests: {n}")
+            self.pending_n = n
+
+    @property
+    def pending_count(self) -> int:
+        return self.pending_n if self.pending_n is not None else len(self._pending_ids)
+
+    def stream(self, m: StreamMsg) -> None:
+        t = m.time
+        self.messages += 1
+        self.last_stream = t
+        self.dialog_note = None
+        if m.kind != "control":
+            self.sdk_request = None
+        self._life(t, f"stream: {m.kind}")
+        if m.tokens is not None and m.message_id:
+            # The CLI repeats a message's usage on every content block (and partial events give
+            # it in pieces): keep the largest of each count per message id.
+            old = self._tokens_by_msg.get(m.message_id, (0, 0, 0, 0))
+            new = tuple(max(a, b) for a, b in zip(old, m.tokens))
+            self._tokens_by_msg[m.message_id] = new  # type: ignore[assignment]
+            self.tokens += (new[0] + new[1]) - (old[0] + old[1])
+        if m.kind == "partial":
+            self.partial_open = m.partial_event not in ("message_stop", None)
+            return
+        if m.kind == "assistant":
+            self.partial_open = False
+            for call_id, name, detail in m.tool_uses:
+                known = self.calls.get(call_id)
+                if known is None:
+                    self.calls[call_id] = Call(call_id, name, t, detail, agent=m.parent_tool_use_id)
+                elif not known.detail:
+                    known.detail = detail
+        elif m.kind == "user":
+            for call_id in m.tool_results:
+                self.calls.pop(call_id, None)
+        elif m.kind == "result":
+            self.result_at = t
+            if m.tokens is not None:
+                self.tokens = max(self.tokens, m.tokens[0] + m.tokens[1])
+            # The turn is over: whatever the stream still shows in flight has ended.
+            for call_id in [c.id for c in self.calls.values() if c.via == "stream"]:
+                del self.calls[call_id]
+            if self.limits.interactive:
+                self.awaiting_user = True
+        elif m.kind == "task-start" and m.task_id:
+            info = m.task or {}
+            self.tasks[m.task_id] = Task(m.task_id, str(info.get("description") or ""), t,
+                                         info.get("subagent_type"), info.get("tool_use_id"))
+        elif m.kind == "task-end" and m.task_id:
+            self.tasks.pop(m.task_id, None)
+        elif m.kind == "tasks" and m.tasks is not None:
+            fresh: dict[str, Task] = {}
+            for info in m.tasks:
+                tid = str(info.get("task_id") or "")
+                if not tid:
+                    continue
+                old_task = self.tasks.get(tid)
+                fresh[tid] = old_task or Task(tid, str(info.get("description") or ""), t,
+                                              info.get("subagent_type"), info.get("tool_use_id"))
+            self.tasks = fresh
+        elif m.kind == "init" and m.mcp_servers is not None:
+            self.mcp_servers = m.mcp_servers
+        elif m.kind == "control" and m.request == "can_use_tool":
+            self.sdk_request = m.request
+
+    def guard(self, t: float, ev: dict) -> None:
+        """One record of the hook's events.jsonl (its time already converted to ours)."""
+        kind = str(ev.get("event") or "")
+        if kind == "other":
+            kind = {"Stop": "stop", "UserPromptSubmit": "prompt", "PostToolUseFailure": "tool-end",
+                    "SessionEnd": "stop"}.get(str(ev.get("hook_event_name")), "other")
+        tool_use_id = ev.get("tool_use_id")
+        agent_id = ev.get("agent_id")
+        if kind == "notification":
+            ntype = ev.get("notification_type")
+            self._life(t, f"hook notification {ntype}")
+            if ntype == "permission_prompt":
+                self.dialog_note = str(ev.get("message") or "a permission dialog is on screen")
+            elif ntype == "idle_prompt" and self.limits.interactive:
+                self.awaiting_user = True
+            return
+        self.dialog_note = None
+        if kind == "approval-wait":
+            self._pending_ids.add(str(ev.get("request_id")))
+        elif kind == "approval-done":
+            self._pending_ids.discard(str(ev.get("request_id")))
+        self._life(t, f"hook {kind}" + (f" {ev.get('tool')}" if ev.get("tool") else ""))
+        if kind == "tool-start" and tool_use_id:
+            self.awaiting_user = False
+            call = self.calls.get(tool_use_id)
+            agent = ev.get("agent_type") or (f"agent {agent_id}" if agent_id else None)
+            if call is None:
+                self.calls[tool_use_id] = Call(tool_use_id, str(ev.get("tool") or "?"), t, "", agent, agent_id, "hook")
+            else:
+                call.agent = call.agent or agent
+                call.agent_id = call.agent_id or agent_id
+        elif kind in ("tool-end", "tool-denied", "tool-failed") and tool_use_id:
+            self.calls.pop(tool_use_id, None)
+        elif kind == "subagent-start" and agent_id:
+            self.agents[str(agent_id)] = str(ev.get("agent_type") or "?")
+        elif kind == "subagent-stop" and agent_id:
+            self.agents.pop(str(agent_id), None)
+            for call_id in [c.id for c in self.calls.values() if c.agent_id == agent_id]:
+                del self.calls[call_id]
+        elif kind == "prompt":
+            self.awaiting_user = False
+            self.result_at = None
+        elif kind == "stop":
+            # The main agent's turn ended: its hook-tracked calls are over (PostToolUse does not
+            # fire for a call that failed or was denied), and an interactive CLI waits for its user.
+            for call_id in [c.id for c in self.calls.values() if c.via == "hook" and c.agent_id is None]:
+                del self.calls[call_id]
+            if self.limits.interactive:
+                self.awaiting_user = True
+
+    # -- samples ---------------------------------------------------------------------------
+    def sample(self, s: Sample) -> Verdict:
+        lim = self.limits
+        prev = self._prev
+        dt = max(1e-3, s.time - prev.time) if prev is not None else lim.interval
+        self._last_dt = dt
+        deltas: dict[int, float] = {}
+        io_delta = 0.0
+        if prev is None:
+            # The baseline: start-up CPU is counted in the total but is not judged.
+            for pid, p in s.procs.items():
+                deltas[pid] = 0.0
+                self.cpu_total += p.cpu + p.cpu_children
+            self._cpu_at_progress = self.cpu_total
+        else:
+            credit: dict[int, float] = {}
+            for pid, q in prev.procs.items():
+                p = s.procs.get(pid)
+                if p is None or p.start != q.start:
+                    # Exited since: its parent's reaped-children time will include all of it.
+                    credit[q.ppid] = credit.get(q.ppid, 0.0) + q.cpu + q.cpu_children
+            for pid, p in s.procs.items():
+                q = prev.procs.get(pid)
+                if q is None or q.start != p.start:
+                    d = p.cpu + p.cpu_children
+                    io_delta += p.io or 0
+                else:
+                    d = max(0.0, p.cpu - q.cpu) + max(0.0, p.cpu_children - q.cpu_children - credit.get(pid, 0.0))
+                    if p.io is not None and q.io is not None:
+                        io_delta += max(0, p.io - q.io)
+                deltas[pid] = d
+            self.cpu_total += sum(deltas.values())
+        self._deltas = deltas
+        self._prev = s
+        self.last_sample = s
+
+        root_d = deltas.get(s.root_pid, 0.0)
+        desc = {pid: d for pid, d in deltas.items() if pid != s.root_pid}
+        root_floor, desc_floor = lim.root_cpu_floor(dt), lim.desc_cpu_floor(dt)
+        for pid, d in deltas.items():
+            if d > (root_floor if pid == s.root_pid else desc_floor):
+                self._proc_busy[pid] = s.time
+        for pid in [pid for pid in self._proc_busy if pid not in s.procs]:
+            del self._proc_busy[pid]
+        if prev is not None:
+            busy = max(desc.items(), key=lambda kv: kv[1], default=(0, 0.0))
+            if root_d > root_floor:
+                self._progress(s.time, f"CPU: {self._pname(s, s.root_pid)} {root_d:.2f} s")
+            elif busy[1] > desc_floor:
+                self._progress(s.time, f"CPU: {self._pname(s, busy[0])} {busy[1]:.2f} s")
+            elif sum(desc.values()) > root_floor:
+                self._progress(s.time, f"CPU: {len(desc)} processes {sum(desc.values()):.2f} s")
+            if io_delta > lim.io_floor(dt):
+                self._io_progress_at = s.time
+                self._progress(s.time, f"io: {int(io_delta)} bytes")
+
+        live = set()
+        for pid, p in s.procs.items():
+            if p.reading and deltas.get(pid, 0.0) <= desc_floor and p.status != "Z":
+                key = (pid, p.start)
+                live.add(key)
+                self._readers[key] = self._readers.get(key, 0) + 1
+        self._readers = {k: v for k, v in self._readers.items() if k in live}
+        if not s.root_alive:
+            self.exited(s.time, None)
+        return self.verdict(s.time)
+
+    @staticmethod
+    def _pname(s: Sample, pid: int) -> str:
+        p = s.procs.get(pid)
+        return f"{p.name if p else '?'} (pid {pid})"
+
+    # -- evaluation ------------------------------------------------------------------------
+    def _blocked_readers(self) -> list[ProcInfo]:
+        s = self.last_sample
+        if s is None:
+            return []
+        out = []
+        for (pid, start), n in self._readers.items():
+            p = s.procs.get(pid)
+            if p is not None and p.start == start and n >= 2:
+                out.append(p)
+        return out
+
+    def _tty_readers(self) -> list[ProcInfo]:
+        s = self.last_sample
+        out = []
+        for p in self._blocked_readers():
+            if not (p.reading or "").startswith("/dev/"):
+                continue
+            if s is not None and p.pid == s.root_pid and self.limits.interactive:
+                continue  # an interactive CLI reading its own terminal waits for its user
+            out.append(p)
+        return out
+
+    def _base(self, now: float) -> tuple[str, str | None]:
+        lim = self.limits
+        if self.exited_at is not None:
+            return EXITED, None if self.exit_code is None else f"exit code {self.exit_code}"
+        if self.pending_count > 0:
+            n = self.pending_count
+            return AWAITING, f"{n} request{'s' if n != 1 else ''} waiting in the channel"
+        if self.sdk_request:
+            return AWAITING, "the SDK host was asked (can_use_tool)"
+        if self.screen_hint:
+            return BLOCKED, self.screen_hint
+        if self.dialog_note:
+            return BLOCKED, self.dialog_note
+        readers = self._tty_readers()
+        if readers:
+            p = readers[0]
+            return BLOCKED, f"{p.name} (pid {p.pid}) reads {p.reading}"
+        tools = [c for c in self.calls.values() if c.name not in AGENT_TOOLS]
+        if tools:
+            c = max(tools, key=lambda c: c.started)
+            return TOOL, c.name
+        shells = [tk for tk in self.tasks.values() if not tk.subagent_type]
+        agents = [c for c in self.calls.values() if c.name in AGENT_TOOLS]
+        if lim.interactive and self.awaiting_user and not agents and not self.tasks:
+            return IDLE, None
+        if agents or self.tasks:
+            if shells and not agents and len(shells) == len(self.tasks):
+                return TOOL, f"background task: {shells[0].description or shells[0].id}"
+            if agents:
+                c = max(agents, key=lambda c: c.started)
+                return THINKING, f"subagent via {c.name} ({c.id}){': ' + c.detail if c.detail else ''}"
+            tk = max(self.tasks.values(), key=lambda tk: tk.started)
+            return THINKING, f"background {tk.subagent_type or 'task'}: {tk.description or tk.id}"
+        if self.result_at is not None and not lim.interactive:
+            return FINISHING, None
+        if not self.sign_of_life and now - self.start < lim.startup_grace:
+            return STARTING, None
+        recent = 2 * max(lim.interval, self._last_dt)
+        if (self.last_output is not None and now - self.last_output <= recent) or (
+            self._io_progress_at is not None and now - self._io_progress_at <= recent
+        ) or (self.last_stream is not None and self.partial_open and now - self.last_stream <= recent):
+            return STREAMING, None
+        if not self.sign_of_life:
+            return STARTING, None
+        return THINKING, None
+
+    def threshold(self, base: str) -> float | None:
+        if base in (AWAITING, IDLE, EXITED):
+            return None
+        if base == TOOL:
+            return self.limits.tool_stall_after
+        return self.limits.stall_after
+
+    def verdict(self, now: float) -> Verdict:
+        base, detail = self._base(now)
+        threshold = self.threshold(base)
+        if threshold is None:
+            self._hold = now
+        quiet = max(0.0, now - max(self.last_progress, self._hold))
+        stalled = threshold is not None and quiet >= threshold
+        new_stall = stalled and not self.in_stall
+        if new_stall:
+            self.stall_count += 1
+            self.stall_started = now
+        if not stalled:
+            self.stall_started = None
+        self.in_stall = stalled
+        diagnosis = self._diagnose(base, detail, quiet, now) if stalled else None
+        return Verdict(
+            time=now,
+            state=STALLED if stalled else base,
+            base=base,
+            detail=detail,
+            quiet_s=quiet,
+            threshold_s=threshold,
+            stalled=stalled,
+            new_stall=new_stall,
+            diagnosis=diagnosis,
+            evidence=self.evidence(now, quiet, threshold),
+        )
+
+    # -- words -----------------------------------------------------------------------------
+    def stream_silent(self, now: float) -> float:
+        marks = [self.start] + [x for x in (self.last_output, self.last_stream, self._io_progress_at) if x is not None]
+        return max(0.0, now - max(marks))
+
+    def window_cpu(self) -> float:
+        return max(0.0, self.cpu_total - self._cpu_at_progress)
+
+    def _odd_states(self) -> list[str]:
+        s = self.last_sample
+        if s is None:
+            return []
+        out = []
+        for p in s.procs.values():
+            if p.status in ODD_STATES and not (p.status == "Z" and p.pid != s.root_pid):
+                who = "the CLI" if p.pid == s.root_pid else f"{p.name} (pid {p.pid})"
+                out.append(f"{who} is {ODD_STATES[p.status]}")
+        return out
+
+    def _stdin_note(self) -> str | None:
+        for p in self._blocked_readers():
+            if not (p.reading or "").startswith("/dev/"):
+                who = "the CLI" if self.last_sample and p.pid == self.last_sample.root_pid else f"{p.name} (pid {p.pid})"
+                return f"{who} is blocked reading its {p.reading}"
+        return None
+
+    def _tree_words(self, pids: set[int] | None = None) -> str:
+        s = self.last_sample
+        if s is None:
+            return ""
+        procs = [p for p in s.procs.values() if pids is None or p.pid in pids]
+        return ", ".join(f"{p.name} {p.pid} {p.status}" for p in procs[:6]) + (" ..." if len(procs) > 6 else "")
+
+    def _diagnose(self, base: str, detail: str | None, quiet: float, now: float) -> str:
+        cpu = f"tree CPU {self.window_cpu():.2f} s"
+        extra = [x for x in [self._stdin_note(), *self._odd_states()] if x]
+        tail = ("; " + "; ".join(extra)) if extra else ""
+        if base == TOOL:
+            tools = [c for c in self.calls.values() if c.name not in AGENT_TOOLS]
+            if tools:
+                c = max(tools, key=lambda c: c.started)
+                who = f" in {c.agent}" if c.agent and not c.agent.startswith("toolu_") else ""
+                if c.name.startswith("mcp__"):
+                    server = c.name.split("__")[1] if c.name.count("__") >= 2 else c.name
+                    return (f"stalled: tool {c.name} ({c.id}){who} for {_secs(quiet)}: MCP server {server} idle "
+                            f"with a request outstanding, {cpu}{tail}")
+                procs = self._tree_words({p for p in self.last_sample.procs if p != self.last_sample.root_pid}) if self.last_sample else ""
+                return (f"stalled: tool {c.name} ({c.id}){who} for {_secs(quiet)} with no CPU in its processes"
+                        f" ({procs or 'none left'}), {cpu}{tail}")
+            return f"stalled: {detail} for {_secs(quiet)} with no CPU in its processes, {cpu}{tail}"
+        if base == BLOCKED:
+            readers = self._tty_readers()
+            if self.screen_hint or self.dialog_note or not readers:
+                return f"stalled: blocked reading its terminal: a prompt is waiting ({detail}) for {_secs(quiet)}, {cpu}{tail}"
+            return f"stalled: blocked reading its terminal: {detail} for {_secs(quiet)}, {cpu}{tail}"
+        if base == STARTING:
+            return f"stalled: starting for {_secs(quiet)}: no output and no hook event yet, {cpu}{tail}"
+        if base == FINISHING:
+            left = self._tree_words()
+            return (f"stalled: finishing for {_secs(quiet)}: the result came {_secs(now - (self.result_at or now))} ago "
+                    f"but the CLI has not exited ({left}), {cpu}{tail}")
+        silent = self.stream_silent(now)
+        mid = " mid-answer" if self.partial_open else ""
+        sub = f" ({detail})" if detail else ""
+        return f"stalled: {base}{sub} for {_secs(quiet)}: model stream silent{mid} {_secs(silent)}, {cpu}{tail}"
+
+    def evidence(self, now: float, quiet: float, threshold: float | None) -> dict:
+        s = self.last_sample
+        procs = []
+        if s is not None:
+            for p in list(s.procs.values())[:12]:
+                busy = self._proc_busy.get(p.pid)
+                procs.append({
+                    "pid": p.pid, "name": p.name, "state": p.status,
+                    "cpu_s": round(p.cpu + p.cpu_children, 2),
+                    "cpu_delta_s": round(self._deltas.get(p.pid, 0.0), 3),
+                    "busy_ago_s": None if busy is None else round(now - busy, 1),
+                    **({"reading": p.reading} if p.reading else {}),
+                })
+        ev: dict = {
+            "quiet_s": round(quiet, 1),
+            "threshold_s": threshold,
+            "last_progress": self.last_what,
+            "last_progress_ago_s": round(max(0.0, now - self.last_progress), 1),
+            "tree_cpu_s": round(self.cpu_total, 2),
+            "quiet_cpu_s": round(self.window_cpu(), 3),
+            "output_bytes": self.output_bytes,
+            "last_output_ago_s": None if self.last_output is None else round(now - self.last_output, 1),
+            "stream_silent_s": round(self.stream_silent(now), 1),
+            "messages": self.messages,
+            "tokens": self.tokens,
+            "tools": [
+                {"id": c.id, "name": c.name, "age_s": round(now - c.started, 1), "agent": c.agent, "detail": c.detail}
+                for c in sorted(self.calls.values(), key=lambda c: c.started)
+            ][:10],
+            "tasks": [{"id": tk.id, "description": tk.description, "type": tk.subagent_type,
+                       "age_s": round(now - tk.started, 1)} for tk in self.tasks.values()][:10],
+            "pending": self.pending_count,
+            "procs": procs,
+        }
+        if self.screen_hint:
+            ev["screen"] = self.screen_hint
+        if self.dialog_note:
+            ev["dialog"] = self.dialog_note
+        readers = self._blocked_readers()
+        if readers:
+            ev["blocked_reading"] = [{"pid": p.pid, "name": p.name, "reading": p.reading} for p in readers]
+        odd = self._odd_states()
+        if odd:
+            ev["odd"] = odd
+        failed = [m.get("name") for m in self.mcp_servers if m.get("status") not in (None, "connected")]
+        if failed:
+            ev["mcp_not_connected"] = failed
+        if self.agents:
+            ev["subagents"] = dict(list(self.agents.items())[:10])
+        return ev

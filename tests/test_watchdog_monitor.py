@@ -1,0 +1,209 @@
+"""The Monitor on real child processes: detection time, no false stall on a busy child, the
+kill and interrupt actions, guard events, stream-json, notify, audit and the final status."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from claudeguard.watchdog.monitor import Monitor, WatchConfig
+from claudeguard.watchdog.status import list_sessions, read_status
+
+from test_watchdog_sampler import gone, start_tree, stop_all, wait_until
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="real process trees on Linux")
+
+PY = sys.executable
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp_path / "rt"))
+    monkeypatch.setenv("CLAUDEGUARD_LOG_DIR", str(tmp_path / "log"))
+    return tmp_path
+
+
+@pytest.fixture
+def procs():
+    started: list = []
+    yield started
+    stop_all(started)
+
+
+@pytest.fixture
+def monitors():
+    made: list[Monitor] = []
+    yield made
+    for m in made:
+        m.stop(None)
+
+
+def session_dir(name: str):
+    from claudeguard.paths import runtime_dir
+
+    return runtime_dir("sessions", name)
+
+
+def make(monitors, child_pid, name="s1", hits=None, output_format=None, **cfg):
+    hits = [] if hits is None else hits
+    m = Monitor(child_pid=child_pid, session_id=name, session_dir=session_dir(name), config=WatchConfig(**cfg),
+                output_format=output_format, prompt="fix the flaky test please", cwd="/proj",
+                argv=["claude", "-p", "fix the flaky test please"], on_stall=hits.append)
+    monitors.append(m)
+    return m, hits
+
+
+def sleeper(procs, seconds=60):
+    p = subprocess.Popen([PY, "-c", f"import time; print('up', flush=True); time.sleep({seconds})"],
+                         stdout=subprocess.PIPE, text=True)
+    procs.append(p)
+    assert p.stdout.readline() == "up\n"  # start-up CPU is behind us
+    return p
+
+
+def test_sleeping_child_is_stalled_within_threshold_plus_two_samples(env, procs, monitors, capfd):
+    child = sleeper(procs)
+    m, hits = make(monitors, child.pid, stall_after=2, sample_interval=0.5)
+    t0 = time.monotonic()
+    m.start()
+    m.feed_stdout(b"first words\n")
+    assert wait_until(lambda: hits, timeout=6, step=0.01)
+    elapsed = time.monotonic() - t0
+    assert 2.0 <= elapsed <= 2.0 + 2 * 0.5 + 0.2, elapsed  # 0.2 s of scheduling slack
+    assert hits[0].startswith("stalled: thinking for 2 s: model stream silent 2 s, tree CPU 0.")
+    assert m.stalled and not m.killed
+    assert f"claudeguard: {hits[0]}" in capfd.readouterr().err
+    status = read_status(m.session_dir)
+    assert status["state"] == "stalled" and status["base_state"] == "thinking" and status["child_pid"] == child.pid
+    assert child.poll() is None  # warn keeps it running
+
+
+def test_cpu_busy_child_is_never_stalled(env, procs, monitors):
+    child = subprocess.Popen([PY, "-c", "while True: pass"])
+    procs.append(child)
+    m, hits = make(monitors, child.pid, stall_after=1, sample_interval=0.25)
+    m.start()
+    deadline = time.monotonic() + 3.0
+    states = set()
+    while time.monotonic() < deadline:
+        st = read_status(m.session_dir)
+        states.add(st["state"])
+        time.sleep(0.1)
+    assert not hits and "stalled" not in states
+    assert read_status(m.session_dir)["cpu_s"] > 1.5
+
+
+def test_kill_action_leaves_no_process_of_the_tree(env, tmp_path, procs, monitors):
+    child, pids = start_tree(tmp_path, procs, depth=2, ignore_term=True)
+    m, hits = make(monitors, child.pid, stall_after=1, sample_interval=0.25, on_stall="kill", kill_grace=0.5)
+    m.start()
+    assert wait_until(lambda: hits, timeout=5)
+    assert m.killed
+    assert wait_until(lambda: all(gone(pid) for pid in pids + [child.pid]), timeout=5)
+    assert child.wait(timeout=5) == -15  # SIGTERM reached the CLI first
+
+
+def test_interrupt_action_sends_sigint(env, procs, monitors):
+    code = "import time\ntry:\n    print('up', flush=True)\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    raise SystemExit(7)\n"
+    child = subprocess.Popen([PY, "-c", code], stdout=subprocess.PIPE, text=True)
+    procs.append(child)
+    assert child.stdout.readline() == "up\n"
+    m, hits = make(monitors, child.pid, stall_after=1, sample_interval=0.25, on_stall="interrupt")
+    m.start()
+    assert child.wait(timeout=5) == 7
+    assert hits and not m.killed
+
+
+def test_hook_events_name_the_tool_and_use_its_threshold(env, procs, monitors):
+    child = sleeper(procs)
+    m, hits = make(monitors, child.pid, stall_after=0.5, tool_stall_after=30, sample_interval=0.25)
+    events = m.session_dir / "events.jsonl"
+    events.write_text(json.dumps({"time": time.time(), "event": "tool-start", "tool": "Bash",
+                                  "tool_use_id": "toolu_1", "agent_id": None, "agent_type": None}) + "\n")
+    m.start()
+    assert wait_until(lambda: (read_status(m.session_dir) or {}).get("detail") == "Bash")
+    time.sleep(1.5)  # three times stall_after: a tool is judged by tool_stall_after
+    st = read_status(m.session_dir)
+    assert st["state"] == "tool" and not hits
+    with events.open("a") as fh:
+        fh.write(json.dumps({"time": time.time(), "event": "tool-end", "tool": "Bash", "tool_use_id": "toolu_1"}) + "\n")
+    assert wait_until(lambda: hits, timeout=3)
+
+
+def test_stream_json_through_feed_stdout(env, procs, monitors):
+    from test_watchdog_stream import ASSISTANT, INIT, USER
+
+    child = sleeper(procs)
+    m, hits = make(monitors, child.pid, stall_after=30, sample_interval=0.2, output_format="stream-json")
+    m.start()
+    data = (INIT + "\n" + ASSISTANT + "\n").encode()
+    m.feed_stdout(data[:50])
+    m.feed_stdout(data[50:])
+    assert wait_until(lambda: (read_status(m.session_dir) or {}).get("detail") == "Bash")
+    st = read_status(m.session_dir)
+    assert st["state"] == "tool" and st["tokens"] == 4421
+    assert st["evidence"]["tools"][0]["id"] == "toolu_01"
+    assert st["evidence"]["mcp_not_connected"] == ["db"]
+    m.feed_stdout((USER + "\n").encode())
+    assert wait_until(lambda: read_status(m.session_dir)["state"] != "tool")
+
+
+def test_pending_requests_mean_awaiting_approval(env, procs, monitors, monkeypatch):
+    import claudeguard.channel as channel
+
+    monkeypatch.setattr(channel, "list_pending", lambda session_id=None: ["r1"] if session_id == "s1" else [])
+    child = sleeper(procs)
+    m, hits = make(monitors, child.pid, stall_after=0.5, sample_interval=0.2)
+    m.start()
+    assert wait_until(lambda: (read_status(m.session_dir) or {}).get("state") == "awaiting-approval")
+    time.sleep(1.0)
+    assert not hits and read_status(m.session_dir)["pending"] == 1
+
+
+def test_notify_and_audit_on_stall(env, procs, monitors):
+    out = env / "notified.txt"
+    child = sleeper(procs)
+    notify = [PY, "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2] + '|' + sys.argv[3])",
+              str(out), "{summary}", "{session}"]
+    m, hits = make(monitors, child.pid, stall_after=0.5, sample_interval=0.2, notify=notify)
+    m.start()
+    assert wait_until(lambda: out.exists() and out.read_text(), timeout=5)
+    summary, session = out.read_text().split("|")
+    assert summary == f"claudeguard: {hits[0]}" and session == "s1"
+    audit = [json.loads(line) for line in (env / "log" / "audit.jsonl").read_text().splitlines()]
+    stall = [e for e in audit if e.get("event") == "stall"]
+    assert stall and stall[0]["summary"] == hits[0] and stall[0]["decided_by"] == "watchdog"
+    assert stall[0]["session_id"] == "s1" and stall[0]["action"] == "warn"
+
+
+def test_notify_command_from_the_session_snapshot(env, procs, monitors):
+    out = env / "n2.txt"
+    d = session_dir("s1")
+    (d / "session.json").write_text(json.dumps({"approval": {"notify": [PY, "-c", "import sys; open(sys.argv[1], 'w').write('x')", str(out)]}}))
+    child = sleeper(procs)
+    m, hits = make(monitors, child.pid, stall_after=0.5, sample_interval=0.2)
+    m.start()
+    assert wait_until(lambda: out.exists(), timeout=5)
+
+
+def test_status_while_running_and_after_stop(env, procs, monitors):
+    child = sleeper(procs)
+    m, hits = make(monitors, child.pid, stall_after=60, sample_interval=0.2)
+    m.start()
+    rows = wait_until(lambda: list_sessions())
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["pid"] == psutil.Process().pid and row["child_pid"] == child.pid and row["guarded"] is True
+    assert row["cwd"] == "/proj" and row["prompt"] == "fix the flaky test please"
+    assert row["state"] in ("starting", "thinking") and row["pending"] == 0 and row["tokens"] == 0
+    child.kill()
+    child.wait()
+    m.stop(137)
+    st = read_status(m.session_dir)
+    assert st["state"] == "exited" and st["exit_code"] == 137
+    assert list_sessions() == []

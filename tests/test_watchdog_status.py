@@ -1,0 +1,161 @@
+"""Status files and the session listing behind ``claudeguardctl ps``."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from claudeguard.watchdog import status as status_mod
+from claudeguard.watchdog.status import list_sessions, process_start, read_status, write_status
+
+from test_watchdog_sampler import stop_all, wait_until
+
+PY = sys.executable
+
+
+@pytest.fixture
+def rt(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp_path / "rt"))
+    from claudeguard.paths import runtime_dir
+
+    return runtime_dir("sessions")
+
+
+@pytest.fixture
+def procs():
+    started: list = []
+    yield started
+    stop_all(started)
+
+
+def fake_session(root, name, *, pid=None, pid_start="auto", state="thinking", child_pid=None, started=None):
+    d = root / name
+    d.mkdir(mode=0o700)
+    pid = os.getpid() if pid is None else pid
+    write_status(d, {
+        "session_id": name, "pid": pid, "pid_start": process_start(pid) if pid_start == "auto" else pid_start,
+        "child_pid": child_pid, "guarded": True, "cwd": f"/work/{name}", "state": state, "cpu_s": 1.25,
+        "tokens": 4242, "last_activity": time.time() - 12, "pending": 1, "prompt": "refactor the parser",
+        "started": started or time.time(), "updated": time.time(), "argv": ["claude"], "evidence": {},
+    })
+    return d
+
+
+def test_write_status_is_private_and_atomic(tmp_path):
+    write_status(tmp_path, {"state": "thinking"})
+    write_status(tmp_path, {"state": "tool"})
+    path = tmp_path / "status.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert read_status(tmp_path) == {"state": "tool"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["status.json"]
+
+
+def test_write_status_does_not_follow_a_symlink(tmp_path):
+    target = tmp_path / "elsewhere"
+    target.write_text("keep")
+    d = tmp_path / "s"
+    d.mkdir()
+    (d / (".status.json.%d.tmp" % os.getpid())).symlink_to(target)
+    with pytest.raises(OSError):
+        write_status(d, {"state": "x"})
+    assert target.read_text() == "keep"
+
+
+def test_list_sessions_fields(rt):
+    fake_session(rt, "a", started=1.0)
+    fake_session(rt, "b", started=2.0, state="tool")
+    rows = list_sessions()
+    assert [r["session_id"] for r in rows] == ["a", "b"]
+    row = rows[0]
+    for key in status_mod.FIELDS:
+        assert key in row
+    assert row["pid"] == os.getpid() and row["guarded"] is True and row["tokens"] == 4242
+    assert 11 <= row["last_activity_s"] <= 20 and row["pending"] == 1 and row["prompt"] == "refactor the parser"
+
+
+def test_dead_supervisor_is_shown_once_and_cleaned_up(rt):
+    p = subprocess.Popen([PY, "-c", "pass"])
+    p.wait()
+    fake_session(rt, "dead", pid=p.pid, pid_start=12345.0)
+    fake_session(rt, "reused", pid=os.getpid(), pid_start=1.0)  # our pid, another process's start time
+    fake_session(rt, "done", pid=p.pid, pid_start=12345.0, state="exited")
+    fake_session(rt, "live")
+    rows = list_sessions()
+    by_id = {r["session_id"]: r for r in rows}
+    assert by_id["dead"]["state"] == "supervisor-dead" and by_id["reused"]["state"] == "supervisor-dead"
+    assert by_id["live"]["state"] == "thinking" and "done" not in by_id
+    assert sorted(p.name for p in rt.iterdir()) == ["live"]
+    assert [r["session_id"] for r in list_sessions()] == ["live"]
+
+
+def test_exited_sessions_are_not_listed(rt):
+    fake_session(rt, "finished", state="exited")
+    assert list_sessions() == []
+
+
+def test_no_runtime_dir_means_no_sessions(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp_path / "nothing"))
+    assert list_sessions() == []
+    assert not (tmp_path / "nothing").exists()
+
+
+def test_fifty_sessions_list_fast(rt):
+    for i in range(50):
+        fake_session(rt, f"s{i:02d}", started=float(i))
+    t0 = time.perf_counter()
+    rows = list_sessions()
+    assert len(rows) == 50 and time.perf_counter() - t0 < 0.3
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process names as on Linux")
+def test_unguarded_claude_is_listed_and_a_guarded_one_is_not(rt, tmp_path, procs, monkeypatch):
+    fake = tmp_path / "bin" / "claude"
+    fake.parent.mkdir()
+    fake.write_text(f"#!{PY}\nimport time\nprint('up', flush=True)\ntime.sleep(60)\n")
+    fake.chmod(0o755)
+    loose = subprocess.Popen([str(fake), "-p", "summarize the logs from yesterday"], stdout=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, text=True, start_new_session=True, cwd=tmp_path)
+    procs.append(loose)
+    guarded = subprocess.Popen([str(fake)], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    procs.append(guarded)
+    assert loose.stdout.readline() == "up\n" and guarded.stdout.readline() == "up\n"
+    supervisor = subprocess.Popen([PY, "-c", "import time; time.sleep(60)"])
+    procs.append(supervisor)
+    assert wait_until(lambda: psutil.Process(loose.pid).name() == "claude")
+    assert wait_until(lambda: process_start(supervisor.pid))
+    fake_session(rt, "g", pid=supervisor.pid, child_pid=guarded.pid)
+
+    rows = list_sessions(include_unguarded=True)
+    mine = [r for r in rows if r["pid"] in (loose.pid, guarded.pid)]
+    assert [r["pid"] for r in mine] == [loose.pid]
+    row = mine[0]
+    assert row["guarded"] is False and row["child_pid"] is None and row["cwd"] == str(tmp_path)
+    assert row["prompt"] == "summarize the logs from yesterday" and row["suspect_hung"] is False  # too young
+
+    # Pretend it is old and its start-up CPU was spread over a long life: then only the live
+    # window decides, and a sleeping process moves neither CPU nor io.
+    monkeypatch.setattr(status_mod, "HUNG_MIN_AGE_S", 0.0)
+    monkeypatch.setattr(status_mod, "HUNG_MAX_CPU_SHARE", 1.0)
+    row = [r for r in list_sessions(include_unguarded=True) if r["pid"] == loose.pid][0]
+    assert row["suspect_hung"] is True and row["state"] == "suspect-hung" and row["tty"] is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process names as on Linux")
+def test_busy_unguarded_claude_is_not_suspect(rt, tmp_path, procs, monkeypatch):
+    fake = tmp_path / "claude"
+    fake.write_text(f"#!{PY}\nprint('up', flush=True)\nwhile True: pass\n")
+    fake.chmod(0o755)
+    busy = subprocess.Popen([str(fake)], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                            start_new_session=True)
+    procs.append(busy)
+    assert busy.stdout.readline() == "up\n"
+    monkeypatch.setattr(status_mod, "HUNG_MIN_AGE_S", 0.0)
+    monkeypatch.setattr(status_mod, "HUNG_MAX_CPU_SHARE", 1.0)
+    rows = [r for r in list_sessions(include_unguarded=True) if r["pid"] == busy.pid]
+    assert rows and rows[0]["suspect_hung"] is False and rows[0]["state"] == "unguarded"
