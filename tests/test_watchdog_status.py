@@ -40,7 +40,7 @@ def fake_session(root, name, *, pid=None, pid_start="auto", state="thinking", ch
     pid = os.getpid() if pid is None else pid
     write_status(d, {
         "session_id": name, "pid": pid, "pid_start": process_start(pid) if pid_start == "auto" else pid_start,
-        "child_pid": child_pid, "guarded": True, "cwd": f"/work/{name}", "state": state, "cpu_s": 1.25,
+        "child_pid": child_pid, "guarded": True, "cwd": f"/proj/{name}", "state": state, "cpu_s": 1.25,
         "tokens": 4242, "last_activity": time.time() - 12, "pending": 1, "prompt": "refactor the parser",
         "started": started or time.time(), "updated": time.time(), "argv": ["claude"], "evidence": {},
     })
