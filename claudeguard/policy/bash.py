@@ -752,6 +752,8 @@ _WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str], int]] = {
                 frozenset({"-k", "--kill-after", "-s", "--signal"}), 1),
     "nice": (frozenset(), frozenset({"-n", "--adjustment"}), 0),
     "nohup": (frozenset(), frozenset(), 0),
+    "noglob": (frozenset(), frozenset(), 0),  # zsh precommand modifiers
+    "nocorrect": (frozenset(), frozenset(), 0),
     "builtin": (frozenset(), frozenset(), 0),
     "command": (frozenset({"-p"}), frozenset(), 0),
     "exec": (frozenset({"-c", "-l"}), frozenset({"-a"}), 0),
@@ -792,7 +794,7 @@ _DENY_WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str], int]] = {
     "flock": (frozenset({"-s", "-x", "-n", "-o", "-e", "-u", "--shared", "--exclusive", "--nonblock", "--close"}),
               frozenset({"-w", "-E", "--timeout", "--conflict-exit-code"}), 1),
     "chroot": (frozenset(), frozenset({"--userspec", "--groups"}), 1),
-    "su": (frozenset({"-", "-l", "--login", "-m", "-p"}), frozenset({"-s", "--shell", "-g", "-G"}), 0),
+    "repeat": (frozenset(), frozenset(), 1),  # zsh: repeat N cmd
 }
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh"}
 _STD_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/", "/opt/homebrew/bin/")
@@ -948,6 +950,9 @@ def _build(cmd: _Cmd, depth: int, out: _Built) -> None:
     head = argv_words[0]
     if not head.static:
         out.note("the command name is computed at run time")
+    elif head.value.startswith("=") and not head.quoted and len(head.value) > 1:
+        out.note("=cmd is a path expansion in zsh")
+        extra_readings.append(" ".join([head.value[1:]] + [w.value for w in argv_words[1:]]))
     name = _basename(head.value)
     if head.static and name == "eval":
         out.note("eval")
@@ -969,9 +974,9 @@ def _build(cmd: _Cmd, depth: int, out: _Built) -> None:
                 elif inner_start != k:
                     # sudo sh -c '...': not looked through for allow, but deny rules see inside.
                     sub = _split(script.value, depth + 1)
-                    extra_readings = [t for p in sub.parts for t in p.deny_texts]
+                    extra_readings += [t for p in sub.parts for t in p.deny_texts]
                     extra_writes = not sub.ok or any(p.writes for p in sub.parts)
-                elif inner_start == k:
+                else:
                     # The shell is the command: its script's parts replace it.
                     sub = _split(script.value, depth + 1)
                     out.parts.extend(sub.parts)
@@ -1043,6 +1048,7 @@ def _shell_script(words: list[_Word]) -> _Word | str | None:
 
 
 def _find_exec(words: list[_Word], depth: int, out: _Built) -> None:
+    """``find ... -exec CMD ARGS ;`` runs CMD: add it as a part of its own (wrappers and sh -c included)."""
     j = 1
     while j < len(words):
         if words[j].value in ("-exec", "-execdir", "-ok", "-okdir"):
@@ -1063,6 +1069,7 @@ def _find_exec(words: list[_Word], depth: int, out: _Built) -> None:
 
 
 def _split(command: str, depth: int) -> Split:
+    """Parse, then build parts; after a fatal error the commands read so far still count (for denies)."""
     if depth > MAX_DEPTH:
         return Split([], False, "nested too deeply")
     parser = None
