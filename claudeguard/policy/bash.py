@@ -18,8 +18,6 @@ Wrappers that only change how a command runs (``timeout``, ``nice``, ``nohup``, 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-
 __all__ = [
     "Part",
     "Split",
@@ -37,26 +35,61 @@ __all__ = [
 MAX_DEPTH = 12  # nested $(...), backticks and sh -c; deeper means "cannot tell"
 
 
-@dataclass
 class Part:
-    """One simple command as rules see it."""
+    """One simple command as rules see it.
 
-    text: str  # source text, wrappers and leading VAR=x stripped, tokens joined by one space
-    plain: str  # the same with quotes removed (word values joined by one space)
-    argv: list[str]  # word values after stripping (quotes removed, expansions kept as written)
-    full: str  # source text of the whole simple command, wrappers and assignments included
-    writes: bool  # writes a file: output redirection or a command known to write
-    deny_texts: tuple[str, ...]  # every reading deny and ask rules are tried on
-    plain_ok: bool = True  # ``plain`` is an unambiguous reading (no word holds blanks or operators)
+    Plain slotted classes rather than dataclasses here: the hook imports this module for every
+    Bash call, and building a dataclass costs about half a millisecond.
+    """
+
+    __slots__ = ("text", "plain", "argv", "full", "writes", "deny_texts", "plain_ok")
+
+    def __init__(self, text: str, plain: str, argv: list[str], full: str, writes: bool,
+                 deny_texts: tuple[str, ...], plain_ok: bool = True) -> None:
+        self.text = text  # source text, wrappers and leading VAR=x stripped, tokens joined by one space
+        self.plain = plain  # the same with quotes removed (word values joined by one space)
+        self.argv = argv  # word values after stripping (quotes removed, expansions kept as written)
+        self.full = full  # source text of the whole simple command, wrappers and assignments included
+        self.writes = writes  # writes a file: output redirection or a command known to write
+        self.deny_texts = deny_texts  # every reading deny and ask rules are tried on
+        self.plain_ok = plain_ok  # ``plain`` is unambiguous (no word holds blanks, quotes or operators)
+
+    def __repr__(self) -> str:
+        return f"Part(text={self.text!r}, writes={self.writes})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Part) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
 
 
-@dataclass
 class Split:
     """The simple commands of one command line; ``ok`` False means "cannot tell"."""
 
-    parts: list[Part]
-    ok: bool
-    reason: str | None = None
+    __slots__ = ("parts", "ok", "reason")
+
+    def __init__(self, parts: list[Part], ok: bool, reason: str | None = None) -> None:
+        self.parts = parts
+        self.ok = ok
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"Split(parts={self.parts!r}, ok={self.ok}, reason={self.reason!r})"
+
+
+class _LazyRe:
+    """A regex compiled on first use (import time matters more than the first match)."""
+
+    __slots__ = ("_pattern", "_flags", "_rx")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._pattern = pattern
+        self._flags = flags
+        self._rx: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        rx = self._rx
+        if rx is None:
+            rx = self._rx = re.compile(self._pattern, self._flags)
+        return getattr(rx, name)
 
 
 class _Fatal(Exception):
@@ -116,12 +149,12 @@ class _Cmd:
 _OPERATORS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "&", "|", "(", ")")
 _REDIR_OPS = ("&>>", "&>", "<<<", "<<-", "<<", "<&", "<>", "<", ">>", ">&", ">|", ">")
 _META = " \t\n;&|()<>"
-_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_DIGITS_RE = re.compile(r"[0-9]+")
-_ASSIGN_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?=)")
-_SAFE_ARITH_RE = re.compile(r"[0-9\s+\-*/%()<>=!&|^~?:,]*")
+_NAME_RE = _LazyRe(r"[A-Za-z_][A-Za-z0-9_]*")
+_DIGITS_RE = _LazyRe(r"[0-9]+")
+_ASSIGN_RE = _LazyRe(r"([A-Za-z_][A-Za-z0-9_]*)(\+?=)")
+_SAFE_ARITH_RE = _LazyRe(r"[0-9\s+\-*/%()<>=!&|^~?:,]*")
 _SAFE_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
-_BRACE_RE = re.compile(r"\{[^{}\s]*(?:,|\.\.)[^{}\s]*\}")
+_BRACE_RE = _LazyRe(r"\{[^{}\s]*(?:,|\.\.)[^{}\s]*\}")
 
 
 class _Parser:
@@ -886,7 +919,7 @@ def _plain(words: list[str], redirs: list[_Redir]) -> str:
     return " ".join(list(words) + [r.plain for r in redirs])
 
 
-_UNSAFE_PLAIN = re.compile(r"[\s;&|<>()$`\\\"']")
+_UNSAFE_PLAIN = _LazyRe(r"[\s;&|<>()$`\\\"']")
 
 
 def _build(cmd: _Cmd, depth: int, out: _Built) -> None:
@@ -1140,7 +1173,7 @@ _PKG_READONLY = {"list", "ls", "ll", "la", "view", "info", "show", "outdated", "
                  "config", "doctor", "audit", "status", "policy", "depends", "rdepends", "query"}
 _COMPRESSORS = {"gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "lz4", "compress",
                 "uncompress", "zip", "7z", "7za", "rar", "unrar", "lzma", "unlzma", "brotli"}
-_SED_WRITE_RE = re.compile(r"(?:^|[;{}\n])\s*(?:[0-9$]+|/[^/]*/)?\s*[wWe](?:\s|$)|/[gpIiMmeE0-9]*[wWe](?:\s|$)")
+_SED_WRITE_RE = _LazyRe(r"(?:^|[;{}\n])\s*(?:[0-9$]+|/[^/]*/)?\s*[wWe](?:\s|$)|/[gpIiMmeE0-9]*[wWe](?:\s|$)")
 
 
 def _argv_writes(argv: list[str]) -> bool:
@@ -1260,7 +1293,7 @@ def command_writes(command: str) -> bool:
 # Rule patterns
 
 _PATTERN_CACHE: dict[str, re.Pattern[str]] = {}
-_WS_RE = re.compile(r"[ \t\n\r\f\v]+")
+_WS_RE = _LazyRe(r"[ \t\n\r\f\v]+")
 
 
 def normalize_space(text: str) -> str:
@@ -1337,7 +1370,7 @@ def part_denied_by(spec: str, part: Part) -> bool:
     return any(rx.fullmatch(t) for t in part.deny_texts)
 
 
-_CHUNK_SPLIT = re.compile(r"\$\(|<\(|>\(|[;&|\n(){}`]")
+_CHUNK_SPLIT = _LazyRe(r"\$\(|<\(|>\(|[;&|\n(){}`]")
 
 
 def fallback_chunks(command: str) -> list[str]:

@@ -350,12 +350,12 @@ def grant_rules_for_call(tool: str, tool_input: dict, *, cwd: str) -> list[str]:
     return [tool]
 
 
-_CALL_RE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.\-]*)\s*(?:\((.*)\))?\s*", re.S)
+_CALL_RE = r"\s*([A-Za-z_][A-Za-z0-9_.\-]*)\s*(?:\((.*)\))?\s*"  # compiled on use: import time matters
 
 
 def call_from_rule_like(text: str) -> tuple[str, dict]:
     """A tool call written like a rule (``'Bash(git push --force)'``) as (tool, tool_input)."""
-    m = _CALL_RE.fullmatch(text or "")
+    m = re.fullmatch(_CALL_RE, text or "", re.S)
     if not m:
         raise ValueError("expected Tool or Tool(argument), e.g. 'Bash(git status)' or 'Read(/etc/passwd)'")
     name, arg = m.group(1), m.group(2)
@@ -400,13 +400,13 @@ def call_from_rule_like(text: str) -> tuple[str, dict]:
     raise ValueError(f"do not know what {tool}({arg}) would mean as a call")
 
 
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL_RE = r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 
 
 def _one_line(text: str, limit: int) -> str:
     """One line without control characters (a summary is shown on terminals), cut to ``limit``."""
     text = text.replace("\r\n", "\n").replace("\n", " \u23ce ").replace("\t", " ")
-    text = _CONTROL_RE.sub("?", text)
+    text = re.sub(_CONTROL_RE, "?", text)
     text = re.sub(r" {2,}", " ", text)
     return text if len(text) <= limit else text[: max(limit - 1, 1)] + "\u2026"
 
