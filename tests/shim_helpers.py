@@ -16,3 +16,69 @@ def guarded_env(env: dict, real_claude: Path, **extra: str) -> dict:
     out["CLAUDEGUARD_CLAUDE"] = str(real_claude)
     out.update(extra)
     return out
+
+
+import json
+import subprocess
+import threading
+import time
+
+
+def write_user_config(env: dict, text: str) -> Path:
+    """The user config file of an offline env (XDG_CONFIG_HOME points inside its HOME)."""
+    path = Path(env["XDG_CONFIG_HOME"]) / "claudeguard" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def pending(env: dict) -> list[dict]:
+    """`claudeguardctl pending --json`, run as a separate process like a user or script would."""
+    out = subprocess.run(CTL + ["pending", "--json"], env=env, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def wait_pending(env: dict, predicate=lambda r: True, timeout: float = 60) -> dict:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for req in pending(env):
+            if predicate(req):
+                return req
+        time.sleep(0.2)
+    raise AssertionError(f"no matching pending request within {timeout}s")
+
+
+def ctl(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(CTL + list(args), env=env, capture_output=True, text=True, timeout=60)
+
+
+class Approver(threading.Thread):
+    """Answers the next requests as they appear, in order: each item is ("approve", [args]) or
+    ("deny", [args]); records what it saw. Stops after its list or after `timeout`."""
+
+    def __init__(self, env: dict, answers: list[tuple[str, list[str]]], timeout: float = 90) -> None:
+        super().__init__(daemon=True)
+        self.env, self.answers, self.timeout = env, answers, timeout
+        self.seen: list[dict] = []
+        self.results: list[subprocess.CompletedProcess] = []
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            for verb, args in self.answers:
+                req = wait_pending(self.env, lambda r: r["id"] not in {s["id"] for s in self.seen}, self.timeout)
+                self.seen.append(req)
+                self.results.append(ctl(self.env, verb, req["id"], *args))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test through .error
+            self.error = exc
+
+
+def run_guarded(env: dict, cwd: Path, prompt: str, *extra: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(GUARD + ["-p", prompt, "--output-format", "stream-json", "--verbose", *extra], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def results_of(proc: subprocess.CompletedProcess) -> list[dict]:
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return [m for m in lines if m.get("type") == "result"]

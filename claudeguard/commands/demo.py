@@ -113,7 +113,7 @@ def main(argv: list[str]) -> int:
             print(f"    answered: {'approve' if decision == 'allow' else 'deny'} (claudeguardctl {'approve' if decision == 'allow' else 'deny'} {request.id})")
             out, err = proc.communicate(timeout=120)
         _step("What happened")
-        results = [json.loads(line) for line in out.splitlines() if line.startswith('{"type":"result"')]
+        results = [m for m in (json.loads(line) for line in out.splitlines() if line.startswith("{")) if m.get("type") == "result"]
         report = work / REPORT
         print(f"    claude exited {proc.returncode}; final answer: {results[-1].get('result') if results else '?'}")
         if report.exists():
