@@ -109,7 +109,7 @@ def main(argv: list[str]) -> int:
             from claudeguard.commands.answer import answer_request
 
             answer_request(request.id, decision, scope="once", message="not in the demo" if decision == "deny" else None,
-                           file=None, by="claudeguardctl demo")
+                           file=None, by="claudeguardctl demo", quiet=True)
             print(f"    answered: {'approve' if decision == 'allow' else 'deny'} (claudeguardctl {'approve' if decision == 'allow' else 'deny'} {request.id})")
             out, err = proc.communicate(timeout=120)
         _step("What happened")
