@@ -9,15 +9,23 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 from claudeguard.errors import InsecurePathError
+
+TYPE_CHECKING = False  # pathlib and typing stay off the hook's path (see log_dir_text)
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Union
+
+    StrPath = Union[str, "os.PathLike[str]"]
 
 APP = "claudeguard"
 
 
 def runtime_root() -> Path:
     """Root of the approval channel and session state (not yet checked; see ``private_dir``)."""
+    from pathlib import Path
+
     env = os.environ.get("CLAUDEGUARD_RUNTIME_DIR")
     if env:
         return Path(env)
@@ -36,21 +44,35 @@ def runtime_root() -> Path:
 
 
 def user_config_file() -> Path:
+    from pathlib import Path
+
     from claudeguard.config.find import user_config_file as find_user_file
 
     return Path(find_user_file())
 
 
 def log_dir() -> Path:
+    from pathlib import Path
+
+    return Path(log_dir_text())
+
+
+def log_dir_text() -> str:
+    """``log_dir()`` as a string, for the hook's audit write (no platformdirs import on Linux)."""
     env = os.environ.get("CLAUDEGUARD_LOG_DIR")
     if env:
-        return Path(env)
+        return env
+    if os.sys.platform.startswith("linux"):
+        state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+        return os.path.join(state, APP, "log")  # what platformdirs.user_log_dir gives on Linux
     import platformdirs
 
-    return Path(platformdirs.user_log_dir(APP))
+    return platformdirs.user_log_dir(APP)
 
 
 def cache_dir() -> Path:
+    from pathlib import Path
+
     env = os.environ.get("CLAUDEGUARD_CACHE_DIR")
     if env:
         return Path(env)
@@ -59,12 +81,12 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir(APP))
 
 
-def _check_components(path: Path, uid: int) -> None:
+def _check_components(path: StrPath, uid: int) -> None:
     """Refuse a symlink in ``path`` that someone other than us or root planted, and a parent
     that others can write into without the sticky bit (they could swap our directory)."""
-    current = Path(path.anchor)
-    for part in path.parts[1:]:
-        current = current / part
+    current = os.sep
+    for part in os.path.abspath(path).split(os.sep)[1:]:
+        current = os.path.join(current, part)
         try:
             st = os.lstat(current)
         except FileNotFoundError:
@@ -77,7 +99,7 @@ def _check_components(path: Path, uid: int) -> None:
             raise InsecurePathError(f"{current}: writable by others; refusing to keep private files below it")
 
 
-def check_private_dir(path: Path) -> None:
+def check_private_dir(path: StrPath) -> None:
     """Raise unless ``path`` is a real directory owned by us with no group/other access."""
     uid = os.getuid()
     st = os.lstat(path)
@@ -91,15 +113,16 @@ def check_private_dir(path: Path) -> None:
         raise InsecurePathError(f"{path}: mode {stat.S_IMODE(st.st_mode):04o} lets others in; expected 0700")
 
 
-def private_dir(path: Path) -> Path:
-    """Create (0700) or verify a private directory, including missing parents, and return it."""
+def private_dir(path: StrPath) -> StrPath:
+    """Create (0700) or verify a private directory, including missing parents, and return it
+    (a str or a Path, whichever was given: the hook's path avoids pathlib)."""
     uid = os.getuid()
     _check_components(path, uid)
     try:
         os.lstat(path)
     except FileNotFoundError:
-        parent = path.parent
-        if parent != path:
+        parent = os.path.dirname(os.path.abspath(path))
+        if parent != os.path.abspath(path):
             try:
                 os.lstat(parent)
             except FileNotFoundError:
@@ -114,6 +137,8 @@ def private_dir(path: Path) -> Path:
 
 def runtime_dir(*parts: str) -> Path:
     """A checked private directory below the runtime root, e.g. ``runtime_dir("sessions")``."""
+    from pathlib import Path
+
     root = private_dir(runtime_root())
     path = root
     for part in parts:

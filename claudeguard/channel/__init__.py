@@ -13,7 +13,17 @@ The protocol (who creates, writes, reads and removes each file) is in docs/chann
 Only the standard library is imported here, so hooks pay nothing for it.
 """
 
-from claudeguard.channel.model import Answer, Request
-from claudeguard.channel.requests import Pending, answer, list_pending, post, wait_for_new
-
 __all__ = ["Answer", "Pending", "Request", "answer", "list_pending", "post", "wait_for_new"]
+
+_HOMES = {"Answer": "model", "Request": "model"}
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    # Lazy: the hook imports `claudeguard.channel.audit` for every decision and must not pay for
+    # the request machinery (dataclasses, fcntl, ...) unless a request is actually posted.
+    if name in __all__:
+        import importlib
+
+        module = importlib.import_module(f"claudeguard.channel.{_HOMES.get(name, 'requests')}")
+        return getattr(module, name)
+    raise AttributeError(f"module 'claudeguard.channel' has no attribute {name!r}")

@@ -8,15 +8,16 @@ decision: a full disk or an unwritable log is reported once per process on stder
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
 import sys
 import time
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Iterator
+
+TYPE_CHECKING = False  # the hook writes here on every decision: keep typing/datetime/pathlib off its path
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Iterator
 
 FILE_NAME = "audit.jsonl"
 FOLLOW_POLL_S = 0.2  # `audit --follow` is a reader of a regular file: a short poll is fine there
@@ -25,28 +26,39 @@ _reported = False
 
 
 def audit_path() -> Path:
-    from claudeguard.paths import log_dir
+    from pathlib import Path
 
-    return log_dir() / FILE_NAME
+    return Path(_audit_file())
+
+
+def _audit_file() -> str:
+    from claudeguard.paths import log_dir_text
+
+    return os.path.join(log_dir_text(), FILE_NAME)
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
 
 
 def input_digest(tool_input: dict) -> str:
     """sha256 of the canonical JSON of a tool input, first 16 hex chars: the same call always
     digests the same, whatever the key order."""
     canonical = json.dumps(tool_input, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    try:
+        from _sha256 import sha256  # the builtin module: hashlib's OpenSSL load costs ~4 ms per hook
+    except ImportError:
+        from hashlib import sha256
+    return sha256(canonical.encode()).hexdigest()[:16]
 
 
 def record(event: dict) -> None:
     """Append one event; fills ``time`` if missing. Never raises."""
     global _reported
-    path: Path | str = "?"
+    path = "?"
     try:
-        path = audit_path()
+        path = _audit_file()
         event = dict(event)
         if not event.get("time"):
             event["time"] = now_iso()
@@ -62,10 +74,10 @@ def record(event: dict) -> None:
                 pass
 
 
-def _append(path: Path, line: bytes) -> None:
+def _append(path: str, line: bytes) -> None:
     from claudeguard.paths import private_dir
 
-    private_dir(path.parent)
+    private_dir(os.path.dirname(path))
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         st = os.fstat(fd)

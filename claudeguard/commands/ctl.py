@@ -42,10 +42,10 @@ def dispatch(argv: list[str]) -> int:
     name = COMMANDS.get(argv[0])
     if name is None:
         raise UsageError(f"unknown command {argv[0]!r}; {USAGE}")
-    import importlib
-
-    module = importlib.import_module(f"claudeguard.commands.{name}")
-    return module.main(argv)
+    # __import__ rather than importlib: the hook comes through here on every tool call.
+    qualified = f"claudeguard.commands.{name}"
+    __import__(qualified)
+    return sys.modules[qualified].main(argv)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 
 from claudeguard.gate.session import Session, add_grants, load_grants
 
@@ -22,16 +21,22 @@ NO_PERMISSION_TOOLS = frozenset(
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
 
 
-@dataclass
 class Verdict:
-    decision: str  # "allow" | "deny" | "none" (leave it to the CLI)
-    reason: str
-    decided_by: str = "rule"  # rule | human | timeout | default
-    rule: str | None = None
-    source: str | None = None
-    scope: str | None = None
-    waited_s: float = 0.0
-    request_id: str | None = None
+    """What the gate answers: ``decision`` "allow" | "deny" | "none" (leave it to the CLI), the
+    ``reason`` the model sees, and for the audit log who decided (rule | human | timeout |
+    default), by which rule, in which scope, after how long. A plain class: see policy.decide."""
+
+    def __init__(self, decision: str, reason: str, decided_by: str = "rule", rule: str | None = None, source: str | None = None,
+                 scope: str | None = None, waited_s: float = 0.0, request_id: str | None = None, by: str | None = None) -> None:
+        self.decision = decision
+        self.reason = reason
+        self.decided_by = decided_by
+        self.rule = rule
+        self.source = source
+        self.scope = scope
+        self.waited_s = waited_s
+        self.request_id = request_id
+        self.by = by
 
 
 def _extra_rules(session: Session, agent_type: str | None) -> list:

@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
-from pathlib import Path
 
 
-@dataclass
 class Session:
-    id: str
-    dir: Path | None
-    snapshot: dict
+    """The session a callback serves (a plain class, and ``dir`` a str: no dataclasses or
+    pathlib on the hook's path)."""
+
+    def __init__(self, id: str, dir: str | None, snapshot: dict) -> None:  # noqa: A002
+        self.id = id
+        self.dir = dir
+        self.snapshot = snapshot
 
     @property
     def approval(self) -> dict:
@@ -34,11 +35,12 @@ def current_session(event_cwd: str | None = None, cli_session_id: str | None = N
     """The guarded session from the environment, or an ad-hoc one built from the config files."""
     directory = os.environ.get("CLAUDEGUARD_SESSION_DIR")
     if directory:
-        path = Path(directory)
-        fd = os.open(path / "session.json", os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(os.path.join(directory, "session.json"), os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd) as fh:
             snapshot = json.load(fh)
-        return Session(snapshot.get("session_id") or os.environ.get("CLAUDEGUARD_SESSION", ""), path, snapshot)
+        return Session(snapshot.get("session_id") or os.environ.get("CLAUDEGUARD_SESSION", ""), directory, snapshot)
+    from pathlib import Path
+
     from claudeguard.config.load import env_overrides, load_config
 
     cwd = Path(event_cwd or os.getcwd())
@@ -59,7 +61,7 @@ def current_session(event_cwd: str | None = None, cli_session_id: str | None = N
     return Session(os.environ.get("CLAUDEGUARD_SESSION") or cli_session_id or "unguarded", None, snapshot)
 
 
-def _append(path: Path, record: dict) -> None:
+def _append(path: str, record: dict) -> None:
     line = json.dumps(record, separators=(",", ":")) + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
@@ -73,7 +75,7 @@ def record_event(session: Session, event: str, **fields: object) -> None:
     if session.dir is None:
         return
     try:
-        _append(session.dir / "events.jsonl", {"time": time.time(), "event": event, **fields})
+        _append(os.path.join(session.dir, "events.jsonl"), {"time": time.time(), "event": event, **fields})
     except OSError:
         pass
 
@@ -82,7 +84,7 @@ def load_grants(session: Session) -> list[dict]:
     if session.dir is None:
         return []
     try:
-        fd = os.open(session.dir / "grants.jsonl", os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(os.path.join(session.dir, "grants.jsonl"), os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:
         return []
     with os.fdopen(fd) as fh:
@@ -100,7 +102,7 @@ def add_grants(session: Session, rules: list[str], *, kind: str, scope: str, age
         return
     for rule in rules:
         _append(
-            session.dir / "grants.jsonl",
+            os.path.join(session.dir, "grants.jsonl"),
             {"rule": rule, "kind": kind, "scope": scope, "agent_type": agent_type, "request_id": request_id},
         )
 
@@ -110,9 +112,9 @@ def remember_call(session: Session, tool_use_id: str, info: dict) -> None:
     if session.dir is None or not tool_use_id or "/" in tool_use_id:
         return
     try:
-        calls = session.dir / "calls"
-        calls.mkdir(mode=0o700, exist_ok=True)
-        fd = os.open(calls / tool_use_id, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        calls = os.path.join(session.dir, "calls")
+        os.makedirs(calls, mode=0o700, exist_ok=True)
+        fd = os.open(os.path.join(calls, tool_use_id), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w") as fh:
             json.dump(info, fh)
     except OSError:
@@ -123,7 +125,7 @@ def recall_call(session: Session, tool_use_id: str | None) -> dict:
     if session.dir is None or not tool_use_id or "/" in tool_use_id:
         return {}
     try:
-        fd = os.open(session.dir / "calls" / tool_use_id, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(os.path.join(session.dir, "calls", tool_use_id), os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd) as fh:
             return json.load(fh)
     except (OSError, ValueError):
@@ -134,6 +136,6 @@ def forget_call(session: Session, tool_use_id: str | None) -> None:
     if session.dir is None or not tool_use_id or "/" in tool_use_id:
         return
     try:
-        os.unlink(session.dir / "calls" / tool_use_id)
+        os.unlink(os.path.join(session.dir, "calls", tool_use_id))
     except OSError:
         pass

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from collections import namedtuple
 
 from claudeguard.policy.rules import EDIT_TOOLS, Rule, canonical_tool, parse_rule, rule_matches
 
@@ -40,29 +40,43 @@ BLOCKED_SOURCE = "subagents.blocked_tools"
 READ_ONLY_SOURCE = "subagents.read_only_types"
 
 
-@dataclass
-class SourcedRule:
-    rule: Rule
-    kind: str  # "allow" | "deny" | "ask"
-    source: str  # "path/to/file.toml:12", "default", "grant (session)", "--allowedTools" ...
-    root: str  # directory that anchors "/p" path rules (the config file's directory)
+# Named tuples and a plain class rather than dataclasses: this module is on the hook's path,
+# which starts a new Python for every tool call, and dataclasses cost ~10 ms to import.
 
 
-@dataclass
-class PartDecision:
-    part: str
-    decision: str
-    rule: str | None
-    source: str | None
+class SourcedRule(namedtuple("SourcedRule", "rule kind source root")):
+    """A rule with where it came from: ``kind`` "allow" | "deny" | "ask"; ``source``
+    "path/to/file.toml:12", "default", "grant (session)", "--allowedTools" ...; ``root`` the
+    directory that anchors "/p" path rules (the config file's directory)."""
+
+    __slots__ = ()
 
 
-@dataclass
+class PartDecision(namedtuple("PartDecision", "part decision rule source")):
+    """One split part of a Bash command and its own decision."""
+
+    __slots__ = ()
+
+
 class Decision:
-    decision: str  # "allow" | "deny" | "ask" | "none"
-    rule: str | None  # the deciding rule's text
-    source: str | None
-    reason: str  # one readable sentence for the model and the user
-    parts: list[PartDecision] = field(default_factory=list)  # Bash: each split part; [] otherwise
+    """``decision`` "allow" | "deny" | "ask" | "none"; ``rule`` the deciding rule's text and its
+    ``source``; ``reason`` one readable sentence for the model and the user; ``parts`` each split
+    part of a Bash command ([] otherwise)."""
+
+    __slots__ = ("decision", "rule", "source", "reason", "parts")
+
+    def __init__(self, decision: str, rule: str | None, source: str | None, reason: str, parts: list | None = None) -> None:
+        self.decision = decision
+        self.rule = rule
+        self.source = source
+        self.reason = reason
+        self.parts: list[PartDecision] = parts if parts is not None else []
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Decision) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    def __repr__(self) -> str:
+        return "Decision(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
 
 
 class _AgentRules:

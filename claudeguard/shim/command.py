@@ -37,12 +37,11 @@ class Plan:
 
 
 def ctl_command() -> list[str]:
-    """How the CLI should call us back: the ``claudeguardctl`` next to our interpreter when it
-    exists (fast: a console script), else ``python -m claudeguard.commands.ctl``."""
-    candidate = Path(sys.executable).with_name("claudeguardctl")
-    if candidate.is_file() and os.access(candidate, os.X_OK):
-        return [str(candidate)]
-    return [sys.executable, "-m", "claudeguard.commands.ctl"]
+    """How the CLI should call us back (the hook on every tool call, the MCP server on every
+    start): this interpreter without site processing on our own entry file (see fast_entry)."""
+    from claudeguard.gate import fast_entry_path
+
+    return [sys.executable, "-E", "-S", fast_entry_path()]
 
 
 def _load_settings_value(value: str) -> dict:
