@@ -120,11 +120,25 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # ty
         snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(cwd), interactive=interactive and os.isatty(0))
         write_private_file(session_dir / "session.json", json.dumps(snapshot))
         env = dict(os.environ, **plan.env_additions)
-        from claudeguard.shim.supervise import Supervisor
+        # No -p: the TUI runs on our pty (with or without a terminal of our own), so its dialogs
+        # can be seen and, when nobody answers them, routed to the channel. A stream-json
+        # caller without -p (the Agent SDK's streaming mode) is headless: pipes, as with -p.
+        use_pty = interactive and args.last("--input-format", "--output-format") is None
+        if use_pty:
+            from claudeguard.shim.pty_relay import PtySession, relay_settings
 
-        sup = Supervisor(plan.argv, env, tap_stdout=True)
+            sup = PtySession(plan.argv, env, relay_settings(
+                cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(cwd), real_cli=real,
+                prompt_given=args.prompt is not None))
+        else:
+            from claudeguard.shim.supervise import Supervisor
+
+            sup = Supervisor(plan.argv, env, tap_stdout=True)
         child_pid = sup.start()
         monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, plan.argv)
+        if use_pty:
+            sup.on_output = None  # the screen is not stream-json
+            sup.monitor = monitor
         try:
             code = sup.relay()
         finally:

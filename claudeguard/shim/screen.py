@@ -27,6 +27,9 @@ import unicodedata
 from pathlib import Path
 
 SCREEN_FILE = "screen.json"
+# Private modes a program may leave on if it dies: mouse reports, focus events, bracketed paste,
+# application cursor keys, colour-scheme reports, the alternate screen (last: its text goes).
+RESETTABLE_MODES = ("1", "1000", "1002", "1003", "1005", "1006", "1015", "1004", "2004", "2031", "47", "1047", "1049")
 _MAX_PENDING = 8192  # an unterminated escape longer than this is garbage: drop it
 
 # One token per match: a run of printable text, a CSI, an OSC/DCS/APC string, a two-character
@@ -66,6 +69,9 @@ class Screen:
         self.top, self.bottom = 0, self.rows - 1  # scroll region
         self.version = 0  # bumped by every feed that changed anything; callers skip re-reading
         self.title = ""
+        self.modes: set[str] = set()  # private modes (DECSET) the program turned on
+        self.cursor_hidden = False
+        self.kitty_pushes = 0  # kitty keyboard protocol levels pushed (CSI > flags u)
 
     # -- public -----------------------------------------------------------------------------
 
@@ -141,6 +147,15 @@ class Screen:
     @property
     def alternate(self) -> bool:
         return self._alt is not None
+
+    def reset_sequence(self) -> str:
+        """Escapes that undo the terminal modes the program left on (it died, or was killed),
+        so the user's terminal is usable again: empty after a clean exit."""
+        out = ["\x1b[<u" * self.kitty_pushes]
+        out += [f"\x1b[?{m}l" for m in RESETTABLE_MODES if m in self.modes]
+        if self.cursor_hidden:
+            out.append("\x1b[?25h")
+        return "".join(out)
 
     # -- drawing ----------------------------------------------------------------------------
 
@@ -274,8 +289,19 @@ class Screen:
         if private:
             if params[0] == "?" and final in "hl":
                 for p in params[1:].split(";"):
-                    if p in ("1049", "1047", "47"):
+                    if final == "h":
+                        self.modes.add(p)
+                    else:
+                        self.modes.discard(p)
+                    if p == "25":
+                        self.cursor_hidden = final == "l"
+                    elif p in ("1049", "1047", "47"):
                         self._alternate(final == "h", save_cursor=p == "1049")
+            elif final == "u" and params[0] == ">":
+                self.kitty_pushes += 1
+            elif final == "u" and params[0] == "<":
+                n = params[1:]
+                self.kitty_pushes = max(0, self.kitty_pushes - (int(n) if n.isdigit() and int(n) else 1))
             return
         args = [int(p) if p.isdigit() else 0 for p in params.split(";")] if params else []
 
