@@ -1,0 +1,521 @@
+"""Dialog recognition (screens as the pinned CLIs draw them) and the router's timing and keys,
+with a fake channel and a fake clock."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pytest
+
+from claudeguard.shim.dialogs import (
+    DOWN, ENTER, ESC, SHIFT_TAB, DialogRouter, RouteSettings, at_idle_prompt, banner_version, cli_version,
+    find_dialog, patterns_for,
+)
+
+RULE = "─" * 100
+DASH = "╌" * 100
+
+
+def screen(text: str, rows: int = 30) -> list[str]:
+    lines = text.strip("\n").split("\n")
+    return lines + [""] * (rows - len(lines))
+
+
+# --- screens copied from the pinned CLIs (paths replaced) -----------------------------------------
+
+PERMISSION_197 = screen(f"""
+ ▐▛███▜▌   Claude Code v2.1.197
+▝▜█████▛▘  Opus 4.8 (1M context) · API Usage Billing
+  ▘▘ ▝▝    /home/user/project
+
+❯ run it
+
+● Bash(echo hello > out.txt)
+  ⎿  Waiting…
+
+{RULE}
+ Bash command
+
+   echo hello > out.txt
+   write out.txt
+
+ Do you want to proceed?
+ ❯ 1. Yes
+   2. Yes, and always allow access to project/ from this project
+   3. No
+
+ Esc to cancel · Tab to amend · ctrl+e to explain
+""")
+
+PERMISSION_330 = screen(f"""
+ ▐▛███▛█   Claude Code v2.1.330
+▝▜██████▀  Opus 5.5 · API Usage Billing
+
+❯ run it
+
+  Writing out.txt
+  ⎿  $ echo hello > out.txt
+
+{RULE}
+ Bash command
+ Tip: auto mode handles these prompts for you — choose "switch to auto mode" below
+ write out.txt
+{DASH}
+ echo hello > out.txt
+{DASH}
+ Do you want to proceed?
+ ❯ 1. Yes
+   2. Yes, and always allow access to /home/user/project from this project
+   3. Yes, and switch to auto mode · auto mode handles these prompts for you
+   4. No
+
+ Esc to cancel · Tab to amend
+""")
+
+# 2.1.330 in auto mode behind a gateway: the approval it asks for after "stay in auto mode".
+RISKY_330 = screen(f"""
+{RULE}
+ Bash command
+ write out.txt
+{DASH}
+ curl -s http://127.0.0.1:9/x | sh
+{DASH}
+ Auto mode can't check actions in this session, so this one needs your approval
+ Do you want to proceed?
+ ❯ No
+   Yes
+
+ Esc to cancel · Tab to amend
+""")
+
+AUTO_MODE_330 = screen(f"""
+❯ run it
+  ⎿  $ curl -s http://127.0.0.1:9/x | sh
+{RULE}
+  Auto mode can't check actions in this session
+
+  Auto mode's safety check runs on the server. Your requests go through 127.0.0.1:36103, and the check isn't getting
+  through.
+
+  You can stay in auto mode and approve each action that needs the check yourself.
+
+  Enter to stay in auto mode · shift+Tab to leave for accept edits mode and stop · Esc to cancel
+""")
+
+TRUST_197 = screen(f"""
+{RULE}
+ Accessing workspace:
+
+ /home/user/new-folder
+
+ Quick safety check: Is this a project you created or one you trust? (Like your own code, a well-known open source
+ project, or work from your team). If not, take a moment to review what's in this folder first.
+
+ Claude Code'll be able to read, edit, and execute files here.
+
+ Security guide
+
+ ❯ 1. Yes, I trust this folder
+   2. No, exit
+
+ Enter to confirm · Esc to cancel
+""")
+
+TRUST_330 = [line.replace("❯ 1. Yes, I trust this folder", "❯ No, exit").replace("  2. No, exit", "  Yes, I trust this folder")
+             for line in TRUST_197]
+
+API_KEY_330 = screen(f"""
+{RULE}
+  Detected a custom API key in your environment
+
+  ANTHROPIC_API_KEY: sk-ant-...key-0123456789abcdef
+
+  Do you want to use this API key?
+    Yes
+  ❯ No (recommended)
+
+  Enter to confirm · Esc to cancel
+""")
+
+MCP_197 = screen(f"""
+{RULE}
+  New MCP server found in this project: demo
+
+  MCP servers may execute code or access system resources. All tool calls require approval. Learn more in the MCP
+  documentation.
+
+  ❯ 1. Use this MCP server
+    2. Use this and all future MCP servers in this project
+    3. Continue without using this MCP server
+
+  Enter to confirm · Esc to cancel
+""")
+
+PLAN_330 = screen(f"""
+❯ plan it
+{RULE}
+   Exit plan mode?
+
+    Claude wants to exit plan mode
+
+    ❯ 1. Yes, and switch to default (ask each time) for this session
+      2. No
+""")
+
+FETCH_330 = screen(f"""
+● Fetch(http://127.0.0.1:9/page)
+{RULE}
+ Fetch
+
+ Claude wants to fetch content from 127.0.0.1
+{DASH}
+ url: http://127.0.0.1:9/page
+ prompt: summarize
+{DASH}
+ Do you want to allow Claude to fetch this content?
+ ❯ 1. Yes
+   2. Yes, and don't ask again for 127.0.0.1
+   3. No, and tell Claude what to do differently (esc)
+""")
+
+IDLE_330 = screen(f"""
+❯ run it
+● made it
+✻ Baked for 6s · done 8:14 AM
+
+{RULE}
+❯
+{RULE}
+  ⏵⏵ auto mode on (shift+tab to cycle)
+""")
+
+BUSY_197 = screen(f"""
+❯ slow it
+✽ Pondering… (1s · ↓ 14 tokens)
+{RULE}
+❯
+{RULE}
+  esc to interrupt · ← for agents
+""")
+
+
+def keys_of(dialog) -> dict[str, tuple[str, str]]:
+    return {c.label: (c.keys, c.role) for c in dialog.choices}
+
+
+def test_permission_dialogs_numbered():
+    d = find_dialog(PERMISSION_197, patterns_for("2.1.197"))
+    assert d is not None and d.kind == "permission" and d.title == "Bash command"
+    assert d.labels == ["Yes", "Yes, and always allow access to project/ from this project", "No"]
+    assert d.pick("allow").keys == "1" and d.pick("deny").keys == "3"
+    assert d.summary() == "Bash command: echo hello > out.txt · write out.txt"
+    assert "Do you want to proceed?" in d.text and "echo hello > out.txt" in d.text
+    d = find_dialog(PERMISSION_330, patterns_for("2.1.330"))
+    assert d is not None and d.kind == "permission" and len(d.choices) == 4
+    assert d.pick("allow").keys == "1" and d.pick("deny").keys == "4" and d.pick("deny").label == "No"
+    assert "echo hello > out.txt" in d.summary() and "Tip:" not in d.summary()
+    assert DASH not in d.text
+
+
+def test_plain_menus_move_from_the_highlight():
+    d = find_dialog(RISKY_330, patterns_for("2.1.330"))
+    assert d is not None and d.kind == "permission"
+    assert keys_of(d) == {"No": (ENTER, "no"), "Yes": (DOWN + ENTER, "yes")}
+    d = find_dialog(TRUST_330, patterns_for("2.1.330"))
+    assert d is not None and d.kind == "trust" and d.title == "Trust this folder?"
+    assert keys_of(d) == {"No, exit": (ENTER, "no"), "Yes, I trust this folder": (DOWN + ENTER, "yes")}
+    assert "/home/user/new-folder" in d.summary()
+    d = find_dialog(API_KEY_330, patterns_for("2.1.330"))
+    assert d is not None and d.kind == "api-key"
+    assert keys_of(d) == {"Yes": ("\x1b[A" + ENTER, "yes"), "No (recommended)": (ENTER, "no")}
+
+
+def test_other_dialogs():
+    d = find_dialog(TRUST_197, patterns_for("2.1.197"))
+    assert d is not None and keys_of(d) == {"Yes, I trust this folder": ("1", "yes"), "No, exit": ("2", "no")}
+    d = find_dialog(MCP_197, patterns_for("2.1.197"))
+    assert d is not None and d.kind == "mcp-server"
+    assert d.pick("allow").label == "Use this MCP server" and d.pick("deny").keys == "3"
+    d = find_dialog(PLAN_330, patterns_for("2.1.330"))
+    assert d is not None and d.kind == "plan" and d.pick("allow").keys == "1" and d.pick("deny").keys == "2"
+    d = find_dialog(FETCH_330, patterns_for("2.1.330"))  # drawn without a footer
+    assert d is not None and d.kind == "permission" and d.title == "Fetch"
+    assert d.pick("deny").label.startswith("No, and tell Claude")
+
+
+def test_auto_mode_dialog_has_fixed_keys_and_only_in_its_version_range():
+    d = find_dialog(AUTO_MODE_330, patterns_for("2.1.330"))
+    assert d is not None and d.kind == "auto-mode"
+    assert keys_of(d) == {"Stay in auto mode": (ENTER, "yes"), "Leave for accept edits mode and stop": (SHIFT_TAB, "other"),
+                          "Cancel": (ESC, "no")}
+    assert find_dialog(AUTO_MODE_330, patterns_for("2.1.197")) is None
+    assert patterns_for(None) == patterns_for("9.9.9") == patterns_for("2.1.330")
+
+
+def test_pick_by_label_or_number():
+    d = find_dialog(PERMISSION_197, patterns_for("2.1.197"))
+    assert d.pick("allow", "Yes, and always allow access to project/ from this project").keys == "2"
+    assert d.pick("deny", "2").keys == "2"
+    assert d.pick("allow", "no").keys == "3"  # case folded
+    assert d.pick("allow", "Maybe") is None
+
+
+def test_no_guessing():
+    # No dialog: the transcript, an idle prompt, a half-drawn dialog, text that looks like one.
+    assert find_dialog(IDLE_330, patterns_for("2.1.330")) is None
+    half = PERMISSION_197[:PERMISSION_197.index(" ❯ 1. Yes") + 1]
+    assert find_dialog(screen("\n".join(half)), patterns_for("2.1.197")) is None  # one option only
+    trust_cut = TRUST_197[:TRUST_197.index("   2. No, exit") + 1]
+    assert find_dialog(screen("\n".join(trust_cut)), patterns_for("2.1.197")) is None  # footer missing
+    model_text = screen(f"""
+● Here is a question for you:
+ Do you want to proceed?
+ 1. Yes
+ 2. No
+
+{RULE}
+❯
+{RULE}
+  ? for shortcuts
+""")
+    assert find_dialog(model_text, patterns_for("2.1.197")) is None
+    unknown = screen(f"""
+{RULE}
+ Something new the CLI asks
+ ❯ 1. Sure
+   2. Never
+ Enter to confirm · Esc to cancel
+""")
+    assert find_dialog(unknown, patterns_for("2.1.330")) is None
+    # A menu without the yes option the pattern needs is not that dialog.
+    assert find_dialog([ln.replace("1. Yes", "1. Perhaps") for ln in PERMISSION_197], patterns_for("2.1.197")) is None
+
+
+def test_same_dialog_keeps_its_key_when_the_highlight_moves():
+    moved = [ln.replace(" ❯ 1. Yes", "   1. Yes").replace("   3. No", " ❯ 3. No") for ln in PERMISSION_197]
+    a = find_dialog(PERMISSION_197, patterns_for("2.1.197"))
+    b = find_dialog(moved, patterns_for("2.1.197"))
+    assert a.key == b.key
+    other = [ln.replace("echo hello > out.txt", "rm -r build") for ln in PERMISSION_197]
+    assert find_dialog(other, patterns_for("2.1.197")).key != a.key
+
+
+def test_idle_prompt_and_versions(tmp_path):
+    assert at_idle_prompt(IDLE_330)
+    assert not at_idle_prompt(BUSY_197)
+    assert not at_idle_prompt(PERMISSION_197)
+    assert banner_version(PERMISSION_197) == "2.1.197" and banner_version(TRUST_197) is None
+    pkg = tmp_path / "node_modules" / "@anthropic-ai" / "claude-code"
+    (pkg / "bin").mkdir(parents=True)
+    (pkg / "package.json").write_text(json.dumps({"name": "@anthropic-ai/claude-code", "version": "2.1.250"}))
+    (pkg / "bin" / "claude.exe").write_text("")
+    bin_dir = tmp_path / "node_modules" / ".bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").symlink_to(pkg / "bin" / "claude.exe")
+    assert cli_version(str(bin_dir / "claude")) == "2.1.250"
+    assert cli_version(str(tmp_path / "nowhere")) is None
+
+
+# --- the router -------------------------------------------------------------------------------
+
+
+@dataclass
+class FakeRequest:
+    id: str
+    deadline: float
+    kind: str = "dialog"
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class FakeAnswer:
+    decision: str
+    choice: str | None = None
+    decided_by: str = "human"
+    scope: str = "once"
+    message: str | None = None
+
+
+class FakePending:
+    def __init__(self, channel: "FakeChannel", request: FakeRequest) -> None:
+        self.channel, self.request = channel, request
+        self.answer: FakeAnswer | None = None
+        self.withdrawn = False
+
+    def fileno(self) -> int:
+        return -1
+
+    def poll(self):  # type: ignore[no-untyped-def]
+        return self.answer
+
+    def wait(self, on_timeout: str = "deny"):  # type: ignore[no-untyped-def]
+        return FakeAnswer(on_timeout, decided_by="timeout")
+
+    def withdraw(self):  # type: ignore[no-untyped-def]
+        self.withdrawn = True
+        return None
+
+
+class FakeChannel:
+    def __init__(self, clock) -> None:  # type: ignore[no-untyped-def]
+        self.clock = clock
+        self.posted: list[tuple[dict, FakePending]] = []
+        self.hook_requests: list[FakeRequest] = []
+
+    def post(self, **kw):  # type: ignore[no-untyped-def]
+        pending = FakePending(self, FakeRequest(f"r{len(self.posted)}", self.clock.wall + kw["timeout"]))
+        self.posted.append((kw, pending))
+        return pending
+
+    def list_pending(self, session_id=None):  # type: ignore[no-untyped-def]
+        return list(self.hook_requests)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    @property
+    def wall(self) -> float:
+        return self.t + 1_700_000_000
+
+    def advance(self, dt: float) -> None:
+        self.t += dt
+
+
+@pytest.fixture
+def rig():
+    clock = Clock()
+    channel = FakeChannel(clock)
+
+    def make(idle: float = 30, timeout: float = 600, on_timeout: str = "deny") -> DialogRouter:
+        return DialogRouter(RouteSettings(session_id="s1", cwd="/w", idle_before_channel=idle, timeout=timeout,
+                                          on_timeout=on_timeout, hook_grace=3),
+                            channel=channel, clock=lambda: clock.t, wall=lambda: clock.wall)
+
+    return clock, channel, make
+
+
+TRUST = find_dialog(TRUST_197, patterns_for("2.1.197"))
+PERMISSION = find_dialog(PERMISSION_197, patterns_for("2.1.197"))
+
+
+def test_a_dialog_waits_idle_then_is_posted_and_the_answer_is_typed(rig):
+    clock, channel, make = rig
+    router = make(idle=30)
+    router.observe(TRUST)
+    assert router.step() is None and channel.posted == []
+    assert router.next_wakeup() == pytest.approx(clock.t + 30)
+    clock.advance(29.9)
+    router.step()
+    assert channel.posted == []
+    clock.advance(0.2)
+    router.step()
+    [(kw, pending)] = channel.posted
+    assert kw["kind"] == "dialog" and kw["tool"] == "dialog:trust" and kw["choices"] == ["Yes, I trust this folder", "No, exit"]
+    assert kw["input"]["title"] == "Trust this folder?" and "/home/user/new-folder" in kw["input"]["text"]
+    assert kw["extra"] == {"via": "screen", "dialog": "trust"} and kw["session_id"] == "s1"
+    assert router.state()["request"] == "r0" and router.state()["dialog"] == "Trust this folder?"
+    pending.answer = FakeAnswer("allow")
+    assert router.step() == "1"
+    assert router.request_id is None
+    router.observe(TRUST)  # still drawn for a moment: not asked again
+    clock.advance(1)
+    assert router.step() is None and len(channel.posted) == 1
+
+
+@pytest.mark.parametrize("decision, choice, keys", [("deny", None, "2"), ("allow", "No, exit", "2"), ("allow", "1", "1")])
+def test_answers_map_to_keys(rig, decision, choice, keys):
+    clock, channel, make = rig
+    router = make(idle=0)
+    router.observe(TRUST)
+    router.step()
+    channel.posted[0][1].answer = FakeAnswer(decision, choice)
+    assert router.step() == keys
+
+
+def test_timeout_takes_on_timeout(rig):
+    clock, channel, make = rig
+    router = make(idle=0, timeout=10, on_timeout="deny")
+    router.observe(TRUST)
+    router.step()
+    assert router.next_wakeup() == pytest.approx(clock.t + 10)
+    clock.advance(10)
+    assert router.step() == "2"
+
+
+def test_keyboard_wins_and_restarts_the_idle_time(rig):
+    clock, channel, make = rig
+    router = make(idle=5)
+    router.observe(TRUST)
+    clock.advance(4)
+    router.keyboard()  # e.g. an arrow key: the person is there
+    clock.advance(4)
+    router.step()
+    assert channel.posted == []
+    clock.advance(1)
+    router.step()
+    [(_, pending)] = channel.posted
+    router.keyboard()
+    assert pending.withdrawn and router.request_id is None and router.state()["keyboard_at"] is not None
+
+
+def test_dialog_gone_withdraws_but_a_flicker_does_not(rig):
+    clock, channel, make = rig
+    router = make(idle=0)
+    router.observe(TRUST)
+    router.step()
+    [(_, pending)] = channel.posted
+    router.observe(None)  # one redraw without it
+    clock.advance(0.1)
+    router.observe(TRUST)
+    assert not pending.withdrawn
+    router.observe(None)
+    clock.advance(0.5)
+    router.step()
+    assert pending.withdrawn and router.dialog is None and router.state()["dialog"] is None
+
+
+def test_another_dialog_replaces_the_request(rig):
+    clock, channel, make = rig
+    router = make(idle=0)
+    router.observe(TRUST)
+    router.step()
+    router.observe(find_dialog(MCP_197, patterns_for("2.1.197")))
+    assert channel.posted[0][1].withdrawn
+    router.step()
+    assert [kw["tool"] for kw, _ in channel.posted] == ["dialog:trust", "dialog:mcp-server"]
+
+
+def test_permission_dialog_left_to_the_hook_when_it_routed_it(rig):
+    clock, channel, make = rig
+    router = make(idle=0)
+    channel.hook_requests.append(FakeRequest("h1", clock.wall + 600, kind="permission", extra={"via": "dialog"}))
+    router.observe(PERMISSION)
+    for _ in range(20):
+        clock.advance(1)
+        router.step()
+    assert channel.posted == []  # the hook's request is the one; never a second
+    channel.hook_requests.clear()  # answered or withdrawn, and the dialog is still there
+    clock.advance(1)
+    router.step()
+    assert channel.posted == []  # grace: the CLI may be closing the dialog right now
+    clock.advance(3)
+    router.step()
+    assert [kw["tool"] for kw, _ in channel.posted] == ["dialog:permission"]
+
+
+def test_permission_dialog_without_a_hook_is_posted_after_the_grace(rig):
+    clock, channel, make = rig
+    router = make(idle=1)
+    router.observe(PERMISSION)
+    clock.advance(3.9)
+    router.step()
+    assert channel.posted == []
+    clock.advance(0.2)
+    router.step()
+    [(kw, pending)] = channel.posted
+    assert kw["tool"] == "dialog:permission" and kw["summary"].startswith("Bash command: echo hello")
+    pending.answer = FakeAnswer("deny")
+    assert router.step() == "3"

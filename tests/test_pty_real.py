@@ -1,0 +1,256 @@
+"""Interactive sessions of the real CLIs (both pinned versions) through claudeguard's pty, driven
+from a test pty: dialogs answered from the channel, the keyboard winning, a resize, Ctrl-Z / fg,
+and a session started with no terminal at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from claudeguard import channel
+from claudeguard.shim.screen import Screen, read_screen_state
+
+GUARD = [sys.executable, "-m", "claudeguard"]
+CTL = [sys.executable, "-m", "claudeguard.commands.ctl"]
+BASH_CALL = {"command": "echo hello > out.txt", "description": "write out.txt"}
+
+
+class Tui:
+    """claudeguard under a test pty, with a screen model to wait on what is drawn."""
+
+    def __init__(self, argv: list[str], env: dict, cwd: Path, rows: int = 40, cols: int = 120) -> None:
+        self.child = pexpect.spawn(argv[0], argv[1:], env=env, cwd=str(cwd), dimensions=(rows, cols), timeout=15)
+        self.screen = Screen(rows, cols)
+        self.raw = b""
+
+    def pump(self, timeout: float = 0.05) -> None:
+        try:
+            data = self.child.read_nonblocking(65536, timeout=timeout)
+        except pexpect.TIMEOUT:
+            return
+        except pexpect.EOF:
+            raise AssertionError(f"claudeguard ended; last screen:\n{self.text()}") from None
+        self.raw += data
+        self.screen.feed(data)
+
+    def text(self) -> str:
+        return "\n".join(line for line in self.screen.lines() if line.strip())
+
+    def flat(self) -> str:
+        return " ".join(self.screen.text().split())
+
+    def wait(self, what: str, timeout: float = 15) -> None:
+        self.until(lambda: what in self.flat(), timeout, what)
+
+    def until(self, predicate, timeout: float = 15, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what!r} not reached in {timeout}s; screen:\n{self.text()}")
+            self.pump()
+
+    def resize(self, rows: int, cols: int) -> None:
+        self.child.setwinsize(rows, cols)
+        self.screen.resize(rows, cols)
+
+    def leave(self) -> int | None:
+        """Ctrl-C twice, as a user leaves; the exit code."""
+        self.child.send("\x03")
+        self.wait("again to exit", 10)
+        self.child.send("\x03")
+        self.child.expect(pexpect.EOF, timeout=10)
+        self.child.close()
+        return self.child.exitstatus
+
+    def close(self) -> None:
+        if self.child.isalive():
+            self.child.kill(signal.SIGKILL)
+        self.child.close(force=True)
+
+
+@pytest.fixture
+def guard(real_claude, model_server, offline_env, monkeypatch):
+    """``guard(scenario_turns, *args, idle=1, cwd=None) -> (Tui, server)``: claudeguard in front of
+    the real CLI in the offline HOME; the test process shares its approval channel."""
+    tuis: list[Tui] = []
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", offline_env["CLAUDEGUARD_RUNTIME_DIR"])
+    monkeypatch.setenv("CLAUDEGUARD_LOG_DIR", offline_env["CLAUDEGUARD_LOG_DIR"])
+
+    def start(turns: list | None, *args: str, idle: float = 1, cwd: Path | None = None, rows: int = 40, cols: int = 120):  # type: ignore[no-untyped-def]
+        server = model_server([{"match": "run it", "turns": turns or [{"text": "nothing to do"}]}])
+        env = dict(offline_env.use(server), CLAUDEGUARD_CLAUDE=str(real_claude))
+        config = Path(env["XDG_CONFIG_HOME"]) / "claudeguard" / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(f"[approval]\nidle_before_channel = {idle}\ntimeout = 60\n")
+        tui = Tui(GUARD + list(args), env, cwd or offline_env.cwd, rows, cols)
+        tuis.append(tui)
+        return tui, server, env
+
+    yield start
+    for tui in tuis:
+        tui.close()
+
+
+def _pending(tui: Tui, predicate=lambda r: True, timeout: float = 12):  # type: ignore[no-untyped-def]
+    found: list = []
+
+    def check() -> bool:
+        found[:] = [r for r in channel.list_pending() if predicate(r)]
+        return bool(found)
+
+    tui.until(check, timeout, "a pending request")
+    return found
+
+
+def _bash_turns() -> list:
+    return [{"tool_use": {"name": "Bash", "input": BASH_CALL}}, {"text": "made it"}]
+
+
+@pytest.mark.parametrize("decision", ["allow", "deny"])
+def test_permission_dialog_answered_from_the_channel(guard, offline_env, decision):
+    # --bare: no hooks, so the screen path is the one that routes the dialog.
+    tui, server, _ = guard(_bash_turns(), "--bare", "--permission-mode", "default", "run it")
+    tui.wait("Do you want to proceed?")
+    [req] = _pending(tui)
+    assert req.kind == "dialog" and req.tool == "dialog:permission"
+    assert "echo hello > out.txt" in req.summary and "Yes" in req.choices and "No" in req.choices
+    channel.answer(req.id, decision)
+    if decision == "allow":
+        tui.wait("made it")
+        assert (offline_env.cwd / "out.txt").read_text() == "hello\n"
+    else:
+        tui.until(lambda: "Do you want to proceed?" not in tui.flat(), 10, "the dialog to close")
+        assert not (offline_env.cwd / "out.txt").exists()
+        assert server.tool_results() == [] or all(r["is_error"] for r in server.tool_results())
+    assert channel.list_pending() == []
+    assert tui.leave() == 0
+
+
+def test_dialog_the_hook_routed_is_not_asked_twice(guard, offline_env):
+    tui, _, _ = guard(_bash_turns(), "--permission-mode", "default", "run it", idle=1)
+    tui.wait("Do you want to proceed?")
+    shown = time.monotonic()
+    [req] = _pending(tui)
+    assert req.kind == "permission" and req.extra.get("via") == "dialog"  # the PermissionRequest hook's
+    # The screen path would post idle (1 s) + its grace for the hook (3 s) after the dialog.
+    tui.until(lambda: time.monotonic() - shown > 5.5, 8, "the window in which a second request would appear")
+    assert [r.id for r in channel.list_pending()] == [req.id]
+    channel.answer(req.id, "allow")
+    tui.wait("made it")
+    assert (offline_env.cwd / "out.txt").read_text() == "hello\n"
+    assert tui.leave() == 0
+
+
+@pytest.mark.parametrize("decision", ["allow", "deny"])
+def test_trust_dialog_for_a_new_folder(guard, offline_env, tmp_path, decision):
+    folder = tmp_path / "new-folder"
+    folder.mkdir()
+    tui, _, _ = guard(None, cwd=folder)
+    tui.wait("trust this folder")
+    [req] = _pending(tui)
+    assert req.tool == "dialog:trust" and str(folder) in req.summary
+    assert set(req.choices) == {"Yes, I trust this folder", "No, exit"}
+    channel.answer(req.id, decision)
+    if decision == "allow":
+        tui.until(lambda: re.search(r"^\s*❯\s*$", tui.screen.text(), re.M) is not None, 15, "the prompt")
+        state = json.loads((offline_env.home / ".claude.json").read_text())
+        assert state["projects"][str(folder)]["hasTrustDialogAccepted"] is True
+        assert tui.leave() == 0
+    else:
+        tui.child.expect(pexpect.EOF, timeout=15)  # "No, exit"
+        tui.child.close()
+        assert tui.child.exitstatus is not None
+        state = json.loads((offline_env.home / ".claude.json").read_text())
+        assert not state["projects"].get(str(folder), {}).get("hasTrustDialogAccepted")
+
+
+def test_keyboard_wins_a_race_against_a_pending_request(guard, offline_env):
+    tui, _, _ = guard(_bash_turns(), "--bare", "--permission-mode", "default", "run it")
+    tui.wait("Do you want to proceed?")
+    [req] = _pending(tui)
+    tui.child.send("1")  # Yes, at the keyboard
+    tui.wait("made it")
+    assert channel.list_pending() == []
+    with pytest.raises(Exception, match="no such pending request|no longer pending|withdrawn"):
+        channel.answer(req.id, "deny")
+    assert (offline_env.cwd / "out.txt").read_text() == "hello\n"
+    assert tui.leave() == 0
+
+
+def test_resize_reaches_the_cli(guard):
+    tui, _, _ = guard(None, rows=40, cols=120)
+    tui.until(lambda: "─" * 120 in tui.screen.text(), 15, "the prompt box")
+    tui.raw = b""
+    tui.resize(30, 90)
+    # The CLI redraws its rules at the new width: a run of exactly 90.
+    tui.until(lambda: re.search("(?<!─)─{90}(?!─)", tui.raw.decode(errors="replace")) is not None, 10, "a redraw at 90 columns")
+    assert tui.leave() == 0
+
+
+def test_ctrl_z_stops_and_fg_resumes(guard):
+    tui, _, _ = guard(None)
+    tui.until(lambda: "─" * 120 in tui.screen.text(), 15, "the prompt box")
+    tui.child.send("\x1a")
+    deadline = time.monotonic() + 10
+    while _state(tui.child.pid) != "T":
+        assert time.monotonic() < deadline, "claudeguard did not stop with the CLI"
+        tui.pump()
+    os.kill(tui.child.pid, signal.SIGCONT)  # fg
+    tui.until(lambda: _state(tui.child.pid) in "SR", 10, "claudeguard running again")
+    tui.child.send("still here")
+    tui.wait("still here")
+    assert tui.leave() == 0
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(") ", 1)[1][0]
+    except FileNotFoundError:
+        return "gone"
+
+
+def test_session_without_a_terminal_completes_with_channel_approval(real_claude, model_server, offline_env, monkeypatch):
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", offline_env["CLAUDEGUARD_RUNTIME_DIR"])
+    server = model_server([{"match": "run it", "turns": _bash_turns()}])
+    env = dict(offline_env.use(server), CLAUDEGUARD_CLAUDE=str(real_claude))
+    proc = subprocess.Popen(GUARD + ["--permission-mode", "default", "run it"], env=env, cwd=offline_env.cwd,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not (reqs := channel.list_pending()):
+            assert time.monotonic() < deadline and proc.poll() is None, "no request from the detached session"
+            time.sleep(0.1)
+        [req] = reqs
+        assert req.tool == "Bash" and req.input["command"] == BASH_CALL["command"]
+        # Whoever looks finds the session's screen: the dialog it waits on.
+        [session_dir] = (Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions").iterdir()
+        deadline = time.monotonic() + 5  # the hook may post a moment before the screen is read
+        while not ((state := read_screen_state(session_dir)) and state.get("dialog")):
+            assert time.monotonic() < deadline, f"screen.json never showed the dialog: {state}"
+            time.sleep(0.05)
+        assert state["dialog"] == "Bash command" and state["kind"] == "permission" and state["attached"] is False
+        assert any("Do you want to proceed?" in line for line in state["tail"])
+        assert state["request"] is None  # the hook routed it; the screen path did not post
+        approved = subprocess.run(CTL + ["approve", req.id], env=env, capture_output=True, text=True, timeout=30)
+        assert approved.returncode == 0, approved.stderr
+        out, err = proc.communicate(timeout=25)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, err.decode()
+    assert (offline_env.cwd / "out.txt").read_text() == "hello\n"
+    text = out.decode()
+    assert "made it" in text and "\x1b" not in text
+    [result] = server.tool_results()
+    assert result["tool"] == "Bash" and not result["is_error"]
