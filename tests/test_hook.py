@@ -1,0 +1,119 @@
+"""`claudeguardctl hook` as the CLI runs it (a new process, JSON on stdin): decisions, and fail
+closed on anything it cannot decide: always exit 0 with a deny and a reason, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from claudeguard.shim.command import ctl_command
+
+
+@pytest.fixture
+def env(tmp_path):
+    cfg = tmp_path / "guard.toml"
+    cfg.write_text('[permissions]\ndeny = ["Bash(rm *)"]\nallow = ["Bash(git status)"]\nask = ["Bash(git push *)"]\n'
+                   '[approval]\ntimeout = 1\n[agents.Explore]\ndeny = ["WebFetch"]\n')
+    return {"CLAUDEGUARD_CONFIG": str(cfg), "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"),
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+
+
+def hook(env: dict, payload: str | bytes) -> tuple[int, dict | None, str]:
+    data = payload.encode() if isinstance(payload, str) else payload
+    proc = subprocess.run([*ctl_command(), "hook"], input=data, env=env, capture_output=True, timeout=60)
+    out = proc.stdout.decode()
+    return proc.returncode, (json.loads(out) if out.strip() else None), proc.stderr.decode()
+
+
+def pre(tool: str, tool_input: dict, **extra: object) -> str:
+    return json.dumps({"hook_event_name": "PreToolUse", "session_id": "s", "cwd": "/tmp", "tool_name": tool,
+                       "tool_input": tool_input, "tool_use_id": "toolu_1", **extra})
+
+
+def decision(out: dict | None) -> tuple[str, str]:
+    assert out is not None
+    spec = out["hookSpecificOutput"]
+    return spec["permissionDecision"], spec["permissionDecisionReason"]
+
+
+def test_policy_deny_and_allow(env):
+    code, out, err = hook(env, pre("Bash", {"command": "git status; rm -rf ~"}))
+    assert code == 0 and err == ""
+    verdict, reason = decision(out)
+    assert verdict == "deny" and "denied by Bash(rm *)" in reason and "guard.toml:2" in reason
+    assert decision(hook(env, pre("Bash", {"command": "git status"}))[1])[0] == "allow"
+
+
+def test_undecided_main_agent_call_is_left_to_the_cli(env):
+    code, out, _ = hook(env, pre("Bash", {"command": "make"}))
+    assert code == 0 and out is None
+
+
+def test_undecided_subagent_call_goes_to_the_channel_and_times_out(env):
+    code, out, _ = hook(env, pre("Bash", {"command": "make"}, agent_type="general-purpose", agent_id="a1"))
+    verdict, reason = decision(out)
+    assert code == 0 and verdict == "deny" and "no answer within 1 s" in reason
+
+
+def test_ask_rule_always_goes_to_the_channel(env):
+    verdict, reason = decision(hook(env, pre("Bash", {"command": "git push origin main"}))[1])
+    assert verdict == "deny" and "no answer within 1 s" in reason
+
+
+def test_agent_overlay_and_blocked_tools(env):
+    verdict, reason = decision(hook(env, pre("WebFetch", {"url": "https://example.com", "prompt": "x"}, agent_type="Explore"))[1])
+    assert verdict == "deny" and "WebFetch" in reason
+    verdict, reason = decision(hook(env, pre("Agent", {"prompt": "x", "subagent_type": "general-purpose"}, agent_type="general-purpose"))[1])
+    assert verdict == "deny" and "subagents.blocked_tools" in reason
+
+
+@pytest.mark.parametrize("payload", ["", "{not json", "[1, 2]", b"\xff\xfe\x00garbage"])
+def test_malformed_input_is_denied_with_a_reason(env, payload):
+    code, out, err = hook(env, payload)
+    assert code == 0 and err == ""
+    verdict, reason = decision(out)
+    assert verdict == "deny" and reason.startswith("claudeguard:")
+
+
+def test_missing_tool_fields_are_denied(env):
+    verdict, reason = decision(hook(env, json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash"}))[1])
+    assert verdict == "deny" and "without tool_name/tool_input" in reason
+
+
+def test_broken_config_denies_with_the_config_error(env, tmp_path):
+    (tmp_path / "guard.toml").write_text("[permissions\n")
+    code, out, err = hook(env, pre("Bash", {"command": "git status"}))
+    verdict, reason = decision(out)
+    assert code == 0 and err == "" and verdict == "deny"
+    assert "guard.toml:1: invalid TOML" in reason
+
+
+def test_unreadable_session_snapshot_denies(env, tmp_path):
+    env = dict(env, CLAUDEGUARD_SESSION_DIR=str(tmp_path / "no-such-session"))
+    verdict, reason = decision(hook(env, pre("Bash", {"command": "git status"}))[1])
+    assert verdict == "deny" and "could not decide" in reason
+
+
+def test_permission_request_fails_closed_in_its_own_format(env, tmp_path):
+    env = dict(env, CLAUDEGUARD_SESSION_DIR=str(tmp_path / "no-such-session"))
+    payload = json.dumps({"hook_event_name": "PermissionRequest", "tool_name": "Bash", "tool_input": {"command": "x"}})
+    _, out, _ = hook(env, payload)
+    assert out["hookSpecificOutput"]["hookEventName"] == "PermissionRequest"
+    assert out["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+
+
+def test_events_that_decide_nothing_print_nothing(env):
+    for name in ("PostToolUse", "SubagentStart", "SubagentStop", "Notification", "SessionStart"):
+        code, out, err = hook(env, json.dumps({"hook_event_name": name, "tool_name": "Bash", "tool_input": {}}))
+        assert (code, out, err) == (0, None, "")
+
+
+def test_audit_line_per_decision(env, tmp_path):
+    hook(env, pre("Bash", {"command": "rm -rf /"}))
+    lines = (tmp_path / "log" / "audit.jsonl").read_text().splitlines()
+    event = json.loads(lines[-1])
+    assert event["decision"] == "deny" and event["decided_by"] == "rule" and event["rule"] == "Bash(rm *)"
+    assert event["tool"] == "Bash" and event["summary"].startswith("Bash: rm -rf /") and len(event["input_digest"]) == 16

@@ -1,0 +1,89 @@
+"""Lockdown: every way of loosening the guard is refused with one line and exit 2, and the
+child is never started."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.shim_helpers import GUARD
+
+
+@pytest.fixture
+def locked(tmp_path):
+    marker = tmp_path / "child-started"
+    fake = tmp_path / "fake-claude"
+    fake.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    fake.chmod(0o755)
+    xdg = tmp_path / "xdg"
+    (xdg / "claudeguard").mkdir(parents=True)
+    (xdg / "claudeguard" / "config.toml").write_text(
+        '[security]\ndisable_bypass_permissions = true\n\n[permissions]\ndeny = ["Bash(rm *)"]\n\n'
+        '[profiles.loose]\npermissions.replace = true\npermissions.allow = ["Bash"]\n'
+    )
+    work = tmp_path / "work"
+    (work / ".git").mkdir(parents=True)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(xdg), "CLAUDEGUARD_CLAUDE": str(fake),
+           "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log")}
+    return env, work, marker, tmp_path
+
+
+def run(env: dict, work, argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(GUARD + argv, env=env, cwd=work, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+BYPASS = {"permissions": {"defaultMode": "bypassPermissions"}}
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--dangerously-skip-permissions", "-p", "x"], "--dangerously-skip-permissions is refused"),
+    (["--allow-dangerously-skip-permissions", "-p", "x"], "--allow-dangerously-skip-permissions is refused"),
+    (["--permission-mode", "bypassPermissions", "-p", "x"], "--permission-mode bypassPermissions is refused"),
+    (["--permission-mode=bypassPermissions", "-p", "x"], "--permission-mode bypassPermissions is refused"),
+    (["--settings", json.dumps(BYPASS), "-p", "x"], "--settings sets permissions.defaultMode bypassPermissions"),
+    (["--settings", json.dumps({"disableAllHooks": True}), "-p", "x"], "disableAllHooks"),
+    (["--bare", "-p", "x"], "--bare"),
+    (["--guard-profile", "loose", "-p", "x"], "lockdown: replace = true would drop the deny rules"),
+    (["--dangerously-skip-permissions", "--version"], "--dangerously-skip-permissions is refused"),
+])
+def test_bypass_paths_are_refused_before_the_child_starts(locked, argv, words):
+    env, work, marker, _ = locked
+    proc = run(env, work, argv)
+    assert proc.returncode == 2, proc.stderr
+    assert words in proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert not marker.exists()
+
+
+def test_settings_file_that_sets_bypass(locked):
+    env, work, marker, tmp = locked
+    path = tmp / "loose-settings.json"
+    path.write_text(json.dumps(BYPASS))
+    proc = run(env, work, ["--settings", str(path), "-p", "x"])
+    assert proc.returncode == 2 and "bypassPermissions" in proc.stderr
+    assert not marker.exists()
+
+
+def test_project_file_dropping_deny_rules(locked):
+    env, work, marker, _ = locked
+    (work / ".claudeguard.toml").write_text('[permissions]\nreplace = true\nallow = ["Read"]\n')
+    proc = run(env, work, ["-p", "x"])
+    assert proc.returncode == 2 and ".claudeguard.toml:2: lockdown" in proc.stderr
+    assert not marker.exists()
+
+
+def test_disable_is_refused(locked):
+    env, work, marker, _ = locked
+    proc = run(dict(env, CLAUDEGUARD_DISABLE="1"), work, ["-p", "x"])
+    assert proc.returncode == 2 and "CLAUDEGUARD_DISABLE is refused" in proc.stderr
+    assert not marker.exists()
+
+
+def test_without_lockdown_the_same_flags_pass(locked):
+    env, work, marker, tmp = locked
+    (tmp / "xdg" / "claudeguard" / "config.toml").write_text('[permissions]\ndeny = ["Bash(rm *)"]\n')
+    proc = run(env, work, ["--dangerously-skip-permissions", "-p", "x"])
+    assert proc.returncode == 0, proc.stderr
+    assert marker.exists()
