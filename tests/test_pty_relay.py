@@ -160,6 +160,21 @@ def _wait_pending(predicate=lambda reqs: bool(reqs), timeout: float = 8):  # typ
     raise AssertionError(f"pending requests never matched; last: {channel.list_pending()}")
 
 
+def _wait_screen(session_dir: Path, predicate, timeout: float = 5) -> dict:  # type: ignore[no-untyped-def]
+    """screen.json once it satisfies ``predicate`` (the relay writes it right after posting)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            state = json.loads((session_dir / "screen.json").read_text())
+        except (OSError, ValueError):
+            state = {}
+        if state and predicate(state):
+            return state
+        if time.monotonic() > deadline:
+            raise AssertionError(f"screen.json never matched; last: {state}")
+        time.sleep(0.02)
+
+
 def _exit_status(child) -> int:  # type: ignore[no-untyped-def]
     child.expect(pexpect.EOF, timeout=10)
     child.close()
@@ -245,14 +260,12 @@ def test_dialog_goes_to_the_channel_and_the_answer_is_typed(rig, verb, answer):
     assert req.kind == "dialog" and req.tool == "dialog:trust" and req.session_id == "fakesession"
     assert req.choices == ["Yes, I trust this folder", "No, exit"] and req.extra["via"] == "screen"
     assert "/work/folder" in req.summary and "/work/folder" in req.input["text"]
-    state = json.loads((rig.session_dir / "screen.json").read_text())
-    assert state["dialog"] == "Trust this folder?" and state["request"] == req.id and state["kind"] == "trust"
+    state = _wait_screen(rig.session_dir, lambda st: st["request"] == req.id)
+    assert state["dialog"] == "Trust this folder?" and state["kind"] == "trust"
+    assert state["choices"] == req.choices and state["since"] <= time.time()
     channel.answer(req.id, verb)
     child.expect(answer)
-    deadline = time.monotonic() + 5
-    while json.loads((rig.session_dir / "screen.json").read_text())["dialog"] is not None:
-        assert time.monotonic() < deadline, "screen.json still shows the dialog"
-        time.sleep(0.05)
+    _wait_screen(rig.session_dir, lambda st: st["dialog"] is None and st["request"] is None)
     child.send("q")
     assert _exit_status(child) == 3
 
@@ -266,7 +279,7 @@ def test_keyboard_answer_wins_and_withdraws_the_request(rig):
     _wait_pending(lambda reqs: not reqs)
     with pytest.raises(Exception, match="no such pending request|no longer pending|withdrawn"):
         channel.answer(req.id, "allow")
-    assert json.loads((rig.session_dir / "screen.json").read_text())["keyboard_at"] is not None
+    _wait_screen(rig.session_dir, lambda st: st["keyboard_at"] is not None and st["request"] is None)
     child.send("q")
     assert _exit_status(child) == 3
 
@@ -281,7 +294,7 @@ def test_detached_session_routes_every_dialog_and_ends_when_idle(rig):
     try:
         [req] = _wait_pending()
         assert req.tool == "dialog:trust"
-        state = json.loads((rig.session_dir / "screen.json").read_text())
+        state = _wait_screen(rig.session_dir, lambda st: st["request"] == req.id)
         assert state["attached"] is False and any("Accessing workspace:" in line for line in state["tail"])
         channel.answer(req.id, "allow")
         out, err = proc.communicate(timeout=15)
@@ -294,3 +307,12 @@ def test_detached_session_routes_every_dialog_and_ends_when_idle(rig):
     assert "● done" in text and "\x1b" not in text  # the last screen as plain text
     state = json.loads((rig.session_dir / "screen.json").read_text())
     assert state["exited"] is True and "● done" in state["tail"]
+
+
+def test_a_program_that_cannot_start_is_one_clean_error(rig):
+    argv = rig.relay_argv("keys")
+    argv[-3:] = [str(rig.tmp / "no-such-program")]
+    proc = subprocess.run([sys.executable, *argv], env=rig.env, cwd=str(rig.tmp), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 127
+    assert proc.stderr.strip() == f"claudeguard: cannot run {rig.tmp / 'no-such-program'}: No such file or directory"

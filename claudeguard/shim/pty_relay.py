@@ -312,6 +312,7 @@ class PtySession:
             self._leave_raw()
             for fd in (slave, status_r, status_w):
                 os.close(fd)
+            self._close_master()
             from claudeguard.errors import GuardError
 
             raise GuardError(f"cannot start the pty session: {exc.strerror}") from None
@@ -331,6 +332,7 @@ class PtySession:
             reason = os.strerror(int(code)) if code.isdigit() else "the session leader failed"
             signal.pthread_sigmask(signal.SIG_SETMASK, [])
             self._leave_raw()
+            self._close_master()
             raise GuardError(f"cannot run {self.argv[0]}: {reason}")
         self.cli_pid = int(report.split()[1])
         os.set_blocking(master, False)
@@ -613,8 +615,9 @@ class PtySession:
             times.append(self._tail_written + TAIL_EVERY_S)
         if self._idle_since is not None:
             times.append(self._idle_since + IDLE_EXIT_S)
-        if self._exit_started is not None:
-            times.append(now + EXIT_STEP_S / 2)
+        if self._exit_started is not None and self._exit_keys_sent < 4:
+            step = (EXIT_STEP_S, EXIT_GIVE_UP_S, EXIT_GIVE_UP_S, 2 * EXIT_GIVE_UP_S)[self._exit_keys_sent]
+            times.append(self._exit_started + step)
         if not times:
             return None
         return max(0.0, min(times) - now)
@@ -700,16 +703,23 @@ class PtySession:
             self._to_child += b"\x03"
             self._exit_keys_sent += 1
             self._flush_to_child()
-        elif elapsed >= EXIT_GIVE_UP_S:
-            self._kill_cli(signal.SIGKILL if elapsed >= 2 * EXIT_GIVE_UP_S else signal.SIGTERM)
+        elif self._exit_keys_sent == 2 and elapsed >= EXIT_GIVE_UP_S:
+            self._kill_cli(signal.SIGTERM)
+            self._exit_keys_sent = 3
+        elif self._exit_keys_sent == 3 and elapsed >= 2 * EXIT_GIVE_UP_S:
+            self._kill_cli(signal.SIGKILL)
+            self._exit_keys_sent = 4
 
     def _print_screen(self) -> None:
-        lines = list(self._last_lines) or self.screen.lines()
-        while lines and not lines[-1].strip():
-            lines.pop()
-        text = "\n".join(line for line in lines) + "\n" if lines else ""
-        if text.strip() and self._stdout_ok:
-            _write_all(1, text.encode())
+        """Detached with no terminal on stdout: the last screen as plain text, blank runs folded."""
+        kept: list[str] = []
+        for line in list(self._last_lines) or self.screen.lines():
+            if line.strip() or (kept and kept[-1].strip()):
+                kept.append(line)
+        while kept and not kept[-1].strip():
+            kept.pop()
+        if kept and self._stdout_ok:
+            _write_all(1, ("\n".join(kept) + "\n").encode())
 
     # -- end ---------------------------------------------------------------------------------
 

@@ -46,6 +46,9 @@ _TOKEN = re.compile(
 _PARTIAL = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|[\]PX^_][^\x07\x1b]*(?:\x1b)?|[ -/]*)?\Z")
 
 
+_NARROW: set[str] = set()  # non-ASCII characters seen so far that take exactly one column
+
+
 def _width(ch: str) -> int:
     if unicodedata.combining(ch):
         return 0
@@ -163,7 +166,18 @@ class Screen:
         return [[" "] * self.cols for _ in range(self.rows)]
 
     def _print(self, text: str) -> None:
+        # Fast path (the CLI's box drawing, blocks and dingbats are all one column): every
+        # character already known to be narrow, checked with one set difference in C.
         if text.isascii():
+            self._put_run(text)
+            return
+        unknown = set(text).difference(_NARROW)
+        if unknown:
+            wide = [ch for ch in unknown if _width(ch) != 1]
+            _NARROW.update(ch for ch in unknown if ch not in wide)
+            if not wide:
+                unknown.clear()
+        if not unknown:
             self._put_run(text)
             return
         run: list[str] = []
