@@ -207,3 +207,22 @@ def test_status_while_running_and_after_stop(env, procs, monitors):
     st = read_status(m.session_dir)
     assert st["state"] == "exited" and st["exit_code"] == 137
     assert list_sessions() == []
+
+
+def test_notify_command_runs_with_no_signal_blocked(env, procs, monitors):
+    """The supervisor blocks the signals it forwards in every thread; a notify command started
+    from the watchdog thread must not inherit that mask (it could not be stopped with SIGTERM)."""
+    import signal
+
+    out = env / "mask.txt"
+    child = sleeper(procs)
+    code = ("import sys\nfor line in open('/proc/self/status'):\n    if line.startswith('SigBlk:'):\n"
+            "        open(sys.argv[1], 'w').write(line.split()[1])\n")
+    m, hits = make(monitors, child.pid, stall_after=0.5, sample_interval=0.2, notify=[PY, "-c", code, str(out)])
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    try:
+        m.start()  # the watchdog thread inherits the blocked mask
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    assert wait_until(lambda: out.exists() and out.read_text(), timeout=5)
+    assert int(out.read_text(), 16) == 0

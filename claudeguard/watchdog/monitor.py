@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -43,6 +42,20 @@ class WatchConfig:
     # The notify command (config ``approval.notify``; "{summary}" becomes the diagnosis). None:
     # read it from the session's ``session.json`` snapshot.
     notify: list[str] | None = None
+
+
+def spawn_detached(args: list[str]) -> int:
+    """Start a command in its own session, stdio on /dev/null, with no signal blocked.
+
+    The supervisor blocks the signals it forwards in every thread, and a child inherits the
+    mask of the thread that starts it: posix_spawn sets a clean mask without a preexec hook
+    (which is unsafe in a threaded process).
+    """
+    devnull = os.devnull
+    actions = [(os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
+               (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
+               (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0)]
+    return os.posix_spawnp(args[0], args, dict(os.environ), file_actions=actions, setsigmask=[], setsid=True)
 
 
 class Monitor:
@@ -83,7 +96,7 @@ class Monitor:
         self._events_fh = None
         self._events_buf = b""
         self._screen_tail: list[str] | None = None
-        self._notifiers: list[subprocess.Popen] = []
+        self._notifiers: list[int] = []  # pids of notify commands not yet reaped
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # one tick at a time (the thread's, or stop()'s last one)
@@ -133,8 +146,7 @@ class Monitor:
         if self._events_fh is not None:
             self._events_fh.close()
             self._events_fh = None
-        for proc in self._notifiers:
-            proc.poll()
+        self._reap_notifiers()
 
     @property
     def stalled(self) -> bool:
@@ -170,7 +182,7 @@ class Monitor:
         verdict = self.tracker.sample(self.sampler.sample())
         self.last_verdict = verdict
         self._write(verdict)
-        self._notifiers = [p for p in self._notifiers if p.poll() is None]
+        self._reap_notifiers()
         return verdict
 
     def _drain(self) -> None:
@@ -339,11 +351,20 @@ class Monitor:
                 arg = arg.replace(key, value)
             args.append(arg)
         try:
-            self._notifiers.append(subprocess.Popen(
-                args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True, close_fds=True))
+            self._notifiers.append(spawn_detached(args))
         except OSError as exc:
             self._report_error(exc)
+
+    def _reap_notifiers(self) -> None:
+        left = []
+        for pid in self._notifiers:
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if done == 0:
+                left.append(pid)
+        self._notifiers = left
 
     def _audit(self, diagnosis: str, v: Verdict, action: str) -> None:
         try:

@@ -1,6 +1,6 @@
 """The stream-json tap: reads the CLI's output as it passes, never changing a byte.
 
-The relay thread only hands each chunk over (``StreamTap.feed``: a queue put, well under a
+The relay thread only hands each chunk over (``StreamTap.feed``: a deque append, well under a
 microsecond); a tap thread splits lines and summarizes them into ``StreamMsg``s: tool calls
 started (tool_use) and ended (tool_result), token usage per message, background tasks, the
 final result. Cheap cases first, so a 100 MB/s flow keeps up and the GIL is never held long:
@@ -22,15 +22,18 @@ never the relay its speed.
 
 from __future__ import annotations
 
+import collections
 import json
-import queue
 import re
 import threading
+import time
 from typing import Callable
 
 from claudeguard.watchdog.state import StreamMsg
 
 PARSE_MAX = 1 << 20
+YIELD_S = 0.0001
+_DELTA_PREFIX = b'{"type":"stream_event","event":{"type":"content_block_delta"'
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 _INT_RE = {k: re.compile(rb'"' + k.encode() + rb'":(\d+)') for k in _USAGE_KEYS}
 _TOOL_USE_RE = re.compile(rb'[{,]"type":"tool_use","id":"([^"\\]{1,200})","name":"([^"\\]{1,200})"')
@@ -266,23 +269,37 @@ class LineSplitter:
 
 
 class StreamTap:
-    """Summarizes stream-json output on its own thread; ``sink`` gets each ``StreamMsg``."""
+    """Summarizes stream-json output on its own thread; ``sink`` gets each ``StreamMsg``.
 
-    def __init__(self, sink: Callable[[StreamMsg], None], *, max_backlog: int = 64 << 20) -> None:
+    The relay never wakes the tap: ``feed`` is a deque append (a thread wake-up per chunk would
+    cost the relay more than the append itself on a busy machine). The tap polls every
+    ``poll`` seconds, sooner when ``wake_bytes`` piled up, and gives the GIL away after every
+    chunk it processed so the relay thread never waits behind a long run of parsing.
+    """
+
+    def __init__(self, sink: Callable[[StreamMsg], None], *, max_backlog: int = 64 << 20,
+                 poll: float = 0.1, wake_bytes: int = 4 << 20) -> None:
         self.sink = sink
         self.max_backlog = max_backlog
-        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self.poll = poll
+        self.wake_bytes = wake_bytes
+        self._q: collections.deque[tuple[float, bytes]] = collections.deque()
+        self._wake = threading.Event()
+        self._stopping = False
         self.fed_bytes = 0  # written by the relay thread only
         self.done_bytes = 0  # written by the tap thread only
         self.skipped_bytes = 0
         self.lines = 0
         self._splitter = LineSplitter(self._line)
         self._ctx = Context()
+        self._delta_at: float | None = None
         self._thread: threading.Thread | None = None
 
     def feed(self, data: bytes, t: float) -> None:
         self.fed_bytes += len(data)
-        self._q.put((t, data))
+        self._q.append((t, data))
+        if self.fed_bytes - self.done_bytes > self.wake_bytes and not self._wake.is_set():
+            self._wake.set()
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="claudeguard-stream-tap", daemon=True)
@@ -290,12 +307,34 @@ class StreamTap:
 
     def stop(self, timeout: float = 2.0) -> None:
         """Finish what was fed (up to ``timeout``), then end the thread."""
-        self._q.put(None)
+        self._stopping = True
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
 
+    def drain(self) -> None:
+        """Process everything fed so far (the tap thread's work; also usable without it)."""
+        q = self._q
+        while q:
+            t, data = q.popleft()
+            self.done_bytes += len(data)
+            if self.fed_bytes - self.done_bytes > self.max_backlog:
+                self.skipped_bytes += len(data)
+                self._splitter.resync()
+                continue
+            self._splitter.feed(data, t)
+            if self._delta_at is not None:
+                self._flush_deltas()
+            time.sleep(YIELD_S)  # let the relay thread take the GIL if it wants it
+
     def _line(self, line: bytes, t: float) -> None:
         self.lines += 1
+        if line.startswith(_DELTA_PREFIX):
+            # Token deltas are most lines and tell only "the stream flows": one summary per run.
+            self._delta_at = t
+            return
+        if self._delta_at is not None:
+            self._flush_deltas()
         try:
             msg = summarize_line(line, t, self._ctx)
         except Exception:  # noqa: BLE001 - a strange line must never stop the tap
@@ -305,13 +344,13 @@ class StreamTap:
 
     def _run(self) -> None:
         while True:
-            item = self._q.get()
-            if item is None:
+            self.drain()
+            if self._stopping:
+                self.drain()
                 return
-            t, data = item
-            self.done_bytes += len(data)
-            if self.fed_bytes - self.done_bytes > self.max_backlog:
-                self.skipped_bytes += len(data)
-                self._splitter.resync()
-                continue
-            self._splitter.feed(data, t)
+            self._wake.wait(self.poll)
+            self._wake.clear()
+
+    def _flush_deltas(self) -> None:
+        self.sink(StreamMsg(self._delta_at, "partial", partial_event="content_block_delta"))  # type: ignore[arg-type]
+        self._delta_at = None
