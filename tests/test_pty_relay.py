@@ -207,8 +207,14 @@ def test_every_byte_passes_both_ways_unchanged(rig):
 
 
 def test_exit_code_and_window_size(rig):
+    import psutil
+
     child = rig.spawn("keys", dimensions=(24, 80))
     assert child.fake_size == "24x80"
+    relay = psutil.Process(child.pid)
+    before = sum(relay.cpu_times()[:2])
+    child.expect(pexpect.TIMEOUT, timeout=1.0)  # a second of nothing happening
+    assert sum(relay.cpu_times()[:2]) - before < 0.3, "the relay spins while idle"
     child.setwinsize(31, 101)  # the terminal resized: SIGWINCH to the relay, then to the fake
     child.expect(rb"SIZE 31x101")
     child.send("q")

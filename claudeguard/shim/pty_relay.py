@@ -73,6 +73,7 @@ def main():
     if pid == 0:
         try:
             os.close(err_r)
+            os.close(status)
             os.setpgid(0, 0)
             os.tcsetpgrp(0, os.getpid())
             for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU,
@@ -297,7 +298,6 @@ class PtySession:
                 termios.tcsetattr(slave, termios.TCSANOW, termios.tcgetattr(0))  # the user's erase key etc.
             except termios.error:
                 pass
-        if self.attached:
             self._enter_raw()  # before the CLI starts: no key typed meanwhile is cooked or echoed
         status_r, status_w = os.pipe()
         signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED + (signal.SIGCHLD,))
@@ -325,6 +325,8 @@ class PtySession:
         finally:
             os.close(status_r)
         if not report.startswith("pid "):
+            if report == "error timeout":
+                os.kill(self.leader, signal.SIGKILL)
             self._reap_blocking()
             from claudeguard.errors import GuardError
 
@@ -616,7 +618,7 @@ class PtySession:
         if self._idle_since is not None:
             times.append(self._idle_since + IDLE_EXIT_S)
         if self._exit_started is not None and self._exit_keys_sent < 4:
-            step = (EXIT_STEP_S, EXIT_GIVE_UP_S, EXIT_GIVE_UP_S, 2 * EXIT_GIVE_UP_S)[self._exit_keys_sent]
+            step = (0.0, EXIT_STEP_S, EXIT_GIVE_UP_S, 2 * EXIT_GIVE_UP_S)[self._exit_keys_sent]
             times.append(self._exit_started + step)
         if not times:
             return None
@@ -693,7 +695,7 @@ class PtySession:
         if self._idle_since is None:
             self._idle_since = now
         elif now - self._idle_since >= IDLE_EXIT_S:
-            self._exit_started = now
+            self._exit_started, self._idle_since = now, None
             self._exit_steps(now)
 
     def _exit_steps(self, now: float) -> None:
