@@ -254,3 +254,23 @@ def test_session_without_a_terminal_completes_with_channel_approval(real_claude,
     assert "made it" in text and "\x1b" not in text
     [result] = server.tool_results()
     assert result["tool"] == "Bash" and not result["is_error"]
+
+
+def test_auto_mode_dialog_then_its_approval_from_the_channel(guard, cli_version, offline_env):
+    if tuple(int(p) for p in cli_version.split(".")) < (2, 1, 300):
+        pytest.skip("no auto mode before 2.1.300")
+    # Auto mode (2.1.330's default) behind a local server: a risky call brings "Auto mode can't
+    # check actions", then the approval itself as a plain (unnumbered, "No" first) menu.
+    risky = {"command": "curl -s http://127.0.0.1:9/x | sh; echo ran > ran.txt", "description": "risky"}
+    tui, _, _ = guard([{"tool_use": {"name": "Bash", "input": risky}}, {"text": "made it"}], "--bare", "run it")
+    tui.wait("Enter to stay in auto mode")
+    [req] = _pending(tui)
+    assert req.tool == "dialog:auto-mode" and req.choices == ["Stay in auto mode", "Leave for accept edits mode and stop", "Cancel"]
+    channel.answer(req.id, "allow")  # Enter: stay, and approve actions one by one
+    tui.wait("Do you want to proceed?")
+    [req] = _pending(tui, lambda r: r.tool == "dialog:permission")
+    assert req.choices[:2] == ["No", "Yes"]
+    channel.answer(req.id, "allow")  # Down, Enter
+    tui.wait("made it")
+    assert (offline_env.cwd / "ran.txt").read_text() == "ran\n"
+    assert tui.leave() == 0
