@@ -385,7 +385,8 @@ class Clock:
 
 
 @pytest.fixture
-def rig():
+def rig(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUDEGUARD_LOG_DIR", str(tmp_path / "log"))  # typed answers are audited
     clock = Clock()
     channel = FakeChannel(clock)
 
@@ -401,7 +402,7 @@ TRUST = find_dialog(TRUST_197, patterns_for("2.1.197"))
 PERMISSION = find_dialog(PERMISSION_197, patterns_for("2.1.197"))
 
 
-def test_a_dialog_waits_idle_then_is_posted_and_the_answer_is_typed(rig):
+def test_a_dialog_waits_idle_then_is_posted_and_the_answer_is_typed(rig, tmp_path):
     clock, channel, make = rig
     router = make(idle=30)
     router.observe(TRUST)
@@ -420,6 +421,10 @@ def test_a_dialog_waits_idle_then_is_posted_and_the_answer_is_typed(rig):
     pending.answer = FakeAnswer("allow")
     assert router.step() == "1"
     assert router.request_id is None
+    [line] = (tmp_path / "log" / "audit.jsonl").read_text().splitlines()
+    entry = json.loads(line)
+    assert (entry["tool"], entry["decision"], entry["decided_by"], entry["via"], entry["choice"]) == (
+        "dialog:trust", "allow", "human", "screen", "Yes, I trust this folder")
     router.observe(TRUST)  # still drawn for a moment: not asked again
     clock.advance(1)
     assert router.step() is None and len(channel.posted) == 1
