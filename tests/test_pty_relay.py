@@ -322,3 +322,12 @@ def test_a_program_that_cannot_start_is_one_clean_error(rig):
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 127
     assert proc.stderr.strip() == f"claudeguard: cannot run {rig.tmp / 'no-such-program'}: No such file or directory"
+
+
+def test_started_with_stdin_closed(rig):
+    argv = rig.relay_argv("keys")
+    argv[-3:] = ["sh", "-c", "echo started without stdin; exit 4"]
+    proc = subprocess.run([sys.executable, *argv], env=rig.env, cwd=str(rig.tmp), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, preexec_fn=lambda: os.close(0), timeout=30)
+    assert proc.returncode == 4, proc.stderr
+    assert proc.stdout.decode() == "started without stdin\n"

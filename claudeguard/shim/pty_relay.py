@@ -220,6 +220,19 @@ def _leader_setup(parent_pid: int) -> Callable[[], None]:
     return setup
 
 
+def _plug_std_fds() -> None:
+    """Started with stdin/stdout/stderr closed (``<&-``): put /dev/null there, or the pty we
+    open next would get fd 0 and be read as the keyboard."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
 def _write_all(fd: int, data: bytes) -> bool:
     view = memoryview(data)
     while view:
@@ -241,6 +254,7 @@ class PtySession:
     (the CLI's, 128+N for signal N), ``close()`` always. Same shape as ``supervise.Supervisor``."""
 
     def __init__(self, argv: list[str], env: dict[str, str], settings: RelaySettings, *, channel=None) -> None:  # type: ignore[no-untyped-def]
+        _plug_std_fds()  # first: before any fd of ours can land on 0, 1 or 2
         self.argv = argv
         self.env = env
         self.settings = settings
