@@ -392,3 +392,12 @@ def test_cpu_above_the_floor_every_sample_never_stalls(interval, busy):
     for pid, factor in busy:
         floor = lim.root_cpu_floor(interval) if pid == ROOT else lim.desc_cpu_floor(interval)
         assert not run.step(cpu={pid: floor * factor}).stalled
+
+
+def test_a_helper_waiting_on_its_stdin_is_not_news():
+    """MCP stdio servers always sit in read(0): evidence, not diagnosis."""
+    run = Run(Limits(stall_after=5, interval=1.0))
+    run.spawn(900, name="python3", reading="stdin (socket)")
+    v = run.idle(20)
+    assert v.stalled and "stdin" not in v.diagnosis
+    assert v.evidence["blocked_reading"] == [{"pid": 900, "name": "python3", "reading": "stdin (socket)"}]

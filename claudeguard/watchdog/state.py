@@ -543,10 +543,11 @@ class Tracker:
         return out
 
     def _stdin_note(self) -> str | None:
+        # Only the CLI's own stdin: MCP stdio servers and many tools wait on theirs by design.
+        root = self.last_sample.root_pid if self.last_sample else None
         for p in self._blocked_readers():
-            if not (p.reading or "").startswith("/dev/"):
-                who = "the CLI" if self.last_sample and p.pid == self.last_sample.root_pid else f"{p.name} (pid {p.pid})"
-                return f"{who} is blocked reading its {p.reading}"
+            if p.pid == root and not (p.reading or "").startswith("/dev/"):
+                return f"the CLI is blocked reading its {p.reading}"
         return None
 
     def _tree_words(self, pids: set[int] | None = None) -> str:
