@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from claudeguard.shim.dialogs import DialogRouter, RouteSettings, at_idle_prompt, banner_version, find_dialog, patterns_for
+from claudeguard.shim.dialogs import BUSY, DialogRouter, RouteSettings, at_idle_prompt, banner_version, find_dialog, patterns_for
 from claudeguard.shim.screen import Screen, write_screen_state
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH, signal.SIGTSTP,
@@ -48,6 +48,7 @@ RECHECK_MAX_S = 0.25  # ... or at least this often while it flows
 TAIL_EVERY_S = 1.0
 TAIL_LINES = 20
 IDLE_EXIT_S = 2.0  # detached: idle at the prompt this long with nothing to type -> end the session
+IDLE_UNSEEN_EXIT_S = 30.0  # ... when the task given was never seen running
 EXIT_STEP_S = 0.4
 EXIT_GIVE_UP_S = 8.0
 START_TIMEOUT_S = 15.0
@@ -289,6 +290,8 @@ class PtySession:
         self._activity_at = 0.0
         self._dialog_title: str | None = None
         self._busy_seen = False
+        self._at_prompt = False
+        self._last_lines: list[str] = []
         self._idle_since: float | None = None
         self._exit_started: float | None = None
         self._exit_keys_sent = 0
@@ -630,7 +633,8 @@ class PtySession:
         if self.screen.version != self._tail_version and (self.settings.session_dir or self.monitor is not None):
             times.append(self._tail_written + TAIL_EVERY_S)
         if self._idle_since is not None:
-            times.append(self._idle_since + IDLE_EXIT_S)
+            times.append(self._idle_since + (IDLE_EXIT_S if self._busy_seen or not self.settings.prompt_given
+                                             else IDLE_UNSEEN_EXIT_S))
         if self._exit_started is not None and self._exit_keys_sent < 4:
             step = (0.0, EXIT_STEP_S, EXIT_GIVE_UP_S, 2 * EXIT_GIVE_UP_S)[self._exit_keys_sent]
             times.append(self._exit_started + step)
@@ -640,11 +644,9 @@ class PtySession:
 
     def _tick(self, final: bool = False) -> None:
         now = time.monotonic()
-        checked = False
         if self.screen.version != self._checked_version and (
                 final or now - self._last_output >= QUIET_S or now - self._last_check >= RECHECK_MAX_S):
             self._read_screen(now)
-            checked = True
         if not final:
             keys = self.router.step()
             if keys:
@@ -653,7 +655,7 @@ class PtySession:
                 self._flush_to_child()
         self._publish(now, final)
         if not final and not self.attached:
-            self._detached_exit(now, checked)
+            self._detached_exit(now)
 
     def _read_screen(self, now: float) -> None:
         self._checked_version = self.screen.version
@@ -665,7 +667,7 @@ class PtySession:
             self.version = banner_version(lines)
         self.router.observe(find_dialog(lines, patterns_for(self.version)))
         self._at_prompt = at_idle_prompt(lines)
-        if not self._at_prompt and any("esc to interrupt" in line for line in lines):
+        if not self._at_prompt and any(BUSY.search(line) for line in lines):
             self._busy_seen = True
 
     def _publish(self, now: float, final: bool) -> None:
@@ -691,24 +693,23 @@ class PtySession:
 
     # -- detached: end the session when its work is done ---------------------------------------
 
-    _at_prompt = False
-    _last_lines: list[str] = []
-
-    def _detached_exit(self, now: float, checked: bool) -> None:
+    def _detached_exit(self, now: float) -> None:
         """Nobody can type: once the CLI has done its task (or had none) and sits at an empty
         prompt with no dialog, leave it like a user does (Ctrl-C twice); SIGTERM if it lingers."""
         if self._exit_started is not None:
             self._exit_steps(now)
             return
         idle = (self._at_prompt and self.router.dialog is None and self.router.request_id is None
-                and not self._stdin_open and not self._to_child
-                and (self._busy_seen or not self.settings.prompt_given))
+                and not self._stdin_open and not self._to_child)
         if not idle:
             self._idle_since = None
             return
+        # With a task, wait until it was seen running; a turn too quick to be seen between two
+        # screen reads still ends after IDLE_UNSEEN_EXIT_S at the empty prompt.
+        wait = IDLE_EXIT_S if self._busy_seen or not self.settings.prompt_given else IDLE_UNSEEN_EXIT_S
         if self._idle_since is None:
             self._idle_since = now
-        elif now - self._idle_since >= IDLE_EXIT_S:
+        elif now - self._idle_since >= wait:
             self._exit_started, self._idle_since = now, None
             self._exit_steps(now)
 
