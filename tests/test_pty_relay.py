@@ -38,7 +38,7 @@ def on_cont(*_):
 signal.signal(signal.SIGWINCH, lambda *_: out("SIZE " + size() + "\r\n"))
 signal.signal(signal.SIGCONT, on_cont)
 RULE = "\u2500" * 40
-DIALOG = ("\x1b[2J\x1b[H" + RULE + "\r\n Accessing workspace:\r\n\r\n /work/folder\r\n\r\n"
+DIALOG = ("\x1b[2J\x1b[H" + RULE + "\r\n Accessing workspace:\r\n\r\n /srv/some-folder\r\n\r\n"
           " \u276f 1. Yes, I trust this folder\r\n   2. No, exit\r\n\r\n Enter to confirm \u00b7 Esc to cancel\r\n")
 PROMPT = "\x1b[2J\x1b[H\u25cf done\r\n" + RULE + "\r\n\u276f\r\n" + RULE + "\r\n  ? for shortcuts\r\n"
 mode = sys.argv[1]
@@ -265,7 +265,7 @@ def test_dialog_goes_to_the_channel_and_the_answer_is_typed(rig, verb, answer):
     [req] = _wait_pending()
     assert req.kind == "dialog" and req.tool == "dialog:trust" and req.session_id == "fakesession"
     assert req.choices == ["Yes, I trust this folder", "No, exit"] and req.extra["via"] == "screen"
-    assert "/work/folder" in req.summary and "/work/folder" in req.input["text"]
+    assert "/srv/some-folder" in req.summary and "/srv/some-folder" in req.input["text"]
     state = _wait_screen(rig.session_dir, lambda st: st["request"] == req.id)
     assert state["dialog"] == "Trust this folder?" and state["kind"] == "trust"
     assert state["choices"] == req.choices and state["since"] <= time.time()
