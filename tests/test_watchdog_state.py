@@ -401,3 +401,12 @@ def test_a_helper_waiting_on_its_stdin_is_not_news():
     v = run.idle(20)
     assert v.stalled and "stdin" not in v.diagnosis
     assert v.evidence["blocked_reading"] == [{"pid": 900, "name": "python3", "reading": "stdin (socket)"}]
+
+
+def test_exit_code_told_after_the_sample_saw_the_exit():
+    run = Run()
+    run.procs[ROOT]["status"] = "Z"
+    run.step()
+    run.tracker.exited(run.t, 137)
+    v = run.tracker.verdict(run.t)
+    assert v.base == EXITED and v.detail == "exit code 137"

@@ -223,8 +223,10 @@ class Tracker:
             self._life(t, "screen: " + (hint or "dialog closed"))
 
     def exited(self, t: float, code: int | None) -> None:
+        """The child is gone (seen in a sample: code None; told by the supervisor: its code)."""
         if self.exited_at is None:
             self.exited_at = t
+        if code is not None:
             self.exit_code = code
 
     def pending(self, t: float, n: int | None) -> None:
