@@ -410,3 +410,28 @@ def test_exit_code_told_after_the_sample_saw_the_exit():
     run.tracker.exited(run.t, 137)
     v = run.tracker.verdict(run.t)
     assert v.base == EXITED and v.detail == "exit code 137"
+
+
+def test_pty_screen_output_is_no_progress_but_keystrokes_are():
+    run = Run(Limits(stall_after=10, interval=1.0, interactive=True, initial_prompt=True))
+    run.tracker.activity(run.t, "output")
+    t0 = run.t
+    for _ in range(30):  # the spinner redraws every second while the model stream is silent
+        run.tracker.activity(run.t, "output")
+        v = run.step(cpu={ROOT: 0.01})
+        if v.stalled:
+            break
+    assert v.stalled and v.base == THINKING and 10 <= v.time - t0 <= 12
+    assert v.evidence["last_screen_output_ago_s"] <= 1.0
+    run.tracker.activity(run.t, "input")
+    assert not run.step().stalled
+
+
+def test_pty_prompt_and_busy_hints():
+    run = Run(Limits(stall_after=5, interval=1.0, interactive=True, initial_prompt=True))
+    run.tracker.activity(run.t, "at-prompt")
+    v = run.idle(30)
+    assert v.base == IDLE and not v.stalled
+    run.tracker.activity(run.t, "busy")
+    v = run.idle(30)
+    assert v.stalled and v.base == THINKING

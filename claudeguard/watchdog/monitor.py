@@ -121,6 +121,8 @@ class Monitor:
             self.tap.feed(data, t)
 
     def note_activity(self, what: str) -> None:
+        """From a pty relay: "input" (keystrokes), "output" (screen output: a sign of life, not
+        progress), "at-prompt" (the input box waits for its user), "busy" (a turn runs)."""
         self._calls.append(("activity", self.clock(), what))
 
     def set_screen_hint(self, hint: str | None) -> None:

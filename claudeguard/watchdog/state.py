@@ -168,6 +168,7 @@ class Tracker:
         self.output_bytes = 0
         self.last_output: float | None = None
         self.last_stream: float | None = None
+        self.last_screen: float | None = None
         self.partial_open = False
         self.messages = 0
         self.tokens = 0
@@ -212,7 +213,24 @@ class Tracker:
             self._life(t, "output")
 
     def activity(self, t: float, what: str) -> None:
-        """Keystrokes or screen output from a pty relay."""
+        """What a pty relay saw: ``input`` (keystrokes: progress), ``output`` (screen output:
+        a sign of life only, since the CLI's spinner and timer keep redrawing while a model
+        stream is silent; the stream itself shows in the io counters), ``at-prompt`` (the input
+        box waits for its user: idle) and ``busy`` (a turn runs again)."""
+        if what == "output":
+            self.sign_of_life = True
+            self.last_screen = t
+            return
+        if what == "at-prompt":
+            if self.limits.interactive and not self.awaiting_user:
+                self.awaiting_user = True
+                self._life(t, "at the prompt")
+            return
+        if what == "busy":
+            if self.awaiting_user:
+                self.awaiting_user = False
+                self._life(t, "turn started")
+            return
         if what == "input":
             self.dialog_note = None
         self._life(t, what)
@@ -614,6 +632,7 @@ class Tracker:
             "quiet_cpu_s": round(self.window_cpu(), 3),
             "output_bytes": self.output_bytes,
             "last_output_ago_s": None if self.last_output is None else round(now - self.last_output, 1),
+            "last_screen_output_ago_s": None if self.last_screen is None else round(now - self.last_screen, 1),
             "stream_silent_s": round(self.stream_silent(now), 1),
             "messages": self.messages,
             "tokens": self.tokens,
