@@ -186,6 +186,25 @@ def test_keyboard_wins_a_race_against_a_pending_request(guard, offline_env):
     assert tui.leave() == 0
 
 
+def test_keyboard_wins_against_the_hooks_request_which_is_withdrawn(guard, offline_env):
+    # With hooks on, the PermissionRequest hook posts the dialog's request; a key pressed at the
+    # keyboard answers the dialog first, and the hook withdraws its request within seconds.
+    tui, _, env = guard(_bash_turns(), "--permission-mode", "default", "run it", idle=0)
+    tui.wait("Do you want to proceed?")
+    [req] = _pending(tui)
+    assert req.extra.get("via") == "dialog"
+    tui.child.send("\r")  # Enter on the highlighted "Yes"
+    tui.wait("made it")
+    tui.until(lambda: channel.list_pending() == [], 5, "the hook to withdraw its request")
+    with pytest.raises(Exception, match="no such pending request|no longer pending|withdrawn"):
+        channel.answer(req.id, "deny")
+    assert (offline_env.cwd / "out.txt").read_text() == "hello\n"
+    from claudeguard.channel.audit import read_events
+
+    assert not [e for e in read_events() if e.get("decided_by") == "human"]
+    assert tui.leave() == 0
+
+
 def test_resize_reaches_the_cli(guard):
     tui, _, _ = guard(None, rows=40, cols=120)
     tui.until(lambda: "─" * 120 in tui.screen.text(), 15, "the prompt box")
@@ -256,9 +275,9 @@ def test_session_without_a_terminal_completes_with_channel_approval(real_claude,
     assert result["tool"] == "Bash" and not result["is_error"]
 
 
+# Auto mode exists from 2.1.300 on: this test runs on 2.1.330 only (no skip on the older CLI).
+@pytest.mark.parametrize("cli_version", ["2.1.330"])
 def test_auto_mode_dialog_then_its_approval_from_the_channel(guard, cli_version, offline_env):
-    if tuple(int(p) for p in cli_version.split(".")) < (2, 1, 300):
-        pytest.skip("no auto mode before 2.1.300")
     # Auto mode (2.1.330's default) behind a local server: a risky call brings "Auto mode can't
     # check actions", then the approval itself as a plain (unnumbered, "No" first) menu.
     risky = {"command": "curl -s http://127.0.0.1:9/x | sh; echo ran > ran.txt", "description": "risky"}

@@ -13,6 +13,10 @@ import time
 
 from claudeguard.gate.session import Session, add_grants, load_grants
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
+
 # Tools the CLI runs without asking in every mode: a subagent's call to them is left to the CLI.
 NO_PERMISSION_TOOLS = frozenset(
     "Read Glob Grep LS NotebookRead TodoWrite TodoRead BashOutput TaskOutput ToolSearch "
@@ -88,7 +92,11 @@ def decide_call(
     undecided: str,  # what "none" becomes: "leave" (to the CLI), "ask" (a human), "deny"
     tool_use_id: str | None = None,
     delay_s: float = 0.0,
+    still_wanted: "Callable[[], bool] | None" = None,
 ) -> Verdict:
+    """``delay_s``: an interactive dialog's head start for the person at the keyboard before the
+    request is posted; ``still_wanted``: checked while waiting (a dialog answered at the
+    keyboard is no longer wanted: the request is withdrawn and the verdict is "none")."""
     started = time.monotonic()
     decision = policy_decision(session, tool, tool_input, agent_type, cwd)
     if decision.decision in ("allow", "deny"):
@@ -98,17 +106,40 @@ def decide_call(
     elif decision.decision == "none" and undecided == "deny":
         verdict = Verdict("deny", f"claudeguard: {tool} needs approval and subagents.background = \"deny\"", "default")
     else:
-        if delay_s > 0:
-            time.sleep(delay_s)  # an interactive dialog: give the person at the keyboard a head start
+        if delay_s > 0 and not _head_start(delay_s, still_wanted):
+            return Verdict("none", "answered at the keyboard", "keyboard")
         verdict = ask_human(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
-                            cwd=cwd, via=via, rule=decision.rule, source=decision.source, tool_use_id=tool_use_id)
+                            cwd=cwd, via=via, rule=decision.rule, source=decision.source, tool_use_id=tool_use_id,
+                            still_wanted=still_wanted)
+        if verdict.decision == "none":
+            return verdict
     verdict.waited_s = round(time.monotonic() - started, 3)
     audit(session, verdict, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id, via=via)
     return verdict
 
 
+# How often a dialog's request checks that the dialog is still on the screen. Answers never wait
+# for this: they wake the waiting call through its FIFO at once.
+SCREEN_CHECK_S = 0.5
+
+
+def _head_start(delay_s: float, still_wanted: "Callable[[], bool] | None") -> bool:
+    """Sleep ``delay_s``, counted again from the last keypress at the dialog when the watcher
+    knows one (``still_wanted.keyboard_at``); False when the dialog went away meanwhile."""
+    start = time.time()
+    while True:
+        if still_wanted is not None and not still_wanted():
+            return False
+        last_key = getattr(still_wanted, "keyboard_at", lambda: None)() or 0.0
+        left = max(start, last_key) + delay_s - time.time()
+        if left <= 0:
+            return True
+        time.sleep(min(left, SCREEN_CHECK_S))
+
+
 def ask_human(session: Session, *, tool: str, tool_input: dict, agent_type: str | None, agent_id: str | None,
-              cwd: str, via: str, rule: str | None, source: str | None, tool_use_id: str | None) -> Verdict:
+              cwd: str, via: str, rule: str | None, source: str | None, tool_use_id: str | None,
+              still_wanted: "Callable[[], bool] | None" = None) -> Verdict:
     from claudeguard import channel
     from claudeguard.policy.decide import grant_rules_for_call, summarize_call
 
@@ -123,10 +154,12 @@ def ask_human(session: Session, *, tool: str, tool_input: dict, agent_type: str 
     )
     record_pending(session, pending.request.id, +1)
     try:
-        answer = pending.wait(on_timeout=on_timeout)
+        answer = _wait(pending, on_timeout, still_wanted)
     finally:
         record_pending(session, pending.request.id, -1)
     request_id = pending.request.id
+    if answer is None:
+        return Verdict("none", "answered at the keyboard; request withdrawn", "keyboard", request_id=request_id)
     if answer.decided_by == "timeout":
         word = "allowed" if answer.decision == "allow" else "denied"
         reason = f"claudeguard: no answer within {timeout:g} s; {word} by approval.on_timeout (request {request_id})"
@@ -144,6 +177,26 @@ def ask_human(session: Session, *, tool: str, tool_input: dict, agent_type: str 
     else:
         reason = answer.message or f"claudeguard: denied by a human ({scope})"
     return Verdict(answer.decision, reason, "human", scope=scope, request_id=request_id)
+
+
+def _wait(pending, on_timeout: str, still_wanted: "Callable[[], bool] | None"):  # type: ignore[no-untyped-def]
+    """The channel's answer; None when the dialog was answered at the keyboard first."""
+    if still_wanted is None:
+        return pending.wait(on_timeout=on_timeout)
+    import select
+
+    while True:
+        left = pending.request.deadline - time.time()
+        if left <= 0:
+            return pending.wait(on_timeout=on_timeout)  # ends at once with on_timeout
+        ready, _, _ = select.select([pending.fileno()], [], [], min(left, SCREEN_CHECK_S))
+        if ready:
+            answer = pending.poll()
+            if answer is not None:
+                return answer
+        if not still_wanted():
+            answer = pending.withdraw()
+            return answer  # an answer that arrived just before the keyboard's still counts
 
 
 def record_pending(session: Session, request_id: str, delta: int) -> None:

@@ -74,9 +74,12 @@ def handle(event: dict) -> dict | None:
     agent_id = event.get("agent_id")
     tool_use_id = event.get("tool_use_id")
 
-    if name == "PostToolUse":
+    if name in ("PostToolUse", "PostToolUseFailure"):
         forget_call(session, tool_use_id)
-        record_event(session, "tool-end", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id)
+        record_event(session, "tool-end", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id, failed=name != "PostToolUse")
+        return None
+    if name == "UserPromptSubmit":
+        record_event(session, "prompt")
         return None
     if name in ("SubagentStart", "SubagentStop"):
         record_event(session, "subagent-start" if name == "SubagentStart" else "subagent-stop", agent_id=agent_id, agent_type=agent_type)
@@ -103,6 +106,10 @@ def handle(event: dict) -> dict | None:
                               cwd=cwd, via="hook", undecided=undecided, tool_use_id=tool_use_id)
         if verdict.decision == "none":
             return None
+        if verdict.decision == "deny":
+            # no PostToolUse follows a denied call: tell the watchdog it is not in flight
+            forget_call(session, tool_use_id)
+            record_event(session, "tool-end", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id, failed=True)
         return _pre_tool_use(verdict.decision, verdict.reason)
 
     # PermissionRequest: the CLI is about to show (or shows) its dialog. In -p runs 2.1.330 also
@@ -111,9 +118,44 @@ def handle(event: dict) -> dict | None:
     if session.snapshot.get("print_mode"):
         return None
     delay = float(session.approval.get("idle_before_channel") or 0)
+    still_wanted = _dialog_watch(session, delay)
     verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
-                          cwd=cwd, via="dialog", undecided="ask", tool_use_id=tool_use_id, delay_s=delay)
+                          cwd=cwd, via="dialog", undecided="ask", tool_use_id=tool_use_id, delay_s=delay,
+                          still_wanted=still_wanted)
+    if verdict.decision == "none":
+        return None  # the person at the keyboard answered; the CLI has moved on
     return _permission_request(verdict.decision, verdict.reason, tool_input)
+
+
+def _dialog_watch(session, delay: float):  # type: ignore[no-untyped-def]
+    """In a pty session the relay writes ``screen.json``: the request is wanted while a dialog is
+    on the screen and the screen path has not posted it itself; a keypress restarts the head
+    start. Without a pty (no screen.json) there is nothing to watch."""
+    import time
+
+    from claudeguard.gate.session import read_screen
+
+    if read_screen(session) is None:
+        return None
+    started = time.time()
+    seen_dialog = [False]
+    last = [{}]
+
+    def wanted() -> bool:
+        state = read_screen(session)
+        last[0] = state or {}
+        if state is None:
+            return True
+        if state.get("exited"):
+            return False
+        if state.get("dialog"):
+            seen_dialog[0] = True
+            return not state.get("request")
+        # The hook can start a moment before the dialog is drawn: give it 2 s to appear.
+        return not seen_dialog[0] and time.time() - started < 2.0
+
+    wanted.keyboard_at = lambda: last[0].get("keyboard_at")  # type: ignore[attr-defined]
+    return wanted
 
 
 def main() -> int:

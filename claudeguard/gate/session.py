@@ -132,6 +132,21 @@ def recall_call(session: Session, tool_use_id: str | None) -> dict:
         return {}
 
 
+def read_screen(session: Session) -> dict | None:
+    """The pty relay's ``screen.json`` (see ``claudeguard.shim.screen``), read without importing
+    the screen model: ``dialog`` (title or None), ``request`` (an id the screen path posted),
+    ``keyboard_at`` (last keypress, epoch). None for sessions without a pty."""
+    if session.dir is None:
+        return None
+    try:
+        fd = os.open(os.path.join(session.dir, "screen.json"), os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd) as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def forget_call(session: Session, tool_use_id: str | None) -> None:
     if session.dir is None or not tool_use_id or "/" in tool_use_id:
         return

@@ -23,8 +23,10 @@ from claudeguard.shim.claude_args import ClaudeArgs
 
 MCP_SERVER_NAME = "claudeguard"
 PROMPT_TOOL = f"mcp__{MCP_SERVER_NAME}__approve"
-# Hook events the guard registers; PermissionRequest exists in both pinned versions.
-HOOK_EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "Notification", "SubagentStart", "SubagentStop")
+# Hook events the guard registers (all exist in both pinned versions; an unknown event name would
+# make the CLI drop the whole settings value). Tool events take a matcher, the others none.
+TOOL_HOOK_EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure")
+OTHER_HOOK_EVENTS = ("Notification", "SubagentStart", "SubagentStop", "UserPromptSubmit", "Stop")
 BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
 
 
@@ -98,12 +100,9 @@ def absolute_rule(rule: str, root: str, cwd: str) -> str:
 def guard_settings(cfg: Config, ctl: list[str], cwd: str) -> dict:
     timeout = int(cfg.get("approval.timeout")) + 30  # the guard, not the CLI, must decide
     hook_cmd = " ".join(shlex.quote(p) for p in ctl + ["hook"])
-    hooks = {
-        event: [{"matcher": "*", "hooks": [{"type": "command", "command": hook_cmd, "timeout": timeout}]}]
-        for event in HOOK_EVENTS
-    }
-    for event in ("Notification", "SubagentStart", "SubagentStop"):
-        del hooks[event][0]["matcher"]
+    entry = {"type": "command", "command": hook_cmd, "timeout": timeout}
+    hooks: dict = {event: [{"matcher": "*", "hooks": [entry]}] for event in TOOL_HOOK_EVENTS}
+    hooks.update({event: [{"hooks": [entry]}] for event in OTHER_HOOK_EVENTS})
     settings: dict = {"hooks": hooks}
     ask = [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.ask", [])]
     if ask:

@@ -666,9 +666,13 @@ class PtySession:
         if self.version is None:
             self.version = banner_version(lines)
         self.router.observe(find_dialog(lines, patterns_for(self.version)))
+        was_at_prompt = self._at_prompt
         self._at_prompt = at_idle_prompt(lines)
         if not self._at_prompt and any(BUSY.search(line) for line in lines):
             self._busy_seen = True
+        if self.monitor is not None and self._at_prompt != was_at_prompt:
+            # the watchdog's "idle" (waiting for its user: never a stall) starts and ends here
+            _call(self.monitor, "note_activity", "at-prompt" if self._at_prompt else "busy")
 
     def _publish(self, now: float, final: bool) -> None:
         title = self.router.dialog.title if self.router.dialog else None
