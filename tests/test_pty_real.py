@@ -63,9 +63,16 @@ class Tui:
         self.screen.resize(rows, cols)
 
     def leave(self) -> int | None:
-        """Ctrl-C twice, as a user leaves; the exit code."""
-        self.child.send("\x03")
-        self.wait("again to exit", 10)
+        """Ctrl-C twice, as a user leaves; the exit code. A first Ctrl-C that lands while the CLI
+        still finishes its turn (its Stop hook runs) interrupts that instead: try again."""
+        for attempt in range(3):
+            self.child.send("\x03")
+            try:
+                self.wait("again to exit", 5)
+                break
+            except AssertionError:
+                if attempt == 2:
+                    raise
         self.child.send("\x03")
         self.child.expect(pexpect.EOF, timeout=10)
         self.child.close()
@@ -195,7 +202,11 @@ def test_keyboard_wins_against_the_hooks_request_which_is_withdrawn(guard, offli
     assert req.extra.get("via") == "dialog"
     tui.child.send("\r")  # Enter on the highlighted "Yes"
     tui.wait("made it")
-    tui.until(lambda: channel.list_pending() == [], 5, "the hook to withdraw its request")
+    try:
+        tui.until(lambda: channel.list_pending() == [], 5, "the hook to withdraw its request")
+    except AssertionError:
+        rt = Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions"
+        raise AssertionError([(p.name, p.read_text()[:600]) for p in rt.glob("*/*.json*")]) from None
     with pytest.raises(Exception, match="no such pending request|no longer pending|withdrawn"):
         channel.answer(req.id, "deny")
     assert (offline_env.cwd / "out.txt").read_text() == "hello\n"
@@ -292,4 +303,28 @@ def test_auto_mode_dialog_then_its_approval_from_the_channel(guard, cli_version,
     channel.answer(req.id, "allow")  # Down, Enter
     tui.wait("made it")
     assert (offline_env.cwd / "ran.txt").read_text() == "ran\n"
+    assert tui.leave() == 0
+
+
+def test_unanswered_dialog_is_diagnosed_as_blocked_on_its_terminal(guard, offline_env):
+    # Nobody at the keyboard and the channel not yet asked (a long idle_before_channel): the
+    # watchdog finds the session stalled on the dialog and says so.
+    tui, _, env = guard(_bash_turns(), "--permission-mode", "default", "--guard-stall-after", "2", "run it", idle=120)
+    tui.wait("Do you want to proceed?")
+    from claudeguard.channel.audit import read_events
+
+    stalls: list = []
+
+    def stalled() -> bool:
+        stalls[:] = [e for e in read_events() if e.get("event") == "stall"]
+        return bool(stalls)
+
+    try:
+        tui.until(stalled, 15, "the watchdog's stall report")
+    except AssertionError:
+        rt = Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions"
+        raise AssertionError([(p.name, p.read_text()[:3000]) for p in rt.glob("*/status.json")]) from None
+    assert "terminal" in stalls[0]["summary"] and "dialog" in stalls[0]["summary"], stalls[0]
+    tui.child.send("\r")
+    tui.wait("made it")
     assert tui.leave() == 0

@@ -128,9 +128,9 @@ def handle(event: dict) -> dict | None:
 
 
 def _dialog_watch(session, delay: float):  # type: ignore[no-untyped-def]
-    """In a pty session the relay writes ``screen.json``: the request is wanted while a dialog is
+    """In a pty session the relay writes ``dialog.json``: the request is wanted while a dialog is
     on the screen and the screen path has not posted it itself; a keypress restarts the head
-    start. Without a pty (no screen.json) there is nothing to watch."""
+    start. Without a pty (no dialog.json) there is nothing to watch."""
     import time
 
     from claudeguard.gate.session import read_screen
@@ -139,11 +139,19 @@ def _dialog_watch(session, delay: float):  # type: ignore[no-untyped-def]
         return None
     started = time.time()
     seen_dialog = [False]
-    last = [{}]
+    last: list = [{}, None]  # the state, and the (inode, mtime) it was read at
 
     def wanted() -> bool:
-        state = read_screen(session)
-        last[0] = state or {}
+        # Re-read only when the relay rewrote the file: a stat costs no read I/O, and the
+        # watchdog counts the tree's I/O as progress (a hook polling the file would hide a stall).
+        try:
+            st = os.stat(os.path.join(session.dir, "dialog.json"))
+            stamp = (st.st_ino, st.st_mtime_ns)
+        except OSError:
+            stamp = None
+        if stamp is None or stamp != last[1]:
+            last[0], last[1] = read_screen(session) or {}, stamp
+        state = last[0] or None
         if state is None:
             return True
         if state.get("exited"):
@@ -151,8 +159,12 @@ def _dialog_watch(session, delay: float):  # type: ignore[no-untyped-def]
         if state.get("dialog"):
             seen_dialog[0] = True
             return not state.get("request")
-        # The hook can start a moment before the dialog is drawn: give it 2 s to appear.
-        return not seen_dialog[0] and time.time() - started < 2.0
+        # No dialog on the screen: gone (it was seen, or a key was pressed since we started: the
+        # keyboard answered it, maybe before the relay, which waits out flicker, reported it), or
+        # not drawn yet (give it up to 10 s to appear).
+        if seen_dialog[0] or (state.get("keyboard_at") or 0) > started:
+            return False
+        return time.time() - started < 10.0
 
     wanted.keyboard_at = lambda: last[0].get("keyboard_at")  # type: ignore[attr-defined]
     return wanted

@@ -133,13 +133,13 @@ def recall_call(session: Session, tool_use_id: str | None) -> dict:
 
 
 def read_screen(session: Session) -> dict | None:
-    """The pty relay's ``screen.json`` (see ``claudeguard.shim.screen``), read without importing
-    the screen model: ``dialog`` (title or None), ``request`` (an id the screen path posted),
-    ``keyboard_at`` (last keypress, epoch). None for sessions without a pty."""
+    """The pty relay's ``dialog.json`` (see ``claudeguard.shim.pty_relay``), read without
+    importing the screen model: ``dialog`` (title or None), ``request`` (an id the screen path
+    posted), ``keyboard_at`` (last keypress, epoch), ``exited``. None without a pty."""
     if session.dir is None:
         return None
     try:
-        fd = os.open(os.path.join(session.dir, "screen.json"), os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(os.path.join(session.dir, "dialog.json"), os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd) as fh:
             data = json.load(fh)
     except (OSError, ValueError):

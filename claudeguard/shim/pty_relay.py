@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from claudeguard.shim.dialogs import BUSY, DialogRouter, RouteSettings, at_idle_prompt, banner_version, find_dialog, patterns_for
-from claudeguard.shim.screen import Screen, write_screen_state
+from claudeguard.shim.screen import DIALOG_FILE, Screen, write_screen_state
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH, signal.SIGTSTP,
              signal.SIGCONT, signal.SIGUSR1, signal.SIGUSR2)
@@ -290,6 +290,7 @@ class PtySession:
         self._activity_at = 0.0
         self._dialog_title: str | None = None
         self._busy_seen = False
+        self._dialog_written: dict | None = None
         self._at_prompt = False
         self._last_lines: list[str] = []
         self._idle_since: float | None = None
@@ -680,6 +681,14 @@ class PtySession:
             self._dialog_title = title
             if self.monitor is not None:
                 _call(self.monitor, "set_screen_hint", f"a dialog is on screen: {title}" if title else None)
+        if self.settings.session_dir:
+            # dialog.json: the dialog part alone, rewritten only when it changes, for the
+            # PermissionRequest hook that watches it (re-reading screen.json at every redraw would
+            # be I/O the watchdog has to take for progress).
+            dialog = dict(self.router.state(), exited=final)
+            if dialog != self._dialog_written:
+                self._dialog_written = dialog
+                write_screen_state(self.settings.session_dir, dialog, name=DIALOG_FILE)
         due = self.screen.version != self._tail_version and now - self._tail_written >= TAIL_EVERY_S
         if not (self.router.changed or due or final):
             return

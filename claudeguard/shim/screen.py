@@ -27,6 +27,7 @@ import unicodedata
 from pathlib import Path
 
 SCREEN_FILE = "screen.json"
+DIALOG_FILE = "dialog.json"  # the dialog part alone, for the PermissionRequest hook
 # Private modes a program may leave on if it dies: mouse reports, focus events, bracketed paste,
 # application cursor keys, colour-scheme reports, the alternate screen (last: its text goes).
 RESETTABLE_MODES = ("1", "1000", "1002", "1003", "1005", "1006", "1015", "1004", "2004", "2031", "47", "1047", "1049")
@@ -415,16 +416,16 @@ class Screen:
 # -- screen.json ------------------------------------------------------------------------------
 
 
-def write_screen_state(session_dir: str | os.PathLike[str], state: dict) -> None:
-    """Replace ``screen.json`` atomically (temp file + rename, 0600). Never raises: the screen
-    file is a courtesy to other processes, the session goes on without it."""
+def write_screen_state(session_dir: str | os.PathLike[str], state: dict, name: str = SCREEN_FILE) -> None:
+    """Replace ``screen.json`` (or ``name``) atomically (temp file + rename, 0600). Never raises:
+    the screen file is a courtesy to other processes, the session goes on without it."""
     directory = Path(session_dir)
-    tmp = directory / f".{SCREEN_FILE}.{os.getpid()}.tmp"
+    tmp = directory / f".{name}.{os.getpid()}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(state, fh, ensure_ascii=False)
-        os.replace(tmp, directory / SCREEN_FILE)
+        os.replace(tmp, directory / name)
     except OSError:
         try:
             os.unlink(tmp)

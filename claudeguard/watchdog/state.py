@@ -392,11 +392,14 @@ class Tracker:
                 q = prev.procs.get(pid)
                 if q is None or q.start != p.start:
                     d = p.cpu + p.cpu_children
-                    io_delta += p.io or 0
+                    proc_io = p.io or 0
                 else:
                     d = max(0.0, p.cpu - q.cpu) + max(0.0, p.cpu_children - q.cpu_children - credit.get(pid, 0.0))
-                    if p.io is not None and q.io is not None:
-                        io_delta += max(0, p.io - q.io)
+                    proc_io = max(0, p.io - q.io) if p.io is not None and q.io is not None else 0
+                # With a dialog on the screen the CLI's own io is its redraw (2.1.330 repaints
+                # about 2 KB a second while it waits), not progress.
+                if not (pid == s.root_pid and self.screen_hint):
+                    io_delta += proc_io
                 deltas[pid] = d
             self.cpu_total += sum(deltas.values())
         self._deltas = deltas
