@@ -9,7 +9,7 @@ answers them, and every decision goes to the audit log.
 - ``notify``   ``[approval].notify`` commands.
 - ``audit``    the JSON-lines decision log.
 
-The protocol (who creates, writes, reads and removes each file) is in docs/channel-protocol.md.
+The protocol (who creates, writes, reads and removes each file) is in docs/design.md ("The approval channel").
 Only the standard library is imported here, so hooks pay nothing for it.
 """
 

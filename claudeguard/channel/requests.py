@@ -2,7 +2,7 @@
 
 The waiting side (``post`` -> ``Pending``) sleeps in poll(2) on its own FIFO and wakes the
 moment an answer is written; the answering side (``answer``) claims the request under a flock
-and writes one atomic line; the waiter marks it done. ``docs/channel-protocol.md`` states who
+and writes one atomic line; the waiter marks it done. ``docs/design.md ("The approval channel")`` states who
 creates, writes, reads and removes each file, and why no FIFO mishap loses, duplicates,
 misroutes or hangs an answer.
 """

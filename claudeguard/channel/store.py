@@ -1,7 +1,7 @@
 """The channel directory and the files of one request, always opened relative to a checked
 directory fd with O_NOFOLLOW.
 
-Per request ``<id>`` (see docs/channel-protocol.md for who creates, writes, reads and removes each):
+Per request ``<id>`` (see docs/design.md ("The approval channel") for who creates, writes, reads and removes each):
 ``<id>.fifo`` (answers), ``<id>.lock`` (flock that serialises answerers and the waiter's own
 ending), ``<id>.json`` (the published request; present = listed), ``<id>.done`` (the end marker,
 created once with O_EXCL: its content says how the request ended).

@@ -23,13 +23,16 @@ def main(argv: list[str]) -> int:
     if verb == "deny":
         parser.add_argument("--message", "-m", help="the reason the model receives")
     parser.add_argument("--file", help="with --scope forever: the config file to write (default: the user file)")
+    parser.add_argument("--choice", help="for a dialog request: the option to pick, by its label or its number (1 = first)")
     args = parser.parse_args(argv[1:])
     decision = "allow" if verb == "approve" else "deny"
     message = getattr(args, "message", None)
-    return answer_request(args.id, decision, scope=args.scope, message=message, file=args.file, by=f"claudeguardctl {verb}")
+    return answer_request(args.id, decision, scope=args.scope, message=message, file=args.file, by=f"claudeguardctl {verb}",
+                          choice=args.choice)
 
 
-def answer_request(request_id: str, decision: str, *, scope: str, message: str | None, file: str | None, by: str, quiet: bool = False) -> int:
+def answer_request(request_id: str, decision: str, *, scope: str, message: str | None, file: str | None, by: str,
+                   quiet: bool = False, choice: str | None = None) -> int:
     from claudeguard import channel
     from claudeguard.policy.decide import grant_rules_for_call
 
@@ -50,7 +53,13 @@ def answer_request(request_id: str, decision: str, *, scope: str, message: str |
 
             target = Path(file) if file else user_config_file()
             _check_writable(target)
-    answered = channel.answer(request_id, decision, scope=scope, message=message, by=by)
+    if choice is not None and choice.isdigit():
+        # a dialog's option by number: the request lists its choices in order
+        choices = match[0].choices if match and match[0].choices else []
+        if not 1 <= int(choice) <= len(choices):
+            raise GuardError(f"{request_id}: --choice {choice}: the request has {len(choices)} choices")
+        choice = choices[int(choice) - 1]
+    answered = channel.answer(request_id, decision, scope=scope, message=message, by=by, choice=choice)
     word = "approved" if decision == "allow" else "denied"
     if target is not None:
         from claudeguard.config.write import add_rule

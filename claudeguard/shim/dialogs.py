@@ -10,7 +10,7 @@ shift+Tab to leave ... · Esc to cancel``). Anything that does not match a patte
 menu included, is not a dialog we answer: unknown dialogs are not guessed at.
 
 Changed wording in a new CLI release is one line in ``TABLES``. The texts were read off the
-screens of 2.1.197 and 2.1.330 driven under a pty (see docs/pty.md).
+screens of 2.1.197 and 2.1.330 driven under a pty (see docs/design.md, "Interactive sessions").
 """
 
 from __future__ import annotations
