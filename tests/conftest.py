@@ -15,7 +15,10 @@ skipped, except under ``CI=true`` where it fails.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -32,6 +35,12 @@ API_KEY = "sk-ant-api03-offline-test-key-0123456789abcdef"
 UNUSED_URL = "http://127.0.0.1:9"  # until a test points the env at its server: nothing listens
 
 _install_errors: dict[str, str] = {}
+
+# Hypothesis keeps a cache directory (.hypothesis/) in the working directory; tests leave no
+# files outside their temporary directories, so point it at one that is removed at the end.
+_HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="claudeguard-hypothesis-")
+os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = _HYPOTHESIS_HOME
+atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, True)
 
 
 def in_ci() -> bool:
