@@ -41,7 +41,6 @@ from claudeguard.shim.screen import DIALOG_FILE, Screen, write_screen_state
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH, signal.SIGTSTP,
              signal.SIGCONT, signal.SIGUSR1, signal.SIGUSR2)
-PR_SET_PDEATHSIG = 1
 DETACHED_SIZE = (50, 160)
 QUIET_S = 0.03  # read the screen once output pauses this long ...
 RECHECK_MAX_S = 0.25  # ... or at least this often while it flows
@@ -197,28 +196,17 @@ def _set_size(fd: int, rows: int, cols: int) -> None:
 
 
 def _leader_setup(parent_pid: int) -> Callable[[], None]:
-    # Everything the child needs is loaded before the fork: nothing is imported in between.
+    """The pipe supervisor's child set-up (unblocked signals, parent-death signal), then take the
+    pty as the controlling terminal. Everything is loaded before the fork."""
     import fcntl
     import termios
 
-    prctl = None
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
+    from claudeguard.shim.supervise import child_setup
 
-            prctl = ctypes.CDLL(None, use_errno=True).prctl
-        except (OSError, AttributeError):
-            prctl = None
-
-    def setup() -> None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        if prctl is not None:
-            prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent_pid:
-            os._exit(129)
+    def take_tty() -> None:
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)  # after setsid (start_new_session): the pty is ours
 
-    return setup
+    return child_setup(parent_pid, take_tty)
 
 
 def _plug_std_fds() -> None:

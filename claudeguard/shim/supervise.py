@@ -26,8 +26,10 @@ SI_USER = 0  # si_code of kill(2); the tty driver sends with SI_KERNEL (0x80)
 PR_SET_PDEATHSIG = 1
 
 
-def _child_setup(parent_pid: int) -> Callable[[], None]:
-    # Load libc before the fork: nothing may be imported between fork and exec.
+def child_setup(parent_pid: int, then: Callable[[], None] | None = None) -> Callable[[], None]:
+    """The ``preexec_fn`` of every child the shim starts (here and in the pty relay); ``then``
+    runs last, in the child. Loads libc before the fork: nothing may be imported between fork
+    and exec."""
     prctl = None
     if sys.platform.startswith("linux"):
         try:
@@ -45,6 +47,8 @@ def _child_setup(parent_pid: int) -> Callable[[], None]:
             prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         if os.getppid() != parent_pid:
             os._exit(129)
+        if then is not None:
+            then()
 
     return setup
 
@@ -69,7 +73,7 @@ class Supervisor:
                 self.argv,
                 env=self.env,
                 stdout=subprocess.PIPE if self.tap_stdout else None,
-                preexec_fn=_child_setup(os.getpid()),
+                preexec_fn=child_setup(os.getpid()),
                 close_fds=True,
             )
         except OSError as exc:
