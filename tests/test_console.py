@@ -1,0 +1,96 @@
+"""`claudeguardctl console` in a terminal: requests appear as they arrive (with a bell) and single
+keys answer them; a second console or a script may answer side by side."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pexpect
+import pytest
+
+from claudeguard import channel
+from claudeguard.shim.screen import Screen
+
+CTL = [sys.executable, "-m", "claudeguard.commands.ctl"]
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    values = {"CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"),
+              "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "TERM": "xterm"}
+    for key, value in values.items():
+        monkeypatch.setenv(key, value)
+    return values
+
+
+class Console:
+    def __init__(self, env: dict) -> None:
+        self.child = pexpect.spawn(CTL[0], CTL[1:] + ["console"], env=env, dimensions=(30, 160), timeout=10)
+        self.screen = Screen(30, 160)
+        self.raw = b""
+
+    def wait(self, text: str, timeout: float = 10) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in " ".join(self.screen.text().split()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} not shown; screen:\n{self.screen.text()}")
+            try:
+                data = self.child.read_nonblocking(65536, timeout=0.1)
+            except pexpect.TIMEOUT:
+                continue
+            self.raw += data
+            self.screen.feed(data)
+
+    def close(self) -> None:
+        if self.child.isalive():
+            self.child.send("q")
+            self.child.expect(pexpect.EOF, timeout=10)
+        self.child.close(force=True)
+
+
+def _post(tool_input: dict, agent_type: str | None = "general-purpose"):  # type: ignore[no-untyped-def]
+    return channel.post(session_id="sess-1", agent_type=agent_type, agent_id="a1", tool="Bash", input=tool_input,
+                        summary=f"Bash: {tool_input['command']}", cwd="/tmp", timeout=60)
+
+
+def test_console_shows_arrivals_and_answers_with_single_keys(env):
+    console = Console(env)
+    try:
+        console.wait("waiting for requests")
+        first = _post({"command": "npm test"})
+        console.wait("Bash: npm test")
+        assert b"\a" in console.raw  # the bell for a new arrival
+        console.child.send("s")  # session scope
+        answer = first.wait()
+        assert (answer.decision, answer.scope, answer.decided_by) == ("allow", "session", "human")
+        second = _post({"command": "rm -rf build"}, agent_type=None)
+        console.wait("Bash: rm -rf build")
+        console.child.send("n")
+        console.wait("message for the model")
+        console.child.send("not now\r")
+        answer = second.wait()
+        assert (answer.decision, answer.message) == ("deny", "not now")
+    finally:
+        console.close()
+
+
+def test_two_consoles_and_a_script_side_by_side(env):
+    one, two = Console(env), Console(env)
+    try:
+        pending = _post({"command": "make deploy"})
+        one.wait("Bash: make deploy")
+        two.wait("Bash: make deploy")
+        one.child.send("y")
+        assert pending.wait().decision == "allow"
+        two.child.send("y")  # too late: refused, shown in the console, nothing changes
+        two.wait("waiting for requests")
+        assert channel.list_pending() == []
+        third = _post({"command": "make release"})
+        two.wait("Bash: make release")
+        channel.answer(third.request.id, "deny", message="scripted")  # a script answers
+        assert third.wait().message == "scripted"
+        two.wait("waiting for requests")
+    finally:
+        one.close()
+        two.close()
