@@ -45,16 +45,46 @@ def spawn_tui(argv: Sequence[str], env: dict[str, str], cwd: str | Path,
 
 
 def expect_text(child, text: str, timeout: float = 15) -> None:
-    """Wait until ``text`` has been drawn (see ``text_pattern``); raise AssertionError with the
-    recent screen output if it has not appeared within ``timeout`` or the program ended."""
+    """Wait until ``text`` is on the screen; raise AssertionError with the screen if it has not
+    appeared within ``timeout`` or the program ended.
+
+    The output is fed to claudeguard's screen model (``claudeguard.shim.screen``), so words the
+    TUI places with cursor moves, or redraws over, read as they look; the raw-stream pattern
+    (``text_pattern``) is kept as a second way to see text that flashed by between reads.
+    """
+    import time
+
     import pexpect
 
-    try:
-        child.expect(text_pattern(text), timeout=timeout)
-    except (pexpect.TIMEOUT, pexpect.EOF) as exc:
-        what = "timed out" if isinstance(exc, pexpect.TIMEOUT) else "program ended"
-        seen = screen_text(child.before or "")[-1500:]
-        raise AssertionError(f"{text!r} not seen on the terminal ({what} after {timeout}s); recent output: {seen}") from None
+    from claudeguard.shim.screen import Screen
+
+    screen = getattr(child, "_claudeguard_screen", None)
+    if screen is None:
+        rows, cols = child.getwinsize()
+        screen = child._claudeguard_screen = Screen(rows, cols)
+        child._claudeguard_raw = ""
+    want = " ".join(text.split())
+    pattern = text_pattern(text)
+    deadline = time.monotonic() + timeout
+    what = "timed out"
+    while True:
+        if want in " ".join(screen.text().split()) or pattern.search(child._claudeguard_raw):
+            child._claudeguard_raw = ""  # like expect(): what matched is consumed
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        try:
+            data = child.read_nonblocking(65536, timeout=min(left, 0.1))
+        except pexpect.TIMEOUT:
+            continue
+        except pexpect.EOF:
+            what = "program ended"
+            break
+        screen.feed(data)
+        child._claudeguard_raw = (child._claudeguard_raw + data)[-20000:]
+    seen = " ".join(screen.text().split())[-1500:]
+    raise AssertionError(f"{text!r} not seen on the terminal ({what} after {timeout}s); screen: {seen}")
 
 
 def exit_tui(child, timeout: float = 10) -> int | None:
