@@ -1,5 +1,7 @@
 """Whole-process time of `claudeguardctl hook` as the CLI runs it (a new process per call, event
-JSON on stdin) for a call the policy decides, against a bare `python -c pass`.
+JSON on stdin) for a call the policy decides, against a bare `python -c pass`: served by the
+session's gate server (as in every guarded session), and deciding in its own process (the
+fallback when there is no server).
 
     python bench/hook.py [--runs 40]
 
@@ -64,19 +66,36 @@ def main() -> int:
             subprocess.run(argv, input=data, env=env, stdout=subprocess.DEVNULL, check=True)
             return time.perf_counter() - start
 
-        bare, hook = [], []
+        from claudeguard.gate.server import GateServer
+
+        os.environ.update(CLAUDEGUARD_SESSION="bench", CLAUDEGUARD_SESSION_DIR=session_dir,
+                          CLAUDEGUARD_RUNTIME_DIR=env["CLAUDEGUARD_RUNTIME_DIR"], CLAUDEGUARD_LOG_DIR=env["CLAUDEGUARD_LOG_DIR"])
+        server = GateServer(session_dir)
+        served_out = b""
+        bare, hook, standalone = [], [], []
+        try:
+            server.start()
+            served_out = subprocess.run([*ctl_argv, "hook"], input=payload, env=env, capture_output=True, check=True).stdout
+            for _ in range(3):
+                timed([sys.executable, "-c", "pass"], None)
+                timed([*ctl_argv, "hook"], payload)
+            for _ in range(args.runs):
+                bare.append(timed([sys.executable, "-c", "pass"], None))
+                hook.append(timed([*ctl_argv, "hook"], payload))
+        finally:
+            server.close()
         for _ in range(3):
-            timed([sys.executable, "-c", "pass"], None)
             timed([*ctl_argv, "hook"], payload)
         for _ in range(args.runs):
-            bare.append(timed([sys.executable, "-c", "pass"], None))
-            hook.append(timed([*ctl_argv, "hook"], payload))
+            standalone.append(timed([*ctl_argv, "hook"], payload))
         if args.importtime:
             trace = subprocess.run([ctl_argv[0], "-X", "importtime", *ctl_argv[1:], "hook"], input=payload, env=env, capture_output=True).stderr
             Path(__file__).with_name("hook-importtime.txt").write_bytes(trace)
-    b, h = statistics.median(bare), statistics.median(hook)
+    b, h, alone = statistics.median(bare), statistics.median(hook), statistics.median(standalone)
+    assert json.loads(served_out) == json.loads(out), "the server and the standalone hook disagree"
     print(json.dumps({"runs": args.runs, "decision": decision, "python_pass_median_ms": round(b * 1000, 1),
                       "hook_median_ms": round(h * 1000, 1), "ratio": round(h / b, 2),
+                      "hook_without_server_median_ms": round(alone * 1000, 1),
                       "pythondontwritebytecode": os.environ.get("PYTHONDONTWRITEBYTECODE")}))
     return 0
 

@@ -15,6 +15,10 @@ import json
 import os
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
+
 DECISION_EVENTS = ("PreToolUse", "PermissionRequest")
 
 
@@ -45,7 +49,9 @@ def deny_output(event_name: str | None, reason: str) -> dict | None:
     return None
 
 
-def run(stdin_text: str) -> dict | None:
+def run(stdin_text: str, client_alive: "Callable[[], bool] | None" = None) -> dict | None:
+    """The hook's answer to one event. ``client_alive``: when served by the gate server, whether
+    the hook process that asked is still there (a request it waits on is withdrawn otherwise)."""
     try:
         event = json.loads(stdin_text)
         if not isinstance(event, dict):
@@ -54,7 +60,7 @@ def run(stdin_text: str) -> dict | None:
         return deny_output(None, f"claudeguard: malformed hook input ({exc}); denied")
     name = event.get("hook_event_name")
     try:
-        return handle(event)
+        return handle(event, client_alive)
     except Exception as exc:  # noqa: BLE001 - fail closed with a reason, never a traceback
         if name in DECISION_EVENTS:
             detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -62,7 +68,7 @@ def run(stdin_text: str) -> dict | None:
         return None
 
 
-def handle(event: dict) -> dict | None:
+def handle(event: dict, client_alive: "Callable[[], bool] | None" = None) -> dict | None:
     from claudeguard.gate.session import current_session, forget_call, record_event, remember_call
 
     name = event.get("hook_event_name")
@@ -103,7 +109,7 @@ def handle(event: dict) -> dict | None:
             background = session.policy_spec.get("subagents", {}).get("background", "like-foreground")
             undecided = "deny" if background == "deny" else "ask"
         verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
-                              cwd=cwd, via="hook", undecided=undecided, tool_use_id=tool_use_id)
+                              cwd=cwd, via="hook", undecided=undecided, tool_use_id=tool_use_id, still_wanted=client_alive)
         if verdict.decision == "none":
             return None
         if verdict.decision == "deny":
@@ -118,13 +124,25 @@ def handle(event: dict) -> dict | None:
     if session.snapshot.get("print_mode"):
         return None
     delay = float(session.approval.get("idle_before_channel") or 0)
-    still_wanted = _dialog_watch(session, delay)
+    still_wanted = _both(_dialog_watch(session, delay), client_alive)
     verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
                           cwd=cwd, via="dialog", undecided="ask", tool_use_id=tool_use_id, delay_s=delay,
                           still_wanted=still_wanted)
     if verdict.decision == "none":
         return None  # the person at the keyboard answered; the CLI has moved on
     return _permission_request(verdict.decision, verdict.reason, tool_input)
+
+
+def _both(first, second):  # type: ignore[no-untyped-def]
+    """Wanted while both watchers want it (either may be None: not watching)."""
+    if first is None or second is None:
+        return first or second
+
+    def wanted() -> bool:
+        return second() and first()
+
+    wanted.keyboard_at = getattr(first, "keyboard_at", lambda: None)  # type: ignore[attr-defined]
+    return wanted
 
 
 def _dialog_watch(session, delay: float):  # type: ignore[no-untyped-def]

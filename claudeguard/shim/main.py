@@ -135,6 +135,10 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # ty
 
             sup = Supervisor(plan.argv, env, tap_stdout=True)
         child_pid = sup.start()
+        # After start(): the supervisor has blocked the forwarded signals, and the gate's threads
+        # must inherit that mask (only its signal thread may take them). A hook that comes before
+        # the server listens decides in its own process.
+        gate = _start_gate_server(str(session_dir), session_id)
         monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, plan.argv)
         if use_pty:
             sup.on_output = None  # the screen is not stream-json
@@ -149,7 +153,27 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # ty
             return 124
         return code
     finally:
+        if "gate" in locals() and gate is not None:
+            gate.close()
         shutil.rmtree(session_dir, ignore_errors=True)
+
+
+def _start_gate_server(session_dir: str, session_id: str):  # type: ignore[no-untyped-def]
+    """Serve the session's hook calls from this process (see claudeguard.gate.server); without
+    it every hook decides in its own process, which is slower but gives the same answers."""
+    if os.environ.get("CLAUDEGUARD_GATE_SERVER") == "0":
+        return None
+    # Decisions made in this process read the session the way a hook process does.
+    os.environ["CLAUDEGUARD_SESSION_DIR"] = session_dir
+    os.environ["CLAUDEGUARD_SESSION"] = session_id
+    from claudeguard.gate.server import GateServer
+
+    gate = GateServer(session_dir)
+    try:
+        gate.start()
+    except OSError:
+        return None  # not worth a line on the user's screen: hooks decide in their own processes
+    return gate
 
 
 def _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, argv):  # type: ignore[no-untyped-def]

@@ -93,8 +93,16 @@ def exit_tui(child, timeout: float = 10) -> int | None:
     too, but not while a dialog holds the keyboard)."""
     import pexpect
 
-    child.send("\x03")
-    expect_text(child, "again to exit", timeout)
+    for attempt in range(3):
+        child.send("\x03")
+        try:
+            expect_text(child, "again to exit", timeout / 2)
+            break
+        except AssertionError:
+            # the first Ctrl-C landed while the turn was still finishing (its Stop hook ran) and
+            # interrupted that instead: press it again
+            if attempt == 2:
+                raise
     child.send("\x03")
     child.expect(pexpect.EOF, timeout=timeout)
     return close_tui(child)

@@ -1,0 +1,95 @@
+"""The gate server: a hook call inside a guarded session is answered by the supervisor's server;
+a hook whose process goes away has its waiting request withdrawn; without a server the hook
+decides in its own process with the same answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from claudeguard import channel
+from claudeguard.gate import server as gate_server
+from claudeguard.shim.command import ctl_command
+
+
+@pytest.fixture
+def session(tmp_path, monkeypatch):
+    # A deep directory: the socket path is longer than a Unix socket address may be.
+    session_dir = tmp_path / ("d" * 60) / ("e" * 40) / "session"
+    session_dir.mkdir(parents=True, mode=0o700)
+    snapshot = {"session_id": "sess", "cwd": str(tmp_path), "policy": {"permissions": {"deny": [{"rule": "Bash(rm *)", "source": "cfg:1", "root": "/"}]}},
+                "approval": {"timeout": 30, "on_timeout": "deny"}, "print_mode": True}
+    (session_dir / "session.json").write_text(json.dumps(snapshot))
+    env = {"CLAUDEGUARD_SESSION_DIR": str(session_dir), "CLAUDEGUARD_SESSION": "sess", "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"),
+           "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return session_dir, env
+
+
+class CountingServer(gate_server.GateServer):
+    served = 0
+
+    def _serve(self, conn):  # type: ignore[no-untyped-def]
+        CountingServer.served += 1
+        super()._serve(conn)
+
+
+def _event(command: str, **extra: object) -> bytes:
+    return json.dumps({"hook_event_name": "PreToolUse", "session_id": "s", "cwd": "/tmp", "tool_name": "Bash",
+                       "tool_input": {"command": command}, "tool_use_id": "toolu_x", **extra}).encode()
+
+
+def test_hook_is_answered_by_the_server(session):
+    session_dir, env = session
+    assert len(os.fsencode(str(session_dir / "gate.sock"))) > 108
+    server = CountingServer(str(session_dir))
+    server.start()
+    try:
+        assert oct((session_dir / "gate.sock").stat().st_mode & 0o777) == "0o600"
+        out = subprocess.run([*ctl_command(), "hook"], input=_event("rm -rf /"), env=env, capture_output=True, timeout=30)
+        assert out.returncode == 0 and out.stderr == b""
+        decision = json.loads(out.stdout)["hookSpecificOutput"]
+        assert decision["permissionDecision"] == "deny" and "Bash(rm *)" in decision["permissionDecisionReason"]
+        assert CountingServer.served == 1
+        # nothing to say: the server answers OK with an empty body, the hook prints nothing
+        out = subprocess.run([*ctl_command(), "hook"], input=json.dumps({"hook_event_name": "Stop"}).encode(), env=env,
+                             capture_output=True, timeout=30)
+        assert (out.returncode, out.stdout) == (0, b"")
+        assert CountingServer.served == 2
+    finally:
+        server.close()
+    assert not (session_dir / "gate.sock").exists()
+
+
+def test_without_a_server_the_hook_decides_the_same(session):
+    _, env = session
+    out = subprocess.run([*ctl_command(), "hook"], input=_event("rm -rf /"), env=env, capture_output=True, timeout=30)
+    assert json.loads(out.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_a_hook_that_goes_away_has_its_request_withdrawn(session):
+    session_dir, env = session
+    server = gate_server.GateServer(str(session_dir))
+    server.start()
+    try:
+        hook = subprocess.Popen([*ctl_command(), "hook"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        hook.stdin.write(_event("make deploy", agent_type="general-purpose", agent_id="a1"))
+        hook.stdin.close()
+        deadline = time.monotonic() + 20
+        while not channel.list_pending():
+            assert time.monotonic() < deadline, "the subagent's call never reached the channel"
+            time.sleep(0.05)
+        hook.send_signal(signal.SIGKILL)  # the CLI gave up on its hook
+        hook.wait(timeout=10)
+        deadline = time.monotonic() + 3
+        while channel.list_pending():
+            assert time.monotonic() < deadline, "the request outlived its hook"
+            time.sleep(0.05)
+    finally:
+        server.close()
