@@ -64,13 +64,16 @@ def probe(real: str, cfg) -> bool:  # type: ignore[no-untyped-def]
     from claudeguard.testing.model_server import ModelServer
     from claudeguard.testing.offline_home import offline_env, prepare_home
 
-    scenario = [{"match": PROBE, "turns": [{"tool_use": {"name": "Glob", "input": {"pattern": "*.claudeguard-doctor"}}}, {"text": "probe-ok"}]}]
+    # Read of a file in the working folder: a tool every version has and runs without asking.
+    scenario = [{"match": PROBE, "turns": [{"tool_use": {"name": "Read", "input": {"file_path": "PROBE_FILE"}}}, {"text": "probe-ok"}]}]
     session_id = "doctor-" + secrets.token_hex(6)
     session_dir = runtime_dir("sessions", session_id)
     tmp = Path(tempfile.mkdtemp(prefix="claudeguard-doctor-"))
     try:
         work = tmp / "work"
         work.mkdir()
+        (work / "probe.txt").write_text("claudeguard doctor\n")
+        scenario[0]["turns"][0]["tool_use"]["input"]["file_path"] = str(work / "probe.txt")
         key = "sk-ant-doctor-offline-" + secrets.token_hex(8)
         prepare_home(tmp / "home", cwd=work, api_key=key)
         args = parse_claude_args(["-p", f"{PROBE} run", "--output-format", "stream-json", "--verbose"])
@@ -99,7 +102,7 @@ def probe(real: str, cfg) -> bool:  # type: ignore[no-untyped-def]
         servers = {s.get("name"): s.get("status") for s in init.get("mcp_servers", [])}
         ok &= _say(servers.get("claudeguard") == "connected", f"permission-prompt MCP server: {servers.get('claudeguard', 'missing')}")
         events = (session_dir / "events.jsonl").read_text() if (session_dir / "events.jsonl").exists() else ""
-        fired = '"tool-start"' in events and '"Glob"' in events
+        fired = '"tool-start"' in events and '"Read"' in events
         ok &= _say(fired, "hooks fire (PreToolUse reached claudeguardctl hook)")
         return ok
     finally:

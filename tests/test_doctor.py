@@ -1,0 +1,30 @@
+"""`claudeguardctl doctor` on the real CLI: it finds the CLI, proves the injected flags, the MCP
+prompt server and the hooks work offline, and refuses a runtime dir others can enter."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.shim_helpers import CTL, guarded_env
+
+
+def test_doctor_proves_the_injection_on_the_real_cli(real_claude, cli_version, offline_env, run_claude):
+    env = guarded_env(offline_env, real_claude)
+    proc = run_claude(CTL + ["doctor"], env, offline_env.cwd, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"version {cli_version}" in proc.stdout
+    for line in ("injected flags accepted", "permission-prompt MCP server: connected", "hooks fire"):
+        assert f"ok    {line}" in proc.stdout
+    assert "FAIL" not in proc.stdout
+    assert not list(Path(env["CLAUDEGUARD_RUNTIME_DIR"], "sessions").iterdir())  # its probe session is gone
+
+
+def test_doctor_refuses_a_runtime_dir_others_can_enter(real_claude, offline_env, run_claude):
+    env = guarded_env(offline_env, real_claude)
+    runtime = Path(env["CLAUDEGUARD_RUNTIME_DIR"])
+    runtime.mkdir(parents=True, exist_ok=True)
+    os.chmod(runtime, 0o755)
+    proc = run_claude(CTL + ["doctor"], env, offline_env.cwd, timeout=60)
+    assert proc.returncode == 1
+    assert "FAIL  runtime dir" in proc.stdout and "lets others in" in proc.stdout
