@@ -8,7 +8,8 @@ as ``{"event": "notify-failed"}``. Nothing here ever raises into the waiting cal
 
 from __future__ import annotations
 
-import subprocess
+import os
+import signal
 import threading
 
 from claudeguard.channel.model import Request
@@ -31,28 +32,36 @@ def substitute(argv: list[str], request: Request) -> list[str]:
     return out
 
 
-def run_notify(argv: list[str] | None, request: Request) -> subprocess.Popen | None:
+def run_notify(argv: list[str] | None, request: Request) -> int | None:
+    """Start the notify command; its pid, or None when there is none or it could not start."""
     if not argv:
         return None
     try:
         args = substitute([str(a) for a in argv], request)
-        proc = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
+        devnull = os.devnull
+        # posix_spawn rather than subprocess: it can give the command an empty signal mask. The
+        # caller may be the session's supervisor, whose threads block SIGINT/SIGTERM & co. for its
+        # signal thread; a notify command must not inherit that (it could not be stopped).
+        pid = os.posix_spawnp(
+            args[0], args, dict(os.environ),
+            file_actions=[(os.POSIX_SPAWN_OPEN, fd, devnull, os.O_RDWR, 0) for fd in (0, 1, 2)],
+            setsid=True,
+            setsigmask=(),
+            setsigdef=(signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE),
         )
     except Exception as exc:  # noqa: BLE001 - a notify failure is logged, never fatal
         _failed(argv, request, f"cannot start: {exc}")
         return None
-    threading.Thread(target=_reap, args=(proc, argv, request), daemon=True, name="claudeguard-notify").start()
-    return proc
+    threading.Thread(target=_reap, args=(pid, argv, request), daemon=True, name="claudeguard-notify").start()
+    return pid
 
 
-def _reap(proc: subprocess.Popen, argv: list[str], request: Request) -> None:
-    code = proc.wait()
+def _reap(pid: int, argv: list[str], request: Request) -> None:
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        return
+    code = os.waitstatus_to_exitcode(status)
     if code != 0:
         _failed(argv, request, f"exited with status {code}")
 
