@@ -25,7 +25,6 @@ unless we forward it.
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import select
@@ -38,6 +37,7 @@ from typing import Callable
 
 from claudeguard.shim.dialogs import BUSY, DialogRouter, RouteSettings, at_idle_prompt, banner_version, find_dialog, patterns_for
 from claudeguard.shim.screen import DIALOG_FILE, Screen, write_screen_state
+from claudeguard.shim.supervise import write_all
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH, signal.SIGTSTP,
              signal.SIGCONT, signal.SIGUSR1, signal.SIGUSR2)
@@ -222,20 +222,6 @@ def _plug_std_fds() -> None:
                 os.close(null)
 
 
-def _write_all(fd: int, data: bytes) -> bool:
-    view = memoryview(data)
-    while view:
-        try:
-            n = os.write(fd, view)
-        except BlockingIOError:
-            select.select([], [fd], [])
-            continue
-        except OSError as exc:
-            if exc.errno in (errno.EPIPE, errno.EBADF, errno.EIO):
-                return False
-            raise
-        view = view[n:]
-    return True
 
 
 class PtySession:
@@ -405,7 +391,7 @@ class PtySession:
         if self.show_raw and self._stdout_ok:
             reset = self.screen.reset_sequence()
             if reset:
-                self._stdout_ok = _write_all(1, reset.encode())
+                self._stdout_ok = write_all(1, reset.encode())
         self._leave_raw()
 
     # -- signals -----------------------------------------------------------------------------
@@ -550,7 +536,7 @@ class PtySession:
 
     def _output(self, data: bytes) -> None:
         if self.show_raw and self._stdout_ok:
-            self._stdout_ok = _write_all(1, data)
+            self._stdout_ok = write_all(1, data)
         self.screen.feed(data)  # after the write: the terminal never waits for the screen model
         now = time.monotonic()
         self._last_output = now
@@ -737,7 +723,7 @@ class PtySession:
         while kept and not kept[-1].strip():
             kept.pop()
         if kept and self._stdout_ok:
-            _write_all(1, ("\n".join(kept) + "\n").encode())
+            write_all(1, ("\n".join(kept) + "\n").encode())
 
     # -- end ---------------------------------------------------------------------------------
 

@@ -142,7 +142,7 @@ class Supervisor:
                     out = None
                     continue
                 if stdout_ok:
-                    stdout_ok = _write_all(1, data)
+                    stdout_ok = write_all(1, data)
                     if not stdout_ok:
                         # Our reader went away: close the pipe so the child sees EPIPE as it
                         # would have without us, and go on waiting for it to exit.
@@ -170,7 +170,7 @@ class Supervisor:
             if not data:
                 return
             if stdout_ok:
-                stdout_ok = _write_all(1, data)
+                stdout_ok = write_all(1, data)
             if self.on_output is not None:
                 self.on_output(data)
 
@@ -189,7 +189,9 @@ class Supervisor:
                 pass
 
 
-def _write_all(fd: int, data: bytes) -> bool:
+def write_all(fd: int, data: bytes) -> bool:
+    """Write all of ``data`` to ``fd`` (waiting when it is non-blocking and full); False when the
+    reader went away (EPIPE, EBADF; EIO from a pty whose other end closed)."""
     view = memoryview(data)
     while view:
         try:
@@ -198,7 +200,7 @@ def _write_all(fd: int, data: bytes) -> bool:
             select.select([], [fd], [])
             continue
         except OSError as exc:
-            if exc.errno in (errno.EPIPE, errno.EBADF):
+            if exc.errno in (errno.EPIPE, errno.EBADF, errno.EIO):
                 return False
             raise
         view = view[n:]
