@@ -2,9 +2,10 @@
 
     python bench/startup.py [--runs 40] [--claude PATH]
 
-The guard is run the way users run it: the installed `claudeguard` launcher next to this
-interpreter (found via CLAUDEGUARD_CLAUDE, no config file), so the figure includes Python's
-start-up. Prints one JSON object.
+The guard is run the way users run it: the installed `claudeguard` next to this interpreter (the
+native launcher where setup.py could compile it), with no config file, the real CLI found on
+PATH (behind bin/claude) or named by CLAUDEGUARD_CLAUDE. The Python launcher installed beside it
+(`claudeguard-python`) is timed in the same run for comparison. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import time
 from pathlib import Path
 
 
-def _time(argv: list[str], env: dict[str, str]) -> float:
+def _time(argv: list[str], env: dict[str, str], cwd: str) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     return time.perf_counter() - start
 
 
@@ -38,24 +39,42 @@ def main() -> int:
 
         claude = str(cli_path("2.1.330") or install_cli("2.1.330"))
     guard = Path(sys.executable).with_name("claudeguard")
+    python_guard = guard.with_name("claudeguard-python")
+    with open(guard, "rb") as fh:
+        native = fh.read(4) == b"\x7fELF"
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, CLAUDEGUARD_CLAUDE=claude, XDG_CONFIG_HOME=tmp, HOME=tmp)
-        env.pop("CLAUDEGUARD_CONFIG", None)
+        # No config file anywhere (HOME and XDG_CONFIG_HOME are empty, the cwd is a fresh
+        # repository), as on most machines. The real CLI is found two ways: as users of the alias
+        # have it (PATH, with bin/claude ahead of it, which discovery must skip), and through
+        # CLAUDEGUARD_CLAUDE.
+        os.mkdir(os.path.join(tmp, ".git"))
+        base = dict(os.environ, XDG_CONFIG_HOME=tmp, HOME=tmp)
+        base.pop("CLAUDEGUARD_CONFIG", None)
+        base.pop("CLAUDEGUARD_CLAUDE", None)
+        repo_bin = str(Path(__file__).resolve().parents[1] / "bin")
+        on_path = dict(base, PATH=os.pathsep.join([repo_bin, os.path.dirname(claude), base.get("PATH", "")]))
+        from_env = dict(base, CLAUDEGUARD_CLAUDE=claude)
+        cases = {
+            "claude": ([claude, "--version"], from_env),
+            "guard_path": ([str(guard), "--version"], on_path),
+            "guard_env": ([str(guard), "--version"], from_env),
+        }
+        if python_guard.exists():
+            cases["python_guard_env"] = ([str(python_guard), "--version"], from_env)
         for _ in range(3):  # warm the page cache
-            _time([claude, "--version"], env)
-            _time([str(guard), "--version"], env)
-        real, guarded = [], []
+            for argv, env in cases.values():
+                _time(argv, env, tmp)
+        times: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(args.runs):
-            real.append(_time([claude, "--version"], env))
-            guarded.append(_time([str(guard), "--version"], env))
-    r, g = statistics.median(real), statistics.median(guarded)
-    print(json.dumps({
-        "runs": args.runs,
-        "claude_median_ms": round(r * 1000, 1),
-        "claudeguard_median_ms": round(g * 1000, 1),
-        "added_ms": round((g - r) * 1000, 1),
-        "ratio": round(g / r, 2),
-    }))
+            for name, (argv, env) in cases.items():
+                times[name].append(_time(argv, env, tmp))
+    med = {name: statistics.median(values) * 1000 for name, values in times.items()}
+    out = {"runs": args.runs, "native_launcher": native, "claude_median_ms": round(med["claude"], 1)}
+    for name in cases:
+        if name != "claude":
+            out[f"{name}_median_ms"] = round(med[name], 1)
+            out[f"{name}_added_ms"] = round(med[name] - med["claude"], 1)
+    print(json.dumps(out))
     return 0
 
 
