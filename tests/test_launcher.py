@@ -30,12 +30,12 @@ if not CC or not sys.platform.startswith("linux"):
 
 
 class Bed:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *defines: str) -> None:
         self.root = root
         self.bin = root / "install" / "bin"
         self.bin.mkdir(parents=True)
         self.launcher = self.bin / "claudeguard"
-        subprocess.run([CC, "-O2", "-Wall", "-Werror", "-o", str(self.launcher), str(SOURCE)], check=True)
+        subprocess.run([CC, "-O2", "-Wall", "-Wextra", "-Werror", *defines, "-o", str(self.launcher), str(SOURCE)], check=True)
         self.python_ran = root / "python-ran"
         # Stands in for the installed Python launcher: notes that it ran, then is claudeguard.
         (self.bin / "claudeguard-python").write_text(
@@ -193,6 +193,27 @@ def test_errors_are_worded_by_python(bed, case):
     python_ran, proc = bed.outcome(["--version"], env)
     assert python_ran
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("how", ["by path", "through a link", "by name on PATH", "by name in ''"])
+def test_without_proc_the_launcher_finds_itself_from_argv0(tmp_path, how):
+    bed = Bed(tmp_path, '-DSELF_EXE="/nonexistent/proc/self/exe"')  # as in a chroot without /proc
+    links = tmp_path / "links"
+    links.mkdir()
+    (links / "claude").symlink_to(bed.launcher)
+    env = dict(bed.env, CLAUDEGUARD_CLAUDE=str(bed.real))
+    exe = {"by path": [str(bed.launcher)], "through a link": [str(links / "claude")]}.get(how, ["claude"])
+    if how == "by name on PATH":
+        env["PATH"] = f"{links}:{env['PATH']}"
+    elif how == "by name in ''":
+        env["PATH"] = f":{env['PATH']}"
+        bed.cwd = links
+    fast = bed.run(["--version"], env, exe=exe)
+    assert fast.returncode == 0, fast.stderr
+    assert json.loads(fast.stdout)["exe"] == str(bed.real) and not bed.python_ran.exists()
+    slow = bed.run(["--guard-dry-run", "--version"], env, exe=exe)
+    assert slow.returncode == 0, slow.stderr
+    assert bed.python_ran.exists()  # found claudeguard-python beside the resolved launcher
 
 
 def test_missing_python_launcher_is_one_line(bed):

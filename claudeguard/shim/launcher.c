@@ -207,9 +207,33 @@ static int fast_call(int argc, char **argv) {
            strcmp(arg, "-h") == 0;
 }
 
+#ifndef SELF_EXE
+#define SELF_EXE "/proc/self/exe" /* tests build with another path to stand for a missing /proc */
+#endif
+
+/* Our own resolved path: /proc/self/exe, else (no /proc in a chroot or a small container) how
+ * the shell found argv[0]. */
+static int find_self(const char *argv0) {
+    if (realpath(SELF_EXE, self_real) != NULL)
+        return 1;
+    if (strchr(argv0, '/') != NULL)
+        return realpath(argv0, self_real) != NULL;
+    const char *path = getenv("PATH");
+    for (const char *start = path; start != NULL; ) {
+        const char *end = strchr(start, ':');
+        size_t len = end ? (size_t)(end - start) : strlen(start);
+        char candidate[PATH_MAX];
+        int n = snprintf(candidate, sizeof candidate, "%.*s/%s", (int)(len ? len : 1), len ? start : ".", argv0);
+        if (n > 0 && n < PATH_MAX && is_executable_file(candidate) && realpath(candidate, self_real) != NULL)
+            return 1;
+        start = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    if (realpath("/proc/self/exe", self_real) == NULL) {
-        fprintf(stderr, "claudeguard: cannot resolve /proc/self/exe: %s\n", strerror(errno));
+    if (argc < 1 || !find_self(argv[0])) {
+        fprintf(stderr, "claudeguard: cannot find its own path (no /proc/self/exe, argv[0] %s)\n", argc ? argv[0] : "missing");
         return 2;
     }
     if (fast_call(argc, argv)) {
