@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import pexpect
 import pytest
@@ -71,6 +72,11 @@ def test_console_shows_arrivals_and_answers_with_single_keys(env):
         console.child.send("not now\r")
         answer = second.wait()
         assert (answer.decision, answer.message) == ("deny", "not now")
+        bells = Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "channel" / "bells"
+        assert len(list(bells.glob("*.bell"))) == 1  # the console's doorbell, while it runs
+        console.child.send("q")
+        console.child.expect(pexpect.EOF, timeout=10)
+        assert list(bells.iterdir()) == []  # and gone when it quits
     finally:
         console.close()
 
@@ -94,3 +100,24 @@ def test_two_consoles_and_a_script_side_by_side(env):
     finally:
         one.close()
         two.close()
+
+
+def test_line_mode_waits_for_the_next_request(env):
+    import subprocess
+
+    proc = subprocess.Popen(CTL + ["console"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        proc.stdin.write("x\ny\n")  # before any request: the console waits for one to arrive
+        proc.stdin.flush()
+        pending = _post({"command": "make lint"})
+        answer = pending.wait()
+        assert (answer.decision, answer.scope) == ("allow", "once")
+        out, err = proc.communicate("q\n", timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0
+    assert out == f"{pending.request.id}: approved (once)\n"
+    assert err.startswith("unknown key 'x'")

@@ -389,25 +389,52 @@ def _write_no_sigpipe(fd: int, data: bytes) -> int:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGPIPE})
 
 
+class Doorbell:
+    """This process's doorbell in the channel: ``fd`` turns readable when a request is posted.
+    A context manager: the FIFO exists from ``__enter__`` to ``__exit__`` and never after."""
+
+    def __init__(self) -> None:
+        self.fd = -1
+        self._name = ""
+        self._channel: ChannelDir | None = None
+        self._bells = -1
+
+    def __enter__(self) -> Doorbell:
+        self._channel = ChannelDir()
+        try:
+            self._bells = self._channel.bells_fd()
+            fifo.clean_stale_bells(self._bells)
+            self.fd, self._name = fifo.make_bell(self._bells)
+        except BaseException:
+            self._channel.close()
+            raise
+        return self
+
+    def wait(self, timeout: float) -> bool:
+        """Until a ring (True, rings drained) or ``timeout`` (False)."""
+        if fifo.wait_readable(self.fd, max(0.0, timeout)):
+            fifo.drain(self.fd)
+            return True
+        return False
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+        try:
+            os.unlink(self._name, dir_fd=self._bells)
+        except FileNotFoundError:
+            pass
+        assert self._channel is not None
+        self._channel.close()
+
+
 def wait_for_new(known: set[str], timeout: float) -> list[Request]:
     """For ``console``: block until a request not in ``known`` is pending (returned) or
     ``timeout`` passes (empty list). Wakes on a doorbell rung by ``post``, not on a timer."""
     end = time.monotonic() + max(0.0, timeout)
-    with ChannelDir() as ch:
-        bells = ch.bells_fd()
-        fifo.clean_stale_bells(bells)
-        bell_fd, bell = fifo.make_bell(bells)
-        try:
-            while True:
-                new = [r for r in list_pending() if r.id not in known]
-                remaining = end - time.monotonic()
-                if new or remaining <= 0:
-                    return new
-                if fifo.wait_readable(bell_fd, remaining):
-                    fifo.drain(bell_fd)
-        finally:
-            os.close(bell_fd)
-            try:
-                os.unlink(bell, dir_fd=bells)
-            except FileNotFoundError:
-                pass
+    with Doorbell() as bell:
+        while True:
+            new = [r for r in list_pending() if r.id not in known]
+            remaining = end - time.monotonic()
+            if new or remaining <= 0:
+                return new
+            bell.wait(remaining)

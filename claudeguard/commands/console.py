@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import select
 import sys
-import time
 
 KEYS = {"y": ("allow", "once"), "a": ("allow", "agent"), "s": ("allow", "session"), "f": ("allow", "forever"), "n": ("deny", "once")}
 HELP = "y once · a agent · s session · f forever · n deny · j/k move · q quit"
@@ -42,8 +41,14 @@ def _answer(req, key: str, message: str | None) -> str:  # type: ignore[no-untyp
     return f"{req.id}: {'approved' if decision == 'allow' else 'denied'} ({scope})"
 
 
+# New requests wake the console at once through its doorbell; this only bounds how long an
+# answer given elsewhere, or a request whose waiter gave up, stays on screen.
+REFRESH_S = 1.0
+LINE_MODE_WAIT_S = 5.0
+
+
 def main(argv: list[str]) -> int:
-    from claudeguard.channel import list_pending
+    from claudeguard.channel import Doorbell, list_pending
 
     if not os.isatty(0):
         return _line_mode(list_pending)
@@ -53,49 +58,62 @@ def main(argv: list[str]) -> int:
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
     tty.setcbreak(fd)
-    out = sys.stdout
-    known: set[str] = set()
-    current = 0
-    note = ""
     try:
-        while True:
-            requests = list_pending()
-            ids = {r.id for r in requests}
-            if ids - known:
-                out.write("\a")  # bell for each new arrival
-            known = ids
-            current = min(current, max(0, len(requests) - 1))
-            out.write(_render(requests, current, note))
-            out.flush()
-            ready, _, _ = select.select([fd], [], [], 0.5)
-            if not ready:
-                continue
-            key = os.read(fd, 1).decode(errors="replace")
-            if key == "q":
-                return 0
-            if key == "j":
-                current += 1
-            elif key == "k":
-                current = max(0, current - 1)
-            elif key in KEYS and requests:
-                req = requests[current]
-                message = None
-                if key == "n":
-                    termios.tcsetattr(fd, termios.TCSADRAIN, saved)
-                    out.write("\r\nmessage for the model (Enter for none): ")
-                    out.flush()
-                    message = sys.stdin.readline().strip() or None
-                    tty.setcbreak(fd)
-                note = _answer(req, key, message)
+        with Doorbell() as bell:
+            return _interact(fd, saved, bell, list_pending)
     except KeyboardInterrupt:
         return 0
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
-        out.write("\n")
+        sys.stdout.write("\n")
+
+
+def _interact(fd: int, saved: list, bell, list_pending) -> int:  # type: ignore[no-untyped-def]
+    import termios
+    import tty
+
+    out = sys.stdout
+    known: set[str] = set()
+    current = 0
+    note = ""
+    while True:
+        requests = list_pending()
+        ids = {r.id for r in requests}
+        if ids - known:
+            out.write("\a")  # bell for each new arrival
+        known = ids
+        current = min(current, max(0, len(requests) - 1))
+        out.write(_render(requests, current, note))
+        out.flush()
+        ready, _, _ = select.select([fd, bell.fd], [], [], REFRESH_S)
+        if bell.fd in ready:
+            bell.wait(0)
+        if fd not in ready:
+            continue
+        key = os.read(fd, 1).decode(errors="replace")
+        if key == "q":
+            return 0
+        if key == "j":
+            current += 1
+        elif key == "k":
+            current = max(0, current - 1)
+        elif key in KEYS and requests:
+            req = requests[current]
+            message = None
+            if key == "n":
+                termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+                out.write("\r\nmessage for the model (Enter for none): ")
+                out.flush()
+                message = sys.stdin.readline().strip() or None
+                tty.setcbreak(fd)
+            note = _answer(req, key, message)
 
 
 def _line_mode(list_pending) -> int:  # type: ignore[no-untyped-def]
-    """Scripted use: each input line is `KEY [message]`, applied to the oldest pending request."""
+    """Scripted use: each input line is `KEY [message]`, applied to the oldest pending request
+    (waiting up to LINE_MODE_WAIT_S for one to arrive)."""
+    from claudeguard.channel import wait_for_new
+
     for line in sys.stdin:
         key, _, message = line.strip().partition(" ")
         if key == "q":
@@ -103,11 +121,7 @@ def _line_mode(list_pending) -> int:  # type: ignore[no-untyped-def]
         if key not in KEYS:
             print(f"unknown key {key!r}; {HELP}", file=sys.stderr)
             continue
-        deadline = time.monotonic() + 5
-        requests = list_pending()
-        while not requests and time.monotonic() < deadline:
-            time.sleep(0.2)
-            requests = list_pending()
+        requests = list_pending() or wait_for_new(set(), LINE_MODE_WAIT_S)
         if not requests:
             print("no pending request", file=sys.stderr)
             continue
