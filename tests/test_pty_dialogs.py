@@ -125,6 +125,28 @@ TRUST_197 = screen(f"""
 TRUST_330 = [line.replace("❯ 1. Yes, I trust this folder", "❯ No, exit").replace("  2. No, exit", "  Yes, I trust this folder")
              for line in TRUST_197]
 
+BYPASS_197 = screen(f"""
+{RULE}
+  WARNING: Claude Code running in Bypass Permissions mode
+
+  In Bypass Permissions mode, Claude Code will not ask for your approval before running potentially dangerous
+  commands.
+  This mode should only be used in a sandboxed container/VM that has restricted internet access and can easily be
+  restored if damaged.
+
+  By proceeding, you accept all responsibility for actions taken while running in Bypass Permissions mode.
+
+  https://code.claude.com/docs/en/security
+
+  ❯ 1. No, exit
+    2. Yes, I accept
+
+  Enter to confirm · Esc to cancel
+""")
+
+BYPASS_330 = [line.replace("❯ 1. No, exit", "❯ No, exit").replace("  2. Yes, I accept", "  Yes, I accept")
+              for line in BYPASS_197]
+
 API_KEY_330 = screen(f"""
 {RULE}
   Detected a custom API key in your environment
@@ -242,6 +264,16 @@ def test_other_dialogs():
     d = find_dialog(FETCH_330, patterns_for("2.1.330"))  # drawn without a footer
     assert d is not None and d.kind == "permission" and d.title == "Fetch"
     assert d.pick("deny").label.startswith("No, and tell Claude")
+
+
+def test_bypass_permissions_dialog_in_both_menu_styles():
+    d = find_dialog(BYPASS_197, patterns_for("2.1.197"))
+    assert d is not None and d.kind == "bypass" and d.title == "Accept Bypass Permissions mode?"
+    assert keys_of(d) == {"No, exit": ("1", "no"), "Yes, I accept": ("2", "yes")}
+    assert "Bypass Permissions mode" in d.summary()
+    d = find_dialog(BYPASS_330, patterns_for("2.1.330"))
+    assert d is not None and d.kind == "bypass"
+    assert keys_of(d) == {"No, exit": (ENTER, "no"), "Yes, I accept": (DOWN + ENTER, "yes")}
 
 
 def test_auto_mode_dialog_has_fixed_keys_and_only_in_its_version_range():

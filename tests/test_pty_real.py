@@ -92,9 +92,10 @@ def guard(real_claude, model_server, offline_env, monkeypatch):
     monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", offline_env["CLAUDEGUARD_RUNTIME_DIR"])
     monkeypatch.setenv("CLAUDEGUARD_LOG_DIR", offline_env["CLAUDEGUARD_LOG_DIR"])
 
-    def start(turns: list | None, *args: str, idle: float = 1, cwd: Path | None = None, rows: int = 40, cols: int = 120):  # type: ignore[no-untyped-def]
+    def start(turns: list | None, *args: str, idle: float = 1, cwd: Path | None = None, rows: int = 40, cols: int = 120,
+              extra_env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
         server = model_server([{"match": "run it", "turns": turns or [{"text": "nothing to do"}]}])
-        env = dict(offline_env.use(server), CLAUDEGUARD_CLAUDE=str(real_claude))
+        env = dict(offline_env.use(server), CLAUDEGUARD_CLAUDE=str(real_claude), **(extra_env or {}))
         config = Path(env["XDG_CONFIG_HOME"]) / "claudeguard" / "config.toml"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(f"[approval]\nidle_before_channel = {idle}\ntimeout = 60\n")
@@ -178,6 +179,25 @@ def test_trust_dialog_for_a_new_folder(guard, offline_env, tmp_path, decision):
         assert tui.child.exitstatus is not None
         state = json.loads((offline_env.home / ".claude.json").read_text())
         assert not state["projects"].get(str(folder), {}).get("hasTrustDialogAccepted")
+
+
+@pytest.mark.parametrize("decision", ["allow", "deny"])
+def test_bypass_permissions_dialog_goes_to_the_channel(guard, offline_env, decision):
+    # IS_SANDBOX=1: the CLI refuses --dangerously-skip-permissions to root otherwise (CI runs as root).
+    tui, _, _ = guard(None, "--dangerously-skip-permissions", extra_env={"IS_SANDBOX": "1"})
+    tui.wait("Bypass Permissions mode")
+    [req] = _pending(tui)
+    assert req.tool == "dialog:bypass" and set(req.choices) == {"No, exit", "Yes, I accept"}
+    channel.answer(req.id, decision)
+    if decision == "allow":
+        tui.until(lambda: re.search(r"^\s*❯\s*$", tui.screen.text(), re.M) is not None, 15, "the prompt")
+        assert "bypass permissions on" in tui.flat().lower()
+        assert tui.leave() == 0
+    else:
+        tui.child.expect(pexpect.EOF, timeout=15)  # "No, exit"
+        tui.child.close()
+        assert tui.child.exitstatus is not None
+    assert channel.list_pending() == []
 
 
 def test_keyboard_wins_a_race_against_a_pending_request(guard, offline_env):

@@ -33,7 +33,7 @@ class Choice:
 
 @dataclass(frozen=True)
 class Dialog:
-    kind: str  # permission | trust | api-key | mcp-server | plan | auto-mode
+    kind: str  # permission | trust | bypass | api-key | mcp-server | plan | auto-mode
     title: str
     text: str  # the dialog's lines, for the approver
     choices: tuple[Choice, ...]
@@ -107,6 +107,10 @@ class Pattern:
 
 _TRUST = Pattern("trust", r"^\s*Accessing workspace:|Is this a project you created or one you trust\?",
                  yes=r"Yes, I trust this folder", no=r"No, exit", title="Trust this folder?")
+# At the start of a --dangerously-skip-permissions session not accepted before (a root user needs
+# IS_SANDBOX=1 to get this far). A deny, and the approval timeout, pick "No, exit".
+_BYPASS = Pattern("bypass", r"WARNING: Claude Code running in Bypass Permissions mode", yes=r"Yes, I accept",
+                  no=r"No, exit", title="Accept Bypass Permissions mode?")
 _API_KEY = Pattern("api-key", r"Detected a custom API key in your environment", yes=r"Yes", no=r"No(?: \(recommended\))?",
                    title="Use the custom API key?")
 _MCP = Pattern("mcp-server", r"New MCP server found in this project", yes=r"Use this MCP server",
@@ -123,7 +127,7 @@ _AUTO_MODE = Pattern(
           ("Cancel", ESC, "no")),
 )
 
-_COMMON = [_TRUST, _API_KEY, _MCP, _PLAN, _PERMISSION]
+_COMMON = [_TRUST, _BYPASS, _API_KEY, _MCP, _PLAN, _PERMISSION]
 
 # (first version, first version no longer covered or None, patterns)
 TABLES: list[tuple[str, str | None, list[Pattern]]] = [
