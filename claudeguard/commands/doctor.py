@@ -50,8 +50,30 @@ def main(argv: list[str]) -> int:
     good &= _say(version is not None, f"real CLI: {real} version {version or '? (' + proc.stderr.strip()[:80] + ')'}")
     if version and version not in TESTED_VERSIONS:
         print(f"      note: claudeguard is tested with {', '.join(TESTED_VERSIONS)}; {version} may differ")
+    _launcher()
     good &= probe(real, cfg)
     return 0 if good else 1
+
+
+def _launcher() -> None:
+    """Which `claudeguard` this installation runs: the native launcher or the Python one."""
+    import sys
+
+    beside = os.path.join(os.path.dirname(sys.executable), "claudeguard")
+    path = beside if os.path.isfile(beside) else shutil.which("claudeguard")
+    if not path:
+        print("      note: no claudeguard command beside this Python or on PATH")
+        return
+    try:
+        with open(path, "rb") as fh:
+            native = fh.read(4) == b"\x7fELF"
+    except OSError as exc:
+        print(f"      note: launcher {path}: {exc.strerror}")
+        return
+    if native:
+        _say(True, f"launcher: {path} (native: --version and --help reach the real CLI without starting Python)")
+    else:
+        _say(True, f"launcher: {path} (Python: no C compiler at install time, so each claude call starts Python)")
 
 
 def probe(real: str, cfg) -> bool:  # type: ignore[no-untyped-def]
