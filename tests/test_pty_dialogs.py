@@ -174,6 +174,38 @@ MCP_197 = screen(f"""
   Enter to confirm · Esc to cancel
 """)
 
+MCP_MANY_197 = screen(f"""
+{RULE}
+  2 new MCP servers found in this project
+
+  Select any you wish to enable.
+
+  MCP servers may execute code or access system resources. All tool calls require approval. Learn more in the MCP
+  documentation.
+
+  ❯ [✔] one
+    [✔] two
+
+ Space to select · Enter to confirm · Esc to reject all
+""")
+
+MCP_MANY_330 = screen(f"""
+{RULE}
+  2 new MCP servers found in this project
+
+  Select any you wish to enable.
+
+  MCP servers may execute code or access system resources. All tool calls require approval. Learn more in the MCP
+  documentation.
+
+  ❯ [ ] one
+    [✔] two
+
+       Enable selected
+
+ Space to select · Esc to reject all
+""")
+
 PLAN_330 = screen(f"""
 ❯ plan it
 {RULE}
@@ -274,6 +306,21 @@ def test_bypass_permissions_dialog_in_both_menu_styles():
     d = find_dialog(BYPASS_330, patterns_for("2.1.330"))
     assert d is not None and d.kind == "bypass"
     assert keys_of(d) == {"No, exit": (ENTER, "no"), "Yes, I accept": (DOWN + ENTER, "yes")}
+
+
+def test_several_new_mcp_servers_are_a_checklist():
+    d = find_dialog(MCP_MANY_197, patterns_for("2.1.197"))
+    assert d is not None and d.kind == "mcp-servers" and d.title == "Use the new MCP servers?"
+    assert keys_of(d) == {"Enable selected: one, two": (ENTER, "yes"), "Reject all": (ESC, "no")}
+    d = find_dialog(MCP_MANY_330, patterns_for("2.1.330"))
+    assert d is not None and d.kind == "mcp-servers"
+    # Enter on an item toggles it there: the confirm line is two rows down from the highlight.
+    assert keys_of(d) == {"Enable selected: two": (DOWN * 2 + ENTER, "yes"), "Reject all": (ESC, "no")}
+    on_confirm = [ln.replace("❯ [ ] one", "  [ ] one").replace("     Enable selected", "   ❯ Enable selected")
+                  for ln in MCP_MANY_330]
+    assert keys_of(find_dialog(on_confirm, patterns_for("2.1.330")))["Enable selected: two"] == (ENTER, "yes")
+    without_footer = MCP_MANY_197[:MCP_MANY_197.index("    [✔] two") + 1]
+    assert find_dialog(without_footer, patterns_for("2.1.197")) is None  # still being drawn
 
 
 def test_auto_mode_dialog_has_fixed_keys_and_only_in_its_version_range():

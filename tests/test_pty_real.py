@@ -182,6 +182,29 @@ def test_trust_dialog_for_a_new_folder(guard, offline_env, tmp_path, decision):
 
 
 @pytest.mark.parametrize("decision", ["allow", "deny"])
+def test_several_new_mcp_servers_are_one_request(guard, offline_env, decision):
+    (offline_env.cwd / ".mcp.json").write_text(json.dumps({"mcpServers": {"one": {"command": "true"}, "two": {"command": "true"}}}))
+    tui, _, _ = guard(None)
+    tui.wait("new MCP servers found")
+    [req] = _pending(tui)
+    assert req.tool == "dialog:mcp-servers" and set(req.choices) == {"Enable selected: one, two", "Reject all"}
+    channel.answer(req.id, decision)
+    chosen = offline_env.cwd / ".claude" / "settings.local.json"
+    key = "enabledMcpjsonServers" if decision == "allow" else "disabledMcpjsonServers"
+
+    def written() -> dict | None:
+        try:
+            return json.loads(chosen.read_text())
+        except (OSError, ValueError):
+            return None  # not yet, or half written
+
+    tui.until(lambda: written() is not None, 15, "the CLI to write the choice")
+    assert sorted(written()[key]) == ["one", "two"] and len(written()) == 1
+    tui.until(lambda: re.search(r"^\s*❯\s*$", tui.screen.text(), re.M) is not None, 15, "the prompt")
+    assert tui.leave() == 0
+
+
+@pytest.mark.parametrize("decision", ["allow", "deny"])
 def test_bypass_permissions_dialog_goes_to_the_channel(guard, offline_env, decision):
     # IS_SANDBOX=1: the CLI refuses --dangerously-skip-permissions to root otherwise (CI runs as root).
     tui, _, _ = guard(None, "--dangerously-skip-permissions", extra_env={"IS_SANDBOX": "1"})

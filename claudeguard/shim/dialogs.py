@@ -33,7 +33,7 @@ class Choice:
 
 @dataclass(frozen=True)
 class Dialog:
-    kind: str  # permission | trust | bypass | api-key | mcp-server | plan | auto-mode
+    kind: str  # permission | trust | bypass | api-key | mcp-server | mcp-servers | plan | auto-mode
     title: str
     text: str  # the dialog's lines, for the approver
     choices: tuple[Choice, ...]
@@ -96,6 +96,7 @@ class Pattern:
     title: str | None = None  # None: the dialog's first line (e.g. "Bash command")
     footer: str | None = _CONFIRM  # must follow the menu (within 3 lines); None: not checked
     keys: tuple[tuple[str, str, str], ...] = ()  # fixed (label, keys, role) instead of a menu
+    checklist: bool = False  # a list of [✔] items: allow confirms the selection as shown, deny is Esc
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_anchor", re.compile(self.anchor))
@@ -115,6 +116,12 @@ _API_KEY = Pattern("api-key", r"Detected a custom API key in your environment", 
                    title="Use the custom API key?")
 _MCP = Pattern("mcp-server", r"New MCP server found in this project", yes=r"Use this MCP server",
                no=r"Continue without using this MCP server", title="Use the new MCP server?")
+# Two or more servers at once: a checklist, every item checked at first. 2.1.197 confirms with
+# Enter; 2.1.330 toggles an item with Enter and confirms on an "Enable selected" line below the
+# items. Esc rejects all (written to disabledMcpjsonServers).
+_MCP_MANY = Pattern("mcp-servers", r"^\s*\d+ new MCP servers found in this project", yes="", no=None,
+                    title="Use the new MCP servers?", footer=r"Space to select · (?:Enter to confirm · )?Esc to reject all",
+                    checklist=True)
 _PLAN = Pattern("plan", r"^\s*(?:Exit plan mode\?|Would you like to proceed\?)", yes=r"Yes\b.*", no=r"No\b.*",
                 title="Exit plan mode?", footer=None)
 # "Do you want to proceed?" (Bash), "... create notes.txt?" (Write), "... allow Claude to fetch
@@ -127,7 +134,7 @@ _AUTO_MODE = Pattern(
           ("Cancel", ESC, "no")),
 )
 
-_COMMON = [_TRUST, _BYPASS, _API_KEY, _MCP, _PLAN, _PERMISSION]
+_COMMON = [_TRUST, _BYPASS, _API_KEY, _MCP, _MCP_MANY, _PLAN, _PERMISSION]
 
 # (first version, first version no longer covered or None, patterns)
 TABLES: list[tuple[str, str | None, list[Pattern]]] = [
@@ -261,6 +268,11 @@ def _match(lines: list[str], pattern: Pattern) -> Dialog | None:
     if pattern.keys:
         choices = tuple(Choice(label, keys, role) for label, keys, role in pattern.keys)
         end = anchor
+    elif pattern.checklist:
+        found = _checklist(lines, anchor + 1, pattern)
+        if found is None:
+            return None
+        choices, end = found
     else:
         menu = _menu(lines, anchor + 1, len(lines))
         if menu is None:
@@ -286,6 +298,46 @@ def _match(lines: list[str], pattern: Pattern) -> Dialog | None:
     menu_free = [ln.strip() for ln in body if ln.strip() and not _NUMBERED.match(ln) and MARK not in ln]
     key = json.dumps([pattern.kind, title, [c.label for c in choices], menu_free[:12]], ensure_ascii=False)
     return Dialog(pattern.kind, title, text, choices, key)
+
+
+_CHECK_ITEM = re.compile(r"^\s*(❯\s*)?\[([✔✓x ])\]\s+(\S.*?)\s*$")
+_CONFIRM_LINE = re.compile(r"^\s*(❯\s*)?Enable selected\s*$")
+
+
+def _checklist(lines: list[str], start: int, pattern: Pattern) -> tuple[tuple[Choice, ...], int] | None:
+    """The choices of a checklist dialog and its last line (the footer), or None while it is not
+    complete: items, the highlight on one of them or on the confirm line, then the footer."""
+    items: list[tuple[str, bool]] = []
+    highlighted = -1
+    confirm = -1  # position of "Enable selected" in the list of lines that take the highlight
+    i = start
+    while i < len(lines) and not _CHECK_ITEM.match(lines[i]):
+        i += 1
+    while i < len(lines):
+        item, line = _CHECK_ITEM.match(lines[i]), lines[i]
+        if item:
+            if item.group(1):
+                highlighted = len(items)
+            items.append((item.group(3), item.group(2) != " "))
+        elif _CONFIRM_LINE.match(line):
+            confirm = len(items)
+            if MARK in line:
+                highlighted = confirm
+        elif line.strip():
+            break
+        i += 1
+    footer = re.compile(pattern.footer or "")
+    if len(items) < 2 or highlighted < 0 or i >= len(lines) or not footer.search(lines[i]):
+        return None
+    if confirm >= 0:
+        yes_keys = DOWN * (confirm - highlighted) + ENTER
+    elif "Enter to confirm" in lines[i]:
+        yes_keys = ENTER
+    else:
+        return None
+    selected = [name for name, checked in items if checked]
+    yes = Choice(f"Enable selected: {', '.join(selected)}" if selected else "Enable selected: none", yes_keys, "yes")
+    return (yes, Choice("Reject all", ESC, "no")), i
 
 
 def _alone_below(lines: list[str], end: int) -> bool:
