@@ -32,7 +32,11 @@ def _compile_launcher(out: str) -> bool:
     if not cc:
         print("claudeguard: no C compiler; installing the Python launcher only", file=sys.stderr)
         return False
-    proc = subprocess.run([cc, "-O2", "-o", out, LAUNCHER_SOURCE], capture_output=True, text=True)
+    try:
+        proc = subprocess.run([cc, "-O2", "-o", out, LAUNCHER_SOURCE], capture_output=True, text=True)
+    except OSError as exc:
+        print(f"claudeguard: cannot run the C compiler {cc}: {exc.strerror}; installing the Python launcher only", file=sys.stderr)
+        return False
     if proc.returncode != 0:
         print(f"claudeguard: the native launcher did not compile; installing the Python launcher only\n{proc.stderr}", file=sys.stderr)
         return False
@@ -50,6 +54,8 @@ class build_scripts(_build_scripts):  # type: ignore[misc, valid-type]
         if _compile_launcher(native):
             os.replace(native, built)
             os.chmod(built, 0o755)
+        elif os.path.exists(native):
+            os.unlink(native)  # whatever a failed compiler left behind
 
 
 class BinaryDistribution(Distribution):

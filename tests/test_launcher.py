@@ -236,3 +236,31 @@ def test_installed_claudeguard_is_the_native_launcher():
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["argv"] == [sys.executable, "--version"]
+
+
+@pytest.mark.parametrize("compiler", ["found", "missing", "broken", "opted out"])
+def test_setup_builds_the_native_launcher_or_falls_back(tmp_path, compiler):
+    pytest.importorskip("setuptools")
+    env = {k: v for k, v in os.environ.items() if k not in ("CC", "CLAUDEGUARD_NO_NATIVE_LAUNCHER")}
+    if compiler == "missing":
+        env["CC"] = str(tmp_path / "no-such-cc")
+    elif compiler == "broken":
+        broken = tmp_path / "cc"
+        broken.write_text("#!/bin/sh\necho 'cc: internal error' >&2\nexit 1\n")
+        broken.chmod(0o755)
+        env["CC"] = str(broken)
+    elif compiler == "opted out":
+        env["CLAUDEGUARD_NO_NATIVE_LAUNCHER"] = "1"
+    out = tmp_path / "scripts"
+    proc = subprocess.run([sys.executable, "setup.py", "-q", "build_scripts", "-d", str(out)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr  # the install never fails for want of a compiler
+    python_launcher = (out / "claudeguard-python").read_bytes()
+    assert python_launcher.startswith(b"#!") and b"claudeguard.shim.main" in python_launcher
+    launcher = (out / "claudeguard").read_bytes()
+    if compiler == "found":
+        assert launcher[:4] == b"\x7fELF" and b"claudeguard-native-launcher" in launcher
+    else:
+        assert launcher == python_launcher
+    assert os.access(out / "claudeguard", os.X_OK) and os.access(out / "claudeguard-python", os.X_OK)
+    assert not list(out.glob("*.native"))  # no half-built file left
