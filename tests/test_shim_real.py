@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from claudeguard.testing.tui import READY_TEXT, expect_text, exit_tui
-from tests.shim_helpers import GUARD, REPO, guarded_env
+from tests.shim_helpers import GUARD, REPO, guarded_env, write_user_config
 
 
 def test_version_matches_real_cli(real_claude, offline_env, run_claude):
@@ -133,6 +133,41 @@ def test_signal_to_guard_reaches_the_child(real_claude, offline_env, model_serve
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_signal_ends_the_tools_the_cli_leaves_running(real_claude, offline_env, model_server, sig):
+    # 2.1.197 leaves a running Bash tool behind on SIGTERM and SIGHUP; the guard stops it.
+    marker = f"LEFTOVER-{sig.name}-{os.getpid()}"
+    command = f"python3 -c 'import time; time.sleep(300)' {marker}"
+    server = model_server([{"match": marker, "turns": [{"tool_use": {"name": "Bash", "input": {"command": command}}}, {"text": "done"}]}])
+    env = guarded_env(offline_env.use(server), real_claude)
+    write_user_config(env, '[permissions]\nallow = ["Bash(python3 *)"]\n')
+    proc = subprocess.Popen(GUARD + ["-p", f"{marker} go"], env=env, cwd=offline_env.cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+
+    def tool() -> list[psutil.Process]:
+        return [p for p in psutil.process_iter(["cmdline"]) if marker in (p.info["cmdline"] or [])]
+
+    started: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 30
+        while not started and time.monotonic() < deadline:
+            started = tool()
+            time.sleep(0.05)
+        assert started, "the Bash tool did not start"
+        os.kill(proc.pid, sig)
+        proc.communicate(timeout=30)
+        assert _wait_gone([p.pid for p in started], 1) == []  # already gone when claudeguard exits
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        for p in started + tool():
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
 
 
 def test_killed_guard_leaves_no_orphan(real_claude, offline_env, model_server):

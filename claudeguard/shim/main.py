@@ -145,6 +145,7 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # ty
             sup.monitor = monitor
         try:
             code = sup.relay()
+            sup.leftovers.stop()
         finally:
             sup.close()
             if monitor is not None:

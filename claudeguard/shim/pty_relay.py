@@ -37,6 +37,7 @@ from typing import Callable
 
 from claudeguard.shim.dialogs import BUSY, DialogRouter, RouteSettings, at_idle_prompt, banner_version, find_dialog, patterns_for
 from claudeguard.shim.screen import DIALOG_FILE, Screen, write_screen_state
+from claudeguard.shim.leftovers import ENDING_SIGNALS, Leftovers
 from claudeguard.shim.supervise import write_all
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH, signal.SIGTSTP,
@@ -249,6 +250,7 @@ class PtySession:
         self._queue: list[int] = []
         self._lock = threading.Lock()
         self._stopping = False
+        self.leftovers = Leftovers()
         self._sig_thread: threading.Thread | None = None
         self._saved_tc: list | None = None
         self._raw = False
@@ -417,6 +419,8 @@ class PtySession:
         with self._lock:
             signals, self._queue = self._queue, []
         for sig in signals:
+            if sig in ENDING_SIGNALS and self.cli_pid is not None and self._status is None:
+                self.leftovers.note(self.cli_pid)  # before the CLI can die and orphan its tools
             if sig == signal.SIGCHLD:
                 self._reap()
             elif sig == signal.SIGWINCH:

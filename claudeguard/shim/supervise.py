@@ -7,7 +7,8 @@ it passes (write first, then look). When stdout is a terminal the child gets the
 Signals: the ones a user or a script sends us are blocked in every thread and taken by one
 thread with ``sigwaitinfo``, which tells a signal sent to us alone (``kill PID``: forwarded to
 the child) from one the terminal sent to the whole foreground group (the child already has it).
-The child gets a parent-death signal, so killing claudeguard never leaves it orphaned.
+The child gets a parent-death signal, so killing claudeguard never leaves it orphaned; tools
+the CLI leaves running when a signal ends it are stopped after it exits (``leftovers``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import subprocess
 import sys
 import threading
 from typing import Callable
+
+from claudeguard.shim.leftovers import ENDING_SIGNALS, Leftovers
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH, signal.SIGTSTP, signal.SIGCONT, signal.SIGUSR1, signal.SIGUSR2)
 SI_USER = 0  # si_code of kill(2); the tty driver sends with SI_KERNEL (0x80)
@@ -64,6 +67,7 @@ class Supervisor:
         self._exited = threading.Event()
         self._status: int | None = None
         self.killed_by_watchdog = False
+        self.leftovers = Leftovers()
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> int:
@@ -96,6 +100,8 @@ class Supervisor:
                     return
                 continue
             from_user = info.si_code == SI_USER and info.si_pid != self.child.pid
+            if sig in ENDING_SIGNALS:
+                self.leftovers.note(self.child.pid)  # before the CLI can die and orphan its tools
             if sig == signal.SIGTSTP:
                 if from_user:
                     self._send(signal.SIGTSTP)
