@@ -73,11 +73,9 @@ def _main(argv: list[str]) -> int:
             return _print_plan([real, *rest], {}, guarded=False)
         exec_passthrough([real, *rest], exec_env)
 
-    import secrets
-
     from claudeguard.shim.command import build_plan
 
-    session_id = secrets.token_hex(8)
+    session_id = os.urandom(8).hex()  # what secrets.token_hex does, without its ~8 ms of imports
     if opts.dry_run:
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=None, cwd=cwd)
         return _print_plan(plan.argv, plan.env_additions, guarded=True)
@@ -108,7 +106,6 @@ def _disabled(argv: list[str]) -> int:
 
 def _run_session(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # type: ignore[no-untyped-def]
     import json
-    import shutil
 
     from claudeguard.paths import runtime_dir, write_private_file
     from claudeguard.shim.command import build_plan, session_snapshot
@@ -156,6 +153,8 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # ty
     finally:
         if "gate" in locals() and gate is not None:
             gate.close()
+        import shutil  # here, not before the CLI starts: every import up front delays it
+
         shutil.rmtree(session_dir, ignore_errors=True)
 
 

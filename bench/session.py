@@ -1,0 +1,109 @@
+"""What a guarded `claude -p` run costs end to end, and where it goes, against the real CLI.
+
+    python bench/session.py [--runs 10] [--version 2.1.330]
+
+One interleaved run per round, offline against the scripted model server (a text-only turn, and a
+turn with one allowed Bash call), in a throwaway HOME:
+
+- `claude`: the real CLI alone;
+- `+hooks`: the real CLI with only the guard's `--settings` (every hook registered);
+- `+mcp`: the real CLI with only the guard's `--mcp-config` and `--permission-prompt-tool`;
+- `guard`: `claudeguard -p` (all of it, plus our own start, session dir, gate server, watchdog);
+- `guard-own`: `claudeguard -p` in front of `/bin/true`: our own start and teardown alone;
+- `guard_until_the_cli_starts`: from starting `claudeguard -p` to its child's first instruction.
+
+Prints one JSON object of medians in ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from claudeguard.testing.cli_install import cli_path, install_cli
+from claudeguard.testing.model_server import ModelServer
+from claudeguard.testing.offline_home import offline_env, prepare_home
+
+KEY = "sk-ant-bench-0123456789abcdefghijklmnopqrstuv"
+SCENARIO = [
+    {"match": "say hello", "turns": [{"text": "hello"}]},
+    {"match": "run a tool", "turns": [{"tool_use": {"name": "Bash", "input": {"command": "echo tool-ran"}}}, {"text": "done"}]},
+]
+
+
+def _run(argv: list[str], env: dict[str, str], cwd: Path, expect: str | None) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+    elapsed = time.perf_counter() - start
+    if expect is not None and expect not in proc.stdout:
+        raise SystemExit(f"{argv[0]}: expected {expect!r} in the output, got {proc.stdout!r} {proc.stderr[-300:]!r}")
+    return elapsed
+
+
+def _until_child(guard: str, env: dict[str, str], cwd: Path, tmp: Path, runs: int) -> float:
+    """Median ms from starting `claudeguard -p` to the moment its child starts: the part of our
+    own start-up that delays the CLI (what comes after overlaps with the CLI's own start)."""
+    stamp = tmp / "stamp"
+    stamp.write_text("#!/bin/sh\nexec date +%s.%N\n")
+    stamp.chmod(0o755)
+    delays = []
+    for _ in range(runs):
+        start = time.time()
+        proc = subprocess.run([guard, "-p", "x"], env=dict(env, CLAUDEGUARD_CLAUDE=str(stamp)), cwd=cwd,
+                              capture_output=True, text=True, timeout=60, check=True)
+        delays.append(float(proc.stdout.strip()) - start)
+    return round(statistics.median(delays) * 1000, 1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--version", default="2.1.330")
+    args = parser.parse_args()
+    real = str(cli_path(args.version) or install_cli(args.version))
+    guard = str(Path(sys.executable).with_name("claudeguard"))
+    out: dict[str, object] = {"version": args.version, "runs": args.runs}
+    with tempfile.TemporaryDirectory() as tmp, ModelServer(SCENARIO) as server:
+        home, cwd = Path(tmp, "home"), Path(tmp, "work")
+        cwd.mkdir()
+        (cwd / ".git").mkdir()
+        prepare_home(home, cwd=cwd, api_key=KEY)
+        env = offline_env(home, server.url, KEY)
+        env["CLAUDEGUARD_CLAUDE"] = real
+        config = Path(env["XDG_CONFIG_HOME"], "claudeguard", "config.toml")
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text('[permissions]\nallow = ["Bash(echo *)"]\n')
+        plan = json.loads(subprocess.run([guard, "--guard-dry-run", "-p", "x"], env=env, cwd=cwd, capture_output=True,
+                                         text=True, check=True).stdout)["argv"]
+        settings = [a for a in plan if a.startswith("--settings=")]
+        mcp = [a for a in plan if a.startswith(("--mcp-config=", "--permission-prompt-tool="))]
+        allow = ["--allowedTools=Bash(echo *)"]
+        for prompt, expect in (("say hello", "hello"), ("run a tool", "done")):
+            cases = {
+                "claude": ([real, *allow, "-p", prompt], env),
+                "+hooks": ([real, *allow, *settings, "-p", prompt], env),
+                "+mcp": ([real, *allow, *mcp, "-p", prompt], env),
+                "guard": ([guard, "-p", prompt], env),
+                "guard-own": ([guard, "-p", prompt], dict(env, CLAUDEGUARD_CLAUDE="/bin/true")),
+            }
+            times: dict[str, list[float]] = {name: [] for name in cases}
+            for name, (argv, case_env) in cases.items():  # warm-up
+                _run(argv, case_env, cwd, None if name == "guard-own" else expect)
+            for _ in range(args.runs):
+                for name, (argv, case_env) in cases.items():
+                    times[name].append(_run(argv, case_env, cwd, None if name == "guard-own" else expect))
+            out[prompt] = {name: round(statistics.median(v) * 1000) for name, v in times.items()}
+        out["guard_until_the_cli_starts"] = _until_child(guard, env, cwd, Path(tmp), args.runs * 2)
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
