@@ -1,0 +1,41 @@
+"""The hooks the shim registers, as the CLI receives them (`--guard-dry-run` shows the exact argv)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+GUARD = [sys.executable, "-m", "claudeguard"]
+
+
+def _settings(tmp_path, *argv: str) -> dict:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+           "CLAUDEGUARD_CLAUDE": "/bin/true"}
+    proc = subprocess.run(GUARD + ["--guard-dry-run", *argv], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)["argv"]
+    values = [a.split("=", 1)[1] for a in out if a.startswith("--settings=")]
+    values += [out[i + 1] for i, a in enumerate(out) if a == "--settings"]
+    [value] = values  # one --settings, so the CLI cannot drop either (the last one wins)
+    return json.loads(value)
+
+
+def test_every_hook_is_registered_and_blocks(tmp_path):
+    hooks = _settings(tmp_path, "-p", "x")["hooks"]
+    entries = {event: groups[0]["hooks"][0] for event, groups in hooks.items()}
+    assert set(entries) == {"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "Notification",
+                            "SubagentStart", "SubagentStop", "UserPromptSubmit", "Stop"}
+    for event, entry in entries.items():
+        assert entry["command"].endswith("claudeguard/gate/fast_entry.py hook") and " -E -S " in entry["command"]
+        assert "async" not in entry, event  # 2.1.330 ends a run later with async hooks (see command.py)
+    tool_events = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure")
+    assert {e: g[0].get("matcher") for e, g in hooks.items()} == {e: "*" if e in tool_events else None for e in hooks}
+
+
+def test_callers_settings_keep_their_hooks_ahead_of_ours(tmp_path):
+    mine = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo mine"}]}]}, "model": "x"}
+    settings = _settings(tmp_path, "--settings", json.dumps(mine), "-p", "x")
+    assert settings["model"] == "x"
+    assert settings["hooks"]["Stop"][0] == mine["hooks"]["Stop"][0]  # theirs first, untouched
+    assert settings["hooks"]["Stop"][1]["hooks"][0]["command"].endswith("fast_entry.py hook")
