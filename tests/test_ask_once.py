@@ -4,8 +4,10 @@ hook, permission-prompt tool and PermissionRequest the CLI uses (issue 10), on b
 from __future__ import annotations
 
 import json
+import subprocess
+import threading
 
-from tests.shim_helpers import Approver, ctl, guarded_env, pending, run_guarded, write_user_config
+from tests.shim_helpers import GUARD, Approver, ctl, guarded_env, pending, run_guarded, write_user_config
 
 
 def echo(word: str) -> dict:
@@ -42,4 +44,65 @@ def test_an_ask_rule_asks_once_per_call_main_fg_and_bg(real_claude, offline_env,
         assert (offline_env.cwd / f"{word}.txt").read_text() == f"{word}\n"
     humans = [e for e in _audit(env) if e.get("decided_by") == "human"]
     assert len(humans) == 3, humans
+    assert pending(env) == []
+
+
+class RacingApprover(threading.Thread):
+    """Approves every pending request it sees, as fast as it can, until told to stop; records
+    each answer it sent with its exit code (two of these race for the same requests)."""
+
+    def __init__(self, env: dict) -> None:
+        super().__init__(daemon=True)
+        self.env = env
+        self.answers: list[tuple[str, int]] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            for req in pending(self.env):
+                self.answers.append((req["id"], ctl(self.env, "approve", req["id"]).returncode))
+            self.stop.wait(0.05)
+
+
+def test_torture_sessions_and_two_approvers_never_post_or_answer_twice(real_claude, offline_env, model_server):
+    sessions = 3
+    scenario = []
+    for n in range(sessions):
+        scenario += [
+            {"match": f"TORTURE{n}X", "turns": [{"tool_use": echo(f"m{n}")}, {"tool_use": agent(f"TFG{n}X go", False)},
+                                                {"tool_use": agent(f"TBG{n}X go", True)}, {"text": "fin"}]},
+            {"match": f"TFG{n}X", "turns": [{"tool_use": echo(f"f{n}")}, {"text": "fg done"}]},
+            {"match": f"TBG{n}X", "turns": [{"tool_use": echo(f"b{n}")}, {"text": "bg done"}]},
+        ]
+    server = model_server(scenario)
+    env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
+    write_user_config(env, '[permissions]\nask = ["Bash(echo *)"]\n')
+    approvers = [RacingApprover(env), RacingApprover(env)]
+    for approver in approvers:
+        approver.start()
+    procs = [subprocess.Popen(GUARD + ["-p", f"TORTURE{n}X go", "--output-format", "stream-json", "--verbose"], env=env,
+                              cwd=offline_env.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for n in range(sessions)]
+    try:
+        codes = [proc.wait(timeout=120) for proc in procs]
+    finally:
+        for approver in approvers:
+            approver.stop.set()
+            approver.join(timeout=30)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert codes == [0] * sessions, [p.stderr.read() for p in procs]
+    calls = 3 * sessions
+    for n in range(sessions):
+        for word in (f"m{n}", f"f{n}", f"b{n}"):
+            assert (offline_env.cwd / f"{word}.txt").read_text() == f"{word}\n"
+    sent = [a for approver in approvers for a in approver.answers]
+    accepted = [rid for rid, code in sent if code == 0]
+    assert len(accepted) == calls and len(set(accepted)) == calls, sent  # one accepted answer per request
+    assert all(code in (0, 1) for _, code in sent)
+    humans = [e for e in _audit(env) if e.get("decided_by") == "human"]
+    assert len(humans) == calls, humans  # one decision per call
+    assert sorted(e["request_id"] for e in humans) == sorted(accepted)  # one request per call
     assert pending(env) == []

@@ -4,6 +4,7 @@ closed on anything it cannot decide: always exit 0 with a deny and a reason, nev
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -117,3 +118,21 @@ def test_audit_line_per_decision(env, tmp_path):
     event = json.loads(lines[-1])
     assert event["decision"] == "deny" and event["decided_by"] == "rule" and event["rule"] == "Bash(rm *)"
     assert event["tool"] == "Bash" and event["summary"].startswith("Bash: rm -rf /") and len(event["input_digest"]) == 16
+
+
+def test_an_answer_is_reused_once_by_the_second_asker_of_the_same_call(tmp_path):
+    from claudeguard.gate.decide import Verdict, answer_record, reuse_answer
+    from claudeguard.gate.session import Session, record_answer
+
+    session = Session("s", str(tmp_path), {})
+    call = {"command": "git push"}
+    verdict = Verdict("allow", "approved by a human (once)", "human", scope="once", request_id="r1")
+    record_answer(session, "toolu_1", {"agent_id": "a1", "agent_type": "x", "tool": "Bash"}, answer_record(verdict, call))
+    assert reuse_answer(session, "Bash", {"command": "git push --force"}, "a1", "toolu_1") is None  # other input
+    again = reuse_answer(session, "Bash", call, "a1", "toolu_1")
+    assert (again.decision, again.request_id, again.decided_by) == ("allow", "r1", "human")
+    assert reuse_answer(session, "Bash", call, "a1", "toolu_1") is None  # taken once
+    record_answer(session, "toolu_2", {"agent_id": "a2", "tool": "Bash"}, answer_record(verdict, call))
+    assert reuse_answer(session, "Bash", call, "a1", None) is None  # by digest: the same agent only
+    assert reuse_answer(session, "Bash", call, "a2", None).request_id == "r1"
+    assert not [n for n in os.listdir(tmp_path / "calls") if n.endswith(".tmp")]

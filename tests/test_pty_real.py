@@ -93,12 +93,12 @@ def guard(real_claude, model_server, offline_env, monkeypatch):
     monkeypatch.setenv("CLAUDEGUARD_LOG_DIR", offline_env["CLAUDEGUARD_LOG_DIR"])
 
     def start(turns: list | None, *args: str, idle: float = 1, cwd: Path | None = None, rows: int = 40, cols: int = 120,
-              extra_env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+              extra_env: dict[str, str] | None = None, config: str = ""):  # type: ignore[no-untyped-def]
         server = model_server([{"match": "run it", "turns": turns or [{"text": "nothing to do"}]}])
         env = dict(offline_env.use(server), CLAUDEGUARD_CLAUDE=str(real_claude), **(extra_env or {}))
-        config = Path(env["XDG_CONFIG_HOME"]) / "claudeguard" / "config.toml"
-        config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(f"[approval]\nidle_before_channel = {idle}\ntimeout = 60\n")
+        config_file = Path(env["XDG_CONFIG_HOME"]) / "claudeguard" / "config.toml"
+        config_file.parent.mkdir(parents=True, exist_ok=True)
+        config_file.write_text(f"[approval]\nidle_before_channel = {idle}\ntimeout = 60\n{config}")
         tui = Tui(GUARD + list(args), env, cwd or offline_env.cwd, rows, cols)
         tuis.append(tui)
         return tui, server, env
@@ -155,6 +155,24 @@ def test_dialog_the_hook_routed_is_not_asked_twice(guard, offline_env):
     channel.answer(req.id, "allow")
     tui.wait("made it")
     assert (offline_env.cwd / "out.txt").read_text() == "hello\n"
+    assert tui.leave() == 0
+
+
+def test_an_ask_rule_in_an_interactive_session_asks_once(guard, offline_env):
+    # The PreToolUse hook asks for the ask rule; after the human's allow neither a dialog nor the
+    # PermissionRequest hook nor the screen path may ask again (issue 10: ask once).
+    tui, _, _ = guard(_bash_turns(), "--permission-mode", "default", "run it", idle=1,
+                      config='[permissions]\nask = ["Bash(echo *)"]\n')
+    [req] = _pending(tui)
+    assert req.kind == "permission" and req.extra.get("via") == "hook"
+    channel.answer(req.id, "allow")
+    tui.wait("made it")
+    assert (offline_env.cwd / "out.txt").read_text() == "hello\n"
+    answered = time.monotonic()
+    # A dialog's request would appear within idle (1 s) + the screen path's grace (3 s).
+    tui.until(lambda: time.monotonic() - answered > 5, 8, "the window in which a second request would appear")
+    assert channel.list_pending() == []
+    assert "Do you want to proceed?" not in tui.flat()
     assert tui.leave() == 0
 
 

@@ -199,6 +199,27 @@ def _wait(pending, on_timeout: str, still_wanted: "Callable[[], bool] | None"): 
             return answer  # an answer that arrived just before the keyboard's still counts
 
 
+def answer_record(verdict: Verdict, tool_input: dict) -> dict:
+    """What ``session.record_answer`` keeps of a channel verdict (see ``reuse_answer``)."""
+    from claudeguard.channel.audit import input_digest
+
+    return {"decision": verdict.decision, "reason": verdict.reason, "decided_by": verdict.decided_by,
+            "scope": verdict.scope, "request_id": verdict.request_id, "digest": input_digest(tool_input), "time": time.time()}
+
+
+def reuse_answer(session: Session, tool: str, tool_input: dict, agent_id: str | None, tool_use_id: str | None) -> Verdict | None:
+    """The answer the PreToolUse hook already got for this very call (same tool_use_id, or same
+    agent and input), taken once: the second asker of one call never posts a second request."""
+    from claudeguard.channel.audit import input_digest
+    from claudeguard.gate.session import take_answer
+
+    answer = take_answer(session, tool_use_id, input_digest(tool_input), agent_id)
+    if answer is None or answer.get("decision") not in ("allow", "deny"):
+        return None
+    return Verdict(answer["decision"], answer.get("reason") or "", answer.get("decided_by") or "human",
+                   scope=answer.get("scope"), request_id=answer.get("request_id"))
+
+
 def record_pending(session: Session, request_id: str, delta: int) -> None:
     from claudeguard.gate.session import record_event
 

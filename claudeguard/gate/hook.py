@@ -69,7 +69,7 @@ def run(stdin_text: str, client_alive: "Callable[[], bool] | None" = None) -> di
 
 
 def handle(event: dict, client_alive: "Callable[[], bool] | None" = None) -> dict | None:
-    from claudeguard.gate.session import current_session, forget_call, record_event, remember_call
+    from claudeguard.gate.session import current_session, forget_call, record_answer, record_event, remember_call
 
     name = event.get("hook_event_name")
     cwd = event.get("cwd") or os.getcwd()
@@ -99,7 +99,7 @@ def handle(event: dict, client_alive: "Callable[[], bool] | None" = None) -> dic
     if not isinstance(tool, str) or not isinstance(tool_input, dict):
         return deny_output(name, "claudeguard: hook input without tool_name/tool_input; denied")
 
-    from claudeguard.gate.decide import decide_call, needs_human
+    from claudeguard.gate.decide import answer_record, decide_call, needs_human, reuse_answer
 
     if name == "PreToolUse":
         record_event(session, "tool-start", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id, agent_type=agent_type)
@@ -112,6 +112,11 @@ def handle(event: dict, client_alive: "Callable[[], bool] | None" = None) -> dic
                               cwd=cwd, via="hook", undecided=undecided, tool_use_id=tool_use_id, still_wanted=client_alive)
         if verdict.decision == "none":
             return None
+        if verdict.request_id:
+            # A human (or the deadline) answered this call. The CLI's own copy of the ask rule
+            # makes it ask again after an allow; that ask reuses this answer (ask once).
+            record_answer(session, tool_use_id, {"agent_type": agent_type, "agent_id": agent_id, "tool": tool},
+                          answer_record(verdict, tool_input))
         if verdict.decision == "deny":
             # no PostToolUse follows a denied call: tell the watchdog it is not in flight
             forget_call(session, tool_use_id)
@@ -123,6 +128,9 @@ def handle(event: dict, client_alive: "Callable[[], bool] | None" = None) -> dic
     # caller's, e.g. the Agent SDK's) owns that decision, so the hook stays out of the race.
     if session.snapshot.get("print_mode"):
         return None
+    earlier = reuse_answer(session, tool, tool_input, agent_id, None)
+    if earlier is not None:
+        return _permission_request(earlier.decision, earlier.reason, tool_input)
     delay = float(session.approval.get("idle_before_channel") or 0)
     still_wanted = _both(_dialog_watch(session, delay), client_alive)
     verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,

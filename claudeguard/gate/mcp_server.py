@@ -111,13 +111,14 @@ def decide_prompt(args: dict) -> dict:
     if not isinstance(tool, str) or not isinstance(tool_input, dict):
         return {"behavior": "deny", "message": "claudeguard: prompt-tool call without tool_name/input; denied"}
     try:
-        from claudeguard.gate.decide import decide_call
+        from claudeguard.gate.decide import decide_call, reuse_answer
         from claudeguard.gate.session import current_session, recall_call
 
         session = current_session()
         tool_use_id = args.get("tool_use_id")
         who = recall_call(session, tool_use_id)
-        verdict = decide_call(
+        verdict = reuse_answer(session, tool, tool_input, who.get("agent_id"), tool_use_id) if tool_use_id else None
+        verdict = verdict or decide_call(
             session, tool=tool, tool_input=tool_input, agent_type=who.get("agent_type"), agent_id=who.get("agent_id"),
             cwd=session.snapshot.get("cwd") or os.getcwd(), via="prompt-tool", undecided="ask", tool_use_id=tool_use_id,
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 
 
@@ -114,9 +115,12 @@ def remember_call(session: Session, tool_use_id: str, info: dict) -> None:
     try:
         calls = os.path.join(session.dir, "calls")
         os.makedirs(calls, mode=0o700, exist_ok=True)
-        fd = os.open(os.path.join(calls, tool_use_id), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        # Written whole, then renamed: the prompt tool may read it while the hook rewrites it.
+        tmp = os.path.join(calls, f".{tool_use_id}.{os.getpid()}.{threading.get_ident()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w") as fh:
             json.dump(info, fh)
+        os.replace(tmp, os.path.join(calls, tool_use_id))
     except OSError:
         pass
 
@@ -130,6 +134,43 @@ def recall_call(session: Session, tool_use_id: str | None) -> dict:
             return json.load(fh)
     except (OSError, ValueError):
         return {}
+
+
+def record_answer(session: Session, tool_use_id: str | None, info: dict, answer: dict) -> None:
+    """A human's (or the deadline's) answer to this call, kept beside who asked: the CLI may
+    ask again for the same call (its own copy of an ``ask`` rule sends it to the prompt tool or
+    a dialog after the hook's allow), and that second ask must reuse this answer, not post."""
+    remember_call(session, tool_use_id or "", {**info, "answer": answer})
+
+
+def take_answer(session: Session, tool_use_id: str | None, digest: str, agent_id: str | None = None) -> dict | None:
+    """The answer ``record_answer`` kept for this call, once: by ``tool_use_id`` when the asker
+    has one (the prompt tool), else the oldest unused answer with the same input digest and
+    agent (the PermissionRequest hook carries no tool_use_id). The answer is consumed."""
+    if session.dir is None:
+        return None
+    if tool_use_id:
+        names = [tool_use_id] if "/" not in tool_use_id else []
+    else:
+        try:
+            names = os.listdir(os.path.join(session.dir, "calls"))
+        except OSError:
+            return None
+    found: list[tuple[float, str, dict]] = []
+    for name in names:
+        info = recall_call(session, name)
+        answer = info.get("answer")
+        if not isinstance(answer, dict) or answer.get("digest") != digest or answer.get("used"):
+            continue
+        if not tool_use_id and info.get("agent_id") != agent_id:
+            continue
+        found.append((float(answer.get("time") or 0), name, info))
+    if not found:
+        return None
+    _, name, info = min(found, key=lambda item: item[0])
+    info["answer"] = {**info["answer"], "used": True}
+    remember_call(session, name, info)
+    return info["answer"]
 
 
 def read_screen(session: Session) -> dict | None:

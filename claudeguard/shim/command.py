@@ -106,11 +106,40 @@ def guard_settings(cfg: Config, ctl: list[str], cwd: str) -> dict:
     entry = {"type": "command", "command": hook_cmd, "timeout": timeout}
     hooks: dict = {event: [{"matcher": "*", "hooks": [entry]}] for event in TOOL_HOOK_EVENTS}
     hooks.update({event: [{"hooks": [entry]}] for event in OTHER_HOOK_EVENTS})
-    settings: dict = {"hooks": hooks}
-    ask = [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.ask", [])]
-    if ask:
-        settings["permissions"] = {"ask": ask}
-    return settings
+    # The policy's ask rules are NOT given to the CLI: the hook asks the human itself, and the
+    # CLI's own copy of an ask rule would ask a second time after the human's allow (the prompt
+    # tool, or a dialog), and on 2.1.197 deny a background subagent's call outright. What keeps
+    # an ask call from running unanswered when the hook cannot answer is `cli_allow_rules`.
+    return {"hooks": hooks}
+
+
+EDIT_FAMILY = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+
+
+def _rule_tool(rule: str) -> str:
+    return rule.partition("(")[0].strip()
+
+
+def _tools_overlap(a: str, b: str) -> bool:
+    """Could a rule naming tool ``a`` and one naming ``b`` match the same call?"""
+    if a == b:
+        return True
+    if "Edit" in (a, b) and a in EDIT_FAMILY and b in EDIT_FAMILY:
+        return True  # Edit(...) rules cover every file-editing tool
+    if a.startswith("mcp__") and b.startswith("mcp__"):
+        short, long = sorted((a.rstrip("*").rstrip("_"), b.rstrip("*").rstrip("_")), key=len)
+        return long == short or long.startswith(short + "__")
+    return False
+
+
+def cli_allow_rules(cfg: Config, cwd: str) -> list[str]:
+    """The policy's allow rules for ``--allowedTools``, less every rule of a tool that also has an
+    ask rule: the guard's hook allows those calls itself, and when it cannot answer (no hook
+    output: crashed, service gone) the CLI falls back to its own prompt for that tool (our
+    prompt tool, a dialog, or a denial) instead of allowing an ask call that nobody answered."""
+    ask_tools = {_rule_tool(r.rule) for r in cfg.rules.get("permissions.ask", [])}
+    return [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.allow", [])
+            if not any(_tools_overlap(_rule_tool(r.rule), tool) for tool in ask_tools)]
 
 
 def merge_settings(caller: dict, ours: dict) -> dict:
@@ -135,7 +164,7 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     mode = cfg.get("permissions.mode")
     if mode and not args.has("--permission-mode") and not args.has(*BYPASS_FLAGS):
         front.append(f"--permission-mode={mode}")
-    allow = [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.allow", [])]
+    allow = cli_allow_rules(cfg, cwd)
     deny = [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.deny", [])]
     # Comma-joined in one word: a rule may contain spaces (`Bash(git diff *)`).
     if allow:
