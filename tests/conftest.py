@@ -43,6 +43,19 @@ os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = _HYPOTHESIS_HOME
 atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, True)
 
 
+@pytest.fixture(autouse=True)
+def _stop_guard_services(request: pytest.FixtureRequest) -> Any:
+    """A launcher starts the resident guard service in the test's runtime dir, and the service
+    outlives it by design: stop it by pid when the test ends."""
+    # Asked for now, at set-up, so that tmp_path is torn down after this fixture, not before.
+    root = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if root is not None:
+        from claudeguard.testing.services import stop_services
+
+        stop_services(root)
+
+
 def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 

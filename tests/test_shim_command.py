@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+
+import pytest
 
 GUARD = [sys.executable, "-m", "claudeguard"]
 
 
-def _settings(tmp_path, *argv: str) -> dict:
+def _settings(tmp_path, *argv: str, service: bool = True) -> dict:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
-           "CLAUDEGUARD_CLAUDE": "/bin/true"}
+           "CLAUDEGUARD_CLAUDE": "/bin/true", "CLAUDEGUARD_SERVICE": "1" if service else "0"}
     proc = subprocess.run(GUARD + ["--guard-dry-run", *argv], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)["argv"]
@@ -21,13 +24,20 @@ def _settings(tmp_path, *argv: str) -> dict:
     return json.loads(value)
 
 
-def test_every_hook_is_registered_and_blocks(tmp_path):
-    hooks = _settings(tmp_path, "-p", "x")["hooks"]
+@pytest.mark.parametrize("service", [True, False], ids=["http", "command"])
+def test_every_hook_is_registered_and_blocks(tmp_path, service):
+    hooks = _settings(tmp_path, "-p", "x", service=service)["hooks"]
     entries = {event: groups[0]["hooks"][0] for event, groups in hooks.items()}
     assert set(entries) == {"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "Notification",
                             "SubagentStart", "SubagentStop", "UserPromptSubmit", "Stop"}
     for event, entry in entries.items():
-        assert entry["command"].endswith("claudeguard/gate/fast_entry.py hook") and " -E -S " in entry["command"]
+        if service:
+            # The dry run starts no service: the port is a placeholder; the secret is in no argv.
+            assert re.fullmatch(rf"http://127\.0\.0\.1:PORT/hook/[0-9a-f]{{16}}/{event}", entry["url"]), entry
+            assert entry["headers"] == {"Authorization": "Bearer $CLAUDEGUARD_HOOK_TOKEN"}
+            assert entry["allowedEnvVars"] == ["CLAUDEGUARD_HOOK_TOKEN"] and entry["type"] == "http"
+        else:
+            assert entry["command"].endswith("claudeguard/gate/fast_entry.py hook") and " -E -S " in entry["command"]
         assert "async" not in entry, event  # 2.1.330 ends a run later with async hooks (see command.py)
     tool_events = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure")
     assert {e: g[0].get("matcher") for e, g in hooks.items()} == {e: "*" if e in tool_events else None for e in hooks}
@@ -35,7 +45,7 @@ def test_every_hook_is_registered_and_blocks(tmp_path):
 
 def test_callers_settings_keep_their_hooks_ahead_of_ours(tmp_path):
     mine = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo mine"}]}]}, "model": "x"}
-    settings = _settings(tmp_path, "--settings", json.dumps(mine), "-p", "x")
+    settings = _settings(tmp_path, "--settings", json.dumps(mine), "-p", "x", service=False)
     assert settings["model"] == "x"
     assert settings["hooks"]["Stop"][0] == mine["hooks"]["Stop"][0]  # theirs first, untouched
     assert settings["hooks"]["Stop"][1]["hooks"][0]["command"].endswith("fast_entry.py hook")

@@ -25,6 +25,26 @@ FOLLOW_POLL_S = 0.2  # `audit --follow` is a reader of a regular file: a short p
 _reported = False
 
 
+class _SessionLog:
+    """The log dir of the session a thread is answering for: the resident service answers many
+    sessions, each launched with its own environment (``CLAUDEGUARD_LOG_DIR``), so the launcher
+    writes its log dir into the session snapshot and the service sets it here per request."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.local = threading.local()
+
+    def get(self) -> str | None:
+        return getattr(self.local, "directory", None)
+
+    def set(self, directory: str | None) -> None:
+        self.local.directory = directory
+
+
+session_log = _SessionLog()
+
+
 def audit_path() -> Path:
     from pathlib import Path
 
@@ -32,9 +52,12 @@ def audit_path() -> Path:
 
 
 def _audit_file() -> str:
-    from claudeguard.paths import log_dir_text
+    directory = session_log.get()
+    if directory is None:
+        from claudeguard.paths import log_dir_text
 
-    return os.path.join(log_dir_text(), FILE_NAME)
+        directory = log_dir_text()
+    return os.path.join(directory, FILE_NAME)
 
 
 def now_iso() -> str:

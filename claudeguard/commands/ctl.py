@@ -17,6 +17,7 @@ COMMANDS = {
     "audit": "audit",
     "doctor": "doctor",
     "demo": "demo",
+    "service": "service",
     "hook": "hook",
     "mcp-serve": "mcp_serve",
 }

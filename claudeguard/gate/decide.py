@@ -93,13 +93,23 @@ def decide_call(
     tool_use_id: str | None = None,
     delay_s: float = 0.0,
     still_wanted: "Callable[[], bool] | None" = None,
+    unseen_by_hook: bool = False,
 ) -> Verdict:
     """``delay_s``: an interactive dialog's head start for the person at the keyboard before the
     request is posted; ``still_wanted``: checked while waiting (a dialog answered at the
     keyboard is no longer wanted: the request is withdrawn and the verdict is "none")."""
     started = time.monotonic()
     decision = policy_decision(session, tool, tool_input, agent_type, cwd)
-    if decision.decision in ("allow", "deny"):
+    if decision.decision == "allow" and unseen_by_hook:
+        # The hook never saw this call (the service was unreachable): which agent asks is
+        # unknown, and an agent's own rules may forbid what the main agent may do, so a human
+        # decides (the timeout's default applies if nobody does).
+        verdict = ask_human(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
+                            cwd=cwd, via=via, rule=decision.rule, source=decision.source, tool_use_id=tool_use_id,
+                            still_wanted=still_wanted)
+        if verdict.decision == "none":
+            return verdict
+    elif decision.decision in ("allow", "deny"):
         verdict = Verdict(decision.decision, decision.reason, "rule", decision.rule, decision.source)
     elif decision.decision == "none" and undecided == "leave":
         return Verdict("none", "no rule decides; left to Claude Code", "default")

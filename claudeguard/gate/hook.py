@@ -68,12 +68,38 @@ def run(stdin_text: str, client_alive: "Callable[[], bool] | None" = None) -> di
         return None
 
 
-def handle(event: dict, client_alive: "Callable[[], bool] | None" = None) -> dict | None:
+def run_event(body: bytes, event_name: str, session: object, client_alive: "Callable[[], bool] | None" = None) -> dict | None:
+    """The answer to one event posted to the resident service (``claudeguard.service.http``) for
+    a registered ``session``; ``event_name`` comes from the URL, so even a body that cannot be
+    read is answered in the right shape (a deny for a decision event)."""
+    try:
+        event = json.loads(body)
+        if not isinstance(event, dict):
+            raise ValueError("not a JSON object")
+    except (ValueError, UnicodeDecodeError) as exc:
+        return deny_output(event_name, f"claudeguard: malformed hook input ({exc}); denied")
+    name = event.get("hook_event_name") or event_name
+    from claudeguard.channel.audit import session_log
+
+    session_log.set(session.snapshot.get("log_dir"))  # type: ignore[attr-defined]
+    try:
+        return handle(event, client_alive, session)
+    except Exception as exc:  # noqa: BLE001 - fail closed with a reason
+        if name in DECISION_EVENTS:
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            return deny_output(name, f"claudeguard: the guard could not decide ({detail}); denied")
+        return None
+    finally:
+        session_log.set(None)
+
+
+def handle(event: dict, client_alive: "Callable[[], bool] | None" = None, session=None) -> dict | None:  # type: ignore[no-untyped-def]
     from claudeguard.gate.session import current_session, forget_call, record_answer, record_event, remember_call
 
     name = event.get("hook_event_name")
     cwd = event.get("cwd") or os.getcwd()
-    session = current_session(cwd, event.get("session_id"))
+    if session is None:
+        session = current_session(cwd, event.get("session_id"))
     tool = event.get("tool_name")
     tool_input = event.get("tool_input")
     agent_type = event.get("agent_type")

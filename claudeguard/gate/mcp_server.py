@@ -121,6 +121,9 @@ def decide_prompt(args: dict) -> dict:
         verdict = verdict or decide_call(
             session, tool=tool, tool_input=tool_input, agent_type=who.get("agent_type"), agent_id=who.get("agent_id"),
             cwd=session.snapshot.get("cwd") or os.getcwd(), via="prompt-tool", undecided="ask", tool_use_id=tool_use_id,
+            # Every call passes the PreToolUse hook first, which notes it: with HTTP hooks, a
+            # call without that note is one the service did not answer (down, or restarting).
+            unseen_by_hook=not who and session.snapshot.get("hooks") == "http",
         )
     except Exception as exc:  # noqa: BLE001
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -32,14 +32,19 @@ class Session:
         return self.snapshot.get("policy", {})
 
 
+def load_session(directory: str) -> Session:
+    """The session whose snapshot the launcher wrote into ``directory``."""
+    fd = os.open(os.path.join(directory, "session.json"), os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd) as fh:
+        snapshot = json.load(fh)
+    return Session(snapshot.get("session_id") or os.environ.get("CLAUDEGUARD_SESSION", ""), directory, snapshot)
+
+
 def current_session(event_cwd: str | None = None, cli_session_id: str | None = None) -> Session:
     """The guarded session from the environment, or an ad-hoc one built from the config files."""
     directory = os.environ.get("CLAUDEGUARD_SESSION_DIR")
     if directory:
-        fd = os.open(os.path.join(directory, "session.json"), os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd) as fh:
-            snapshot = json.load(fh)
-        return Session(snapshot.get("session_id") or os.environ.get("CLAUDEGUARD_SESSION", ""), directory, snapshot)
+        return load_session(directory)
     from pathlib import Path
 
     from claudeguard.config.load import env_overrides, load_config

@@ -97,15 +97,34 @@ def absolute_rule(rule: str, root: str, cwd: str) -> str:
     return rule
 
 
-def guard_settings(cfg: Config, ctl: list[str], cwd: str) -> dict:
+@dataclass
+class HttpHooks:
+    """Hooks answered by the resident service (``claudeguard.service``): its port, and the
+    session's secret, which reaches the CLI in ``TOKEN_VAR`` of its environment only."""
+
+    port: int | str  # "PORT" in a dry run: the service is started (and its port known) at launch
+    token: str
+
+
+TOKEN_VAR = "CLAUDEGUARD_HOOK_TOKEN"
+
+
+def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None, session_id: str) -> dict:
+    if http is None:
+        return {"type": "command", "command": " ".join(shlex.quote(p) for p in ctl + ["hook"]), "timeout": timeout}
+    # The header names the variable, not the secret: the CLI fills it from its environment, and
+    # only because allowedEnvVars lists it, so the secret is in no argv and no settings file.
+    return {"type": "http", "url": f"http://127.0.0.1:{http.port}/hook/{session_id}/{event}",
+            "headers": {"Authorization": f"Bearer ${TOKEN_VAR}"}, "allowedEnvVars": [TOKEN_VAR], "timeout": timeout}
+
+
+def guard_settings(cfg: Config, ctl: list[str], cwd: str, http: HttpHooks | None = None, session_id: str = "") -> dict:
     timeout = int(cfg.get("approval.timeout")) + 30  # the guard, not the CLI, must decide
-    hook_cmd = " ".join(shlex.quote(p) for p in ctl + ["hook"])
     # Every hook blocks, the ones the guard only records too: "async": true (known to both pinned
     # versions) saves ~35 ms a hook on 2.1.197 but makes 2.1.330 wait longer at the end of a run
     # (three 0.2 s async hooks: +1.3 s against +0.6 s sync; bench notes in bench/RESULTS.md).
-    entry = {"type": "command", "command": hook_cmd, "timeout": timeout}
-    hooks: dict = {event: [{"matcher": "*", "hooks": [entry]}] for event in TOOL_HOOK_EVENTS}
-    hooks.update({event: [{"hooks": [entry]}] for event in OTHER_HOOK_EVENTS})
+    hooks: dict = {event: [{"matcher": "*", "hooks": [_hook_entry(event, ctl, timeout, http, session_id)]}] for event in TOOL_HOOK_EVENTS}
+    hooks.update({event: [{"hooks": [_hook_entry(event, ctl, timeout, http, session_id)]}] for event in OTHER_HOOK_EVENTS})
     # The policy's ask rules are NOT given to the CLI: the hook asks the human itself, and the
     # CLI's own copy of an ask rule would ask a second time after the human's allow (the prompt
     # tool, or a dialog), and on 2.1.197 deny a background subagent's call outright. What keeps
@@ -133,13 +152,23 @@ def _tools_overlap(a: str, b: str) -> bool:
 
 
 def cli_allow_rules(cfg: Config, cwd: str) -> list[str]:
-    """The policy's allow rules for ``--allowedTools``, less every rule of a tool that also has an
-    ask rule: the guard's hook allows those calls itself, and when it cannot answer (no hook
+    """The policy's allow rules for ``--allowedTools``, less every rule of a tool that some agent
+    may not simply run (an ask rule, an agent's deny or ask, ...): the guard's hook allows those calls itself, and when it cannot answer (no hook
     output: crashed, service gone) the CLI falls back to its own prompt for that tool (our
     prompt tool, a dialog, or a denial) instead of allowing an ask call that nobody answered."""
-    ask_tools = {_rule_tool(r.rule) for r in cfg.rules.get("permissions.ask", [])}
+    if any(rep.value for rep in cfg.agent_replace.values()):
+        return []  # an agent whose own rules replace these: only the hook knows who is calling
+    # Tools some agent must not simply run: an ask rule anywhere, an agent's deny or ask rule,
+    # a tool blocked for subagents. (Read-only agent types are not counted: that would take
+    # every Bash rule off the list by default, and their writes are judged by the hook.)
+    # The CLI's --allowedTools apply to every agent alike, so such a tool is left to the hook
+    # (and, when the hook cannot answer, to the prompt tool, which then asks a human).
+    guarded = {_rule_tool(r.rule) for key, rules in cfg.rules.items()
+               if key == "permissions.ask" or (key.startswith("agents.") and key.endswith((".ask", ".deny")))
+               for r in rules}
+    guarded |= set(cfg.get("subagents.blocked_tools") or ())
     return [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.allow", [])
-            if not any(_tools_overlap(_rule_tool(r.rule), tool) for tool in ask_tools)]
+            if not any(_tools_overlap(_rule_tool(r.rule), tool) for tool in guarded)]
 
 
 def merge_settings(caller: dict, ours: dict) -> dict:
@@ -156,7 +185,8 @@ def merge_settings(caller: dict, ours: dict) -> dict:
     return merged
 
 
-def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str, session_dir: str | None, cwd: str) -> Plan:
+def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str, session_dir: str | None, cwd: str,
+               http: HttpHooks | None = None) -> Plan:
     """The final argv (real CLI first) and the environment additions for a guarded session."""
     check_lockdown(args, cfg)
     ctl = ctl_command()
@@ -172,7 +202,7 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     if deny:
         front.append("--disallowedTools=" + ",".join(deny))
 
-    ours = guard_settings(cfg, ctl, cwd)
+    ours = guard_settings(cfg, ctl, cwd, http, session_id)
     rest = list(args.argv)
     settings_at = [index for index, _ in args.options.get("--settings", [])]
     if settings_at:
@@ -193,6 +223,8 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     }
     if session_dir:
         env_add["CLAUDEGUARD_SESSION_DIR"] = session_dir
+    if http is not None:
+        env_add[TOKEN_VAR] = http.token
 
     if args.print_mode and not args.has("--permission-prompt-tool") and args.last("--permission-prompts") != "none":
         server = {"command": ctl[0], "args": ctl[1:] + ["mcp-serve"]}

@@ -77,7 +77,10 @@ def _main(argv: list[str]) -> int:
 
     session_id = os.urandom(8).hex()  # what secrets.token_hex does, without its ~8 ms of imports
     if opts.dry_run:
-        plan = build_plan(real, args, cfg, session_id=session_id, session_dir=None, cwd=cwd)
+        from claudeguard.shim.command import HttpHooks
+
+        http = HttpHooks("PORT", "<secret made at start>") if _use_service() else None
+        plan = build_plan(real, args, cfg, session_id=session_id, session_dir=None, cwd=cwd, http=http)
         return _print_plan(plan.argv, plan.env_additions, guarded=True)
     return _run_session(real, args, cfg, Path(cwd), session_id)
 
@@ -113,9 +116,17 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # ty
     interactive = not args.print_mode
     session_dir = runtime_dir("sessions", session_id)
     try:
-        plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(cwd))
         snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(cwd), interactive=interactive and os.isatty(0))
+        snapshot["hooks"] = "http"
+        from claudeguard.paths import log_dir_text
+
+        snapshot["log_dir"] = log_dir_text()  # the service answers for many launchers' environments
         write_private_file(session_dir / "session.json", json.dumps(snapshot))
+        registration, http = _register_with_service(session_id, str(session_dir))
+        if registration is None:
+            snapshot["hooks"] = "command"
+            write_private_file(session_dir / "session.json", json.dumps(snapshot))
+        plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(cwd), http=http)
         env = dict(os.environ, **plan.env_additions)
         # No -p: the TUI runs on our pty (with or without a terminal of our own), so its dialogs
         # can be seen and, when nobody answers them, routed to the channel. A stream-json
@@ -135,7 +146,7 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # ty
         # After start(): the supervisor has blocked the forwarded signals, and the gate's threads
         # must inherit that mask (only its signal thread may take them). A hook that comes before
         # the server listens decides in its own process.
-        gate = _start_gate_server(str(session_dir), session_id)
+        gate = _start_gate_server(str(session_dir), session_id) if registration is None else None
         monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, plan.argv)
         if use_pty:
             sup.on_output = None  # the screen is not stream-json
@@ -153,9 +164,36 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # ty
     finally:
         if "gate" in locals() and gate is not None:
             gate.close()
+        if "registration" in locals() and registration is not None:
+            registration.close()
         import shutil  # here, not before the CLI starts: every import up front delays it
 
         shutil.rmtree(session_dir, ignore_errors=True)
+
+
+def _use_service() -> bool:
+    return os.environ.get("CLAUDEGUARD_SERVICE", "1") != "0"
+
+
+def _register_with_service(session_id: str, session_dir: str):  # type: ignore[no-untyped-def]
+    """Register the session with the resident service (started if needed) and return it with
+    the HTTP hooks to inject; (None, None) when the service is off (CLAUDEGUARD_SERVICE=0) or
+    cannot be had: then the hooks are commands answered by this process's gate server, with
+    the same answers, only slower (one line says why under CLAUDEGUARD_DEBUG)."""
+    if not _use_service():
+        return None, None
+    from claudeguard.service.client import Registration, ServiceError
+    from claudeguard.shim.command import HttpHooks
+
+    token = os.urandom(24).hex()  # 192 bits; what secrets.token_hex does, without its imports
+    registration = Registration(session_id, session_dir, token)
+    try:
+        port = registration.open()
+    except (ServiceError, OSError, ValueError) as exc:
+        if os.environ.get("CLAUDEGUARD_DEBUG"):
+            print(f"claudeguard: no guard service ({exc}); hooks run as commands", file=sys.stderr)
+        return None, None
+    return registration, HttpHooks(port, token)
 
 
 def _start_gate_server(session_dir: str, session_id: str):  # type: ignore[no-untyped-def]

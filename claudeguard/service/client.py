@@ -1,0 +1,200 @@
+"""The launcher's side of the resident service: find a live service of this version or start
+one, register a session, and keep the registration alive while the session runs.
+
+A launcher holds its control connection for the session's life: when the launcher ends (or dies)
+the service drops the session. When the service dies under a running session, the link starts
+a new one (which takes the old port back when it can) and registers the session again with the
+same secret, so the session's hooks are answered again within about a second; until then the
+CLI's own flags and prompt path apply (docs/design.md, "When the service dies").
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+from claudeguard.service import files
+
+START_TIMEOUT_S = 10.0
+
+
+class ServiceError(Exception):
+    """The service cannot be reached or started; the message is one line."""
+
+
+def _connect_control(directory: str) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(os.path.join(directory, files.CONTROL))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def request(sock: socket.socket, msg: dict, timeout: float = 10.0) -> dict:
+    """One control request and its one-line answer."""
+    sock.settimeout(timeout)
+    try:
+        sock.sendall(json.dumps(msg).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ServiceError("the service closed the connection")
+            data += chunk
+    except OSError as exc:
+        raise ServiceError(f"the service did not answer: {exc}") from None
+    finally:
+        sock.settimeout(None)
+    reply = json.loads(data)
+    return reply if isinstance(reply, dict) else {"ok": False, "error": "malformed reply"}
+
+
+def _live_connection(directory: str, version: str) -> socket.socket | None:
+    """A control connection to the live service of ``version``; a service of another version is
+    asked to retire (it keeps serving its own sessions until they end)."""
+    record = files.read_record(directory)
+    if record is None:
+        return None
+    try:
+        sock = _connect_control(directory)
+    except OSError:
+        return None
+    try:
+        hello = request(sock, {"op": "hello"})
+        if hello.get("ok") and hello.get("version") == version and not hello.get("retired"):
+            return sock
+        if hello.get("ok") and hello.get("version") != version:
+            request(sock, {"op": "retire"})
+    except (ServiceError, ValueError):
+        pass
+    sock.close()
+    return None
+
+
+def live_connection(directory: str) -> socket.socket | None:
+    """A control connection to the running service of whatever version, or None."""
+    if files.read_record(directory) is None:
+        return None
+    try:
+        return _connect_control(directory)
+    except OSError:
+        return None
+
+
+def connect(directory: str | None = None) -> socket.socket:
+    """A control connection to this user's service, started if needed (under ``start.lock``, so
+    two launchers starting at once end up with one service)."""
+    directory = directory or files.service_dir()
+    version = files.fingerprint()
+    sock = _live_connection(directory, version)
+    if sock is not None:
+        return sock
+    lock = os.open(os.path.join(directory, files.START_LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        sock = _live_connection(directory, version)  # another launcher may have started it meanwhile
+        if sock is not None:
+            return sock
+        _start(directory)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            sock = _live_connection(directory, version)
+            if sock is not None:
+                return sock
+            time.sleep(0.02)
+        raise ServiceError(f"the guard service did not start within {START_TIMEOUT_S:g} s (see {os.path.join(directory, files.LOG)})")
+    finally:
+        os.close(lock)
+
+
+def _start(directory: str) -> None:
+    import subprocess
+
+    log = os.open(os.path.join(directory, files.LOG), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDEGUARD_SESSION", "CLAUDEGUARD_HOOK_TOKEN"))}
+        # -E -S like the hook entry would be wrong here: the service imports the package the
+        # normal way, once, and lives on.
+        first = subprocess.Popen([sys.executable, "-m", "claudeguard.service", "--detach"], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=log, env=env, close_fds=True, cwd="/")
+        first.wait(timeout=START_TIMEOUT_S)  # the first process forks the service and exits at once
+    finally:
+        os.close(log)
+
+
+class Registration:
+    """A session registered with the service for as long as this object lives; re-registered
+    on a new service if the old one dies."""
+
+    def __init__(self, session_id: str, session_dir: str, token: str, kind: str = "foreground") -> None:
+        self.session_id, self.session_dir, self.token, self.kind = session_id, session_dir, token, kind
+        self.port = 0
+        self.sock: socket.socket | None = None
+        self.closed = threading.Event()
+        self.restarts = 0
+
+    def open(self) -> int:
+        """Register (starting the service if needed) and return the hook port."""
+        self._register()
+        if self.kind == "foreground":
+            # The thread starts with every signal blocked: the launcher's supervisor takes its
+            # signals (SIGCHLD above all) with sigwait in one thread, and a thread that left them
+            # unblocked would receive and drop them (the child would never be reaped).
+            import signal
+
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+            try:
+                threading.Thread(target=self._watch, name="claudeguard-service-link", daemon=True).start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        return self.port
+
+    def _register(self) -> None:
+        sock = connect()
+        try:
+            reply = request(sock, {"op": "register", "session_id": self.session_id, "dir": self.session_dir,
+                                   "token": self.token, "kind": self.kind})
+        except (ServiceError, ValueError):
+            sock.close()
+            raise
+        if not reply.get("ok"):
+            sock.close()
+            raise ServiceError(f"the guard service refused the session: {reply.get('error')}")
+        self.port = int(reply["port"])
+        self.sock = sock
+
+    def _watch(self) -> None:
+        """Nothing comes on the connection after registering: EOF means the service is gone."""
+        while not self.closed.is_set():
+            sock = self.sock
+            try:
+                data = sock.recv(1) if sock is not None else b""
+            except OSError:
+                data = b""
+            if self.closed.is_set():
+                return
+            if data:
+                continue
+            self.restarts += 1
+            try:
+                self._register()
+            except (ServiceError, OSError, ValueError):
+                if self.closed.wait(1.0):
+                    return
+
+    def close(self) -> None:
+        self.closed.set()
+        sock, self.sock = self.sock, None
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()

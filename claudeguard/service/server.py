@@ -1,0 +1,258 @@
+"""The service process: one per user and runtime dir, started on demand by the first launcher.
+
+Threads: the control socket's accept loop (one thread per connection), the HTTP endpoint's
+(one thread per hook call, see ``http``), and the main loop, which ends the service after
+``idle_exit`` seconds without a registered session, or at ``stop``.
+
+Control protocol (``control.sock``, 0600 in the 0700 service dir; the peer's uid is checked
+too): one JSON object per line each way.
+
+- ``{"op": "hello"}`` → ``{"ok": true, "version", "pid", "port"}``
+- ``{"op": "register", "session_id", "dir", "token", "kind"}`` → ``{"ok": true, "port"}``. The
+  session's snapshot is read from ``<dir>/session.json``. A ``foreground`` session belongs to the
+  connection that registered it and is dropped when that connection closes (the launcher exited
+  or died); a ``background`` one stays until ``unregister``.
+- ``{"op": "unregister", "session_id"}``, ``{"op": "status"}``, ``{"op": "stop"}``,
+  ``{"op": "retire"}`` (a launcher of another version found this one: stop taking sessions,
+  give up the slot, exit when the last session ends).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hmac
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+from claudeguard.service import files
+
+DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
+
+
+@dataclass
+class Registered:
+    """A session the service answers hooks for."""
+
+    session: object  # claudeguard.gate.session.Session
+    token: str
+    kind: str  # "foreground" | "background"
+    registered: float
+    owner: object | None = None  # the control connection of a foreground session
+
+
+@dataclass
+class Service:
+    directory: str
+    idle_exit: float = DEFAULT_IDLE_EXIT
+    sessions: dict[str, Registered] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stopping: threading.Event = field(default_factory=threading.Event)
+    retired: bool = False
+    port: int = 0
+    version: str = ""
+    started: float = field(default_factory=time.time)
+    control: socket.socket | None = None
+    control_ino: int = 0  # the inode of the socket file we bound (fstat of a socket says another)
+
+    # --- the registry ---------------------------------------------------------------------
+
+    def lookup(self, session_id: str, token: str | None) -> Registered | None:
+        """The session, if ``token`` is its secret (compared in constant time)."""
+        with self.lock:
+            reg = self.sessions.get(session_id)
+        if reg is None or token is None or not hmac.compare_digest(reg.token.encode(), token.encode()):
+            return None
+        return reg
+
+    def register(self, msg: dict, owner: object) -> dict:
+        from claudeguard.gate.session import load_session
+
+        if self.retired:
+            return {"ok": False, "error": "retiring: another version took over"}
+        sid, directory, token = msg.get("session_id"), msg.get("dir"), msg.get("token")
+        kind = msg.get("kind") or "foreground"
+        if not (isinstance(sid, str) and sid and isinstance(directory, str) and isinstance(token, str) and len(token) >= 32):
+            return {"ok": False, "error": "register needs session_id, dir and a token of 32+ characters"}
+        from claudeguard.paths import check_private_dir
+
+        try:
+            check_private_dir(directory)
+            session = load_session(directory)
+        except Exception as exc:  # noqa: BLE001 - one line back to the launcher
+            return {"ok": False, "error": f"{directory}: {exc}"}
+        with self.lock:
+            self.sessions[sid] = Registered(session, token, kind, time.time(), owner if kind == "foreground" else None)
+        return {"ok": True, "port": self.port, "version": self.version, "pid": os.getpid()}
+
+    def drop_owned_by(self, owner: object) -> None:
+        with self.lock:
+            for sid in [sid for sid, reg in self.sessions.items() if reg.owner is owner]:
+                del self.sessions[sid]
+
+    def status(self) -> dict:
+        with self.lock:
+            sessions = [{"session_id": sid, "kind": reg.kind, "cwd": reg.session.snapshot.get("cwd"),  # type: ignore[attr-defined]
+                         "launcher_pid": reg.session.snapshot.get("pid"), "registered": reg.registered}  # type: ignore[attr-defined]
+                        for sid, reg in self.sessions.items()]
+        return {"ok": True, "pid": os.getpid(), "version": self.version, "port": self.port, "started": self.started,
+                "retired": self.retired, "idle_exit": self.idle_exit, "sessions": sessions}
+
+    # --- the control socket ---------------------------------------------------------------
+
+    def _accept_control(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.control.accept()  # type: ignore[union-attr]
+            except OSError:
+                return
+            threading.Thread(target=self._serve_control, args=(conn,), name="claudeguard-control", daemon=True).start()
+
+    def _serve_control(self, conn: socket.socket) -> None:
+        try:
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
+                return  # the directory is 0700 already; a peer of another uid is never served
+        except (OSError, AttributeError):
+            pass  # no SO_PEERCRED here: the directory's mode is the guard
+        reader = conn.makefile("rb")
+        try:
+            for line in reader:
+                try:
+                    msg = json.loads(line)
+                    reply = self.control_op(msg if isinstance(msg, dict) else {}, conn)
+                except ValueError:
+                    reply = {"ok": False, "error": "malformed control message"}
+                conn.sendall(json.dumps(reply).encode() + b"\n")
+        except OSError:
+            pass
+        finally:
+            self.drop_owned_by(conn)
+            reader.close()
+            conn.close()
+
+    def control_op(self, msg: dict, conn: socket.socket) -> dict:
+        op = msg.get("op")
+        if op == "hello":
+            return {"ok": True, "version": self.version, "pid": os.getpid(), "port": self.port, "retired": self.retired}
+        if op == "register":
+            return self.register(msg, conn)
+        if op == "unregister":
+            with self.lock:
+                found = self.sessions.pop(str(msg.get("session_id")), None)
+            return {"ok": found is not None}
+        if op == "status":
+            return self.status()
+        if op == "stop":
+            self.stopping.set()
+            return {"ok": True, "sessions": len(self.sessions)}
+        if op == "retire":
+            self.retire()
+            return {"ok": True}
+        return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def retire(self) -> None:
+        """Give up the slot (record and control socket) to a service of another version; the
+        sessions registered here keep being served until they end."""
+        if self.retired:
+            return
+        self.retired = True
+        self._release_slot()
+
+    def _release_slot(self) -> None:
+        record = files.read_record(self.directory)
+        if record is not None and record.get("pid") == os.getpid():
+            try:
+                os.unlink(os.path.join(self.directory, files.RECORD))
+            except OSError:
+                pass
+        control, self.control = self.control, None
+        if control is not None:
+            try:
+                # Only our own socket file: a successor may have bound a new one there already.
+                if os.stat(os.path.join(self.directory, files.CONTROL)).st_ino == self.control_ino:
+                    os.unlink(os.path.join(self.directory, files.CONTROL))
+            except OSError:
+                pass
+            try:
+                control.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            control.close()
+
+    # --- life -----------------------------------------------------------------------------
+
+    def run(self) -> int:
+        run_lock = os.open(os.path.join(self.directory, files.RUN_LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(run_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return 0  # a live service holds the slot
+        from claudeguard.service.http import HookServer
+
+        self.version = files.fingerprint()
+        hooks = HookServer.bind(self, files.read_stale_port(self.directory))
+        self.port = hooks.server_address[1]
+        control_path = os.path.join(self.directory, files.CONTROL)
+        try:
+            os.unlink(control_path)  # stale: the run lock says no live service owns it
+        except FileNotFoundError:
+            pass
+        control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            control.bind(control_path)
+        finally:
+            os.umask(old)
+        self.control_ino = os.stat(control_path).st_ino
+        control.listen(64)
+        self.control = control
+        threading.Thread(target=hooks.serve_forever, kwargs={"poll_interval": 0.5}, name="claudeguard-http", daemon=True).start()
+        threading.Thread(target=self._accept_control, name="claudeguard-control-accept", daemon=True).start()
+        files.write_record(self.directory, {"pid": os.getpid(), "start": files.process_start(os.getpid()), "version": self.version,
+                                            "port": self.port, "started": self.started})
+        idle_since = time.monotonic()
+        try:
+            while not self.stopping.wait(0.5):
+                with self.lock:
+                    busy = bool(self.sessions)
+                if busy:
+                    idle_since = time.monotonic()
+                elif self.retired or time.monotonic() - idle_since >= self.idle_exit:
+                    break
+        finally:
+            self._release_slot()
+            hooks.shutdown()
+            hooks.server_close()
+            os.close(run_lock)
+        return 0
+
+
+def main(argv: list[str]) -> int:
+    """``python -m claudeguard.service [--detach]``: run the service for this user's runtime dir."""
+    directory = files.service_dir()
+    idle = float(os.environ.get("CLAUDEGUARD_SERVICE_IDLE") or DEFAULT_IDLE_EXIT)
+    if "--detach" in argv:
+        # The launcher waits for this first process only: the service itself is nobody's child
+        # but init's, in a session of its own, so no terminal signal or launcher exit reaches it.
+        if os.fork() > 0:
+            os._exit(0)
+        os.setsid()
+        if os.fork() > 0:
+            os._exit(0)
+    os.chdir("/")
+    os.umask(0o077)
+    for name in ("CLAUDEGUARD_SESSION_DIR", "CLAUDEGUARD_SESSION", "CLAUDEGUARD_EXEC_PID", "CLAUDEGUARD_HOOK_TOKEN"):
+        os.environ.pop(name, None)
+    service = Service(directory, idle_exit=idle)
+    import signal
+
+    # SIGTERM and SIGINT end the service the clean way (record and socket removed); the main
+    # loop wakes from its wait within half a second.
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, lambda *_: service.stopping.set())
+    return service.run()

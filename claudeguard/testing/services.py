@@ -1,0 +1,42 @@
+"""Stop the resident guard services a test started: each test's runtime dir lies under its tmp
+dir, and the service a launcher started there outlives the launcher by design (idle exit)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+
+def live_services(root: Path) -> list[int]:
+    """Pids of live services whose record lies under ``root``."""
+    from claudeguard.service.files import process_start
+
+    pids = []
+    for record in root.rglob("service/service.json"):
+        try:
+            data = json.loads(record.read_text())
+        except (OSError, ValueError):
+            continue
+        pid = data.get("pid")
+        if isinstance(pid, int) and process_start(pid) == data.get("start"):
+            pids.append(pid)
+    return pids
+
+
+def stop_services(root: Path, timeout: float = 5.0) -> list[int]:
+    """SIGTERM each live service under ``root`` (SIGKILL after ``timeout``); the pids stopped."""
+    from claudeguard.service.files import process_start
+
+    pids = live_services(root)
+    for pid in pids:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for pid in pids:
+        while process_start(pid) is not None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if process_start(pid) is not None:
+            os.kill(pid, signal.SIGKILL)
+    return pids
