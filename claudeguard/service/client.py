@@ -30,7 +30,8 @@ class ServiceError(Exception):
 def _connect_control(directory: str) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(os.path.join(directory, files.CONTROL))
+        with files.socket_path(directory, files.CONTROL) as path:
+            sock.connect(path)
     except OSError:
         sock.close()
         raise

@@ -57,6 +57,7 @@ class Service:
     version: str = ""
     started: float = field(default_factory=time.time)
     control: socket.socket | None = None
+    run_lock: int | None = None  # fd of run.lock, flocked while this service holds the slot
     control_ino: int = 0  # the inode of the socket file we bound (fstat of a socket says another)
 
     # --- the registry ---------------------------------------------------------------------
@@ -170,6 +171,9 @@ class Service:
                 os.unlink(os.path.join(self.directory, files.RECORD))
             except OSError:
                 pass
+        run_lock, self.run_lock = self.run_lock, None
+        if run_lock is not None:
+            os.close(run_lock)  # the slot is free for a successor (after the record is gone)
         control, self.control = self.control, None
         if control is not None:
             try:
@@ -191,7 +195,9 @@ class Service:
         try:
             fcntl.flock(run_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            os.close(run_lock)
             return 0  # a live service holds the slot
+        self.run_lock = run_lock
         from claudeguard.service.http import HookServer
 
         self.version = files.fingerprint()
@@ -205,7 +211,8 @@ class Service:
         control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old = os.umask(0o177)
         try:
-            control.bind(control_path)
+            with files.socket_path(self.directory, files.CONTROL) as path:
+                control.bind(path)
         finally:
             os.umask(old)
         self.control_ino = os.stat(control_path).st_ino
@@ -228,7 +235,6 @@ class Service:
             self._release_slot()
             hooks.shutdown()
             hooks.server_close()
-            os.close(run_lock)
         return 0
 
 

@@ -1,0 +1,40 @@
+"""A stand-in for the CLI's HTTP hook client, for the service's unit tests: reads the guard's
+``--settings`` from argv, posts the events listed in $POSTS (a JSON list of
+``{"event", "body" (object or raw string), "token" ("ok" | "none" | "wrong"), "length"}``) to
+the URLs registered for them, and writes each status and answer to $OUT as JSON.
+The real CLIs are tested elsewhere; this one posts what no real CLI would (no secret, huge or
+malformed bodies)."""
+
+import http.client
+import json
+import os
+import sys
+
+settings = json.loads(next(a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--settings=")))
+pre = settings["hooks"]["PreToolUse"][0]["hooks"][0]["url"]
+port = int(pre.split("/")[2].split(":")[1])
+results = []
+for post in json.loads(os.environ["POSTS"]):
+    entry = settings["hooks"][post["event"]][0]["hooks"][0]
+    url = entry["url"]
+    host_port, path = url[len("http://"):].split("/", 1)
+    host = host_port.split(":")[0]
+    token = {"ok": os.environ["CLAUDEGUARD_HOOK_TOKEN"], "wrong": "0" * 48, "none": None}[post.get("token", "ok")]
+    body = post["body"] if isinstance(post["body"], str) else json.dumps(post["body"])
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.putrequest("POST", "/" + path)
+    if token:
+        conn.putheader("Authorization", f"Bearer {token}")
+    conn.putheader("Content-Type", "application/json")
+    conn.putheader("Content-Length", str(post.get("length", len(body.encode()))))
+    conn.endheaders()
+    try:
+        conn.send(body.encode())
+        resp = conn.getresponse()
+        text = resp.read().decode()
+        results.append({"status": resp.status, "answer": json.loads(text) if text else None})
+    except OSError as exc:
+        results.append({"status": None, "error": str(exc)})
+    conn.close()
+with open(os.environ["OUT"], "w") as fh:
+    json.dump({"results": results, "url": pre, "port": port}, fh)

@@ -1,0 +1,85 @@
+"""The resident service under the real CLIs: killed in the middle of a session, no call gets
+more than the policy allows, and no call is allowed without an answer (issue 11)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from claudeguard.service.files import process_start
+from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, write_user_config
+
+
+def echo(word: str) -> dict:
+    return {"name": "Bash", "input": {"command": f"echo {word} > {word}.txt", "description": f"echo {word}"}}
+
+
+def rm(word: str) -> dict:
+    return {"name": "Bash", "input": {"command": f"rm -f {word}.txt", "description": f"rm {word}"}}
+
+
+def service_record(env: dict) -> dict | None:
+    try:
+        return json.loads((Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "service" / "service.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def wait_until(predicate, timeout: float = 30.0, what: str = "condition"):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_killing_the_service_mid_session_allows_nothing_unanswered(real_claude, offline_env, model_server):
+    server = model_server([
+        {"match": "KILLSVC", "turns": [{"tool_use": echo("one")}, {"tool_use": rm("keep")}, {"tool_use": echo("two")},
+                                       {"text": "fin"}]},
+    ])
+    env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
+    write_user_config(env, '[permissions]\nask = ["Bash(echo *)"]\ndeny = ["Bash(rm *)"]\n')
+    (offline_env.cwd / "keep.txt").write_text("kept\n")
+    proc = subprocess.Popen(GUARD + ["-p", "KILLSVC go", "--output-format", "stream-json", "--verbose"], env=env,
+                            cwd=offline_env.cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = wait_pending(env, lambda r: "one" in r["summary"], timeout=60)
+        old = service_record(env)
+        assert old is not None and first["session_id"]
+        os.kill(old["pid"], signal.SIGKILL)  # the service dies while the call waits in it
+        wait_until(lambda: process_start(old["pid"]) is None, what="the killed service to go")
+        # The launcher starts a new service and registers its session again.
+        new = wait_until(lambda: (r := service_record(env)) and r["pid"] != old["pid"] and process_start(r["pid"]) and r,
+                         what="a new service")
+        # The call is not run without an answer: it waits again (asked once more, through the
+        # prompt tool or the new service); the dead service's request is gone from the list.
+        again = wait_pending(env, lambda r: "one" in r["summary"], timeout=60)
+        assert not (offline_env.cwd / "one.txt").exists()
+        assert [r["id"] for r in pending(env)] == [again["id"]]
+        assert ctl(env, "approve", again["id"]).returncode == 0
+        wait_until(lambda: (offline_env.cwd / "one.txt").exists(), what="one.txt after the approval")
+        # The next calls are answered by the new service: the deny rule holds, the ask asks.
+        second = wait_pending(env, lambda r: "two" in r["summary"], timeout=60)
+        assert ctl(env, "approve", second["id"]).returncode == 0
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert (offline_env.cwd / "keep.txt").read_text() == "kept\n"
+    assert (offline_env.cwd / "two.txt").read_text() == "two\n"
+    assert pending(env) == []
+    rows = [json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines()]
+    decided = [(r["summary"].split()[2], r["decision"], r["decided_by"]) for r in rows]
+    assert decided.count(("one", "allow", "human")) == 1 and decided.count(("two", "allow", "human")) == 1, decided
+    assert ("-f", "deny", "rule") in decided and not any(d[1] == "allow" and d[2] != "human" for d in decided), decided
+    status = json.loads(ctl(env, "service", "status", "--json").stdout)
+    assert status["pid"] == new["pid"] and status["sessions"] == []  # the launcher unregistered at exit
