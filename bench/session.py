@@ -6,9 +6,13 @@ One interleaved run per round, offline against the scripted model server (a text
 turn with one allowed Bash call), in a throwaway HOME:
 
 - `claude`: the real CLI alone;
-- `+hooks`: the real CLI with only the guard's `--settings` (every hook registered);
+- `+hooks`: the real CLI with only the guard's `--settings` in the command-hook form;
 - `+mcp`: the real CLI with only the guard's `--mcp-config` and `--permission-prompt-tool`;
-- `guard`: `claudeguard -p` (all of it, plus our own start, session dir, gate server, watchdog);
+- `guard`: `claudeguard -p` (all of it: our own start, session dir, registration with the
+  resident service, whose HTTP hooks answer, the watchdog); the service is warm (started by the
+  warm-up round), as it is for every launch but a user's first;
+- `guard-command-hooks`: the same with `CLAUDEGUARD_SERVICE=0` (command hooks, the launcher's
+  own gate server): the design before the service;
 - `guard-own`: `claudeguard -p` in front of `/bin/true`: our own start and teardown alone;
 - `guard_until_the_cli_starts`: from starting `claudeguard -p` to its child's first instruction.
 
@@ -80,8 +84,9 @@ def main() -> int:
         config = Path(env["XDG_CONFIG_HOME"], "claudeguard", "config.toml")
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text('[permissions]\nallow = ["Bash(echo *)"]\n')
-        plan = json.loads(subprocess.run([guard, "--guard-dry-run", "-p", "x"], env=env, cwd=cwd, capture_output=True,
-                                         text=True, check=True).stdout)["argv"]
+        # The command-hook form: the HTTP form's URL needs a live service and a registered session.
+        plan = json.loads(subprocess.run([guard, "--guard-dry-run", "-p", "x"], env=dict(env, CLAUDEGUARD_SERVICE="0"), cwd=cwd,
+                                         capture_output=True, text=True, check=True).stdout)["argv"]
         settings = [a for a in plan if a.startswith("--settings=")]
         mcp = [a for a in plan if a.startswith(("--mcp-config=", "--permission-prompt-tool="))]
         allow = ["--allowedTools=Bash(echo *)"]
@@ -91,6 +96,7 @@ def main() -> int:
                 "+hooks": ([real, *allow, *settings, "-p", prompt], env),
                 "+mcp": ([real, *allow, *mcp, "-p", prompt], env),
                 "guard": ([guard, "-p", prompt], env),
+                "guard-command-hooks": ([guard, "-p", prompt], dict(env, CLAUDEGUARD_SERVICE="0")),
                 "guard-own": ([guard, "-p", prompt], dict(env, CLAUDEGUARD_CLAUDE="/bin/true")),
             }
             times: dict[str, list[float]] = {name: [] for name in cases}
@@ -101,6 +107,9 @@ def main() -> int:
                     times[name].append(_run(argv, case_env, cwd, None if name == "guard-own" else expect))
             out[prompt] = {name: round(statistics.median(v) * 1000) for name, v in times.items()}
         out["guard_until_the_cli_starts"] = _until_child(guard, env, cwd, Path(tmp), args.runs * 2)
+        from claudeguard.testing.services import stop_services
+
+        stop_services(Path(tmp))  # the resident service the guarded runs started, by pid
     print(json.dumps(out))
     return 0
 

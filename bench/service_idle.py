@@ -1,0 +1,63 @@
+"""What the resident service costs while it waits: 20 sessions registered, no hook traffic.
+
+    python bench/service_idle.py [--sessions 20] [--seconds 20]
+
+Starts a service in a throwaway runtime dir, registers N sessions (each holding its control
+connection, as a launcher does), and measures the service's CPU share and RSS over the window.
+Prints one JSON object; stops the service by pid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sessions", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    import psutil
+
+    with tempfile.TemporaryDirectory() as tmp:
+        runtime = Path(tmp, "rt")
+        runtime.mkdir(mode=0o700)
+        os.environ["CLAUDEGUARD_RUNTIME_DIR"] = str(runtime)
+        from claudeguard.paths import runtime_dir
+        from claudeguard.service.client import Registration
+        from claudeguard.service.files import read_record, service_dir
+        from claudeguard.testing.services import stop_services
+
+        links = []
+        try:
+            for i in range(args.sessions):
+                sid = f"{i:016x}"
+                directory = runtime_dir("sessions", sid)
+                (directory / "session.json").write_text(json.dumps({"session_id": sid, "policy": {}, "cwd": tmp}))
+                link = Registration(sid, str(directory), os.urandom(24).hex())
+                link.open()
+                links.append(link)
+            proc = psutil.Process(read_record(service_dir())["pid"])
+            time.sleep(1.0)  # let start-up work settle before the window
+            before = proc.cpu_times()
+            time.sleep(args.seconds)
+            after = proc.cpu_times()
+            cpu = (after.user + after.system - before.user - before.system) / args.seconds * 100
+            out = {"sessions": args.sessions, "seconds": args.seconds, "cpu_percent": round(cpu, 3),
+                   "rss_mb": round(proc.memory_info().rss / 2**20, 1), "threads": proc.num_threads()}
+        finally:
+            for link in links:
+                link.close()
+            stop_services(Path(tmp))
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
