@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import pytest
 
+from claudeguard.testing import bg_daemon as bg
 from claudeguard.testing.cli_install import PINNED_VERSIONS, cli_path, install_cli
 from claudeguard.testing.model_server import ModelServer
 from claudeguard.testing.offline_home import offline_env as _offline_env, prepare_home
@@ -62,7 +63,7 @@ def in_ci() -> bool:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "real_claude" in getattr(item, "fixturenames", ()):
+        if {"real_claude", "bg_claude"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.real_cli)
 
 
@@ -75,6 +76,52 @@ def cli_version(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def real_claude(cli_version: str) -> Path:
     """Path of the real ``claude`` binary for ``cli_version``, installed on first use."""
+    return _real_cli(cli_version)
+
+
+# The first pinned version with Claude Code's own background agents (`claude --bg`, `agents`).
+BG_VERSION = "2.1.330"
+
+
+@pytest.fixture
+def bg_claude() -> Path:
+    """The real CLI that has background agents (``BG_VERSION``); like ``real_claude``, it fails
+    instead of skipping under ``CI=true`` when it cannot be had."""
+    return _real_cli(BG_VERSION)
+
+
+@pytest.fixture
+def bg_daemon(offline_env: "OfflineEnv") -> Any:
+    """Guarantees that no background daemon of the test outlives it: at teardown every daemon,
+    session, pty host and tool process of ``offline_env``'s HOME (and of every env given to
+    ``bg_daemon.track(env)``) is stopped by pid, its socket dir under /tmp removed, and the
+    test fails if anything survived. ``bg_daemon.stop(env)`` stops one early."""
+    guard = _BgDaemonGuard([offline_env])
+    yield guard
+    leftovers = []
+    for env in guard.envs:
+        try:
+            bg.stop_daemon(env)
+        finally:
+            leftovers += bg.live_processes(env)
+            if bg.socket_dir(bg.config_dir(env)).exists():
+                leftovers.append(str(bg.socket_dir(bg.config_dir(env))))
+    assert not leftovers, f"background daemon processes or sockets survived the test: {leftovers}"
+
+
+class _BgDaemonGuard:
+    def __init__(self, envs: list[dict[str, str]]) -> None:
+        self.envs = envs
+
+    def track(self, env: dict[str, str]) -> dict[str, str]:
+        self.envs.append(env)
+        return env
+
+    def stop(self, env: dict[str, str] | None = None) -> "bg.StopReport":
+        return bg.stop_daemon(env if env is not None else self.envs[0])
+
+
+def _real_cli(cli_version: str) -> Path:
     path = cli_path(cli_version)
     if path is None and cli_version not in _install_errors:
         try:

@@ -86,6 +86,7 @@ class ClaudeArgs:
         self.options: dict[str, list[tuple[int, list[str]]]] = {}  # name -> [(index, values)]
         self.positionals: list[int] = []  # indexes of bare words
         self.subcommand: str | None = None
+        self.subcommand_index: int | None = None  # where it stands in argv (parsing stops there)
 
     def has(self, *names: str) -> bool:
         return any(n in self.options for n in names)
@@ -183,6 +184,7 @@ def parse_claude_args(argv: list[str]) -> ClaudeArgs:
         # With -p the CLI reads every bare word as the prompt (`claude -p mcp list` asks the model).
         if not out.positionals and out.subcommand is None and arg in SUBCOMMANDS and "--print" not in out.options:
             out.subcommand = arg
+            out.subcommand_index = i
             break
         out.positionals.append(i)
         i += 1

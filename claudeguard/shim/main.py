@@ -67,8 +67,10 @@ def _main(argv: list[str]) -> int:
 
     if args.passthrough:
         from claudeguard.shim.command import check_lockdown
+        from claudeguard.shim.session_commands import check_subcommand_lockdown
 
         check_lockdown(args, cfg)
+        check_subcommand_lockdown(args, cfg)
         if opts.dry_run:
             return _print_plan([real, *rest], {}, guarded=False)
         exec_passthrough([real, *rest], exec_env)

@@ -346,14 +346,15 @@ def remove_socket_dir(cfg_dir: Path) -> bool:
     """Remove the daemon's socket dir under ``/tmp`` (and its ``cc-daemon-<uid>`` parent when
     that is then empty: other daemons of this user may still use it)."""
     path = socket_dir(cfg_dir)
-    if not path.exists():
-        return False
-    shutil.rmtree(path, ignore_errors=True)
+    existed = path.exists()
+    if existed:
+        shutil.rmtree(path, ignore_errors=True)
     try:
+        # A daemon that exits on its own removes its dir but leaves this parent behind.
         path.parent.rmdir()
     except OSError:
-        pass  # not empty: another daemon's
-    return not path.exists()
+        pass  # not empty (another daemon's), or not there
+    return existed and not path.exists()
 
 
 def live_processes(env: dict[str, str]) -> list[int]:

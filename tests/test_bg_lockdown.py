@@ -1,0 +1,175 @@
+"""Lockdown covers the commands that start background sessions (2.1.330): ``agents`` and ``--bg``
+with a bypass flag, and ``respawn``/``attach`` of a session recorded with one, are refused with
+exit 2 and one line, and nothing starts: no daemon, no session, no socket dir, no model request.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from claudeguard.testing import bg_daemon as bg
+from tests.shim_helpers import GUARD, guarded_env, write_user_config
+
+LOCKDOWN = '[security]\ndisable_bypass_permissions = true\n'
+BYPASS_SETTINGS = json.dumps({"permissions": {"defaultMode": "bypassPermissions"}})
+RESUME_ID = str(uuid.UUID(int=7))
+
+REFUSED = [
+    (["agents", "--dangerously-skip-permissions"], "agents: --dangerously-skip-permissions is refused"),
+    (["agents", "--allow-dangerously-skip-permissions"], "agents: --allow-dangerously-skip-permissions is refused"),
+    (["agents", "--permission-mode", "bypassPermissions"], "agents: --permission-mode bypassPermissions is refused"),
+    (["agents", "--permission-mode=bypassPermissions"], "agents: --permission-mode bypassPermissions is refused"),
+    (["agents", "--model", "x", "--permission-mode", "bypassPermissions", "--json"], "--permission-mode bypassPermissions is refused"),
+    (["agents", "--settings", BYPASS_SETTINGS], "agents: --settings sets permissions.defaultMode bypassPermissions"),
+    (["--bg", "--dangerously-skip-permissions", "hello"], "--dangerously-skip-permissions is refused"),
+    (["--bg", "--allow-dangerously-skip-permissions", "hello"], "--allow-dangerously-skip-permissions is refused"),
+    (["--bg", "--permission-mode", "bypassPermissions", "hello"], "--permission-mode bypassPermissions is refused"),
+    (["--background", "--permission-mode=bypassPermissions", "hello"], "--permission-mode bypassPermissions is refused"),
+    (["--resume", RESUME_ID, "--bg", "--permission-mode", "bypassPermissions", "again"], "--permission-mode bypassPermissions is refused"),
+    (["--bg", "--settings", BYPASS_SETTINGS, "hello"], "--settings sets permissions.defaultMode bypassPermissions"),
+]
+
+
+def _run(argv: list[str], env: dict, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(GUARD + argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+# --- with a stand-in CLI: fast, and proves pass-through where nothing is loosened ---------------
+
+
+@pytest.fixture
+def fake(tmp_path, offline_env):
+    marker = tmp_path / "child-started"
+    cli = tmp_path / "fake-claude"
+    cli.write_text(f'#!/bin/sh\necho "$@" > {marker}\n')
+    cli.chmod(0o755)
+    write_user_config(offline_env, LOCKDOWN)
+    return dict(offline_env, CLAUDEGUARD_CLAUDE=str(cli)), marker
+
+
+@pytest.mark.parametrize("argv, words", REFUSED)
+def test_refused_with_a_stand_in(fake, offline_env, argv, words):
+    env, marker = fake
+    proc = _run(argv, env, offline_env.cwd)
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert words in proc.stderr and proc.stderr.count("\n") == 1
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("argv", [["agents", "--json"], ["agents", "--permission-mode", "acceptEdits", "--json"],
+                                  ["respawn", "--all"], ["attach", "abc"], ["stop", "abc"]])
+def test_sub_commands_that_loosen_nothing_pass_through(fake, offline_env, argv):
+    env, marker = fake
+    proc = _run(argv, env, offline_env.cwd)
+    assert proc.returncode == 0, proc.stderr
+    assert marker.read_text().split() == argv
+
+
+def _record_job(env: dict, short: str, flags: list[str], name: str = "ok") -> None:
+    """What 2.1.330 writes for a background session (only the fields the guard reads)."""
+    job = bg.config_dir(env) / "jobs" / short
+    job.mkdir(parents=True)
+    (job / "state.json").write_text(json.dumps({"state": "stopped", "respawnFlags": flags, "name": name,
+                                                "sessionId": f"{short}-0000-4000-8000-000000000000"}))
+
+
+@pytest.mark.parametrize("argv", [["respawn", "5d2fa609"], ["respawn", "--all"], ["attach", "5d2f"],
+                                  ["attach", "nightly"], ["respawn", "5d2fa609-0000"]])
+@pytest.mark.parametrize("flags", [["--dangerously-skip-permissions"], ["--permission-mode", "bypassPermissions", "x"],
+                                   ["--permission-mode=bypassPermissions"], ["--allow-dangerously-skip-permissions"]])
+def test_respawn_and_attach_of_a_bypass_session_are_refused(fake, offline_env, argv, flags):
+    env, marker = fake
+    _record_job(env, "1111aaaa", ["--settings", "{}", "quiet"], name="other")
+    _record_job(env, "5d2fa609", flags, name="nightly build")
+    proc = _run(argv, env, offline_env.cwd)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert "5d2fa609 is refused: that background session was started with --" in proc.stderr
+    assert not marker.exists()
+
+
+def test_respawn_of_a_session_without_bypass_passes(fake, offline_env):
+    env, marker = fake
+    _record_job(env, "1111aaaa", ["--permission-mode", "acceptEdits", "x"])
+    _record_job(env, "5d2fa609", ["--dangerously-skip-permissions"])
+    proc = _run(["respawn", "1111aaaa"], env, offline_env.cwd)
+    assert proc.returncode == 0, proc.stderr
+    assert marker.read_text().split() == ["respawn", "1111aaaa"]
+
+
+# --- on the real 2.1.330 -------------------------------------------------------------------------
+
+
+def _nothing_started(env: dict, server) -> None:  # type: ignore[no-untyped-def]
+    cfg = bg.config_dir(env)
+    assert bg.daemon_pid(cfg) is None
+    assert not (cfg / "daemon.lock").exists()
+    assert bg.live_processes(env) == []
+    assert not bg.socket_dir(cfg).exists()
+    assert len(server.requests()) == 0
+
+
+@pytest.mark.parametrize("argv, words", REFUSED)
+def test_refused_on_the_real_cli(bg_claude, model_server, offline_env, bg_daemon, argv, words):
+    server = model_server([{"match": "hello", "turns": [{"text": "hi"}]}])
+    env = guarded_env(offline_env.use(server), bg_claude)
+    write_user_config(env, LOCKDOWN)
+    jobs_before = sorted((bg.config_dir(env) / "jobs").glob("*"))
+    proc = _run(argv, env, offline_env.cwd)
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert words in proc.stderr and proc.stderr.count("\n") == 1
+    _nothing_started(env, server)
+    assert sorted((bg.config_dir(env) / "jobs").glob("*")) == jobs_before == []
+
+
+def test_the_real_cli_would_have_started_a_daemon(bg_claude, model_server, offline_env, bg_daemon):
+    """The control for the test above: unlocked, the same checks do see a daemon and a session."""
+    server = model_server([{"match": "hello", "turns": [{"text": "hi from the background"}]}])
+    env = offline_env.use(server)
+    launch = bg.launch_bg([bg_claude, "--bg", "hello"], env, offline_env.cwd)
+    assert launch.returncode == 0 and launch.short_id, launch.stderr
+    cfg = bg.config_dir(env)
+    pid = bg.wait_for_daemon(cfg)
+    bg.wait_for(lambda: "hi from the background" in bg.job_texts(cfg, launch.short_id), 60, what="the reply")
+    agents = bg.list_agents(bg_claude, env, offline_env.cwd)
+    assert [a["id"] for a in agents] == [launch.short_id]
+    assert agents[0]["pid"] != pid and agents[0]["kind"] == "background"
+    assert pid in bg.live_processes(env) and bg.socket_dir(cfg).is_dir()
+    report = bg_daemon.stop(env)
+    assert report.daemon_pid == pid and pid in report.stopped and agents[0]["pid"] in report.stopped
+    assert bg.live_processes(env) == [] and not bg.socket_dir(cfg).exists()
+
+
+def test_respawn_and_attach_of_a_real_bypass_session_are_refused(bg_claude, model_server, offline_env, bg_daemon):
+    server = model_server([{"match": "hello", "turns": [{"text": "hi"}]}])
+    env = offline_env.use(server)
+    state = json.loads((offline_env.home / ".claude.json").read_text())
+    state["bypassPermissionsModeAccepted"] = True  # else: "requires accepting the disclaimer first"
+    (offline_env.home / ".claude.json").write_text(json.dumps(state))
+    # As root, 2.1.330 refuses bypass mode unless it is told it runs in a sandbox.
+    launch = bg.launch_bg([bg_claude, "--bg", "--dangerously-skip-permissions", "hello"], dict(env, IS_SANDBOX="1"),
+                          offline_env.cwd)
+    assert launch.returncode == 0 and launch.short_id, launch.stderr
+    cfg = bg.config_dir(env)
+    bg.wait_for(lambda: "hi" in bg.job_texts(cfg, launch.short_id), 60, what="the reply")
+    assert bg.job_state(cfg, launch.short_id)["respawnFlags"] == ["--dangerously-skip-permissions"]
+    bg_daemon.stop(env)
+    assert bg.live_processes(env) == []
+    requests_before = len(server.requests())
+
+    guarded = guarded_env(env, bg_claude)
+    write_user_config(guarded, LOCKDOWN)
+    for argv in (["respawn", launch.short_id], ["respawn", "--all"], ["attach", launch.short_id[:4]]):
+        proc = _run(argv, guarded, offline_env.cwd)
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert proc.stderr.count("\n") == 1
+        assert f"{launch.short_id} is refused: that background session was started with --dangerously-skip-permissions" in proc.stderr
+        assert bg.daemon_pid(cfg) is None and bg.live_processes(env) == []
+        assert not bg.socket_dir(cfg).exists()
+    assert len(server.requests()) == requests_before
