@@ -183,7 +183,13 @@ def unguarded_sessions(guarded: list[dict]) -> list[dict]:
                 candidates.append((p, cmdline))
         except psutil.Error:
             continue
+    # Claude Code's own background daemon, its pty hosts and spares are listed as the sessions
+    # they host (bg_sessions), never as sessions themselves.
+    from claudeguard.watchdog.bg_sessions import background_rows, component
+
+    machinery = [(p, cmdline, component(cmdline)) for p, cmdline in candidates if component(cmdline)]
     cand_pids = {p.pid for p, _ in candidates}
+    candidates = [(p, cmdline) for p, cmdline in candidates if not component(cmdline)]
 
     def outside(pid: int) -> bool:
         seen = set()
@@ -239,4 +245,6 @@ def unguarded_sessions(guarded: list[dict]) -> list[dict]:
             if not moved:
                 row["suspect_hung"] = True
                 row["state"] = "suspect-hung"
+    if machinery:
+        rows.extend(background_rows(machinery, skip))
     return rows
