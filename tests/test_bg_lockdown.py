@@ -6,13 +6,17 @@ exit 2 and one line, and nothing starts: no daemon, no session, no socket dir, n
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import tempfile
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from claudeguard.testing import bg_daemon as bg
+from claudeguard.testing.services import live_services, stop_services
 from tests.shim_helpers import GUARD, guarded_env, write_user_config
 
 LOCKDOWN = '[security]\ndisable_bypass_permissions = true\n'
@@ -34,6 +38,8 @@ REFUSED = [
     (["--bg", "--settings", BYPASS_SETTINGS, "hello"], "--settings sets permissions.defaultMode bypassPermissions"),
 ]
 
+IDS = [" ".join(a if not a.startswith("{") else "BYPASS-SETTINGS" for a in argv) for argv, _ in REFUSED]
+
 
 def _run(argv: list[str], env: dict, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(GUARD + argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=60,
@@ -53,7 +59,7 @@ def fake(tmp_path, offline_env):
     return dict(offline_env, CLAUDEGUARD_CLAUDE=str(cli)), marker
 
 
-@pytest.mark.parametrize("argv, words", REFUSED)
+@pytest.mark.parametrize("argv, words", REFUSED, ids=IDS)
 def test_refused_with_a_stand_in(fake, offline_env, argv, words):
     env, marker = fake
     proc = _run(argv, env, offline_env.cwd)
@@ -106,8 +112,20 @@ def test_respawn_of_a_session_without_bypass_passes(fake, offline_env):
 # --- on the real 2.1.330 -------------------------------------------------------------------------
 
 
+@pytest.fixture
+def short_runtime() -> Any:
+    """A runtime dir with a path short enough for the guard service's Unix sockets (the one
+    under pytest's tmp_path is not, and the service then never starts, which would hide a
+    service started before a refusal); stopped and removed at the end."""
+    path = Path(tempfile.mkdtemp(prefix="cgbg-"))
+    yield path
+    stop_services(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def _nothing_started(env: dict, server) -> None:  # type: ignore[no-untyped-def]
     cfg = bg.config_dir(env)
+    assert live_services(Path(env["CLAUDEGUARD_RUNTIME_DIR"])) == []  # not even the guard service
     assert bg.daemon_pid(cfg) is None
     assert not (cfg / "daemon.lock").exists()
     assert bg.live_processes(env) == []
@@ -115,10 +133,10 @@ def _nothing_started(env: dict, server) -> None:  # type: ignore[no-untyped-def]
     assert len(server.requests()) == 0
 
 
-@pytest.mark.parametrize("argv, words", REFUSED)
-def test_refused_on_the_real_cli(bg_claude, model_server, offline_env, bg_daemon, argv, words):
+@pytest.mark.parametrize("argv, words", REFUSED, ids=IDS)
+def test_refused_on_the_real_cli(bg_claude, model_server, offline_env, bg_daemon, short_runtime, argv, words):
     server = model_server([{"match": "hello", "turns": [{"text": "hi"}]}])
-    env = guarded_env(offline_env.use(server), bg_claude)
+    env = guarded_env(offline_env.use(server), bg_claude, CLAUDEGUARD_RUNTIME_DIR=str(short_runtime))
     write_user_config(env, LOCKDOWN)
     jobs_before = sorted((bg.config_dir(env) / "jobs").glob("*"))
     proc = _run(argv, env, offline_env.cwd)
@@ -146,7 +164,8 @@ def test_the_real_cli_would_have_started_a_daemon(bg_claude, model_server, offli
     assert bg.live_processes(env) == [] and not bg.socket_dir(cfg).exists()
 
 
-def test_respawn_and_attach_of_a_real_bypass_session_are_refused(bg_claude, model_server, offline_env, bg_daemon):
+def test_respawn_and_attach_of_a_real_bypass_session_are_refused(bg_claude, model_server, offline_env, bg_daemon,
+                                                                 short_runtime):
     server = model_server([{"match": "hello", "turns": [{"text": "hi"}]}])
     env = offline_env.use(server)
     state = json.loads((offline_env.home / ".claude.json").read_text())
@@ -163,7 +182,7 @@ def test_respawn_and_attach_of_a_real_bypass_session_are_refused(bg_claude, mode
     assert bg.live_processes(env) == []
     requests_before = len(server.requests())
 
-    guarded = guarded_env(env, bg_claude)
+    guarded = guarded_env(env, bg_claude, CLAUDEGUARD_RUNTIME_DIR=str(short_runtime))
     write_user_config(guarded, LOCKDOWN)
     for argv in (["respawn", launch.short_id], ["respawn", "--all"], ["attach", launch.short_id[:4]]):
         proc = _run(argv, guarded, offline_env.cwd)
@@ -171,5 +190,6 @@ def test_respawn_and_attach_of_a_real_bypass_session_are_refused(bg_claude, mode
         assert proc.stderr.count("\n") == 1
         assert f"{launch.short_id} is refused: that background session was started with --dangerously-skip-permissions" in proc.stderr
         assert bg.daemon_pid(cfg) is None and bg.live_processes(env) == []
+        assert live_services(short_runtime) == []
         assert not bg.socket_dir(cfg).exists()
     assert len(server.requests()) == requests_before

@@ -75,8 +75,9 @@ def _main(argv: list[str]) -> int:
             return _print_plan([real, *rest], {}, guarded=False)
         exec_passthrough([real, *rest], exec_env)
 
-    from claudeguard.shim.command import build_plan
+    from claudeguard.shim.command import build_plan, check_lockdown
 
+    check_lockdown(args, cfg)  # before anything starts: the guard service, a session dir
     session_id = os.urandom(8).hex()  # what secrets.token_hex does, without its ~8 ms of imports
     if opts.dry_run:
         from claudeguard.shim.command import HttpHooks
