@@ -144,6 +144,30 @@ def last_tool_in_flight(path: str) -> str | None:
     return None
 
 
+def terminal(p) -> str | None:  # type: ignore[no-untyped-def]
+    """The process's controlling terminal. On Linux from ``tty_nr`` in /proc (psutil maps it
+    through a table of /dev it builds once per process, which misses terminals opened later),
+    named by the fd that points at it when one does."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return p.terminal() if hasattr(p, "terminal") else None
+    try:
+        with open(f"/proc/{p.pid}/stat", "rb") as fh:
+            tty_nr = int(fh.read().rsplit(b")", 1)[1].split()[4])
+    except (OSError, IndexError, ValueError):
+        return None
+    if tty_nr == 0:
+        return None
+    for fd in (0, 1, 2):
+        try:
+            if os.stat(f"/proc/{p.pid}/fd/{fd}").st_rdev == tty_nr:
+                return os.readlink(f"/proc/{p.pid}/fd/{fd}")
+        except OSError:
+            continue
+    return f"tty {os.major(tty_nr)}:{os.minor(tty_nr)}"
+
+
 def output_write(pid: int) -> float | None:
     """The last write to a regular file the CLI's stdout or stderr goes to (Linux)."""
     import stat
@@ -277,7 +301,7 @@ def unguarded_sessions(guarded: list[dict], *, stall_after: float = 300.0, tool_
             with p.oneshot():
                 t = p.cpu_times()
                 started = p.create_time()
-                tty = p.terminal() if hasattr(p, "terminal") else None
+                tty = terminal(p)
             try:
                 cwd = p.cwd()
             except psutil.Error:
