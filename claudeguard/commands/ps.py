@@ -1,20 +1,42 @@
-"""``claudeguardctl ps [--json] [--all]``: guarded sessions (and with --all, unguarded Claude
-processes) with state, CPU, tokens, last activity and pending requests."""
+"""``claudeguardctl ps [--json] [--all [--stall-after SECONDS] [--window SECONDS]] [--screen]``:
+guarded sessions (and with --all, unguarded Claude processes, judged as in watchdog.unguarded)
+with state, CPU, tokens, last activity and pending requests."""
 
 from __future__ import annotations
 
 import argparse
 
 
+def _limits(args: argparse.Namespace) -> dict[str, float]:
+    """How unguarded CLIs are judged: the watchdog's thresholds from the config (this directory's
+    layers and CLAUDEGUARD_* variables), ``--stall-after`` over them."""
+    from pathlib import Path
+
+    from claudeguard.config.load import env_overrides, load_config, parse_value
+
+    cfg = load_config(Path.cwd(), env_overrides())
+    stall_after = cfg.get("watchdog.stall_after")
+    if args.stall_after is not None:
+        stall_after = parse_value("watchdog.stall_after", args.stall_after, "--stall-after")
+    window = parse_value("watchdog.stall_after", args.window, "--window")  # same rule: seconds > 0
+    return {"stall_after": stall_after, "tool_stall_after": cfg.get("watchdog.tool_stall_after"), "window_s": window}
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="claudeguardctl ps")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--all", action="store_true", help="also Claude processes not started through claudeguard")
+    parser = argparse.ArgumentParser(prog="claudeguardctl ps", description="Guarded sessions with state, CPU, tokens, "
+                                     "last activity and pending requests; --all adds unguarded Claude CLIs.")
+    parser.add_argument("--json", action="store_true", help="a JSON list (fields in the README)")
+    parser.add_argument("--all", action="store_true", help="also Claude processes not started through claudeguard, "
+                        "flagged SUSPECT-HUNG when they look hung")
+    parser.add_argument("--stall-after", metavar="SECONDS", help="with --all: how long an unguarded CLI may show no "
+                        "progress before it is flagged (default: watchdog.stall_after of the config)")
+    parser.add_argument("--window", metavar="SECONDS", default="1", help="with --all: how long to watch a quiet "
+                        "unguarded CLI's CPU and io before flagging it (default 1)")
     parser.add_argument("--screen", action="store_true", help="show the last screen lines of pty sessions")
     args = parser.parse_args(argv[1:])
     from claudeguard.watchdog.status import list_sessions
 
-    sessions = list_sessions(include_unguarded=args.all)
+    sessions = list_sessions(include_unguarded=args.all, **(_limits(args) if args.all else {}))
     if args.json:
         import json
 
@@ -37,6 +59,8 @@ def main(argv: list[str]) -> int:
             f"{(f'{idle:.0f}s' if isinstance(idle, (int, float)) else '-'):>6} {s.get('pending') or 0:>4}  "
             f"{s.get('cwd') or '-'}  {(s.get('prompt') or '')[:40]}{guarded}{flag}"
         )
+        if s.get("diagnosis") and not s.get("guarded", True):
+            print(f"{'':>9}! {s['diagnosis']}")
         if args.screen and s.get("screen_tail"):
             for line in s["screen_tail"][-5:]:
                 print(f"{'':>9}| {line}")

@@ -48,6 +48,14 @@ def _main(argv: list[str]) -> int:
     opts, rest = split_argv(argv)
     args = parse_claude_args(rest)
     cwd = os.getcwd()
+    end = None
+    # Options are checked always; the variables only for a session, as the native launcher
+    # passes `claude --version` through without reading them (a pass-through writes no report).
+    if opts.report is not None or opts.fail_on is not None or (
+            not args.passthrough and (os.environ.get("CLAUDEGUARD_REPORT") or os.environ.get("CLAUDEGUARD_FAIL_ON"))):
+        from claudeguard.shim.report import EndOptions
+
+        end = EndOptions.parse(opts, os.environ, cwd)  # a bad value stops us before anything starts
     exec_env = dict(os.environ, **{RECURSION_VAR: str(os.getpid())})
 
     if args.passthrough and not (opts.dry_run or opts.profile or opts.config or opts.values):
@@ -85,7 +93,7 @@ def _main(argv: list[str]) -> int:
         http = HttpHooks("PORT", "<secret made at start>") if _use_service() else None
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=None, cwd=cwd, http=http)
         return _print_plan(plan.argv, plan.env_additions, guarded=True)
-    return _run_session(real, args, cfg, Path(cwd), session_id)
+    return _run_session(real, args, cfg, Path(cwd), session_id, end)
 
 
 def _print_plan(argv: list[str], env: dict[str, str], *, guarded: bool) -> int:
@@ -110,14 +118,16 @@ def _disabled(argv: list[str]) -> int:
     return 0
 
 
-def _run_session(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # type: ignore[no-untyped-def]
+def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int:  # type: ignore[no-untyped-def]
     import json
 
     from claudeguard.paths import runtime_dir, write_private_file
     from claudeguard.shim.command import build_plan, session_snapshot
+    from claudeguard.shim.report import Run
 
     interactive = not args.print_mode
     session_dir = runtime_dir("sessions", session_id)
+    run = Run(session_id=session_id, real_cli=real, end=end, non_interactive=not interactive or not os.isatty(0))
     try:
         snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(cwd), interactive=interactive and os.isatty(0))
         snapshot["hooks"] = "http"
@@ -161,9 +171,13 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # ty
             sup.close()
             if monitor is not None:
                 monitor.stop(code if "code" in locals() else None)
-        if monitor is not None and monitor.killed:
-            return 124
-        return code
+        run.child_exit_code = code
+        run.stalls = monitor.stalls if monitor is not None else None
+        return run.finish(124 if monitor is not None and monitor.killed else code)
+    except BaseException as exc:
+        if "child_pid" in locals():  # a report only for a run that started (exit 2 starts nothing)
+            run.finish(getattr(exc, "exit_code", 1), failed=True)
+        raise
     finally:
         if "gate" in locals() and gate is not None:
             gate.close()

@@ -17,6 +17,8 @@ GUARD_OPTIONS: dict[str, tuple[bool, str]] = {
     "--guard-stall-after": (True, "watchdog.stall_after"),
     "--guard-on-stall": (True, "watchdog.on_stall"),
     "--guard-approval-timeout": (True, "approval.timeout"),
+    "--guard-report": (True, "report"),
+    "--guard-fail-on": (True, "fail_on"),
 }
 
 
@@ -28,6 +30,8 @@ class GuardOptions:
         self.profile: str | None = None
         self.config: str | None = None
         self.dry_run = False
+        self.report: str | None = None  # --guard-report FILE (checked in shim.report)
+        self.fail_on: str | None = None  # --guard-fail-on LIST (checked in shim.report)
         self.values: dict[str, str] = {}  # config key -> raw text
         self.given: dict[str, str] = {}  # config key -> option name, for messages
 
@@ -64,6 +68,8 @@ def split_argv(argv: list[str]) -> tuple[GuardOptions, list[str]]:
                 opts.profile = value
             elif target == "config":
                 opts.config = value
+            elif target in ("report", "fail_on"):
+                setattr(opts, target, value)
             else:
                 opts.values[target] = value
                 opts.given[target] = name

@@ -104,6 +104,7 @@ class Monitor:
         self._errors_reported: set[str] = set()
         self.last_verdict: Verdict | None = None
         self.diagnosis: str | None = None
+        self.stalls: list[dict] = []  # one per stall episode, for the end-of-run report
 
     # -- the supervisor's side -------------------------------------------------------------
     def start(self) -> None:
@@ -309,6 +310,9 @@ class Monitor:
             sys.stderr.flush()
         except Exception:  # noqa: BLE001 - a closed stderr must not stop the action
             pass
+        from claudeguard.channel.audit import now_iso
+
+        self.stalls.append({"time": now_iso(), "state": v.base, "diagnosis": diagnosis, "action": action})
         self._notify(diagnosis, v)
         self._audit(diagnosis, v, action)
         if action == "interrupt":

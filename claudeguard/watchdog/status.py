@@ -5,8 +5,7 @@ Each guarded session's monitor rewrites ``<runtime>/sessions/<id>/status.json`` 
 session whose supervisor died (pid gone, or reused by another process: the start time tells)
 is listed once as ``supervisor-dead`` and its directory removed. Finished sessions are not
 listed. With ``include_unguarded`` it also looks for Claude CLI processes that no claudeguard
-started and flags the ones that look hung: no terminal, almost no CPU over a long life, and
-neither CPU nor io moving while we look.
+started and flags the ones that look hung, from recent evidence (``watchdog.unguarded``).
 """
 
 from __future__ import annotations
@@ -20,12 +19,6 @@ from pathlib import Path
 
 STATUS_FILE = "status.json"
 FIELDS = ("pid", "child_pid", "guarded", "cwd", "state", "cpu_s", "tokens", "last_activity_s", "pending", "prompt")
-# Unguarded CLIs: "hung" means all of these hold.
-HUNG_MIN_AGE_S = 300.0
-HUNG_MAX_CPU_SHARE = 0.005  # the reported case: 0.7 s of CPU in 8 minutes is 0.15 %
-HUNG_WINDOW_S = 0.25
-HUNG_WINDOW_CPU_S = 0.03
-HUNG_WINDOW_IO = 2048
 
 
 def write_status(session_dir: Path, status: dict) -> None:
@@ -108,8 +101,9 @@ def sessions_root() -> Path:
     return runtime_root() / "sessions"
 
 
-def list_sessions(include_unguarded: bool = False) -> list[dict]:
-    """Every guarded session of this user (and with ``include_unguarded``, other Claude CLIs)."""
+def list_sessions(include_unguarded: bool = False, **limits: float) -> list[dict]:
+    """Every guarded session of this user (and with ``include_unguarded``, other Claude CLIs,
+    judged with ``limits``: ``stall_after``, ``tool_stall_after``, ``window_s``)."""
     now = time.time()
     rows: list[dict] = []
     root = sessions_root()
@@ -136,115 +130,12 @@ def list_sessions(include_unguarded: bool = False) -> list[dict]:
             rows.append(_row(st, now))
     rows.sort(key=lambda r: r.get("started") or 0)
     if include_unguarded:
-        rows.extend(unguarded_sessions(rows))
+        rows.extend(unguarded_sessions(rows, **limits))
     return rows
 
 
-# -- Claude CLIs that no claudeguard started -------------------------------------------------
-def _is_claude(name: str | None, exe: str | None, cmdline: list[str] | None) -> bool:
-    names = {"claude", "claude.exe"}
-    if name in names or (exe and os.path.basename(exe) in names):
-        return True
-    if name in ("node", "bun", "nodejs") and cmdline:
-        return any("claude-code" in a or a.endswith("/claude") for a in cmdline[1:3])
-    return False
+def unguarded_sessions(guarded: list[dict], **limits: float) -> list[dict]:
+    """Claude CLIs outside every guarded session (see ``watchdog.unguarded``)."""
+    from claudeguard.watchdog.unguarded import unguarded_sessions as scan
 
-
-def _prompt_of(cmdline: list[str]) -> str | None:
-    for i, arg in enumerate(cmdline[:-1]):
-        if arg in ("-p", "--print") and not cmdline[i + 1].startswith("-"):
-            return cmdline[i + 1]
-    return None
-
-
-def unguarded_sessions(guarded: list[dict]) -> list[dict]:
-    import psutil
-
-    skip = {r.get("pid") for r in guarded} | {r.get("child_pid") for r in guarded}
-    uid = os.getuid() if hasattr(os, "getuid") else None
-    parents: dict[int, int] = {}
-    found: list = []
-    for p in psutil.process_iter(["ppid", "name"]):
-        parents[p.pid] = p.info.get("ppid") or 0
-        name = p.info.get("name")
-        if name in ("claude", "claude.exe", "node", "bun", "nodejs") or (name or "").startswith("claude"):
-            found.append(p)
-    candidates = []
-    for p in found:
-        try:
-            if uid is not None and p.uids().real != uid:
-                continue
-            cmdline = p.cmdline()
-            try:
-                exe = p.exe()
-            except psutil.Error:
-                exe = None
-            if _is_claude(p.info.get("name"), exe, cmdline):
-                candidates.append((p, cmdline))
-        except psutil.Error:
-            continue
-    # Claude Code's own background daemon, its pty hosts and spares are listed as the sessions
-    # they host (bg_sessions), never as sessions themselves.
-    from claudeguard.watchdog.bg_sessions import background_rows, component
-
-    machinery = [(p, cmdline, component(cmdline)) for p, cmdline in candidates if component(cmdline)]
-    cand_pids = {p.pid for p, _ in candidates}
-    candidates = [(p, cmdline) for p, cmdline in candidates if not component(cmdline)]
-
-    def outside(pid: int) -> bool:
-        seen = set()
-        cur = parents.get(pid, 0)
-        while cur and cur not in seen:
-            if cur in skip or cur in cand_pids:
-                return False
-            seen.add(cur)
-            cur = parents.get(cur, 0)
-        return True
-
-    rows, probes = [], []
-    now = time.time()
-    for p, cmdline in candidates:
-        if p.pid in skip or p.pid == os.getpid() or not outside(p.pid):
-            continue
-        try:
-            with p.oneshot():
-                t = p.cpu_times()
-                cpu = t.user + t.system
-                age = max(0.0, now - p.create_time())
-                tty = p.terminal() if hasattr(p, "terminal") else None
-                try:
-                    c = p.io_counters()
-                    io = getattr(c, "read_chars", c.read_bytes) + getattr(c, "write_chars", c.write_bytes)
-                except (psutil.Error, AttributeError, NotImplementedError):
-                    io = None
-            try:
-                cwd = p.cwd()
-            except psutil.Error:
-                cwd = None
-        except psutil.Error:
-            continue
-        row = {"pid": p.pid, "child_pid": None, "guarded": False, "cwd": cwd, "state": "unguarded",
-               "cpu_s": round(cpu, 2), "tokens": None, "last_activity_s": None, "pending": None,
-               "prompt": prompt_words(_prompt_of(cmdline)), "tty": tty, "age_s": round(age, 1),
-               "suspect_hung": False}
-        rows.append(row)
-        if tty is None and age >= HUNG_MIN_AGE_S and cpu / max(age, 1.0) < HUNG_MAX_CPU_SHARE:
-            probes.append((row, p, cpu, io))
-    if probes:
-        # A long quiet life is the suspicion; nothing moving while we look confirms it.
-        time.sleep(HUNG_WINDOW_S)
-        for row, p, cpu, io in probes:
-            try:
-                t = p.cpu_times()
-                moved = (t.user + t.system) - cpu > HUNG_WINDOW_CPU_S
-                if io is not None:
-                    c = p.io_counters()
-                    moved = moved or getattr(c, "read_chars", c.read_bytes) + getattr(c, "write_chars", c.write_bytes) - io > HUNG_WINDOW_IO
-            except (psutil.Error, AttributeError, NotImplementedError):
-                continue
-            if not moved:
-                row["suspect_hung"] = True
-                row["state"] = "suspect-hung"
-    if machinery:
-        rows.extend(background_rows(machinery, skip))
-    return rows
+    return scan(guarded, **limits)

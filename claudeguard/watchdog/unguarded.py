@@ -1,0 +1,351 @@
+"""Claude CLIs that no claudeguard started (``claudeguardctl ps --all``), and which of them look hung.
+
+Judged from recent evidence, the way the watchdog judges a guarded session, never from the
+whole life of the process (a CLI that worked for ten minutes and then hung is a hung CLI):
+
+- **last progress**: the newest write to the CLI's session transcript
+  (``<config dir>/projects/<cwd with every non-alphanumeric character as '-'>/<session>.jsonl``
+  and its ``<session>/subagents/*.jsonl``; the config dir is the process's ``CLAUDE_CONFIG_DIR``,
+  else ``$HOME/.claude`` of the process), to a regular file its stdout or stderr is redirected
+  to, else its start;
+- **the threshold**: ``watchdog.stall_after``, or ``tool_stall_after`` while the transcript's
+  last message is a tool call (not a subagent) that has no result yet;
+- **a short window**: two samples of the CLI's process tree ``window_s`` apart; CPU of the CLI,
+  of its tools and io above the watchdog's noise floors (``state.Limits``) is progress;
+- **a terminal**: a CLI with a terminal and no ``-p`` may be waiting for its user; it is listed
+  but never flagged.
+
+``suspect_hung``: no terminal (or ``-p``), the last progress older than the threshold, and
+nothing moving in the window. Several CLIs in one directory without ``--session-id`` cannot be
+told apart by their transcripts: each gets the newest one, which errs towards not flagging.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+
+CLI_NAMES = ("claude", "claude.exe")
+RUNTIMES = ("node", "bun", "nodejs")
+AGENT_TOOLS = frozenset({"Agent", "Task"})
+TAIL_BYTES = 65536  # enough for the last few transcript records
+
+
+@dataclass
+class Evidence:
+    """What is known about one CLI's recent progress (epoch seconds)."""
+
+    started: float
+    transcript: str | None = None
+    transcript_write: float | None = None
+    output_write: float | None = None
+    tool: str | None = None  # a tool call in flight according to the transcript
+    notes: list[str] = field(default_factory=list)
+
+    def last_progress(self) -> float:
+        return max(t for t in (self.started, self.transcript_write, self.output_write) if t is not None)
+
+
+def is_claude(name: str | None, exe: str | None, cmdline: list[str] | None) -> bool:
+    if name in CLI_NAMES or (exe and os.path.basename(exe) in CLI_NAMES):
+        return True
+    if name in RUNTIMES and cmdline:
+        return any("claude-code" in a or a.endswith("/claude") for a in cmdline[1:3])
+    return False
+
+
+def prompt_of(cmdline: list[str]) -> str | None:
+    for i, arg in enumerate(cmdline[:-1]):
+        if arg in ("-p", "--print") and not cmdline[i + 1].startswith("-"):
+            return cmdline[i + 1]
+    return None
+
+
+def print_mode(cmdline: list[str]) -> bool:
+    return any(a in ("-p", "--print") or (re.fullmatch(r"-[a-zA-Z]*p[a-zA-Z]*", a) is not None) for a in cmdline[1:])
+
+
+def _option(cmdline: list[str], *names: str) -> str | None:
+    for i, arg in enumerate(cmdline):
+        for name in names:
+            if arg == name and i + 1 < len(cmdline) and not cmdline[i + 1].startswith("-"):
+                return cmdline[i + 1]
+            if arg.startswith(name + "="):
+                return arg.partition("=")[2]
+    return None
+
+
+def project_dir(config_dir: str, cwd: str) -> str:
+    """Where the CLI keeps the transcripts of sessions started in ``cwd`` (observed on 2.1.197
+    and 2.1.330: ``/tmp/a.b/work`` -> ``projects/-tmp-a-b-work``)."""
+    return os.path.join(config_dir, "projects", re.sub(r"[^A-Za-z0-9]", "-", cwd))
+
+
+def transcript_files(folder: str, session: str | None, since: float) -> list[tuple[float, str]]:
+    """(mtime, path) of the session's transcript and its subagents' ones, newest first. Without
+    a known session id: the session whose transcript was written last, if after ``since``."""
+    if session is None:
+        newest: tuple[float, str] | None = None
+        try:
+            with os.scandir(folder) as it:
+                for entry in it:
+                    if entry.name.endswith(".jsonl") and entry.is_file(follow_symlinks=False):
+                        mtime = entry.stat().st_mtime
+                        if mtime >= since and (newest is None or mtime > newest[0]):
+                            newest = (mtime, entry.name[:-len(".jsonl")])
+        except OSError:
+            return []
+        if newest is None:
+            return []
+        session = newest[1]
+    out = []
+    main = os.path.join(folder, session + ".jsonl")
+    paths = [main]
+    try:
+        with os.scandir(os.path.join(folder, session, "subagents")) as it:
+            paths += [e.path for e in it if e.name.endswith(".jsonl")]
+    except OSError:
+        pass
+    for path in paths:
+        try:
+            out.append((os.stat(path).st_mtime, path))
+        except OSError:
+            continue
+    return sorted(out, reverse=True)
+
+
+def last_tool_in_flight(path: str) -> str | None:
+    """The tool named by the transcript's last message when that message is the assistant's
+    call of a tool (not a subagent) and no result has come yet; else None."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - TAIL_BYTES))
+            tail = fh.read()
+    except OSError:
+        return None
+    for line in reversed(tail.splitlines()):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # the first, cut line of the tail, or a line being written
+        if not isinstance(record, dict) or record.get("type") not in ("assistant", "user"):
+            continue  # 2.1.330 appends bookkeeping records after the messages
+        if record["type"] == "user":
+            return None
+        content = (record.get("message") or {}).get("content")
+        tools = [b.get("name") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"] if isinstance(content, list) else []
+        named = [t for t in tools if isinstance(t, str) and t not in AGENT_TOOLS]
+        return named[0] if named else None
+    return None
+
+
+def terminal(p) -> str | None:  # type: ignore[no-untyped-def]
+    """The process's controlling terminal. On Linux from ``tty_nr`` in /proc (psutil maps it
+    through a table of /dev it builds once per process, which misses terminals opened later),
+    named by the fd that points at it when one does."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return p.terminal() if hasattr(p, "terminal") else None
+    try:
+        with open(f"/proc/{p.pid}/stat", "rb") as fh:
+            tty_nr = int(fh.read().rsplit(b")", 1)[1].split()[4])
+    except (OSError, IndexError, ValueError):
+        return None
+    if tty_nr == 0:
+        return None
+    for fd in (0, 1, 2):
+        try:
+            if os.stat(f"/proc/{p.pid}/fd/{fd}").st_rdev == tty_nr:
+                return os.readlink(f"/proc/{p.pid}/fd/{fd}")
+        except OSError:
+            continue
+    return f"tty {os.major(tty_nr)}:{os.minor(tty_nr)}"
+
+
+def output_write(pid: int) -> float | None:
+    """The last write to a regular file the CLI's stdout or stderr goes to (Linux)."""
+    import stat
+
+    latest = None
+    for fd in (1, 2):
+        try:
+            st = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            latest = max(latest or 0.0, st.st_mtime)
+    return latest
+
+
+def gather(pid: int, cmdline: list[str], cwd: str | None, environ: dict[str, str], started: float) -> Evidence:
+    ev = Evidence(started=started, output_write=output_write(pid))
+    config_dir = environ.get("CLAUDE_CONFIG_DIR") or (os.path.join(environ["HOME"], ".claude") if environ.get("HOME") else None)
+    if cwd is None or config_dir is None:
+        ev.notes.append("transcript unknown (no cwd or HOME)")
+        return ev
+    session = _option(cmdline, "--session-id", "--resume", "-r")
+    if session is not None and not re.fullmatch(r"[0-9a-fA-F-]{36}", session):
+        session = None  # --resume with a search term, not an id
+    # A second of slack: the first write may share the start's second on coarse clocks.
+    files = transcript_files(project_dir(config_dir, cwd), session, started - 1.0)
+    if not files:
+        ev.notes.append("no transcript written since it started")
+        return ev
+    ev.transcript_write, ev.transcript = files[0]
+    for _, path in files:
+        ev.tool = last_tool_in_flight(path)
+        if ev.tool:
+            break
+    return ev
+
+
+# -- the window --------------------------------------------------------------------------------
+def window_moved(first, second) -> tuple[bool, float, int]:  # type: ignore[no-untyped-def]
+    """Between two samples of one tree: (progress, CPU seconds, io bytes), with the watchdog's
+    noise floors (an idle CLI's timers use a little of both)."""
+    from claudeguard.watchdog.state import Limits
+
+    dt = max(1e-3, second.time - first.time)
+    lim = Limits()
+    moved = False
+    cpu_total, io_total, desc = 0.0, 0, 0.0
+    for pid, b in second.procs.items():
+        a = first.procs.get(pid)
+        own = b.cpu + b.cpu_children - ((a.cpu + a.cpu_children) if a is not None and a.start == b.start else 0.0)
+        own = max(0.0, own)
+        cpu_total += own
+        if a is not None and a.start == b.start and a.io is not None and b.io is not None:
+            io_total += max(0, b.io - a.io)
+        if pid == second.root_pid:
+            moved = moved or own > lim.root_cpu_floor(dt)
+        else:
+            desc += own
+            moved = moved or own > lim.desc_cpu_floor(dt)
+    moved = moved or desc > lim.root_cpu_floor(dt) or io_total > lim.io_floor(dt)
+    return moved, round(cpu_total, 3), io_total
+
+
+def judge(ev: Evidence, now: float, *, interactive: bool, stall_after: float, tool_stall_after: float) -> tuple[bool, float, float]:
+    """Before the window: (worth a look, quiet seconds, threshold)."""
+    quiet = max(0.0, now - ev.last_progress())
+    threshold = tool_stall_after if ev.tool else stall_after
+    return (not interactive and quiet >= threshold), quiet, threshold
+
+
+def diagnosis(ev: Evidence, quiet: float, window_s: float, cpu: float) -> str:
+    if ev.transcript_write is not None and ev.transcript_write == ev.last_progress():
+        since = "its transcript was last written"
+    elif ev.output_write is not None and ev.output_write == ev.last_progress():
+        since = "its output file was last written"
+    else:
+        since = "it started, with no transcript write since"
+    what = f"tool {ev.tool} in flight, " if ev.tool else ""
+    return f"no progress for {quiet:.0f} s ({what}{since} {quiet:.0f} s ago; {cpu:.2f} s CPU in a {window_s:g} s look)"
+
+
+# -- the scan ----------------------------------------------------------------------------------
+def unguarded_sessions(guarded: list[dict], *, stall_after: float = 300.0, tool_stall_after: float = 1800.0,
+                       window_s: float = 1.0) -> list[dict]:
+    import psutil
+
+    from claudeguard.watchdog.sampler import TreeSampler
+    from claudeguard.watchdog.status import prompt_words
+
+    skip = {r.get("pid") for r in guarded} | {r.get("child_pid") for r in guarded}
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    parents: dict[int, int] = {}
+    found: list = []
+    for p in psutil.process_iter(["ppid", "name"]):
+        parents[p.pid] = p.info.get("ppid") or 0
+        name = p.info.get("name")
+        if name in CLI_NAMES + RUNTIMES or (name or "").startswith("claude"):
+            found.append(p)
+    candidates = []
+    for p in found:
+        try:
+            if uid is not None and p.uids().real != uid:
+                continue
+            cmdline = p.cmdline()
+            try:
+                exe = p.exe()
+            except psutil.Error:
+                exe = None
+            if is_claude(p.info.get("name"), exe, cmdline):
+                candidates.append((p, cmdline))
+        except psutil.Error:
+            continue
+    # Claude Code's own background daemon, its pty hosts and spares are listed as the sessions
+    # they host (bg_sessions), never as sessions themselves.
+    from claudeguard.watchdog.bg_sessions import background_rows, component
+
+    machinery = [(p, cmdline, component(cmdline)) for p, cmdline in candidates if component(cmdline)]
+    cand_pids = {p.pid for p, _ in candidates}
+    candidates = [(p, cmdline) for p, cmdline in candidates if not component(cmdline)]
+
+    def outside(pid: int) -> bool:
+        seen = set()
+        cur = parents.get(pid, 0)
+        while cur and cur not in seen:
+            if cur in skip or cur in cand_pids:
+                return False
+            seen.add(cur)
+            cur = parents.get(cur, 0)
+        return True
+
+    rows, probes = [], []
+    now = time.time()
+    for p, cmdline in candidates:
+        if p.pid in skip or p.pid == os.getpid() or not outside(p.pid):
+            continue
+        try:
+            with p.oneshot():
+                t = p.cpu_times()
+                started = p.create_time()
+                tty = terminal(p)
+            try:
+                cwd = p.cwd()
+            except psutil.Error:
+                cwd = None
+            try:
+                environ = p.environ()
+            except psutil.Error:
+                environ = {}
+        except psutil.Error:
+            continue
+        ev = gather(p.pid, cmdline, cwd, environ, started)
+        interactive = tty is not None and not print_mode(cmdline)
+        look, quiet, threshold = judge(ev, now, interactive=interactive, stall_after=stall_after, tool_stall_after=tool_stall_after)
+        row = {"pid": p.pid, "child_pid": None, "guarded": False, "cwd": cwd, "state": "unguarded",
+               "cpu_s": round(t.user + t.system, 2), "tokens": None, "last_activity_s": round(quiet, 1), "pending": None,
+               "prompt": prompt_words(prompt_of(cmdline)), "tty": tty, "interactive": interactive,
+               "age_s": round(max(0.0, now - started), 1), "suspect_hung": False,
+               "evidence": {"transcript": ev.transcript,
+                            "transcript_write_s": None if ev.transcript_write is None else round(now - ev.transcript_write, 1),
+                            "output_write_s": None if ev.output_write is None else round(now - ev.output_write, 1),
+                            "tool_in_flight": ev.tool, "threshold_s": threshold, "notes": ev.notes}}
+        rows.append(row)
+        if look:
+            sampler = TreeSampler(p.pid, clock=time.monotonic, check_reads=False)
+            probes.append((row, ev, quiet, sampler, sampler.sample()))
+    if probes:
+        # The quiet time is the suspicion; nothing moving while we look confirms it.
+        time.sleep(window_s)
+        for row, ev, quiet, sampler, first in probes:
+            second = sampler.sample()
+            if not second.root_alive:
+                continue
+            moved, cpu, io = window_moved(first, second)
+            row["evidence"].update(window_s=window_s, window_cpu_s=cpu, window_io=io)
+            if not moved:
+                row["suspect_hung"] = True
+                row["state"] = "suspect-hung"
+                row["diagnosis"] = diagnosis(ev, quiet, window_s, cpu)
+    if machinery:
+        rows.extend(background_rows(machinery, skip))
+    return rows
