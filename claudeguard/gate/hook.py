@@ -131,7 +131,9 @@ def handle(event: dict, client_alive: "Callable[[], bool] | None" = None, sessio
         record_event(session, "tool-start", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id, agent_type=agent_type)
         remember_call(session, tool_use_id, {"agent_type": agent_type, "agent_id": agent_id, "tool": tool})
         undecided = "leave"
-        if agent_type and needs_human(tool, tool_input, event.get("permission_mode"), cwd):
+        # A subagent's prompt, or any prompt of a --bg session, is seen by nobody: the channel.
+        unseen = agent_type or session.snapshot.get("kind") == "background"
+        if unseen and needs_human(tool, tool_input, event.get("permission_mode"), cwd):
             background = session.policy_spec.get("subagents", {}).get("background", "like-foreground")
             undecided = "deny" if background == "deny" else "ask"
         verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,

@@ -43,6 +43,7 @@ class Registered:
     kind: str  # "foreground" | "background"
     registered: float
     owner: object | None = None  # the control connection of a foreground session
+    keeper: object | None = None  # a background session's keeper (service.background.Keeper)
 
 
 @dataclass
@@ -87,8 +88,58 @@ class Service:
         except Exception as exc:  # noqa: BLE001 - one line back to the launcher
             return {"ok": False, "error": f"{directory}: {exc}"}
         with self.lock:
-            self.sessions[sid] = Registered(session, token, kind, time.time(), owner if kind == "foreground" else None)
+            old = self.sessions.get(sid)
+            self.sessions[sid] = Registered(session, token, kind, time.time(), owner if kind == "foreground" else None,
+                                            old.keeper if old is not None else None)
         return {"ok": True, "port": self.port, "version": self.version, "pid": os.getpid()}
+
+    def attach(self, session_id: str) -> dict:
+        """Start keeping a registered background session, once its launcher knows the CLI's
+        short id (written into the session's ``background.json``)."""
+        from claudeguard.service.background import Keeper, keep, read_record
+
+        with self.lock:
+            reg = self.sessions.get(session_id)
+        if reg is None or reg.kind != "background":
+            return {"ok": False, "error": f"no background session {session_id}"}
+        record = read_record(reg.session.dir)  # type: ignore[attr-defined]
+        if record is None or not record.get("short_id"):
+            return {"ok": False, "error": "background.json has no short_id"}
+        if reg.keeper is not None:
+            return {"ok": True}
+        keeper = Keeper(session_id, reg.session.dir, record["short_id"], record.get("config_dir") or "",  # type: ignore[attr-defined]
+                        record.get("watch") or {}, prompt=record.get("prompt"), cwd=reg.session.snapshot.get("cwd"),  # type: ignore[attr-defined]
+                        log_dir=reg.session.snapshot.get("log_dir"))  # type: ignore[attr-defined]
+        reg.keeper = keeper
+        threading.Thread(target=keep, args=(keeper, lambda: self.forget(session_id, keeper)), name=f"claudeguard-bg-{session_id}",
+                         daemon=True).start()
+        return {"ok": True}
+
+    def forget(self, session_id: str, keeper: object) -> None:
+        with self.lock:
+            reg = self.sessions.get(session_id)
+            if reg is not None and reg.keeper is keeper:
+                del self.sessions[session_id]
+
+    def adopt(self) -> None:
+        """Background sessions of an earlier service (it died, or was stopped): registered again
+        from their ``background.json``, so their hooks are answered and they are watched."""
+        from claudeguard.service.background import read_record
+
+        root = os.path.join(os.path.dirname(self.directory), "sessions")
+        try:
+            entries = list(os.scandir(root))
+        except OSError:
+            return
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            record = read_record(entry.path)
+            if record is None or not record.get("short_id") or not isinstance(record.get("token"), str):
+                continue
+            reply = self.register({"session_id": entry.name, "dir": entry.path, "token": record["token"], "kind": "background"}, None)
+            if reply.get("ok"):
+                self.attach(entry.name)
 
     def drop_owned_by(self, owner: object) -> None:
         with self.lock:
@@ -98,7 +149,8 @@ class Service:
     def status(self) -> dict:
         with self.lock:
             sessions = [{"session_id": sid, "kind": reg.kind, "cwd": reg.session.snapshot.get("cwd"),  # type: ignore[attr-defined]
-                         "launcher_pid": reg.session.snapshot.get("pid"), "registered": reg.registered}  # type: ignore[attr-defined]
+                         "launcher_pid": reg.session.snapshot.get("pid"), "registered": reg.registered,  # type: ignore[attr-defined]
+                         "short_id": getattr(reg.keeper, "short_id", None), "cli_pid": getattr(reg.keeper, "pid", None)}
                         for sid, reg in self.sessions.items()]
         return {"ok": True, "pid": os.getpid(), "version": self.version, "port": self.port, "started": self.started,
                 "retired": self.retired, "idle_exit": self.idle_exit, "sessions": sessions}
@@ -142,6 +194,8 @@ class Service:
             return {"ok": True, "version": self.version, "pid": os.getpid(), "port": self.port, "retired": self.retired}
         if op == "register":
             return self.register(msg, conn)
+        if op == "attach":
+            return self.attach(str(msg.get("session_id")))
         if op == "unregister":
             with self.lock:
                 found = self.sessions.pop(str(msg.get("session_id")), None)
@@ -220,6 +274,7 @@ class Service:
         self.control = control
         threading.Thread(target=hooks.serve_forever, kwargs={"poll_interval": 0.5}, name="claudeguard-http", daemon=True).start()
         threading.Thread(target=self._accept_control, name="claudeguard-control-accept", daemon=True).start()
+        self.adopt()
         files.write_record(self.directory, {"pid": os.getpid(), "start": files.process_start(os.getpid()), "version": self.version,
                                             "port": self.port, "started": self.started})
         idle_since = time.monotonic()
@@ -232,6 +287,10 @@ class Service:
                 elif self.retired or time.monotonic() - idle_since >= self.idle_exit:
                     break
         finally:
+            with self.lock:
+                keepers = [reg.keeper for reg in self.sessions.values() if reg.keeper is not None]
+            for keeper in keepers:
+                keeper.stop.set()  # type: ignore[attr-defined]  # the session lives on: the next service adopts it
             self._release_slot()
             hooks.shutdown()
             hooks.server_close()

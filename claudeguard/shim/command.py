@@ -104,6 +104,10 @@ class HttpHooks:
 
     port: int | str  # "PORT" in a dry run: the service is started (and its port known) at launch
     token: str
+    # A --bg session runs under Claude Code's daemon with the daemon's environment, not the
+    # launcher's (docs/notes/bg-agents-2.1.330.md), so $CLAUDEGUARD_HOOK_TOKEN would not reach
+    # it: its secret is written into the header itself, in a 0600 settings file, never in argv.
+    literal: bool = False
 
 
 TOKEN_VAR = "CLAUDEGUARD_HOOK_TOKEN"
@@ -112,6 +116,9 @@ TOKEN_VAR = "CLAUDEGUARD_HOOK_TOKEN"
 def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None, session_id: str) -> dict:
     if http is None:
         return {"type": "command", "command": " ".join(shlex.quote(p) for p in ctl + ["hook"]), "timeout": timeout}
+    if http.literal:
+        return {"type": "http", "url": f"http://127.0.0.1:{http.port}/hook/{session_id}/{event}",
+                "headers": {"Authorization": f"Bearer {http.token}"}, "timeout": timeout}
     # The header names the variable, not the secret: the CLI fills it from its environment, and
     # only because allowedEnvVars lists it, so the secret is in no argv and no settings file.
     return {"type": "http", "url": f"http://127.0.0.1:{http.port}/hook/{session_id}/{event}",
@@ -186,7 +193,7 @@ def merge_settings(caller: dict, ours: dict) -> dict:
 
 
 def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str, session_dir: str | None, cwd: str,
-               http: HttpHooks | None = None) -> Plan:
+               http: HttpHooks | None = None, settings_file: str | None = None) -> Plan:
     """The final argv (real CLI first) and the environment additions for a guarded session."""
     check_lockdown(args, cfg)
     ctl = ctl_command()
@@ -205,7 +212,20 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     ours = guard_settings(cfg, ctl, cwd, http, session_id)
     rest = list(args.argv)
     settings_at = [index for index, _ in args.options.get("--settings", [])]
-    if settings_at:
+    if settings_file is not None:
+        # Merged with the caller's last --settings into one 0600 file (it holds the secret);
+        # every --settings of the caller is dropped, as the CLI would keep only the last.
+        caller: dict = {}
+        if settings_at:
+            word = rest[settings_at[-1]]
+            caller = _load_settings_value(word.partition("=")[2] if "=" in word else rest[settings_at[-1] + 1])
+        for index in sorted(settings_at, reverse=True):
+            del rest[index:index + (1 if "=" in rest[index] else 2)]
+        from claudeguard.paths import write_private_file
+
+        write_private_file(Path(settings_file), json.dumps(merge_settings(caller, ours), separators=(",", ":")))
+        front.append("--settings=" + settings_file)
+    elif settings_at:
         # The CLI keeps the last --settings; merge ours into it and leave the others as given.
         index = settings_at[-1]
         word = rest[index]
@@ -223,7 +243,7 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     }
     if session_dir:
         env_add["CLAUDEGUARD_SESSION_DIR"] = session_dir
-    if http is not None:
+    if http is not None and not http.literal:
         env_add[TOKEN_VAR] = http.token
 
     if args.print_mode and not args.has("--permission-prompt-tool") and args.last("--permission-prompts") != "none":

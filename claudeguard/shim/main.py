@@ -93,6 +93,10 @@ def _main(argv: list[str]) -> int:
         http = HttpHooks("PORT", "<secret made at start>") if _use_service() else None
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=None, cwd=cwd, http=http)
         return _print_plan(plan.argv, plan.env_additions, guarded=True)
+    if args.has("--bg"):
+        from claudeguard.shim.background import run_background
+
+        return run_background(real, args, cfg, Path(cwd), session_id)
     return _run_session(real, args, cfg, Path(cwd), session_id, end)
 
 

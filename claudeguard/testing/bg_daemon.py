@@ -116,9 +116,18 @@ def processes_with_env(name: str, value: str) -> list[int]:
             entries = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if needle in entries:
+        if needle in entries and not _is_guard_service(pid):
             out.append(pid)
     return out
+
+
+def _is_guard_service(pid: int) -> bool:
+    """The resident guard service a test's launcher started has the test's HOME too; it is
+    stopped by its own fixture (testing.services), and a test may need it after the daemon."""
+    try:
+        return b"claudeguard.service" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 # --- what the CLI recorded ---------------------------------------------------------------------

@@ -42,6 +42,8 @@ class WatchConfig:
     # The notify command (config ``approval.notify``; "{summary}" becomes the diagnosis). None:
     # read it from the session's ``session.json`` snapshot.
     notify: list[str] | None = None
+    # The CLI draws on a pty nobody reads (a --bg session): its writes are not progress.
+    writes_are_screen: bool = False
 
 
 def spawn_detached(args: list[str]) -> int:
@@ -79,7 +81,7 @@ class Monitor:
                    interval=interval, interactive=bool(config.interactive), initial_prompt=bool(prompt)),
             start=clock(),
         )
-        self.sampler = sampler.TreeSampler(child_pid, clock=clock)
+        self.sampler = sampler.TreeSampler(child_pid, clock=clock, reads_only=bool(config.writes_are_screen))
         self.started_wall = time.time()
         self._pid_start = process_start(os.getpid())
         self._child_start = process_start(child_pid)
@@ -105,6 +107,8 @@ class Monitor:
         self.last_verdict: Verdict | None = None
         self.diagnosis: str | None = None
         self.stalls: list[dict] = []  # one per stall episode, for the end-of-run report
+        self.log_dir: str | None = None  # the session's log dir, when not this process's own
+        self.extra_status: dict = {}  # more fields for status.json (a background session's short id)
 
     # -- the supervisor's side -------------------------------------------------------------
     def start(self) -> None:
@@ -162,6 +166,10 @@ class Monitor:
 
     # -- the thread ------------------------------------------------------------------------
     def _run(self) -> None:
+        if self.log_dir is not None:  # in the resident service: this session's audit log
+            from claudeguard.channel.audit import session_log
+
+            session_log.set(self.log_dir)
         next_t = self.clock()
         while True:
             try:
@@ -277,6 +285,7 @@ class Monitor:
             "diagnosis": v.diagnosis or self.diagnosis,
             "evidence": v.evidence,
         }
+        status.update(self.extra_status)
         if tr.exit_code is not None:
             status["exit_code"] = tr.exit_code
         if self._screen_tail:

@@ -138,13 +138,13 @@ def _reading(pid: int) -> str | None:
     return None
 
 
-def _io(pid: int) -> int | None:
+def _io(pid: int, fields: tuple[str, ...] = ("rchar:", "wchar:")) -> int | None:
     text = _read(f"/proc/{pid}/io")
     if not text:
         return None
     total = 0
     for line in text.splitlines():
-        if line.startswith(("rchar:", "wchar:")):
+        if line.startswith(fields):
             total += int(line.split()[1])
     return total
 
@@ -152,8 +152,12 @@ def _io(pid: int) -> int | None:
 class TreeSampler:
     """Samples of one child's tree; ``sample()`` is cheap enough for every second."""
 
-    def __init__(self, root_pid: int, *, clock: Callable[[], float] = time.monotonic, check_reads: bool = True) -> None:
+    def __init__(self, root_pid: int, *, clock: Callable[[], float] = time.monotonic, check_reads: bool = True,
+                 reads_only: bool = False) -> None:
         self.root_pid = root_pid
+        # A session on a pty nobody reads (Claude Code's --bg sessions) writes its spinner about
+        # 1 KB a second: only what the tree reads (the model stream, files, pipes) is progress.
+        self.io_fields = ("rchar:",) if reads_only else ("rchar:", "wchar:")
         self.clock = clock
         self.check_reads = check_reads and LINUX and bool(_READ_SYSCALLS)
         self._ps: dict[int, object] = {}  # psutil.Process cache for the portable path
@@ -168,7 +172,7 @@ class TreeSampler:
             info = read_stat(pid)
             if info is None:
                 continue
-            io = _io(pid)
+            io = _io(pid, self.io_fields)
             reading = _reading(pid) if self.check_reads and info.status == "S" else None
             if io is not None or reading is not None:
                 info = ProcInfo(info.pid, info.ppid, info.name, info.status, info.cpu, info.cpu_children,

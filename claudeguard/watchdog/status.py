@@ -89,9 +89,10 @@ def _row(st: dict, now: float) -> dict:
     updated = st.get("updated")
     row["status_age_s"] = round(max(0.0, now - updated), 1) if isinstance(updated, (int, float)) else None
     for key in ("session_id", "started", "base_state", "detail", "stalled", "diagnosis", "evidence", "screen_tail",
-                "argv", "output_format", "interactive", "on_stall"):
+                "argv", "output_format", "interactive", "on_stall", "short_id"):
         if key in st:
             row[key] = st[key]
+    row["background"] = bool(st.get("background"))  # a --bg session, kept by the service
     return row
 
 
@@ -118,6 +119,13 @@ def list_sessions(include_unguarded: bool = False, **limits: float) -> list[dict
             if st is None:
                 continue  # just created: the monitor writes its first status at once
             if not _alive(st.get("pid"), st.get("pid_start")):
+                if st.get("background") and _alive(st.get("child_pid"), st.get("child_start")):
+                    # A --bg session whose service is gone: the next service adopts it from
+                    # this dir (service/background.py), so it is listed, not removed.
+                    row = _row(st, now)
+                    row["state"] = "unwatched"
+                    rows.append(row)
+                    continue
                 if st.get("state") != "exited":
                     row = _row(st, now)
                     row["state"] = "supervisor-dead"

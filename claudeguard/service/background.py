@@ -1,0 +1,116 @@
+"""Claude Code's own background sessions (``claude --bg``), kept by the service for their whole
+life: the launcher exits at once, the session runs on under Claude Code's daemon.
+
+The launcher writes ``background.json`` (0600) into the session dir: the secret, the CLI's short
+id, its config dir and the watchdog settings; the service registers the session from it, and
+after a restart of its own adopts every such session again (``adopt``), so a service that died
+and came back still answers their hooks. A keeper thread per session:
+
+1. finds the session's process: ``<config dir>/sessions/<pid>.json`` with ``jobId`` = the short
+   id (pid and start time checked, as the CLI records them);
+2. runs the watchdog (``watchdog.monitor.Monitor``) on that process alone: its status file makes
+   ``ps`` list the session, and warn/interrupt/kill act on its tree, never on the daemon or
+   another session;
+3. when the process is gone (or never appeared within ``FIND_TIMEOUT_S``), stops the watchdog,
+   drops the session and removes its dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+RECORD = "background.json"
+FIND_TIMEOUT_S = 60.0  # from the launch until the CLI records the session's process
+POLL_S = 0.5
+
+
+@dataclass
+class Keeper:
+    session_id: str
+    directory: str
+    short_id: str
+    config_dir: str
+    watch: dict
+    prompt: str | None = None
+    cwd: str | None = None
+    pid: int | None = None
+    log_dir: str | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+def read_record(directory: str) -> dict | None:
+    try:
+        fd = os.open(os.path.join(directory, RECORD), os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd) as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def find_process(config_dir: str, short_id: str) -> tuple[int, str] | None:
+    """The session's pid and start time from the CLI's own record of it, if it is alive."""
+    from claudeguard.service.files import process_start
+
+    folder = os.path.join(config_dir, "sessions")
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(".json")]
+    except OSError:
+        return None
+    for name in names:
+        try:
+            with open(os.path.join(folder, name)) as fh:
+                rec = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(rec, dict) or rec.get("jobId") != short_id or not isinstance(rec.get("pid"), int):
+            continue
+        start = process_start(rec["pid"])
+        if start is not None and (rec.get("procStart") is None or str(rec.get("procStart")) == start):
+            return rec["pid"], start
+    return None
+
+
+def keep(keeper: Keeper, on_end) -> None:  # type: ignore[no-untyped-def]
+    """The keeper thread's body (see the module docstring); ``on_end()`` drops the session."""
+    from claudeguard.service.files import process_start
+
+    found = None
+    deadline = time.monotonic() + FIND_TIMEOUT_S
+    while found is None and time.monotonic() < deadline and not keeper.stop.is_set():
+        found = find_process(keeper.config_dir, keeper.short_id)
+        if found is None:
+            keeper.stop.wait(POLL_S)
+    monitor = None
+    if found is not None:
+        keeper.pid, start = found
+        monitor = _start_monitor(keeper)
+        while not keeper.stop.wait(POLL_S):
+            if process_start(keeper.pid) != start:
+                break
+    if monitor is not None:
+        monitor.stop(None)
+    if not keeper.stop.is_set():  # the session ended (not the service): forget it for good
+        on_end()
+        import shutil
+
+        shutil.rmtree(keeper.directory, ignore_errors=True)
+
+
+def _start_monitor(keeper: Keeper):  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    from claudeguard.watchdog.monitor import Monitor, WatchConfig
+
+    known = {k: v for k, v in keeper.watch.items() if k in WatchConfig.__dataclass_fields__}
+    monitor = Monitor(child_pid=keeper.pid, session_id=keeper.session_id, session_dir=Path(keeper.directory),
+                      config=WatchConfig(**known), output_format=None, prompt=keeper.prompt, cwd=keeper.cwd or "/",
+                      argv=[], on_stall=lambda diagnosis: None)
+    monitor.extra_status = {"background": True, "short_id": keeper.short_id, "kind": "background"}
+    monitor.log_dir = keeper.log_dir
+    monitor.start()
+    return monitor

@@ -1,0 +1,91 @@
+"""``claudeguard --bg PROMPT`` (2.1.330): a session that Claude Code's daemon runs on after this
+command returns, guarded for its whole life by the resident service.
+
+The launcher registers the session with the service as ``background`` (kept after the launcher
+exits), writes the guard's settings with the session's secret into a 0600 file in the session
+dir (the session gets the daemon's environment, not ours, so neither an env variable nor argv
+may carry it), runs ``claude --bg``, reads the CLI's short id from its ``backgrounded · <id>``
+line, and hands the session to the service (``attach``), which watches it and forgets it when
+it ends (``service/background.py``). No service, no guard: the launch is refused before
+anything runs, never started half-guarded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from claudeguard.errors import UsageError
+
+SHORT_ID = re.compile(r"backgrounded\s+·\s+(\S+)")
+
+
+def config_dir(env: dict[str, str]) -> str:
+    """Where the CLI keeps its session records (``CLAUDE_CONFIG_DIR``, else ``~/.claude``)."""
+    return env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
+
+
+def run_background(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # type: ignore[no-untyped-def]
+    from claudeguard.paths import log_dir_text, runtime_dir, write_private_file
+    from claudeguard.service.client import Registration, ServiceError, request
+    from claudeguard.shim.command import HttpHooks, build_plan, session_snapshot
+
+    if os.environ.get("CLAUDEGUARD_SERVICE", "1") == "0":
+        raise UsageError("--bg needs the guard service (CLAUDEGUARD_SERVICE=0): the session would outlive every guard; refused")
+    session_dir = runtime_dir("sessions", session_id)
+    token = os.urandom(24).hex()
+    registration = None
+    launched = False
+    try:
+        snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(cwd), interactive=False)
+        snapshot.update(hooks="http", log_dir=log_dir_text(), kind="background")
+        write_private_file(session_dir / "session.json", json.dumps(snapshot))
+        watch = {"stall_after": cfg.get("watchdog.stall_after"), "tool_stall_after": cfg.get("watchdog.tool_stall_after"),
+                 "on_stall": cfg.get("watchdog.on_stall"), "sample_interval": cfg.get("watchdog.sample_interval"),
+                 "kill_grace": cfg.get("watchdog.kill_grace"), "interactive": True,
+                 "writes_are_screen": True}
+        record = {"token": token, "config_dir": config_dir(dict(os.environ)), "watch": watch, "prompt": args.prompt}
+        write_private_file(session_dir / "background.json", json.dumps(record))
+        registration = Registration(session_id, str(session_dir), token, kind="background")
+        try:
+            port = registration.open()
+        except (ServiceError, OSError, ValueError) as exc:
+            raise UsageError(f"--bg needs the guard service, which cannot be had ({exc}); refused") from None
+        plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(cwd),
+                          http=HttpHooks(port, token, literal=True), settings_file=str(session_dir / "settings.json"))
+        # The daemon this may start keeps our environment for every later session it runs:
+        # nothing of this session goes into it (the secret is in the settings file).
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDEGUARD_SESSION")}
+        proc = subprocess.run(plan.argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+        sys.stdout.buffer.write(proc.stdout)
+        sys.stdout.flush()
+        match = SHORT_ID.search(proc.stdout.decode(errors="replace"))
+        if proc.returncode != 0 or match is None:
+            if proc.returncode == 0:
+                print("claudeguard: claude --bg printed no session id; the session is not guarded", file=sys.stderr)
+                return 1
+            return proc.returncode
+        record["short_id"] = match.group(1)
+        write_private_file(session_dir / "background.json", json.dumps(record))
+        reply = request(registration.sock, {"op": "attach", "session_id": session_id})  # type: ignore[arg-type]
+        if not reply.get("ok"):
+            print(f"claudeguard: the guard service did not take the session: {reply.get('error')}", file=sys.stderr)
+            return 1
+        launched = True
+        return 0
+    finally:
+        if registration is not None:
+            if not launched and registration.sock is not None:
+                try:
+                    request(registration.sock, {"op": "unregister", "session_id": session_id})
+                except Exception:  # noqa: BLE001 - the service may be gone; the dir goes anyway
+                    pass
+            registration.close()
+        if not launched:
+            import shutil
+
+            shutil.rmtree(session_dir, ignore_errors=True)

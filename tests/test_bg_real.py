@@ -1,0 +1,113 @@
+"""Claude Code's own background sessions (``claudeguard --bg``, 2.1.330) are guarded for their
+whole life by the resident service: the policy (allow runs, deny holds), ask → channel → answer,
+the audit, the listing in ``ps``, and the watchdog (a hung session is flagged, then stopped
+under ``on_stall = "kill"``), all after the launching command has returned (issue 12)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from claudeguard.service.files import process_start
+from claudeguard.testing import bg_daemon as bg
+from claudeguard.testing.services import stop_services
+from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, write_user_config
+
+
+def bash(command: str) -> dict:
+    return {"name": "Bash", "input": {"command": command, "description": command}}
+
+
+def wait_until(predicate, timeout: float = 60.0, what: str = "condition"):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def launch(env: dict, cwd: Path, prompt: str) -> str:
+    import subprocess
+
+    proc = subprocess.run(GUARD + ["--bg", prompt], env=env, cwd=cwd, capture_output=True, text=True, timeout=90,
+                          stdin=subprocess.DEVNULL, start_new_session=True)
+    assert proc.returncode == 0, proc.stderr
+    short = bg.parse_short_id(proc.stdout)
+    assert short, proc.stdout
+    return short
+
+
+def service_status(env: dict) -> dict:
+    out = ctl(env, "service", "status", "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def audit(env: dict) -> list[dict]:
+    return [json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines()]
+
+
+def test_a_bg_session_is_guarded_after_its_launcher_returned(bg_claude, offline_env, model_server, bg_daemon, tmp_path):
+    server = model_server([{"match": "BGGUARD", "turns": [
+        {"tool_use": bash("echo allowed > allowed.txt")}, {"tool_use": bash("rm -f keep.txt")},
+        {"tool_use": bash("touch asked.txt")}, {"text": "bg fin"}]}])
+    env = guarded_env(offline_env.use(server), bg_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
+    write_user_config(env, '[permissions]\nmode = "default"\nallow = ["Bash(echo *)"]\ndeny = ["Bash(rm *)"]\n'
+                           'ask = ["Bash(touch *)"]\n')
+    (offline_env.cwd / "keep.txt").write_text("kept\n")
+    short = launch(env, offline_env.cwd, "BGGUARD go")  # the launcher has exited here
+    req = wait_pending(env, lambda r: "touch asked.txt" in r["summary"], timeout=90)
+    assert (offline_env.cwd / "allowed.txt").read_text() == "allowed\n"
+    assert (offline_env.cwd / "keep.txt").read_text() == "kept\n"
+    assert not (offline_env.cwd / "asked.txt").exists()
+    # listed: the service holds it, ps shows it as a background session with the CLI's short id
+    status = service_status(env)
+    held_list = [s for s in status["sessions"] if s["short_id"] == short]
+    assert len(held_list) == 1, (short, status)
+    held = held_list[0]
+    assert held["kind"] == "background" and held["cli_pid"]
+    def ps_row() -> dict | None:
+        rows = [r for r in json.loads(ctl(env, "ps", "--json").stdout) if r.get("short_id") == short]
+        assert len(rows) <= 1, rows
+        return rows[0] if rows and rows[0]["pending"] == 1 else None
+
+    row = wait_until(ps_row, timeout=15, what="ps to show the session waiting on its request")
+    assert row["background"] is True and row["child_pid"] == held["cli_pid"] and row["state"] == "awaiting-approval"
+    assert ctl(env, "approve", req["id"]).returncode == 0
+    wait_until(lambda: (offline_env.cwd / "asked.txt").exists(), what="the approved call to run")
+    wait_until(lambda: "bg fin" in " ".join(bg.job_texts(bg.config_dir(env), short)), what="the session's last turn")
+    rows = [(r["summary"], r["decision"], r["decided_by"]) for r in audit(env)]
+    assert rows == [("Bash: echo allowed > allowed.txt", "allow", "rule"), ("Bash: rm -f keep.txt", "deny", "rule"),
+                    ("Bash: touch asked.txt", "allow", "human")], rows
+    assert pending(env) == []
+    # the session ends: the service forgets it and removes its dir
+    bg.stop_daemon(env)
+    wait_until(lambda: not any(s["session_id"] == held["session_id"] for s in service_status(env)["sessions"]),
+               what="the service to drop the ended session")
+    wait_until(lambda: not (Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions" / held["session_id"]).exists(),
+               what="the session dir to go")
+
+
+def test_a_hung_bg_session_is_flagged_then_killed_alone(bg_claude, offline_env, model_server, bg_daemon):
+    server = model_server([{"match": "BGHANG", "turns": [{"stall_after_text": "thinking"}]},
+                           {"match": "BGFINE", "turns": [{"text": "fine"}]}])
+    env = guarded_env(offline_env.use(server), bg_claude)
+    write_user_config(env, '[permissions]\nmode = "default"\n[watchdog]\nstall_after = 3\non_stall = "kill"\nkill_grace = 1\n')
+    short = launch(env, offline_env.cwd, "BGHANG go")
+    held = wait_until(lambda: [s for s in service_status(env)["sessions"] if s["short_id"] == short and s["cli_pid"]],
+                      what="the session's process")[0]
+    daemon = bg.daemon_pid(bg.config_dir(env))
+    assert daemon and process_start(daemon)
+    # flagged and stopped within seconds of the threshold; the daemon lives on
+    try:
+        wait_until(lambda: process_start(held["cli_pid"]) is None, timeout=40, what="the hung session to be killed")
+    except AssertionError:
+        raise AssertionError(f"not killed; ps: {ctl(env, 'ps', '--json').stdout}") from None
+    assert process_start(daemon) is not None
+    stalls = [r for r in audit(env) if r.get("event") == "stall"]
+    assert [(r["session_id"], r["decided_by"], r["action"]) for r in stalls] == [(held["session_id"], "watchdog", "kill")], stalls
+    # the session is gone: the service forgets it
+    wait_until(lambda: not any(s["short_id"] == short for s in service_status(env)["sessions"]), what="the service to drop it")
