@@ -193,3 +193,15 @@ def test_respawn_and_attach_of_a_real_bypass_session_are_refused(bg_claude, mode
         assert live_services(short_runtime) == []
         assert not bg.socket_dir(cfg).exists()
     assert len(server.requests()) == requests_before
+
+
+def test_agent_view_says_it_is_not_guarded_and_lockdown_refuses_it(fake, offline_env):
+    env, marker = fake  # lockdown is on in this fixture's config
+    proc = _run(["agents"], env, offline_env.cwd)
+    assert (proc.returncode, proc.stdout) == (2, "") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "agent view (claude agents) are not guarded" in proc.stderr and "refused under lockdown" in proc.stderr
+    assert not marker.exists()
+    write_user_config(offline_env, "")  # lockdown off: one line, then the CLI
+    proc = _run(["agents", "--model", "x"], env, offline_env.cwd)
+    assert proc.returncode == 0 and proc.stderr.count("\n") == 1 and "are not guarded" in proc.stderr, proc.stderr
+    assert marker.read_text().split() == ["agents", "--model", "x"]
