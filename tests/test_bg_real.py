@@ -111,3 +111,30 @@ def test_a_hung_bg_session_is_flagged_then_killed_alone(bg_claude, offline_env, 
     assert [(r["session_id"], r["decided_by"], r["action"]) for r in stalls] == [(held["session_id"], "watchdog", "kill")], stalls
     # the session is gone: the service forgets it
     wait_until(lambda: not any(s["short_id"] == short for s in service_status(env)["sessions"]), what="the service to drop it")
+
+
+def test_a_restarted_service_adopts_a_running_bg_session(bg_claude, offline_env, model_server, bg_daemon):
+    server = model_server([{"match": "BGADOPT", "turns": [
+        {"tool_use": bash("python3 -c 'import time; time.sleep(6)'")},
+        {"tool_use": bash("touch adopted.txt")}, {"text": "adopt fin"}]}])
+    env = guarded_env(offline_env.use(server), bg_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
+    write_user_config(env, '[permissions]\nmode = "default"\nallow = ["Bash(python3 *)"]\nask = ["Bash(touch *)"]\n')
+    short = launch(env, offline_env.cwd, "BGADOPT go")
+    first = wait_until(lambda: [s for s in service_status(env)["sessions"] if s["short_id"] == short and s["cli_pid"]],
+                       what="the session's process")[0]
+    old = service_status(env)
+    assert ctl(env, "service", "stop").returncode == 0  # while its first tool runs
+    assert ctl(env, "service", "start").returncode == 0
+    new = service_status(env)
+    assert new["pid"] != old["pid"] and new["port"] == old["port"]
+    [adopted] = [s for s in new["sessions"] if s["short_id"] == short]
+    assert adopted["session_id"] == first["session_id"] and adopted["kind"] == "background"
+    try:
+        req = wait_pending(env, lambda r: "touch adopted.txt" in r["summary"], timeout=30)
+    except AssertionError:
+        raise AssertionError(f"{bg.job_state(bg.config_dir(env), short)} {service_status(env)} {audit(env)} "
+                             f"{(Path(env['CLAUDEGUARD_RUNTIME_DIR']) / 'service' / 'service.log').read_text()}")
+    assert not (offline_env.cwd / "adopted.txt").exists()
+    assert ctl(env, "approve", req["id"]).returncode == 0
+    wait_until(lambda: (offline_env.cwd / "adopted.txt").exists(), what="the approved call to run")
+    assert [(r["summary"].split()[1], r["decided_by"]) for r in audit(env)] == [("python3", "rule"), ("touch", "human")]

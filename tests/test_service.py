@@ -209,7 +209,7 @@ def test_it_exits_when_idle_and_stop_stops_it(env):
     pid = record(env)["pid"]
     stopped = ctl(env, "service", "stop")
     assert stopped.returncode == 0 and process_start(pid) is None
-    assert sorted(p.name for p in service_dir(env).iterdir()) == ["run.lock", "service.log", "start.lock"]
+    assert sorted(p.name for p in service_dir(env).iterdir()) == ["port", "run.lock", "service.log", "start.lock"]
 
 
 def test_another_user_cannot_reach_the_control_socket(env):

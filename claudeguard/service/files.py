@@ -11,6 +11,8 @@
 - ``run.lock``: ``flock``ed by the service for its whole life: a second service in the same slot
   gives up at once.
 - ``service.log``: the service's stderr (appended; a crash's traceback lands here).
+- ``port``: the hook port of the last service, kept after it exits, so that the next one takes
+  the same port and the hooks of running sessions (which name it) reach it again.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ CONTROL = "control.sock"
 START_LOCK = "start.lock"
 RUN_LOCK = "run.lock"
 LOG = "service.log"
+PORT = "port"
 
 
 class socket_path:  # noqa: N801 - used like a function: ``with socket_path(d, CONTROL) as path``
@@ -106,15 +109,24 @@ def read_record(directory: str) -> dict | None:
 
 
 def read_stale_port(directory: str) -> int | None:
-    """The port a dead service listened on: a restarted service takes it again if it can, so
-    sessions whose hooks name it are served again."""
+    """The port the last service listened on (``port``, kept when it exits): a restarted service
+    takes it again if it can, so sessions whose hooks name it are served again."""
     try:
-        fd = os.open(os.path.join(directory, RECORD), os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(os.path.join(directory, PORT), os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd) as fh:
-            port = json.load(fh).get("port")
-    except (OSError, ValueError, AttributeError):
+            port = int(fh.read().strip())
+    except (OSError, ValueError):
         return None
-    return port if isinstance(port, int) else None
+    return port if 0 < port < 65536 else None
+
+
+def write_port(directory: str, port: int) -> None:
+    path = os.path.join(directory, PORT)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(f"{port}\n")
+    os.replace(tmp, path)
 
 
 def write_record(directory: str, record: dict) -> None:

@@ -257,6 +257,7 @@ class Service:
         self.version = files.fingerprint()
         hooks = HookServer.bind(self, files.read_stale_port(self.directory))
         self.port = hooks.server_address[1]
+        files.write_port(self.directory, self.port)
         control_path = os.path.join(self.directory, files.CONTROL)
         try:
             os.unlink(control_path)  # stale: the run lock says no live service owns it
