@@ -29,10 +29,10 @@ def wait_until(predicate, timeout: float = 60.0, what: str = "condition"):  # ty
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def launch(env: dict, cwd: Path, prompt: str) -> str:
+def launch(env: dict, cwd: Path, prompt: str, *guard: str) -> str:
     import subprocess
 
-    proc = subprocess.run(GUARD + ["--bg", prompt], env=env, cwd=cwd, capture_output=True, text=True, timeout=90,
+    proc = subprocess.run(GUARD + [*guard, "--bg", prompt], env=env, cwd=cwd, capture_output=True, text=True, timeout=90,
                           stdin=subprocess.DEVNULL, start_new_session=True)
     assert proc.returncode == 0, proc.stderr
     short = bg.parse_short_id(proc.stdout)
@@ -58,7 +58,9 @@ def test_a_bg_session_is_guarded_after_its_launcher_returned(bg_claude, offline_
     write_user_config(env, '[permissions]\nmode = "default"\nallow = ["Bash(echo *)"]\ndeny = ["Bash(rm *)"]\n'
                            'ask = ["Bash(touch *)"]\n')
     (offline_env.cwd / "keep.txt").write_text("kept\n")
-    short = launch(env, offline_env.cwd, "BGGUARD go")  # the launcher has exited here
+    report = tmp_path / "report.json"
+    short = launch(env, offline_env.cwd, "BGGUARD go", "--guard-report", str(report), "--guard-fail-on", "denied")
+    # the launcher has exited here
     req = wait_pending(env, lambda r: "touch asked.txt" in r["summary"], timeout=90)
     assert (offline_env.cwd / "allowed.txt").read_text() == "allowed\n"
     assert (offline_env.cwd / "keep.txt").read_text() == "kept\n"
@@ -89,6 +91,13 @@ def test_a_bg_session_is_guarded_after_its_launcher_returned(bg_claude, offline_
                what="the service to drop the ended session")
     wait_until(lambda: not (Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions" / held["session_id"]).exists(),
                what="the session dir to go")
+    # the report covers the background session, written when it ended
+    data = json.loads(report.read_text())
+    assert data["session_id"] == held["session_id"] and data["background"]["short_id"] == short
+    assert data["counts"] == {"allowed_by_rule": 1, "denied_by_rule": 1, "asked": 1, "approved_by_human": 1,
+                              "denied_by_human": 0, "timed_out": 0, "stalls": 0}
+    assert [c["summary"] for c in data["calls"]] == [r[0] for r in rows] and data["fail_on"] == ["denied"]
+    assert data["exit_code"] == 0 and data["child_exit_code"] is None and data["cli_version"] == "2.1.330"
 
 
 def test_a_hung_bg_session_is_flagged_then_killed_alone(bg_claude, offline_env, model_server, bg_daemon):

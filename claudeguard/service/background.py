@@ -39,6 +39,7 @@ class Keeper:
     cwd: str | None = None
     pid: int | None = None
     log_dir: str | None = None
+    report: dict | None = None  # --guard-report of the launch: path, fail_on, started, mark, real_cli
     stop: threading.Event = field(default_factory=threading.Event)
 
 
@@ -95,6 +96,8 @@ def keep(keeper: Keeper, on_end) -> None:  # type: ignore[no-untyped-def]
     if monitor is not None:
         monitor.stop(None)
     if not keeper.stop.is_set():  # the session ended (not the service): forget it for good
+        if keeper.report:
+            write_report(keeper)
         on_end()
         import shutil
 
@@ -114,3 +117,32 @@ def _start_monitor(keeper: Keeper):  # type: ignore[no-untyped-def]
     monitor.log_dir = keeper.log_dir
     monitor.start()
     return monitor
+
+
+def write_report(keeper: Keeper) -> None:
+    """The end-of-run report of a --bg launch, written when its session ends: the session's audit
+    rows since the launch (stalls included, from the audit: a restarted service has no earlier
+    watchdog's list). The launcher exited long ago: ``exit_code`` is the one it returned (0),
+    the session's own exit code is unknown (null), and ``fail_on`` names the words that would
+    have failed the run."""
+    from claudeguard.channel.audit import session_log
+    from claudeguard.shim.report import EndOptions, Run, fail_on_hits, write_atomic
+
+    spec = keeper.report or {}
+    session_log.set(keeper.log_dir)
+    try:
+        run = Run(session_id=keeper.session_id, real_cli=spec.get("real_cli") or "claude",
+                  end=EndOptions(spec.get("path"), frozenset(spec.get("fail_on") or ())), non_interactive=True)
+        run.started = float(spec.get("started") or run.started)
+        mark = spec.get("mark")
+        run.mark = tuple(mark) if isinstance(mark, list) else None  # type: ignore[assignment]
+        report = run.build(0)
+        report["background"] = {"short_id": keeper.short_id, "cli_pid": keeper.pid}
+        report["fail_on"] = fail_on_hits(report["counts"], report["calls"], run.end.fail_on)
+        write_atomic(str(spec["path"]), report)
+    except Exception as exc:  # noqa: BLE001 - a report must not keep the session registered
+        import sys
+
+        print(f"claudeguard service: --guard-report of {keeper.session_id}: {exc}", file=sys.stderr, flush=True)
+    finally:
+        session_log.set(None)

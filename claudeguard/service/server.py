@@ -109,7 +109,7 @@ class Service:
             return {"ok": True}
         keeper = Keeper(session_id, reg.session.dir, record["short_id"], record.get("config_dir") or "",  # type: ignore[attr-defined]
                         record.get("watch") or {}, prompt=record.get("prompt"), cwd=reg.session.snapshot.get("cwd"),  # type: ignore[attr-defined]
-                        log_dir=reg.session.snapshot.get("log_dir"))  # type: ignore[attr-defined]
+                        log_dir=reg.session.snapshot.get("log_dir"), report=record.get("report"))  # type: ignore[attr-defined]
         reg.keeper = keeper
         threading.Thread(target=keep, args=(keeper, lambda: self.forget(session_id, keeper)), name=f"claudeguard-bg-{session_id}",
                          daemon=True).start()

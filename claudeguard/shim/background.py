@@ -29,7 +29,7 @@ def config_dir(env: dict[str, str]) -> str:
     return env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
 
 
-def run_background(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # type: ignore[no-untyped-def]
+def run_background(real: str, args, cfg, cwd: Path, session_id: str, end=None) -> int:  # type: ignore[no-untyped-def]
     from claudeguard.paths import log_dir_text, runtime_dir, write_private_file
     from claudeguard.service.client import Registration, ServiceError, request
     from claudeguard.shim.command import HttpHooks, build_plan, session_snapshot
@@ -49,6 +49,14 @@ def run_background(real: str, args, cfg, cwd: Path, session_id: str) -> int:  # 
                  "kill_grace": cfg.get("watchdog.kill_grace"), "interactive": True,
                  "writes_are_screen": True}
         record = {"token": token, "config_dir": config_dir(dict(os.environ)), "watch": watch, "prompt": args.prompt}
+        if end is not None and end.report:
+            # The report covers the background session: the service writes it when it ends.
+            import time
+
+            from claudeguard.shim.report import audit_mark
+
+            record["report"] = {"path": end.report, "fail_on": sorted(end.fail_on), "started": time.time(),
+                                "mark": audit_mark(), "real_cli": real}
         write_private_file(session_dir / "background.json", json.dumps(record))
         registration = Registration(session_id, str(session_dir), token, kind="background")
         try:

@@ -100,7 +100,7 @@ def _main(argv: list[str]) -> int:
     if args.has("--bg"):
         from claudeguard.shim.background import run_background
 
-        return run_background(real, args, cfg, Path(cwd), session_id)
+        return run_background(real, args, cfg, Path(cwd), session_id, end)
     return _run_session(real, args, cfg, Path(cwd), session_id, end)
 
 
