@@ -58,7 +58,9 @@ def _main(argv: list[str]) -> int:
         end = EndOptions.parse(opts, os.environ, cwd)  # a bad value stops us before anything starts
     exec_env = dict(os.environ, **{RECURSION_VAR: str(os.getpid())})
 
-    if args.passthrough and not (opts.dry_run or opts.profile or opts.config or opts.values):
+    # `claude agents` (agent view) dispatches sessions: its settings are checked like a session's.
+    dispatches = not args.passthrough or args.subcommand == "agents"
+    if args.passthrough and not dispatches and not (opts.dry_run or opts.profile or opts.config or opts.values):
         from claudeguard.config.find import any_config
 
         if not any_config(cwd) and args.subcommand != "agents":  # agent view gets its one line below
@@ -72,6 +74,12 @@ def _main(argv: list[str]) -> int:
 
     cfg = load_config(Path(cwd), _overrides(opts))
     real = find_claude(cfg.get("claude.path"), configured_source=f"claude.path ({cfg.source('claude.path')})")
+    if dispatches:
+        from claudeguard.shim.command import check_lockdown
+        from claudeguard.shim.settings_sources import enforce
+
+        check_lockdown(args, cfg)  # the command line's own refusals first, in their words
+        enforce(args, cfg, cwd)  # Claude Code's own settings files must not silence the guard
 
     if args.passthrough:
         from claudeguard.shim.command import check_lockdown
