@@ -78,8 +78,8 @@ def _main(argv: list[str]) -> int:
         from claudeguard.shim.command import check_lockdown
         from claudeguard.shim.settings_sources import enforce
 
-        check_lockdown(args, cfg)  # the command line's own refusals first, in their words
-        enforce(args, cfg, cwd)  # Claude Code's own settings files must not silence the guard
+        enforce(args, cfg, cwd)  # first: its refusals name the file and the key
+        check_lockdown(args, cfg)  # Claude Code's own settings files must not silence the guard
 
     if args.passthrough:
         from claudeguard.shim.command import check_lockdown
