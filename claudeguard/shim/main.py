@@ -172,6 +172,9 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int: 
 
             sup = Supervisor(plan.argv, env, tap_stdout=True)
         child_pid = sup.start()
+        from claudeguard.shim.settings_sources import Watch
+
+        settings_watch = Watch(args, cfg, str(cwd), child_pid).start()  # a settings file written mid-session
         # After start(): the supervisor has blocked the forwarded signals, and the gate's threads
         # must inherit that mask (only its signal thread may take them). A hook that comes before
         # the server listens decides in its own process.
@@ -195,6 +198,8 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int: 
             run.finish(getattr(exc, "exit_code", 1), failed=True)
         raise
     finally:
+        if "settings_watch" in locals():
+            settings_watch.stop()
         if "gate" in locals() and gate is not None:
             gate.close()
         if "registration" in locals() and registration is not None:

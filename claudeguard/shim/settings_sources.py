@@ -266,3 +266,92 @@ def enforce(args: ClaudeArgs, cfg: Config, cwd: str) -> None:
     """The launcher's hook-in: refuse, or say on stderr what the user let through."""
     for f in check(args, cfg, cwd):
         print(f"claudeguard: warning: {f.line()} (allowed by security.allow_settings_override)", file=sys.stderr)
+
+
+# --- during the session ----------------------------------------------------------------------
+# The model can write these files too (checked on both pinned CLIs: a main-agent Write of
+# .claude/settings.local.json with disableAllHooks, then the overlay-denied Write of a subagent
+# ran). The CLI applies a changed settings file once it has been still for 1 s (its watcher's
+# stabilityThreshold, 1000 ms in both versions), so a guard that notices within 0.2 s stops the
+# session while the guard's hooks still answer.
+
+WATCH_INTERVAL = 0.2
+
+
+def protected_files(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None) -> list[str]:
+    """The settings files of this run that a tool of the session could write."""
+    env = dict(os.environ) if env is None else env
+    files = [user_settings_file(env), os.path.join(cwd, ".claude", "settings.json"), os.path.join(cwd, ".claude", "settings.local.json")]
+    files += [os.path.abspath(v) for v in args.values("--settings") if not v.lstrip().startswith("{")]
+    return list(dict.fromkeys(files))  # HOME may be the cwd
+
+
+def protected_rules(args: ClaudeArgs, cfg: Config, cwd: str) -> list[str]:
+    """Deny rules for the CLI (``--disallowedTools``) that keep its file tools off the settings
+    files: enforced by the CLI itself, so they hold even where a hook would not run."""
+    if cfg.get("security.allow_settings_override") and not cfg.lockdown.value:
+        return []
+    return [f"Edit(/{path})" for path in protected_files(args, cwd)]  # //abs: an absolute path
+
+
+def _stat_all(paths: list[str], dirs: list[str]) -> tuple:
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append(None)
+    for d in dirs:
+        try:
+            out.append(tuple(sorted(os.listdir(d))))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+class Watch:
+    """Polls the run's settings sources; when one turns into a source the guard would refuse,
+    prints the refusal line and stops the CLI's process tree (the session ends with its code)."""
+
+    def __init__(self, args: ClaudeArgs, cfg: Config, cwd: str, child_pid: int, managed: str | None = None) -> None:
+        import threading
+
+        self.args, self.cfg, self.cwd, self.child_pid, self.managed = args, cfg, cwd, child_pid, managed
+        self.tripped: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="claudeguard-settings-watch", daemon=True)
+
+    def _paths(self) -> tuple[list[str], list[str]]:
+        base = self.managed or managed_dir()
+        drop = os.path.join(base, "managed-settings.d")
+        try:
+            dropins = [os.path.join(drop, n) for n in sorted(os.listdir(drop))]
+        except OSError:
+            dropins = []
+        return protected_files(self.args, self.cwd) + [os.path.join(base, "managed-settings.json"), *dropins], [drop]
+
+    def start(self) -> "Watch":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        seen = _stat_all(*self._paths())
+        while not self._stop.wait(WATCH_INTERVAL):
+            now = _stat_all(*self._paths())
+            if now == seen:
+                continue
+            seen = now
+            try:
+                check(self.args, self.cfg, self.cwd, managed=self.managed)
+            except UsageError as exc:
+                self.tripped = str(exc)
+                print(f"claudeguard: {exc}; written during the session: stopping the CLI", file=sys.stderr, flush=True)
+                from claudeguard.watchdog.sampler import kill_tree
+
+                kill_tree(self.child_pid, 2.0)
+                return
