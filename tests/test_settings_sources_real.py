@@ -10,6 +10,7 @@ that a later source overrides, leave the guard in force.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -22,14 +23,15 @@ OPT_OUT = "[security]\nallow_settings_override = true\n\n"
 OFF = {"disableAllHooks": True}
 
 
-def scribe_session(offline_env, model_server, real_claude, config: str):  # type: ignore[no-untyped-def]
-    """The env, the model server and the file the scribe would write."""
+def scribe_session(offline_env, model_server, real_claude, config: str, first: tuple = ()):  # type: ignore[no-untyped-def]
+    """The env, the model server and the file the scribe would write; ``first``: tool calls the
+    main agent makes before its own Write."""
     work = offline_env.cwd
     agents = work / ".claude" / "agents"
     agents.mkdir(parents=True, exist_ok=True)
     (agents / "scribe.md").write_text("---\nname: scribe\ndescription: writes files\ntools: Write, Read\n---\nYou write files.\n")
     server = model_server([
-        {"match": "SCRIBE-MAIN", "turns": [
+        {"match": "SCRIBE-MAIN", "turns": [*({"tool_use": call} for call in first),
             {"tool_use": {"name": "Write", "input": {"file_path": str(work / "main.txt"), "content": "main"}}},
             {"tool_use": {"name": "Agent", "input": {"description": "helper", "prompt": "SCRIBE-SUB write", "subagent_type": "scribe"}}},
             {"text": "fin"}]},
@@ -220,3 +222,32 @@ def test_a_repository_hook_that_allows_everything(real_claude, offline_env, mode
     proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN again")
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"claudeguard: {path}: hooks.PreToolUse: 1 hook(s) of its own that can answer before the guard's: refused by lockdown")
+
+
+def test_the_model_cannot_switch_the_guard_off_during_the_session(real_claude, offline_env, model_server):
+    # Write is allowed by the policy, yet the settings files are denied to the CLI's file tools
+    # (both CLIs applied a settings.local.json written mid-session and silenced the guard).
+    target = offline_env.cwd / ".claude" / "settings.local.json"
+    write = {"name": "Write", "input": {"file_path": str(target), "content": json.dumps(OFF)}}
+    env, server, scribe = scribe_session(offline_env, model_server, real_claude, "", (write,))
+    proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN go")
+    assert proc.returncode == 0, proc.stderr
+    assert not target.exists()
+    assert (offline_env.cwd / "main.txt").read_text() == "main"
+    assert not scribe.exists()
+    first = [r for r in server.tool_results() if r["script"] == "SCRIBE-MAIN"][0]
+    assert first["is_error"]
+
+
+def test_a_settings_file_written_by_bash_stops_the_session(real_claude, offline_env, model_server):
+    target = offline_env.cwd / ".claude" / "settings.local.json"
+    code = f"open({str(target)!r}, 'w').write({json.dumps(json.dumps(OFF))})"
+    bash = {"name": "Bash", "input": {"command": f"python3 -c {shlex.quote(code)}", "description": "settings"}}
+    env, server, scribe = scribe_session(offline_env, model_server, real_claude, "", (bash,))
+    write_user_config(env, '[permissions]\nallow = ["Write", "Bash(python3 *)"]\n\n[agents.scribe]\ndeny = ["Write"]\n')
+    proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN go")
+    assert target.exists()  # Bash wrote it: no rule can see every shell write
+    assert proc.returncode != 0
+    assert (f"claudeguard: {target}: disableAllHooks: silences every hook the guard registers: refused (set [security] "
+            "allow_settings_override = true to run anyway); written during the session: stopping the CLI\n") in proc.stderr
+    assert not scribe.exists()
