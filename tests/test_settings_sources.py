@@ -185,3 +185,17 @@ def test_unreadable_or_broken_files_are_not_sources(place):
     srcs = ss.sources(parse_claude_args(["-p", "x"]), str(tmp / "work"), {"HOME": str(tmp / "home")}, str(tmp / "managed"))
     project = next(s for s in srcs if s.name == "project")
     assert not project.loaded and project.note.startswith("not valid JSON")
+
+
+def test_http_hook_env_allowlist_must_keep_the_guards_variable(place):
+    put, found, _, _ = place
+    put("project", {"httpHookAllowedEnvVars": []})
+    assert found() == [("project", "httpHookAllowedEnvVars", ss.REFUSE)]
+    put("user", {"httpHookAllowedEnvVars": ["CLAUDEGUARD_HOOK_TOKEN"]})  # the lists merge
+    assert found() == []
+
+
+def test_the_token_variable_is_the_one_the_hooks_use():
+    from claudeguard.shim.command import TOKEN_VAR
+
+    assert ss.GUARD_TOKEN_VAR == TOKEN_VAR

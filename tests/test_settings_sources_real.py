@@ -94,7 +94,9 @@ def test_opt_out_runs_and_the_cli_really_silences_the_guard(real_claude, offline
     # Write runs. The user is told on stderr.
     env, _, scribe = scribe_session(offline_env, model_server, real_claude, OPT_OUT)
     path, extra = place(where, env, offline_env.cwd, OFF)
-    proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN go", *extra)
+    # The policy's Write is the hook's to allow (an overlay denies it to the scribe), so without
+    # hooks the caller's own --allowedTools lets the main agent's Write run, and the scribe's too.
+    proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN go", *extra, "--allowedTools", "Write")
     assert proc.returncode == 0, proc.stderr
     assert f"claudeguard: warning: {path}: disableAllHooks: silences every hook the guard registers (allowed by security.allow_settings_override)\n" in proc.stderr
     assert scribe.exists()
@@ -251,3 +253,19 @@ def test_a_settings_file_written_by_bash_stops_the_session(real_claude, offline_
     assert (f"claudeguard: {target}: disableAllHooks: silences every hook the guard registers: refused (set [security] "
             "allow_settings_override = true to run anyway); written during the session: stopping the CLI\n") in proc.stderr
     assert not scribe.exists()
+
+
+def test_http_hook_env_allowlist_without_the_guards_variable(real_claude, offline_env, model_server):
+    # With the resident service the guard's hooks are HTTP hooks whose header takes the secret
+    # from $CLAUDEGUARD_HOOK_TOKEN; a project list of allowed variables without it silences them.
+    env, server, scribe = scribe_session(offline_env, model_server, real_claude, "")
+    path, _ = place("project", env, offline_env.cwd, {"httpHookAllowedEnvVars": []})
+    proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN go")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"claudeguard: {path}: httpHookAllowedEnvVars: leaves out CLAUDEGUARD_HOOK_TOKEN")
+    assert server.requests() == []
+    write_user_config(env, OPT_OUT + POLICY)  # let through: the overlay-denied Write runs
+    proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN go", "--allowedTools", "Write")
+    assert proc.returncode == 0, proc.stderr
+    assert "claudeguard: warning: " in proc.stderr
+    assert scribe.exists()

@@ -75,11 +75,9 @@ def _main(argv: list[str]) -> int:
     cfg = load_config(Path(cwd), _overrides(opts))
     real = find_claude(cfg.get("claude.path"), configured_source=f"claude.path ({cfg.source('claude.path')})")
     if dispatches:
-        from claudeguard.shim.command import check_lockdown
         from claudeguard.shim.settings_sources import enforce
 
-        enforce(args, cfg, cwd)  # first: its refusals name the file and the key
-        check_lockdown(args, cfg)  # Claude Code's own settings files must not silence the guard
+        enforce(args, cfg, cwd)  # Claude Code's own settings files must not silence the guard
 
     if args.passthrough:
         from claudeguard.shim.command import check_lockdown

@@ -28,6 +28,8 @@ FILE_SOURCES = ("user", "project", "local")
 # URLs the resident service's HTTP hooks will post to (any port, any path under /hook/): a
 # pattern in allowedHttpHookUrls lets the guard through only if it matches all of these.
 GUARD_HOOK_URLS = ("http://127.0.0.1:1/hook/PreToolUse", "http://127.0.0.1:65535/hook/x/y")
+# The variable the guard's HTTP hook headers take the session's secret from (shim.command.TOKEN_VAR).
+GUARD_TOKEN_VAR = "CLAUDEGUARD_HOOK_TOKEN"
 # Hook events whose answer decides a call: someone else's hook there can allow what the guard
 # leaves to the CLI (a main-agent call no rule decides) or answer a dialog before ours.
 DECISION_EVENTS = ("PreToolUse", "PermissionRequest")
@@ -221,8 +223,12 @@ def findings(args: ClaudeArgs, srcs: list[Source], *, mode_chosen: str | None) -
             union = [u for t in loaded for u in ((t.data or {}).get("allowedHttpHookUrls") or []) if isinstance(u, str)]
             if not all(any(_glob_match(p, url) for p in union) for url in GUARD_HOOK_URLS):
                 out.append(Finding(s.name, s.where, "allowedHttpHookUrls", "blocks the guard's HTTP hooks (http://127.0.0.1:PORT/hook/...)", REFUSE))
-        if "httpHookAllowedEnvVars" in data:
-            out.append(Finding(s.name, s.where, "httpHookAllowedEnvVars", "limits the variables an HTTP hook's headers may use", REPORT))
+        if isinstance(data.get("httpHookAllowedEnvVars"), list):
+            # Merged like the URLs; without the guard's variable its header goes out without the
+            # session's secret, the service answers 401, and the CLI goes on as if no hook ran.
+            names = {n for t in loaded for n in ((t.data or {}).get("httpHookAllowedEnvVars") or []) if isinstance(n, str)}
+            if GUARD_TOKEN_VAR not in names:
+                out.append(Finding(s.name, s.where, "httpHookAllowedEnvVars", f"leaves out {GUARD_TOKEN_VAR}: the guard's HTTP hooks lose their secret", REFUSE))
         for event in DECISION_EVENTS:
             count = _hook_entries(data, event)
             if count:
