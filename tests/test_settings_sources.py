@@ -199,3 +199,17 @@ def test_the_token_variable_is_the_one_the_hooks_use():
     from claudeguard.shim.command import TOKEN_VAR
 
     assert ss.GUARD_TOKEN_VAR == TOKEN_VAR
+
+
+def test_protected_rules_name_every_settings_file_of_the_run(place, monkeypatch):
+    put, _, _, tmp = place
+    monkeypatch.setenv("HOME", str(tmp / "home"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    args = parse_claude_args(["-p", "x", "--settings", str(tmp / "extra.json")])
+    work = tmp / "work"
+    assert ss.protected_rules(args, FakeConfig(), str(work)) == [
+        f"Edit(/{tmp}/home/.claude/settings.json)", f"Edit(/{work}/.claude/settings.json)",
+        f"Edit(/{work}/.claude/settings.local.json)", f"Edit(/{tmp}/extra.json)"]
+    assert ss.protected_rules(args, FakeConfig(values={"security.allow_settings_override": True}), str(work)) == []
+    locked = FakeConfig(_Locked(True), {"security.allow_settings_override": True})
+    assert len(ss.protected_rules(args, locked, str(work))) == 4
