@@ -42,7 +42,7 @@ BYPASS = {"permissions": {"defaultMode": "bypassPermissions"}}
     (["--allow-dangerously-skip-permissions", "-p", "x"], "--allow-dangerously-skip-permissions is refused"),
     (["--permission-mode", "bypassPermissions", "-p", "x"], "--permission-mode bypassPermissions is refused"),
     (["--permission-mode=bypassPermissions", "-p", "x"], "--permission-mode bypassPermissions is refused"),
-    (["--settings", json.dumps(BYPASS), "-p", "x"], "--settings sets permissions.defaultMode bypassPermissions"),
+    (["--settings", json.dumps(BYPASS), "-p", "x"], "--settings (inline JSON): permissions.defaultMode: bypassPermissions"),
     (["--settings", json.dumps({"disableAllHooks": True}), "-p", "x"], "disableAllHooks"),
     (["--bare", "-p", "x"], "--bare"),
     (["--guard-profile", "loose", "-p", "x"], "lockdown: replace = true would drop the deny rules"),

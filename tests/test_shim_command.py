@@ -68,4 +68,6 @@ def test_ask_rules_stay_out_of_the_cli_and_allow_rules_of_their_tools_too(tmp_pa
     settings = json.loads(next(a for a in argv if a.startswith("--settings=")).split("=", 1)[1])
     assert "permissions" not in settings
     assert [a for a in argv if a.startswith("--allowedTools=")] == ["--allowedTools=Read,mcp__db"]
-    assert [a for a in argv if a.startswith("--disallowedTools=")] == ["--disallowedTools=Bash(rm *)"]
+    home = tmp_path.resolve()  # the Claude settings files follow: no tool may write them
+    protected = f"Edit(/{home}/.claude/settings.json),Edit(/{home}/.claude/settings.local.json)"
+    assert [a for a in argv if a.startswith("--disallowedTools=")] == [f"--disallowedTools=Bash(rm *),{protected}"]

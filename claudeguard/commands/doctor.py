@@ -34,6 +34,7 @@ def main(argv: list[str]) -> int:
     except GuardError as exc:
         _say(False, f"config: {exc}")
         return 1
+    good &= settings_sources(cfg)
     try:
         root = runtime_dir()
         good &= _say(True, f"runtime dir: {root} (mode 0700, owned by uid {os.getuid()})")
@@ -53,6 +54,35 @@ def main(argv: list[str]) -> int:
     _launcher()
     good &= probe(real, cfg)
     return 0 if good else 1
+
+
+def settings_sources(cfg) -> bool:  # type: ignore[no-untyped-def]
+    """Claude Code's own settings sources for this directory and user, and each key in them that
+    would silence the guard or loosen the mode (see claudeguard/shim/settings_sources.py)."""
+    from claudeguard.shim import settings_sources as ss
+    from claudeguard.shim.claude_args import parse_claude_args
+
+    args = parse_claude_args([])
+    srcs = ss.sources(args, os.getcwd(), dict(os.environ))
+    shown = [f"{s.name} {s.where} ({'loaded' if s.loaded else s.note})" for s in srcs if s.loaded or s.note != "missing"]
+    print(f"      Claude settings sources: {'; '.join(shown) or 'none'}")
+    lockdown = bool(cfg.lockdown.value)
+    override = bool(cfg.get("security.allow_settings_override")) and not lockdown
+    ok = True
+    for f in ss.findings(args, srcs, mode_chosen=ss.mode_chosen(args, cfg)) + ss.env_findings(args, dict(os.environ)):
+        refused = f.action == ss.REFUSE or (f.action == ss.STRICT and lockdown)
+        if refused and override:
+            verdict = "let through by security.allow_settings_override: the guard is not in force"
+        elif refused:
+            verdict = "claudeguard refuses to start here" + (" (lockdown)" if lockdown else "")
+        elif f.action == ss.STRICT:
+            verdict = "refused under lockdown only"
+        elif f.action == ss.OVERRIDDEN:
+            verdict = "no effect on this run"
+        else:
+            verdict = "no effect on the guard"
+        ok &= _say(not refused, f"Claude settings: {f.line()}: {verdict}")
+    return ok
 
 
 def _launcher() -> None:

@@ -52,7 +52,7 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "sample_interval": Key("number", 1.0, minimum=0.05),
         "kill_grace": Key("number", 5.0, minimum=0),
     },
-    "security": {"disable_bypass_permissions": Key("bool", False)},
+    "security": {"disable_bypass_permissions": Key("bool", False), "allow_settings_override": Key("bool", False)},
 }
 
 AGENT_SECTION: dict[str, Key] = {

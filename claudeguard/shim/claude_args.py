@@ -38,6 +38,7 @@ VALUE_OPTIONS: dict[str, str] = {
     "--json-schema": ONE,
     "--max-budget-usd": ONE,
     "--max-turns": ONE,
+    "--managed-settings": ONE,
     "--max-thinking-tokens": ONE,
     "--mcp-config": MANY,
     "--model": ONE,

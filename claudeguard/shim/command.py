@@ -203,6 +203,9 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
         front.append(f"--permission-mode={mode}")
     allow = cli_allow_rules(cfg, cwd)
     deny = [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.deny", [])]
+    from claudeguard.shim.settings_sources import protected_rules
+
+    deny += protected_rules(args, cfg, cwd)  # no tool may switch the guard off through a settings file
     # Comma-joined in one word: a rule may contain spaces (`Bash(git diff *)`).
     if allow:
         front.append("--allowedTools=" + ",".join(allow))

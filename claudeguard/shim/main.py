@@ -58,7 +58,9 @@ def _main(argv: list[str]) -> int:
         end = EndOptions.parse(opts, os.environ, cwd)  # a bad value stops us before anything starts
     exec_env = dict(os.environ, **{RECURSION_VAR: str(os.getpid())})
 
-    if args.passthrough and not (opts.dry_run or opts.profile or opts.config or opts.values):
+    # `claude agents` (agent view) dispatches sessions: its settings are checked like a session's.
+    dispatches = not args.passthrough or args.subcommand == "agents"
+    if args.passthrough and not dispatches and not (opts.dry_run or opts.profile or opts.config or opts.values):
         from claudeguard.config.find import any_config
 
         if not any_config(cwd) and args.subcommand != "agents":  # agent view gets its one line below
@@ -72,6 +74,10 @@ def _main(argv: list[str]) -> int:
 
     cfg = load_config(Path(cwd), _overrides(opts))
     real = find_claude(cfg.get("claude.path"), configured_source=f"claude.path ({cfg.source('claude.path')})")
+    if dispatches:
+        from claudeguard.shim.settings_sources import enforce
+
+        enforce(args, cfg, cwd)  # Claude Code's own settings files must not silence the guard
 
     if args.passthrough:
         from claudeguard.shim.command import check_lockdown
@@ -164,6 +170,9 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int: 
 
             sup = Supervisor(plan.argv, env, tap_stdout=True)
         child_pid = sup.start()
+        from claudeguard.shim.settings_sources import Watch
+
+        settings_watch = Watch(args, cfg, str(cwd), child_pid).start()  # a settings file written mid-session
         # After start(): the supervisor has blocked the forwarded signals, and the gate's threads
         # must inherit that mask (only its signal thread may take them). A hook that comes before
         # the server listens decides in its own process.
@@ -187,6 +196,8 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int: 
             run.finish(getattr(exc, "exit_code", 1), failed=True)
         raise
     finally:
+        if "settings_watch" in locals():
+            settings_watch.stop()
         if "gate" in locals() and gate is not None:
             gate.close()
         if "registration" in locals() and registration is not None:

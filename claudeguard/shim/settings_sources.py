@@ -1,0 +1,363 @@
+"""Claude Code's own settings sources, read before the CLI starts: which of them this run will
+load, and which of their keys would silence the guard's hooks or loosen the permission mode.
+
+The CLI merges, later winning: user (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``: ``settings.json``),
+project (``<cwd>/.claude/settings.json``), local (``<cwd>/.claude/settings.local.json``),
+``--settings``, then managed (``managed-settings.json`` and ``managed-settings.d/*.json`` in the
+system directory; ``--managed-settings`` JSON from an SDK parent). ``--setting-sources`` limits the
+first three. Only the cwd is looked at for project and local files (checked on both pinned CLIs:
+a ``.claude/`` one directory up is not read). The table in docs/design.md lists each key and what
+claudeguard does about it; the facts were checked on 2.1.197 and 2.1.330.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+
+from claudeguard.errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from claudeguard.config.load import Config
+    from claudeguard.shim.claude_args import ClaudeArgs
+
+FILE_SOURCES = ("user", "project", "local")
+# URLs the resident service's HTTP hooks will post to (any port, any path under /hook/): a
+# pattern in allowedHttpHookUrls lets the guard through only if it matches all of these.
+GUARD_HOOK_URLS = ("http://127.0.0.1:1/hook/PreToolUse", "http://127.0.0.1:65535/hook/x/y")
+# The variable the guard's HTTP hook headers take the session's secret from (shim.command.TOKEN_VAR).
+GUARD_TOKEN_VAR = "CLAUDEGUARD_HOOK_TOKEN"
+# Hook events whose answer decides a call: someone else's hook there can allow what the guard
+# leaves to the CLI (a main-agent call no rule decides) or answer a dialog before ours.
+DECISION_EVENTS = ("PreToolUse", "PermissionRequest")
+# Environment and flags that switch off every non-managed hook (checked on both pinned CLIs:
+# --safe-mode also drops the guard's MCP prompt server). A settings file's "env" cannot set
+# them: with {"env": {"CLAUDE_CODE_SAFE_MODE": "1"}} in the project file the hooks still ran.
+HOOKS_OFF_ENV = ("CLAUDE_CODE_SAFE_MODE", "CLAUDE_CODE_SIMPLE")
+HOOKS_OFF_FLAGS = ("--safe-mode",)
+
+REFUSE = "refuse"  # claudeguard will not start (unless the user opted out, never under lockdown)
+STRICT = "lockdown"  # refused under lockdown only
+OVERRIDDEN = "overridden"  # present, but this run already cancels it
+REPORT = "report"  # reported by doctor; no effect on the guard
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str  # managed, --managed-settings, user, project, local, --settings
+    where: str  # the file, or the flag for inline JSON
+    data: dict | None  # None: missing or not loaded
+    loaded: bool
+    note: str = ""  # why not loaded, or a read error
+
+
+@dataclass(frozen=True)
+class Finding:
+    source: str
+    where: str
+    key: str
+    effect: str
+    action: str
+
+    def line(self) -> str:
+        return f"{self.where}: {self.key}: {self.effect}"
+
+
+def managed_dir() -> str:
+    if sys.platform == "darwin":
+        return "/Library/Application Support/ClaudeCode"
+    if sys.platform == "win32":
+        return "C:\\Program Files\\ClaudeCode"
+    return "/etc/claude-code"
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _read(path: str) -> tuple[dict | None, str]:
+    """A settings file as the CLI would see it; an unreadable or non-object file counts as
+    empty for the CLI too (it reports a settings error and goes on)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        return None, "missing"
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror}"
+    if not text.strip():
+        return {}, ""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return None, f"not valid JSON: {exc}"
+    return (data, "") if isinstance(data, dict) else (None, "not a JSON object")
+
+
+def _inline_or_file(value: str, flag: str) -> tuple[str, dict | None, str]:
+    if value.lstrip().startswith("{"):
+        try:
+            data = json.loads(value)
+        except ValueError as exc:
+            return f"{flag} (inline JSON)", None, f"not valid JSON: {exc}"
+        return f"{flag} (inline JSON)", data if isinstance(data, dict) else None, ""
+    path = os.path.abspath(value)
+    data, note = _read(path)
+    return f"{flag} {path}", data, note
+
+
+def allowed_file_sources(args: ClaudeArgs) -> tuple[set[str], str]:
+    """Which of user/project/local this run loads (``--setting-sources``); an invalid value makes
+    the CLI exit, so all three are assumed (fail closed)."""
+    value = args.last("--setting-sources")
+    if value is None:
+        return set(FILE_SOURCES), ""
+    names = [n.strip() for n in value.split(",")] if value != "" else []
+    if any(n not in FILE_SOURCES for n in names):
+        return set(FILE_SOURCES), ""
+    return set(names), f"--setting-sources {value}"
+
+
+def user_settings_file(env: dict[str, str]) -> str:
+    base = env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
+    name = "cowork_settings.json" if _truthy(env.get("CLAUDE_CODE_USE_COWORK_PLUGINS")) else "settings.json"
+    return os.path.join(os.path.abspath(base), name)
+
+
+def sources(args: ClaudeArgs, cwd: str, env: dict[str, str], managed: str | None = None) -> list[Source]:
+    """Every settings source of this run, in the CLI's merge order (later wins)."""
+    allowed, why = allowed_file_sources(args)
+    out: list[Source] = []
+    paths = {
+        "user": user_settings_file(env),
+        "project": os.path.join(cwd, ".claude", "settings.json"),
+        "local": os.path.join(cwd, ".claude", "settings.local.json"),
+    }
+    for name in FILE_SOURCES:
+        data, note = _read(paths[name])
+        if name not in allowed:
+            out.append(Source(name, paths[name], None, False, f"not loaded ({why})"))
+        else:
+            out.append(Source(name, paths[name], data, data is not None, note))
+    for value in args.values("--settings"):
+        where, data, note = _inline_or_file(value, "--settings")
+        out.append(Source("--settings", where, data, data is not None, note))
+    base = managed or managed_dir()
+    files = [os.path.join(base, "managed-settings.json")]
+    try:
+        drop = os.path.join(base, "managed-settings.d")
+        files += [os.path.join(drop, n) for n in sorted(os.listdir(drop)) if n.endswith(".json") and not n.startswith(".")]
+    except OSError:
+        pass
+    for path in files:
+        data, note = _read(path)
+        out.append(Source("managed", path, data, data is not None, note))
+    for value in args.values("--managed-settings"):
+        where, data, note = _inline_or_file(value, "--managed-settings")
+        out.append(Source("--managed-settings", where, data, data is not None, note))
+    return out
+
+
+def _glob_match(pattern: str, url: str) -> bool:
+    import re  # only when a source sets allowedHttpHookUrls
+
+    return re.fullmatch(".*".join(re.escape(part) for part in pattern.split("*")), url) is not None
+
+
+def _hook_entries(data: dict, event: str) -> int:
+    hooks = data.get("hooks")
+    groups = hooks.get(event) if isinstance(hooks, dict) else None
+    if not isinstance(groups, list):
+        return 0
+    return sum(len(g.get("hooks") or []) if isinstance(g, dict) and isinstance(g.get("hooks"), list) else 1 for g in groups)
+
+
+def findings(args: ClaudeArgs, srcs: list[Source], *, mode_chosen: str | None) -> list[Finding]:
+    """What each loaded source does to the guard. ``mode_chosen`` names what sets the permission
+    mode on the command line this run (the caller's flag or the policy's), if anything."""
+    out: list[Finding] = []
+    loaded = [s for s in srcs if s.loaded and s.data]
+    managed = [s for s in loaded if s.name in ("managed", "--managed-settings")]
+    layered = [s for s in loaded if s not in managed]
+
+    # disableAllHooks: a scalar, the last source that sets it wins (a --settings false beats a
+    # project true: checked on both CLIs); from managed settings nothing overrides it.
+    for s in managed:
+        if s.data.get("disableAllHooks") is True:  # type: ignore[union-attr]
+            out.append(Finding(s.name, s.where, "disableAllHooks", "silences every hook the guard registers", REFUSE))
+    setters = [s for s in layered if "disableAllHooks" in s.data]  # type: ignore[operator]
+    for s in setters:
+        if s.data.get("disableAllHooks") is True:  # type: ignore[union-attr]
+            last = setters[-1]
+            if last.data.get("disableAllHooks") is True:  # type: ignore[union-attr]
+                out.append(Finding(s.name, s.where, "disableAllHooks", "silences every hook the guard registers", REFUSE))
+            else:
+                out.append(Finding(s.name, s.where, "disableAllHooks", f"overridden by {last.where} (false)", OVERRIDDEN))
+
+    for s in loaded:
+        data = s.data or {}
+        is_managed = s in managed
+        if data.get("allowManagedHooksOnly") is True:
+            if is_managed:
+                out.append(Finding(s.name, s.where, "allowManagedHooksOnly", "only managed hooks run: the guard's are dropped", REFUSE))
+            else:
+                out.append(Finding(s.name, s.where, "allowManagedHooksOnly", "no effect outside managed settings", REPORT))
+        strict = data.get("strictPluginOnlyCustomization")
+        if is_managed and (strict is True or (isinstance(strict, list) and "hooks" in strict)):
+            out.append(Finding(s.name, s.where, "strictPluginOnlyCustomization", "only managed hooks run: the guard's are dropped", REFUSE))
+        if is_managed and data.get("allowManagedPermissionRulesOnly") is True:
+            out.append(Finding(s.name, s.where, "allowManagedPermissionRulesOnly",
+                               "the guard's --allowedTools/--disallowedTools are ignored (its hooks still decide)", REPORT))
+        perms = data.get("permissions")
+        if isinstance(perms, dict) and perms.get("defaultMode") == "bypassPermissions":
+            if mode_chosen:
+                out.append(Finding(s.name, s.where, "permissions.defaultMode", f"bypassPermissions, overridden by {mode_chosen}", OVERRIDDEN))
+            else:
+                out.append(Finding(s.name, s.where, "permissions.defaultMode", "bypassPermissions: every call the guard leaves to the CLI runs unasked", REFUSE))
+        urls = data.get("allowedHttpHookUrls")
+        if isinstance(urls, list):
+            # The lists of all sources merge: the guard is blocked only if none lets it through.
+            union = [u for t in loaded for u in ((t.data or {}).get("allowedHttpHookUrls") or []) if isinstance(u, str)]
+            if not all(any(_glob_match(p, url) for p in union) for url in GUARD_HOOK_URLS):
+                out.append(Finding(s.name, s.where, "allowedHttpHookUrls", "blocks the guard's HTTP hooks (http://127.0.0.1:PORT/hook/...)", REFUSE))
+        if isinstance(data.get("httpHookAllowedEnvVars"), list):
+            # Merged like the URLs; without the guard's variable its header goes out without the
+            # session's secret, the service answers 401, and the CLI goes on as if no hook ran.
+            names = {n for t in loaded for n in ((t.data or {}).get("httpHookAllowedEnvVars") or []) if isinstance(n, str)}
+            if GUARD_TOKEN_VAR not in names:
+                out.append(Finding(s.name, s.where, "httpHookAllowedEnvVars", f"leaves out {GUARD_TOKEN_VAR}: the guard's HTTP hooks lose their secret", REFUSE))
+        for event in DECISION_EVENTS:
+            count = _hook_entries(data, event)
+            if count:
+                action = REPORT if is_managed else STRICT
+                out.append(Finding(s.name, s.where, f"hooks.{event}", f"{count} hook(s) of its own that can answer before the guard's", action))
+    return out
+
+
+def env_findings(args: ClaudeArgs, env: dict[str, str]) -> list[Finding]:
+    out = [Finding("env", f"environment {name}", name, "switches off every hook but managed ones", STRICT)
+           for name in HOOKS_OFF_ENV if _truthy(env.get(name))]
+    out += [Finding("argv", flag, flag, "switches off every hook but managed ones", STRICT) for flag in HOOKS_OFF_FLAGS if args.has(flag)]
+    return out
+
+
+def mode_chosen(args: ClaudeArgs, cfg: Config) -> str | None:
+    if args.last("--permission-mode"):
+        return "--permission-mode"
+    if cfg.get("permissions.mode"):
+        return f"permissions.mode ({cfg.source('permissions.mode')})"
+    return None
+
+
+def check(args: ClaudeArgs, cfg: Config, cwd: str, env: dict[str, str] | None = None, managed: str | None = None) -> list[Finding]:
+    """Refuse (UsageError, exit 2, one line naming the file and the key) when a settings source
+    would silence the guard or loosen the mode: always under lockdown; otherwise unless
+    ``[security] allow_settings_override`` is on. Returns the findings let through (to warn)."""
+    env = dict(os.environ) if env is None else env
+    found = findings(args, sources(args, cwd, env, managed), mode_chosen=mode_chosen(args, cfg)) + env_findings(args, env)
+    lockdown = bool(cfg.lockdown.value)
+    for f in found:
+        if f.action == REFUSE or (f.action == STRICT and lockdown):
+            if lockdown:
+                raise UsageError(f"{f.line()}: refused by lockdown ({cfg.lockdown.source})")
+            if not cfg.get("security.allow_settings_override"):
+                raise UsageError(f"{f.line()}: refused (set [security] allow_settings_override = true to run anyway)")
+    return [f for f in found if f.action == REFUSE]
+
+
+def enforce(args: ClaudeArgs, cfg: Config, cwd: str) -> None:
+    """The launcher's hook-in: refuse, or say on stderr what the user let through."""
+    for f in check(args, cfg, cwd):
+        print(f"claudeguard: warning: {f.line()} (allowed by security.allow_settings_override)", file=sys.stderr)
+
+
+# --- during the session ----------------------------------------------------------------------
+# The model can write these files too (checked on both pinned CLIs: a main-agent Write of
+# .claude/settings.local.json with disableAllHooks, then the overlay-denied Write of a subagent
+# ran). The CLI applies a changed settings file once it has been still for 1 s (its watcher's
+# stabilityThreshold, 1000 ms in both versions), so a guard that notices within 0.2 s stops the
+# session while the guard's hooks still answer.
+
+WATCH_INTERVAL = 0.2
+
+
+def protected_files(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None) -> list[str]:
+    """The settings files of this run that a tool of the session could write."""
+    env = dict(os.environ) if env is None else env
+    files = [user_settings_file(env), os.path.join(cwd, ".claude", "settings.json"), os.path.join(cwd, ".claude", "settings.local.json")]
+    files += [os.path.abspath(v) for v in args.values("--settings") if not v.lstrip().startswith("{")]
+    return list(dict.fromkeys(files))  # HOME may be the cwd
+
+
+def protected_rules(args: ClaudeArgs, cfg: Config, cwd: str) -> list[str]:
+    """Deny rules for the CLI (``--disallowedTools``) that keep its file tools off the settings
+    files: enforced by the CLI itself, so they hold even where a hook would not run."""
+    if cfg.get("security.allow_settings_override") and not cfg.lockdown.value:
+        return []
+    return [f"Edit(/{path})" for path in protected_files(args, cwd)]  # //abs: an absolute path
+
+
+def _stat_all(paths: list[str], dirs: list[str]) -> tuple:
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append(None)
+    for d in dirs:
+        try:
+            out.append(tuple(sorted(os.listdir(d))))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+class Watch:
+    """Polls the run's settings sources; when one turns into a source the guard would refuse,
+    prints the refusal line and stops the CLI's process tree (the session ends with its code)."""
+
+    def __init__(self, args: ClaudeArgs, cfg: Config, cwd: str, child_pid: int, managed: str | None = None) -> None:
+        import threading
+
+        self.args, self.cfg, self.cwd, self.child_pid, self.managed = args, cfg, cwd, child_pid, managed
+        self.tripped: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="claudeguard-settings-watch", daemon=True)
+
+    def _paths(self) -> tuple[list[str], list[str]]:
+        base = self.managed or managed_dir()
+        drop = os.path.join(base, "managed-settings.d")
+        try:
+            dropins = [os.path.join(drop, n) for n in sorted(os.listdir(drop))]
+        except OSError:
+            dropins = []
+        return protected_files(self.args, self.cwd) + [os.path.join(base, "managed-settings.json"), *dropins], [drop]
+
+    def start(self) -> "Watch":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        seen = _stat_all(*self._paths())
+        while not self._stop.wait(WATCH_INTERVAL):
+            now = _stat_all(*self._paths())
+            if now == seen:
+                continue
+            seen = now
+            try:
+                check(self.args, self.cfg, self.cwd, managed=self.managed)
+            except UsageError as exc:
+                self.tripped = str(exc)
+                print(f"claudeguard: {exc}; written during the session: stopping the CLI", file=sys.stderr, flush=True)
+                from claudeguard.watchdog.sampler import kill_tree
+
+                kill_tree(self.child_pid, 2.0)
+                return
