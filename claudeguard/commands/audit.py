@@ -1,8 +1,22 @@
-"""``claudeguardctl audit [--follow] [--json]``: the decision log, one line per decision."""
+"""``claudeguardctl audit [--follow] [--json] [--since D] [--session ID] [--suggest [--apply [--file F] [--broader]]]``:
+the decision log, one line per decision; with ``--suggest``, the rules it teaches (see audit_suggest)."""
 
 from __future__ import annotations
 
 import argparse
+
+DESCRIPTION = "Show the decision log: every verdict, who made it (rule, human, timeout), how long it waited."
+EPILOG = """\
+with --suggest: print, as TOML for [permissions], the narrowest rules (Claude Code syntax) that
+would have decided the calls a human answered or that timed out, each with its count; rules
+answered both ways, calls that cannot be split safely, and rules already in the config are
+listed as comments, never suggested. Broader Bash prefix rules are offered separately.
+
+examples:
+  claudeguardctl audit --follow
+  claudeguardctl audit --suggest --since 7d
+  claudeguardctl audit --suggest --session 3f9c2a01 --apply --file .claudeguard.toml
+"""
 
 
 def format_event(event: dict) -> str:
@@ -17,21 +31,58 @@ def format_event(event: dict) -> str:
     )
 
 
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="claudeguardctl audit", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing new decisions as they are logged (Ctrl-C ends)")
+    p.add_argument("--json", action="store_true", help="one JSON object per line (with --suggest: one JSON object)")
+    p.add_argument("--since", metavar="DURATION", help="only decisions of the last DURATION: 90s, 30m, 12h, 7d, 2w, 1h30m")
+    p.add_argument("--session", metavar="ID", help="only decisions of this session (its id or a prefix of it)")
+    p.add_argument("--suggest", action="store_true", help="print the rules that would have decided the asked calls, with counts")
+    p.add_argument("--apply", action="store_true",
+                   help="with --suggest: write the suggested rules into the user config (comments and layout kept, no duplicates)")
+    p.add_argument("--file", metavar="FILE", help="with --apply: the config file to write instead of the user file")
+    p.add_argument("--broader", action="store_true",
+                   help="with --apply: write the offered Bash prefix rules instead of the narrow rules they cover")
+    return p
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="claudeguardctl audit")
-    parser.add_argument("--follow", "-f", action="store_true", help="keep printing new decisions")
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    args = parser.parse_args(argv[1:])
+    args = parser().parse_args(argv[1:])
     import json
     import sys
+    import time
 
+    from claudeguard.errors import UsageError
+
+    if (args.apply or args.file or args.broader) and not args.suggest:
+        raise UsageError("--apply, --file and --broader go with --suggest")
+    if args.suggest:
+        if args.follow:
+            raise UsageError("--suggest reads the log once; it does not go with --follow")
+        from claudeguard.commands.audit_suggest import run
+
+        return run(args)
     from claudeguard.channel.audit import audit_path, read_events
 
+    since = None
+    if args.since is not None:
+        from claudeguard.commands.audit_suggest import parse_duration
+
+        since = time.time() - parse_duration(args.since)
     if not args.follow and not audit_path().exists():
         print(f"no decisions logged yet ({audit_path()})", file=sys.stderr)
         return 0
     try:
         for event in read_events(follow=args.follow):
+            if args.session and not str(event.get("session_id") or "").startswith(args.session):
+                continue
+            if since is not None:
+                from claudeguard.commands.audit_suggest import event_epoch
+
+                when = event_epoch(event)
+                if when is None or when < since:
+                    continue
             print(json.dumps(event) if args.json else format_event(event), flush=args.follow)
     except KeyboardInterrupt:
         return 0

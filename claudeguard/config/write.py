@@ -95,3 +95,86 @@ def add_rule(path: Path, kind: str, rule: str) -> bool:
         rules.multiline(True)
     _atomic_write(path, tomlkit.dumps(doc))
     return True
+
+
+KINDS = ("allow", "deny", "ask")
+
+
+def _parse_for_edit(path: Path):  # type: ignore[no-untyped-def]
+    import tomlkit
+
+    try:
+        text = path.read_text() if path.exists() else ""
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        doc = tomlkit.parse(text)
+    except Exception as exc:  # noqa: BLE001 - tomlkit raises its own ParseError hierarchy
+        raise ConfigError(f"{path}: invalid TOML, not changing it: {exc}") from None
+    perms = doc.get("permissions")
+    if perms is not None and not isinstance(perms, dict):
+        raise ConfigError(f"{path}: permissions is not a table; not changing it")
+    for kind in KINDS:
+        value = (perms or {}).get(kind)
+        if value is not None and not isinstance(value, list):
+            raise ConfigError(f"{path}: permissions.{kind} is not a list; not changing it")
+    return doc
+
+
+def existing_rules(path: Path) -> set[str]:
+    """Every rule text in ``[permissions]`` allow/deny/ask of ``path`` (empty when it does not
+    exist); ConfigError when it cannot be read or parsed."""
+    doc = _parse_for_edit(path)
+    perms = doc.get("permissions") or {}
+    return {str(rule) for kind in KINDS for rule in (perms.get(kind) or [])}
+
+
+def add_rules(path: Path, rules: dict[str, list[tuple[str, str]]]) -> dict[str, list[str]]:
+    """Add ``(rule, comment)`` pairs to ``[permissions].<kind>`` of ``path`` in one write (all or
+    nothing), each on its own line with its comment. A rule already in allow, deny or ask is
+    left out; the file is created when missing. Returns what was added, by kind."""
+    import tomlkit
+
+    doc = _parse_for_edit(path)
+    perms = doc.get("permissions")
+    present = existing_rules(path)
+    added: dict[str, list[str]] = {}
+    for kind, pairs in rules.items():
+        new = [(r, c) for r, c in dict(pairs).items() if r not in present]
+        added[kind] = [r for r, _ in new]
+        if not new:
+            continue
+        if perms is None:
+            perms = tomlkit.table()
+            doc["permissions"] = perms
+        old = perms.get(kind)
+        text = old.as_string() if old is not None else "[]"
+        if old is None or (len(old) and "\n" not in text):
+            # None yet, or all on one line: a new array, one rule a line (comments need lines).
+            arr = tomlkit.array()
+            for rule in old or []:
+                arr.add_line(str(rule))
+            if old is not None and old.trivia.comment:
+                arr.comment(old.trivia.comment.lstrip("# "))
+            perms[kind] = arr
+            closing = True
+        else:
+            arr = old
+            closing = not text.rstrip("]").rstrip(" \t").endswith("\n")
+        indent = _indent_of(text) or "    "
+        for rule, comment in new:
+            arr.add_line(rule, indent=indent, comment=comment or None)
+            present.add(rule)
+        if closing:
+            arr.add_line(indent="")
+    if any(added.values()):
+        _atomic_write(path, tomlkit.dumps(doc))
+    return added
+
+
+def _indent_of(array_text: str) -> str | None:
+    """The indentation of the first element line of a multi-line array, if there is one."""
+    import re
+
+    m = re.search(r"\n([ \t]+)\S", array_text)
+    return m.group(1) if m else None

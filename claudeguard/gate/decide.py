@@ -124,7 +124,9 @@ def decide_call(
         if verdict.decision == "none":
             return verdict
     verdict.waited_s = round(time.monotonic() - started, 3)
-    audit(session, verdict, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id, via=via)
+    ask_rule = (decision.rule, decision.source) if decision.decision == "ask" else None
+    audit(session, verdict, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id, via=via, cwd=cwd,
+          ask_rule=ask_rule)
     return verdict
 
 
@@ -237,11 +239,15 @@ def record_pending(session: Session, request_id: str, delta: int) -> None:
 
 
 def audit(session: Session, verdict: Verdict, *, tool: str, tool_input: dict, agent_type: str | None,
-          agent_id: str | None, via: str) -> None:
+          agent_id: str | None, via: str, cwd: str | None = None, ask_rule: tuple | None = None) -> None:
     try:
         from claudeguard.channel import audit as audit_log
-        from claudeguard.policy.decide import summarize_call
+        from claudeguard.policy.decide import grant_rules_for_call, summarize_call
 
+        # A call a human answered (or that timed out) keeps the narrowest rules that would have
+        # decided it, worked out here where cwd and HOME are the call's: `audit --suggest`
+        # reads them. An empty list: the call cannot be turned into a rule (no safe split).
+        rules = grant_rules_for_call(tool, tool_input, cwd=cwd or "/") if verdict.decided_by in ("human", "timeout") else None
         audit_log.record({
             "session_id": session.id,
             "agent_type": agent_type,
@@ -257,6 +263,9 @@ def audit(session: Session, verdict: Verdict, *, tool: str, tool_input: dict, ag
             "source": verdict.source,
             "request_id": verdict.request_id,
             "via": via,
+            **({"rules": rules} if rules is not None else {}),
+            # The ask rule that sent it to a human: an allow rule never overrides it.
+            **({"ask_rule": ask_rule[0], "ask_source": ask_rule[1]} if ask_rule else {}),
         })
     except Exception:  # noqa: BLE001 - the audit log never blocks a decision
         pass
