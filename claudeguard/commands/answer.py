@@ -7,7 +7,6 @@ tomlkit (the user file unless ``--file`` names another), keeping its comments an
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from claudeguard.errors import GuardError, NotFoundError
@@ -17,11 +16,17 @@ SCOPES = ("once", "agent", "session", "forever")
 
 def main(argv: list[str]) -> int:
     verb = argv[0]
-    parser = argparse.ArgumentParser(prog=f"claudeguardctl {verb}")
-    parser.add_argument("id")
-    parser.add_argument("--scope", choices=SCOPES, default="once")
+    from claudeguard.commands.cli import parser as command_parser
+
+    word = "allow" if verb == "approve" else "deny"
+    parser = command_parser(verb, epilog="A second answer, or an answer to an expired or unknown id, is refused (exit 1).")
+    parser.add_argument("id", help="the request id from `claudeguardctl pending` (a unique prefix of 6+ characters will do)")
+    parser.add_argument("--scope", choices=SCOPES, default="once",
+                        help=f"once (default): this call only; agent: also {word} this call for the asking agent type in this "
+                             f"session; session: for every agent of the session; forever: also write the {word} rule into "
+                             "the config file (comments and layout kept)")
     if verb == "deny":
-        parser.add_argument("--message", "-m", help="the reason the model receives")
+        parser.add_argument("--message", "-m", help="the reason the model receives (default: a short note that a human denied it)")
     parser.add_argument("--file", help="with --scope forever: the config file to write (default: the user file)")
     parser.add_argument("--choice", help="for a dialog request: the option to pick, by its label or its number (1 = first)")
     args = parser.parse_args(argv[1:])

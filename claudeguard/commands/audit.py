@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-DESCRIPTION = "Show the decision log: every verdict, who made it (rule, human, timeout), how long it waited."
 EPILOG = """\
 with --suggest: print, as TOML for [permissions], the narrowest rules (Claude Code syntax) that
 would have decided the calls a human answered or that timed out, each with its count; rules
@@ -32,8 +31,9 @@ def format_event(event: dict) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="claudeguardctl audit", description=DESCRIPTION, epilog=EPILOG,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    from claudeguard.commands.cli import parser as command_parser
+
+    p = command_parser("audit", epilog=EPILOG)
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new decisions as they are logged (Ctrl-C ends)")
     p.add_argument("--json", action="store_true", help="one JSON object per line (with --suggest: one JSON object)")
     p.add_argument("--since", metavar="DURATION", help="only decisions of the last DURATION: 90s, 30m, 12h, 7d, 2w, 1h30m")

@@ -3,18 +3,22 @@ the files searched, and a commented starter file."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="claudeguardctl config")
-    sub = parser.add_subparsers(dest="action", required=True)
-    show = sub.add_parser("show", help="effective values and where each came from")
-    show.add_argument("--profile")
-    show.add_argument("--json", action="store_true")
-    sub.add_parser("path", help="the files searched, in order")
-    init = sub.add_parser("init", help="write a commented starter config")
+    from claudeguard.commands.cli import Parser, parser as command_parser
+
+    parser = command_parser("config")
+    sub = parser.add_subparsers(dest="action", required=True, metavar="{show,path,init}", parser_class=Parser)
+    show = sub.add_parser("show", help="every effective value and the file:line (or option, or default) it came from",
+                          description="Print every effective config value and the file:line, option or default it came from.")
+    show.add_argument("--profile", metavar="NAME", help="apply [profiles.NAME] as `claudeguard --guard-profile NAME` would")
+    show.add_argument("--json", action="store_true", help="one JSON object: key -> {value, source}")
+    sub.add_parser("path", help="the config files searched, in order, and which exist",
+                   description="List the config files searched, in order (later ones win), and which exist.")
+    init = sub.add_parser("init", help="write a commented starter config (never overwrites a file)",
+                          description="Write a commented starter config; an existing file is never overwritten.")
     init.add_argument("--project", action="store_true", help="write ./.claudeguard.toml instead of the user file")
     init.add_argument("--file", help="write this file")
     args = parser.parse_args(argv[1:])

@@ -23,6 +23,7 @@ COMMANDS = {
 }
 
 USAGE = "usage: claudeguardctl {" + ",".join(COMMANDS) + "} ..."
+NO_OPTIONS = ("console", "doctor", "hook", "mcp-serve")  # their --help is plain text (commands.cli)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,8 +33,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def dispatch(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
-        print(USAGE)
-        print("commands: " + ", ".join(COMMANDS))
+        if len(argv) > 1 and argv[0] == "help" and argv[1] in COMMANDS:
+            return dispatch([argv[1], "--help"])  # `claudeguardctl help audit`
+        from claudeguard.commands.cli import top_help
+
+        print(top_help(list(COMMANDS)), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     if argv[0] == "--version":
         from claudeguard import __version__
@@ -43,6 +47,11 @@ def dispatch(argv: list[str]) -> int:
     name = COMMANDS.get(argv[0])
     if name is None:
         raise UsageError(f"unknown command {argv[0]!r}; {USAGE}")
+    if argv[0] in NO_OPTIONS and len(argv) > 1 and ("--help" in argv[1:] or "-h" in argv[1:]):
+        from claudeguard.commands.cli import plain_help
+
+        print(plain_help(argv[0]))
+        return 0
     # __import__ rather than importlib: the hook comes through here on every tool call.
     qualified = f"claudeguard.commands.{name}"
     __import__(qualified)

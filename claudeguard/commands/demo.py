@@ -9,7 +9,6 @@ happened and where the audit log is.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import select
@@ -64,8 +63,10 @@ def _find_cli() -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="claudeguardctl demo")
-    parser.add_argument("--auto-after", type=float, default=3.0, help="seconds before answering automatically without a terminal")
+    from claudeguard.commands.cli import parser as command_parser
+
+    parser = command_parser("demo")
+    parser.add_argument("--auto-after", type=float, metavar="SECONDS", default=3.0, help="seconds before answering automatically without a terminal")
     parser.add_argument("--deny", action="store_true", help="answer the request with a deny instead")
     args = parser.parse_args(argv[1:])
 

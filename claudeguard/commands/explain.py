@@ -4,7 +4,6 @@ line that decided it."""
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 
@@ -12,10 +11,12 @@ from claudeguard.errors import UsageError
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="claudeguardctl explain")
-    parser.add_argument("--agent", help="subagent type (default: the main agent)")
-    parser.add_argument("--profile")
-    parser.add_argument("--json", action="store_true")
+    from claudeguard.commands.cli import parser as command_parser
+
+    parser = command_parser("explain")
+    parser.add_argument("--agent", metavar="TYPE", help="decide as this subagent type, e.g. Explore (default: the main agent)")
+    parser.add_argument("--profile", metavar="NAME", help="apply [profiles.NAME] as `claudeguard --guard-profile NAME` would")
+    parser.add_argument("--json", action="store_true", help="one JSON object: decision, rule, source, agent_type, parts")
     parser.add_argument("call", help="e.g. 'Bash(git push --force)', 'Read(/etc/passwd)', 'mcp__github__create_issue'")
     args = parser.parse_args(argv[1:])
 

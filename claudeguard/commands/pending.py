@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 
 def request_json(req) -> dict:  # type: ignore[no-untyped-def]
     return {
@@ -23,8 +21,11 @@ def request_json(req) -> dict:  # type: ignore[no-untyped-def]
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="claudeguardctl pending")
-    parser.add_argument("--json", action="store_true")
+    from claudeguard.commands.cli import parser as command_parser
+
+    parser = command_parser("pending", epilog="An id may be shortened to a unique prefix of 6 or more characters when answering.")
+    parser.add_argument("--json", action="store_true",
+                        help="a JSON list: id, session_id, agent_type, agent_id, tool, input (full), summary, age_s, deadline_s")
     args = parser.parse_args(argv[1:])
     from claudeguard.channel import list_pending
 

@@ -23,8 +23,9 @@ def _limits(args: argparse.Namespace) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="claudeguardctl ps", description="Guarded sessions with state, CPU, tokens, "
-                                     "last activity and pending requests; --all adds unguarded Claude CLIs.")
+    from claudeguard.commands.cli import parser as command_parser
+
+    parser = command_parser("ps")
     parser.add_argument("--json", action="store_true", help="a JSON list (fields in the README)")
     parser.add_argument("--all", action="store_true", help="also Claude processes not started through claudeguard, "
                         "flagged SUSPECT-HUNG when they look hung")
