@@ -22,25 +22,52 @@ if TYPE_CHECKING:
 APP = "claudeguard"
 
 
+# The default runtime root is /tmp/claudeguard-<uid>, the same for every process of a user:
+# - not $XDG_RUNTIME_DIR: cron and `sudo -u` have none (or another user's), a user without a
+#   login session has no /run/user/<uid>, and systemd removes it at logout under runs that go on;
+# - not $TMPDIR: it differs between a login shell (pam_tmpdir), cron and sudo;
+# - not /dev/shm: logind's RemoveIPC empties it of a user's files at logout.
+# /tmp is shared, so the directory is made 0700 and checked before every use (owner us, no
+# group/other bits, not a symlink); one owned by anybody else is refused, never used.
+SHARED_TMP = "/tmp"
+
+
+def default_runtime_root() -> str:
+    return os.path.join(SHARED_TMP, f"{APP}-{os.getuid()}")
+
+
 def runtime_root() -> Path:
     """Root of the approval channel and session state (not yet checked; see ``private_dir``)."""
     from pathlib import Path
 
-    env = os.environ.get("CLAUDEGUARD_RUNTIME_DIR")
-    if env:
-        return Path(env)
+    return Path(os.environ.get("CLAUDEGUARD_RUNTIME_DIR") or default_runtime_root())
+
+
+def legacy_runtime_root() -> str | None:
+    """Where claudeguard 0.1.0 and earlier kept the channel (``$XDG_RUNTIME_DIR/claudeguard``) when
+    it holds sessions or requests that today's root does not see; None otherwise."""
     xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg:
-        return Path(xdg) / APP
-    import platformdirs  # lazy: ~5 ms
+    if not xdg or os.environ.get("CLAUDEGUARD_RUNTIME_DIR"):
+        return None
+    old = os.path.join(xdg, APP)
+    if os.path.abspath(old) == os.path.abspath(default_runtime_root()):
+        return None
+    try:
+        busy = any(n.endswith(".json") for n in os.listdir(os.path.join(old, "channel"))) if os.path.isdir(
+            os.path.join(old, "channel")) else False
+        busy = busy or bool(os.path.isdir(os.path.join(old, "sessions")) and os.listdir(os.path.join(old, "sessions")))
+    except OSError:
+        return None
+    return old if busy else None
 
-    # Without XDG_RUNTIME_DIR platformdirs falls back to /tmp/runtime-UID and warns; the
-    # fallback is fine because private_dir() checks ownership and mode before use.
-    import warnings
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return Path(platformdirs.user_runtime_dir(APP))
+def legacy_note() -> str | None:
+    """One line for `pending`/`ps`/`doctor` when an older claudeguard's sessions are elsewhere."""
+    old = legacy_runtime_root()
+    if old is None:
+        return None
+    return (f"note: {old} holds sessions or requests of an older claudeguard (default then: "
+            f"$XDG_RUNTIME_DIR/claudeguard); see them with CLAUDEGUARD_RUNTIME_DIR={old}")
 
 
 def user_config_file() -> Path:
@@ -137,9 +164,13 @@ def private_dir(path: StrPath) -> StrPath:
 
 def runtime_dir(*parts: str) -> Path:
     """A checked private directory below the runtime root, e.g. ``runtime_dir("sessions")``."""
-    from pathlib import Path
-
-    root = private_dir(runtime_root())
+    root = runtime_root()
+    try:
+        private_dir(root)
+    except InsecurePathError as exc:
+        how = "set CLAUDEGUARD_RUNTIME_DIR to a private directory" if os.environ.get("CLAUDEGUARD_RUNTIME_DIR") \
+            else "remove it if it is not yours, or set CLAUDEGUARD_RUNTIME_DIR"
+        raise InsecurePathError(f"runtime dir {exc}; {how}") from None
     path = root
     for part in parts:
         path = private_dir(path / part)

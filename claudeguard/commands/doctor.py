@@ -38,6 +38,11 @@ def main(argv: list[str]) -> int:
     try:
         root = runtime_dir()
         good &= _say(True, f"runtime dir: {root} (mode 0700, owned by uid {os.getuid()})")
+        from claudeguard.paths import legacy_note
+
+        note = legacy_note()
+        if note:
+            print(f"      {note}")
     except GuardError as exc:
         _say(False, f"runtime dir: {exc}")
         return 1

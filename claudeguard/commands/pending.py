@@ -30,6 +30,13 @@ def main(argv: list[str]) -> int:
     from claudeguard.channel import list_pending
 
     requests = list_pending()
+    from claudeguard.paths import legacy_note
+
+    note = legacy_note()
+    if note:
+        import sys
+
+        print(f"claudeguardctl: {note}", file=sys.stderr)
     if args.json:
         import json
 

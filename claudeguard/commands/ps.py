@@ -38,6 +38,12 @@ def main(argv: list[str]) -> int:
     from claudeguard.watchdog.status import list_sessions
 
     sessions = list_sessions(include_unguarded=args.all, **(_limits(args) if args.all else {}))
+    from claudeguard.paths import legacy_note
+
+    if note := legacy_note():
+        import sys
+
+        print(f"claudeguardctl: {note}", file=sys.stderr)
     if args.json:
         import json
 
