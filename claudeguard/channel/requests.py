@@ -175,8 +175,15 @@ class Pending:
         return self._end_with("timeout", Answer(decision, message=message, decided_by="timeout"))
 
     def _check_channel(self) -> Answer | None:
-        """The FIFO or the .json was removed or replaced under us: nobody can answer any more."""
+        """The FIFO or the .json was removed or replaced under us: nobody can answer any more.
+        The whole channel directory gone (systemd removing the runtime dir at logout, a tmp
+        cleaner, ``rm -rf``) is not that: the request is published again, same id and deadline."""
         ch, rid = self._ch, self.request.id
+        if self._dir_lost():
+            answer = self._republish()
+            if answer is not None or self._answer is not None:
+                return answer or self._answer
+            ch = self._ch
         try:
             st = os.stat(f"{rid}.fifo", dir_fd=ch.fd, follow_symlinks=False)
             intact = (st.st_dev, st.st_ino) == self._fifo_id and ch.exists(f"{rid}.json")
@@ -186,6 +193,73 @@ class Pending:
             return None
         message = f"claudeguard: the approval channel was lost (request {rid}: its FIFO or request file was removed); denied"
         return self._end_with("error", Answer("deny", message=message, decided_by="error"))
+
+    def check(self) -> Answer | None:
+        """For callers that wait with their own loop: verify the channel (republishing the
+        request when its directory went away); an Answer when the request had to end."""
+        if self._answer is not None:
+            return self._answer
+        return self._check_channel()
+
+    def _dir_lost(self) -> bool:
+        """Our channel directory is no longer at its path (removed, or another one there)."""
+        try:
+            st = os.stat(self._ch.path, follow_symlinks=False)
+        except OSError:
+            return True
+        mine = os.fstat(self._ch.fd)
+        return (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino)
+
+    def _republish(self) -> Answer | None:
+        """Make the channel again and publish this request in it (new FIFO, lock and .json,
+        made in the same order as ``post``). Returns an answer that reached the old FIFO
+        first; None when republished, or when that failed (then the request is ended with
+        ``error`` by the usual check: the new directory has none of its files)."""
+        old_ch, old_fd, old_lock = self._ch, self._fd, self._lock_fd
+        # An answerer that opened the old files before they went holds the old lock while it
+        # writes: take it, so its answer is either in the old pipe now or never written.
+        locked = fifo.lock_bounded(old_lock, END_LOCK_S)
+        try:
+            if fifo.pending_bytes(old_fd) > 0:
+                return self.poll()
+            rid = self.request.id
+            try:
+                ch = ChannelDir()
+            except GuardError:
+                return None
+            fifo_fd = lock_fd = -1
+            try:
+                os.mkfifo(f"{rid}.fifo", 0o600, dir_fd=ch.fd)
+                fifo_fd = os.open(f"{rid}.fifo", os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=ch.fd)
+                st = os.fstat(fifo_fd)
+                if not stat.S_ISFIFO(st.st_mode):
+                    raise OSError(errno.EEXIST, "not a FIFO")
+                lock_fd = os.open(f"{rid}.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=ch.fd)
+                record = {"v": 1, "request": self.request.to_dict(),
+                          "waiter": {"pid": self.request.pid, "start": process_start(self.request.pid)},
+                          "fifo": [st.st_dev, st.st_ino], "republished": time.time()}
+                ch.write_json_atomic(f"{rid}.json", record)
+            except OSError:
+                for fd in (fifo_fd, lock_fd):
+                    if fd >= 0:
+                        os.close(fd)
+                ch.remove_request(rid)
+                ch.close()
+                return None
+            self._ch, self._fd, self._lock_fd, self._fifo_id = ch, fifo_fd, lock_fd, (st.st_dev, st.st_ino)
+        finally:
+            if locked and self._lock_fd != old_lock:
+                fifo.unlock(old_lock)
+        for fd in (old_fd, old_lock):
+            os.close(fd)
+        old_ch.close()
+        try:
+            bells = self._ch.bells_fd(create=False)
+            if bells >= 0:
+                fifo.ring_all(bells)
+        except OSError:
+            pass
+        return None
 
     def _end_with(self, reason: str, ending: Answer) -> Answer:
         """End without an answer from the channel: under the lock (so no answerer is between its

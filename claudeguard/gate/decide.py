@@ -206,6 +206,8 @@ def _wait(pending, on_timeout: str, still_wanted: "Callable[[], bool] | None"): 
             answer = pending.poll()
             if answer is not None:
                 return answer
+        elif (lost := pending.check()) is not None:
+            return lost  # its channel was lost (a channel removed as a whole is made again)
         if not still_wanted():
             answer = pending.withdraw()
             return answer  # an answer that arrived just before the keyboard's still counts

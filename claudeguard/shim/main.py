@@ -154,6 +154,7 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int: 
             snapshot["hooks"] = "command"
             write_private_file(session_dir / "session.json", json.dumps(snapshot))
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(cwd), http=http)
+        snapshot_text = json.dumps(snapshot)  # as written last: the keeper writes it again if the dir goes
         env = dict(os.environ, **plan.env_additions)
         # No -p: the TUI runs on our pty (with or without a terminal of our own), so its dialogs
         # can be seen and, when nobody answers them, routed to the channel. A stream-json
@@ -178,6 +179,7 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int: 
         # the server listens decides in its own process.
         gate = _start_gate_server(str(session_dir), session_id) if registration is None else None
         monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, plan.argv)
+        keeper = _start_keeper(session_id, str(session_dir), snapshot_text, gate)
         if use_pty:
             sup.on_output = None  # the screen is not stream-json
             sup.monitor = monitor
@@ -198,6 +200,8 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int: 
     finally:
         if "settings_watch" in locals():
             settings_watch.stop()
+        if "keeper" in locals():
+            keeper.stop()  # before the directory goes: it would make it again
         if "gate" in locals() and gate is not None:
             gate.close()
         if "registration" in locals() and registration is not None:
@@ -248,6 +252,14 @@ def _start_gate_server(session_dir: str, session_id: str):  # type: ignore[no-un
     except OSError:
         return None  # not worth a line on the user's screen: hooks decide in their own processes
     return gate
+
+
+def _start_keeper(session_id: str, session_dir: str, snapshot_text: str, gate):  # type: ignore[no-untyped-def]
+    """Put the session dir back if the runtime dir is removed under the session (shim/keeper.py)."""
+    from claudeguard.shim.keeper import SessionKeeper
+
+    restore = [lambda: (gate.close(), gate.start())] if gate is not None else []
+    return SessionKeeper(session_id, session_dir, {"session.json": snapshot_text}, restore).start()
 
 
 def _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, argv):  # type: ignore[no-untyped-def]

@@ -221,6 +221,14 @@ class Monitor:
         except Exception:  # noqa: BLE001 - no channel, or a broken one: "unknown"
             return None
 
+    def _events_replaced(self) -> bool:
+        try:
+            st = os.stat(self.session_dir / "events.jsonl", follow_symlinks=False)
+        except OSError:
+            return os.fstat(self._events_fh.fileno()).st_nlink == 0  # removed, not yet made again
+        mine = os.fstat(self._events_fh.fileno())
+        return (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino)
+
     def _read_events(self) -> None:
         import json
 
@@ -232,6 +240,10 @@ class Monitor:
             self._events_fh = os.fdopen(fd, "rb")
         data = self._events_fh.read(1 << 20)
         if not data:
+            if self._events_replaced():
+                # The session dir was removed and made again (shim/keeper.py): read the new file.
+                self._events_fh.close()
+                self._events_fh, self._events_buf = None, b""
             return
         data = self._events_buf + data
         end = data.rfind(b"\n")
