@@ -247,11 +247,17 @@ def test_request_file_removed_under_a_waiter(chan):
 
 
 def test_whole_runtime_dir_removed_under_a_waiter(chan):
+    """Removed as a whole (logout, a tmp cleaner): the waiter publishes its request again in a
+    new private dir; tests/test_runtime_dir.py answers it. Made impossible to re-create: the
+    call ends with deny/error as for a lost FIFO."""
     pending = post(timeout=5)
     shutil.rmtree(chan.parent)
+    chan.parent.parent.joinpath("run").write_text("not a directory")
+    started = time.monotonic()
     answer = pending.wait()
+    assert time.monotonic() - started < requests.CHECK_EVERY_S + 1.5
     assert (answer.decision, answer.decided_by) == ("deny", "error")
-    assert not chan.exists()
+    chan.parent.unlink()
     again = post()  # the next request re-creates a private dir
     again.withdraw()
     assert leftovers(chan) == []

@@ -1,0 +1,262 @@
+"""One channel (issue 10): every process of a user finds the same private runtime dir whatever
+its environment (cron, SSH, systemd, sudo -u), CLAUDEGUARD_RUNTIME_DIR still overrides, an unsafe
+dir is refused with one line, and a waiting session survives the dir being removed: its requests
+are listed and answerable again within seconds (channel level here, on the real CLIs below)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from claudeguard import channel, paths
+from claudeguard.channel import requests
+from claudeguard.errors import InsecurePathError
+from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending
+
+# -- where the root is ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def shared_tmp(tmp_path, monkeypatch) -> Path:
+    """Stand-in for /tmp (tests leave nothing outside their tmp dir)."""
+    base = tmp_path / "tmp"
+    base.mkdir(mode=0o1777)
+    os.chmod(base, 0o1777)
+    monkeypatch.setattr(paths, "SHARED_TMP", str(base))
+    monkeypatch.delenv("CLAUDEGUARD_RUNTIME_DIR", raising=False)
+    return base
+
+
+ENVIRONMENTS = {
+    "cron": {},  # no XDG_RUNTIME_DIR, no TMPDIR
+    "ssh": {"XDG_RUNTIME_DIR": f"/run/user/{os.getuid()}", "TMPDIR": "/tmp/user/1"},
+    "systemd-user": {"XDG_RUNTIME_DIR": f"/run/user/{os.getuid()}"},
+    "sudo-u": {"XDG_RUNTIME_DIR": "/run/user/4242", "TMPDIR": "/var/tmp/other"},  # another user's, kept by sudo -E
+}
+
+
+@pytest.mark.parametrize("name", list(ENVIRONMENTS))
+def test_same_root_in_every_environment(shared_tmp, monkeypatch, name):
+    for var in ("XDG_RUNTIME_DIR", "TMPDIR"):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in ENVIRONMENTS[name].items():
+        monkeypatch.setenv(var, value)
+    assert paths.runtime_root() == shared_tmp / f"claudeguard-{os.getuid()}"
+    made = paths.runtime_dir("channel")
+    assert made == shared_tmp / f"claudeguard-{os.getuid()}" / "channel"
+    assert os.stat(made.parent).st_mode & 0o777 == 0o700 and os.stat(made.parent).st_uid == os.getuid()
+
+
+def test_the_override_still_wins(shared_tmp, tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp_path / "mine"))
+    assert paths.runtime_root() == tmp_path / "mine"
+    assert paths.default_runtime_root() == str(shared_tmp / f"claudeguard-{os.getuid()}")
+
+
+def test_default_is_under_slash_tmp(monkeypatch):
+    monkeypatch.delenv("CLAUDEGUARD_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1")
+    monkeypatch.setenv("TMPDIR", "/elsewhere")
+    assert str(paths.runtime_root()) == f"/tmp/claudeguard-{os.getuid()}"  # computed only: nothing made
+
+
+def _refused(match: str) -> None:
+    with pytest.raises(InsecurePathError, match=match) as info:
+        paths.runtime_dir("channel")
+    text = str(info.value)
+    assert "\n" not in text and "CLAUDEGUARD_RUNTIME_DIR" in text
+
+
+def test_refuses_a_planted_symlink(shared_tmp, tmp_path):
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    (shared_tmp / f"claudeguard-{os.getuid()}").symlink_to(target)
+    _refused("symlink")
+    assert list(target.iterdir()) == []
+
+
+def test_refuses_a_dir_open_to_others(shared_tmp):
+    (shared_tmp / f"claudeguard-{os.getuid()}").mkdir(mode=0o755)
+    os.chmod(shared_tmp / f"claudeguard-{os.getuid()}", 0o755)
+    _refused("lets others in")
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="making a dir owned by another uid needs root")
+def test_refuses_a_dir_owned_by_someone_else(shared_tmp):
+    root = shared_tmp / f"claudeguard-{os.getuid()}"
+    root.mkdir(mode=0o700)
+    os.chown(root, 4242, 4242)
+    _refused("owned by uid 4242")
+    assert list(root.iterdir()) == []
+
+
+def test_the_cli_says_it_in_one_line(shared_tmp, tmp_path):
+    root = shared_tmp / f"claudeguard-{os.getuid()}"
+    root.mkdir(mode=0o777)
+    os.chmod(root, 0o777)
+    out = _ctl_at(shared_tmp, {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, "pending")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "lets others in" in out.stderr
+    assert list(root.iterdir()) == []
+
+
+# Processes that find the default root as claudeguard would, with /tmp swapped for the test's.
+_AT = "import sys, claudeguard.paths as p; p.SHARED_TMP = sys.argv.pop(1); "
+CTL_AT = _AT + "from claudeguard.commands.ctl import main; sys.exit(main(sys.argv[1:]))"
+POSTER_AT = _AT + """
+from claudeguard import channel
+p = channel.post(session_id='cron-job', agent_type=None, agent_id=None, tool='Bash', input={'command': 'make'},
+                 summary='Bash: make', cwd='/', timeout=60)
+print(p.request.id, flush=True)
+a = p.wait()
+print(a.decision, a.decided_by, flush=True)
+"""
+
+
+def _ctl_at(base: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    env = dict(env, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.run([sys.executable, "-c", CTL_AT, str(base), *args], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_a_cron_job_and_an_ssh_shell_meet_in_one_channel(shared_tmp, tmp_path):
+    cron = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "SHELL": "/bin/sh", "PYTHONPATH": os.pathsep.join(sys.path)}
+    ssh = dict(cron, XDG_RUNTIME_DIR=str(tmp_path / "run-user"), TMPDIR=str(tmp_path / "ssh-tmp"), SSH_CONNECTION="x")
+    poster = subprocess.Popen([sys.executable, "-c", POSTER_AT, str(shared_tmp)], env=cron, stdout=subprocess.PIPE, text=True)
+    try:
+        rid = poster.stdout.readline().strip()
+        listed = _ctl_at(shared_tmp, ssh, "pending", "--json")
+        assert [r["id"] for r in json.loads(listed.stdout)] == [rid], listed.stderr
+        assert _ctl_at(shared_tmp, ssh, "approve", rid).returncode == 0
+        assert poster.stdout.readline().split() == ["allow", "human"]
+        assert poster.wait(10) == 0
+    finally:
+        if poster.poll() is None:
+            poster.kill()
+            poster.wait(10)
+
+
+def test_an_older_root_still_in_use_is_named(shared_tmp, tmp_path):
+    old = tmp_path / "run-user" / "claudeguard" / "channel"
+    old.mkdir(parents=True, mode=0o700)
+    (old / "abcdefabcdefabcd.json").write_text("{}")
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": str(tmp_path / "run-user")}
+    out = _ctl_at(shared_tmp, env, "pending")
+    assert out.returncode == 0 and out.stdout == "no pending requests\n"
+    assert out.stderr == (f"claudeguardctl: note: {tmp_path / 'run-user' / 'claudeguard'} holds sessions or requests of an older "
+                          f"claudeguard (default then: $XDG_RUNTIME_DIR/claudeguard); see them with "
+                          f"CLAUDEGUARD_RUNTIME_DIR={tmp_path / 'run-user' / 'claudeguard'}\n")
+    (old / "abcdefabcdefabcd.json").unlink()
+    assert _ctl_at(shared_tmp, env, "pending").stderr == ""
+
+
+# -- the dir removed under a waiting request (channel level) --------------------------------
+
+
+@pytest.fixture
+def chan(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp_path / "run"))
+    monkeypatch.setenv("CLAUDEGUARD_LOG_DIR", str(tmp_path / "log"))
+    return tmp_path / "run" / "channel"
+
+
+def _waiting(timeout: float = 30):  # type: ignore[no-untyped-def]
+    pending_ = channel.post(session_id="s", agent_type=None, agent_id=None, tool="Bash", input={"command": "make"},
+                            summary="Bash: make", cwd="/", timeout=timeout)
+    result: list = []
+    thread = threading.Thread(target=lambda: result.append(pending_.wait()), daemon=True)
+    thread.start()
+    return pending_, thread, result
+
+
+def _listed_again(rid: str, within: float) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < within:
+        if [r.id for r in channel.list_pending()] == [rid]:
+            return time.monotonic() - started
+        time.sleep(0.05)
+    raise AssertionError(f"{rid} not listed again within {within} s")
+
+
+def test_removed_runtime_dir_request_is_listed_and_answerable_again(chan):
+    pending_, thread, result = _waiting()
+    rid, deadline = pending_.request.id, pending_.request.deadline
+    for _ in range(2):  # twice in a row
+        shutil.rmtree(chan.parent)
+        assert _listed_again(rid, requests.CHECK_EVERY_S + 2) < requests.CHECK_EVERY_S + 2
+        assert not thread.is_alive() or result == []
+    again = channel.list_pending()[0]
+    assert again.deadline == deadline and again.summary == "Bash: make"
+    assert os.stat(chan.parent).st_mode & 0o777 == 0o700 and os.stat(chan).st_mode & 0o777 == 0o700
+    channel.answer(rid[:8], "allow", by="test")
+    thread.join(10)
+    assert [(a.decision, a.decided_by) for a in result] == [("allow", "human")]
+    assert sorted(os.listdir(chan)) in ([], ["bells"])
+
+
+def test_an_answer_in_flight_when_the_dir_goes_is_not_lost(chan):
+    pending_, thread, result = _waiting()
+    rid = pending_.request.id
+    fd = os.open(chan / f"{rid}.fifo", os.O_WRONLY | os.O_NONBLOCK)
+    shutil.rmtree(chan.parent)  # the answerer had the FIFO open already
+    from claudeguard.channel import fifo
+    from claudeguard.channel.model import Answer
+
+    os.write(fd, fifo.encode_answer(rid, Answer("deny", message="late but valid", decided_by="human")))
+    os.close(fd)
+    thread.join(10)
+    assert [(a.decision, a.message) for a in result] == [("deny", "late but valid")]
+    assert channel.list_pending() == []
+
+
+# -- on the real CLIs ----------------------------------------------------------------------
+
+
+def _bash(command: str) -> dict:
+    return {"name": "Bash", "input": {"command": command, "description": "run it"}}
+
+
+def test_real_session_survives_its_runtime_dir_removed(real_claude, offline_env, model_server):
+    """A -p run waits for approval; the whole runtime dir is removed (as systemd does at
+    logout). Within seconds the request is listed again, the session is in `ps` again, the
+    approval goes through, and the next call (whose prompt tool needs session.json) asks too."""
+    server = model_server([{"match": "SURVIVE", "turns": [{"tool_use": _bash("echo one > one.txt")},
+                                                          {"tool_use": _bash("echo two > two.txt")}, {"text": "fin"}]}])
+    env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
+    runtime = Path(env["CLAUDEGUARD_RUNTIME_DIR"])
+    proc = subprocess.Popen(GUARD + ["-p", "SURVIVE go", "--output-format", "stream-json", "--verbose"], env=env,
+                            cwd=offline_env.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = wait_pending(env, timeout=60)
+        [session] = [s for s in json.loads(ctl(env, "ps", "--json").stdout)]
+        shutil.rmtree(runtime)
+        started = time.monotonic()
+        again = wait_pending(env, lambda r: r["id"] == first["id"], timeout=10)
+        relisted = time.monotonic() - started
+        assert again["input"]["command"] == "echo one > one.txt" and relisted < 5, relisted
+        deadline = time.monotonic() + 10
+        while not [s for s in json.loads(ctl(env, "ps", "--json").stdout) if s["pid"] == session["pid"]]:
+            assert time.monotonic() < deadline, "the session is not in ps again"
+            time.sleep(0.2)
+        assert (runtime / "sessions").stat().st_mode & 0o777 == 0o700
+        assert ctl(env, "approve", first["id"]).returncode == 0
+        second = wait_pending(env, lambda r: r["id"] != first["id"], timeout=60)
+        assert second["input"]["command"] == "echo two > two.txt"
+        assert ctl(env, "approve", second["id"]).returncode == 0
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, err
+    assert (offline_env.cwd / "one.txt").read_text() == "one\n" and (offline_env.cwd / "two.txt").read_text() == "two\n"
+    humans = [json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines()]
+    assert [(e["decision"], e["decided_by"]) for e in humans if e.get("tool") == "Bash"] == [("allow", "human")] * 2
+    assert pending(env) == []
+    assert not (runtime / "sessions").exists() or list((runtime / "sessions").iterdir()) == []
