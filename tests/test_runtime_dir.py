@@ -19,6 +19,7 @@ import pytest
 from claudeguard import channel, paths
 from claudeguard.channel import requests
 from claudeguard.errors import InsecurePathError
+from claudeguard.testing.services import live_services
 from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending
 
 # -- where the root is ---------------------------------------------------------------------
@@ -218,11 +219,25 @@ def test_an_answer_in_flight_when_the_dir_goes_is_not_lost(chan):
 # -- on the real CLIs ----------------------------------------------------------------------
 
 
+def _stop(pid: int) -> None:
+    from claudeguard.service.files import process_start
+
+    start = process_start(pid)
+    if start is None:
+        return
+    os.kill(pid, 15)
+    deadline = time.monotonic() + 5
+    while process_start(pid) == start and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if process_start(pid) == start:
+        os.kill(pid, 9)
+
+
 def _bash(command: str) -> dict:
     return {"name": "Bash", "input": {"command": command, "description": "run it"}}
 
 
-def test_real_session_survives_its_runtime_dir_removed(real_claude, offline_env, model_server):
+def test_real_session_survives_its_runtime_dir_removed(real_claude, offline_env, model_server, tmp_path):
     """A -p run waits for approval; the whole runtime dir is removed (as systemd does at
     logout). Within seconds the request is listed again, the session is in `ps` again, the
     approval goes through, and the next call (whose prompt tool needs session.json) asks too."""
@@ -230,11 +245,13 @@ def test_real_session_survives_its_runtime_dir_removed(real_claude, offline_env,
                                                           {"tool_use": _bash("echo two > two.txt")}, {"text": "fin"}]}])
     env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
     runtime = Path(env["CLAUDEGUARD_RUNTIME_DIR"])
+    services: list[int] = []
     proc = subprocess.Popen(GUARD + ["-p", "SURVIVE go", "--output-format", "stream-json", "--verbose"], env=env,
                             cwd=offline_env.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first = wait_pending(env, timeout=60)
         [session] = [s for s in json.loads(ctl(env, "ps", "--json").stdout)]
+        services = live_services(tmp_path)  # its record goes with the dir: stopped by pid below
         shutil.rmtree(runtime)
         started = time.monotonic()
         again = wait_pending(env, lambda r: r["id"] == first["id"], timeout=10)
@@ -254,6 +271,8 @@ def test_real_session_survives_its_runtime_dir_removed(real_claude, offline_env,
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+        for pid in services:
+            _stop(pid)
     assert proc.returncode == 0, err
     assert (offline_env.cwd / "one.txt").read_text() == "one\n" and (offline_env.cwd / "two.txt").read_text() == "two\n"
     humans = [json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines()]
