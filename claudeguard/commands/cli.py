@@ -22,6 +22,7 @@ SUMMARIES = {
     "audit": "Show the decision log; --suggest turns the calls a human answered or that timed out into rules.",
     "doctor": "Check the setup: config, runtime dir (owner, mode), the real CLI and that the injected flags are accepted.",
     "demo": "Run the whole flow offline on an embedded scripted model: a subagent asks, the request is answered.",
+    "service": "Show, start or stop the resident guard service that answers the hooks of this user's sessions.",
     "hook": "Internal: the Claude Code hook command (event JSON on stdin, decision JSON on stdout).",
     "mcp-serve": "Internal: the stdio MCP server behind --permission-prompt-tool (tool mcp__claudeguard__approve).",
 }

@@ -8,15 +8,18 @@ launchers re-register with a new service: docs/design.md, "When the service dies
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from claudeguard.errors import UsageError
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="claudeguardctl service", description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=("status", "start", "stop"))
+    from claudeguard.commands.cli import parser as command_parser
+
+    parser = command_parser("service")
+    parser.add_argument("action", choices=("status", "start", "stop"),
+                        help="status: pid, version, hook port and sessions (exit 1 when none runs); start: start it "
+                             "now instead of at the first launch; stop: ask it to exit (its sessions' hooks go unanswered)")
     parser.add_argument("--json", action="store_true", help="print the status as JSON")
     args = parser.parse_args(argv[1:])
     from claudeguard.service import client, files
