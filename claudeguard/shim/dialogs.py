@@ -401,6 +401,7 @@ def at_idle_prompt(lines: list[str]) -> bool:
 HOOK_GRACE_S = 3.0  # a permission dialog: time the PermissionRequest hook gets to post it first
 HOOK_CHECK_EVERY_S = 1.0
 GONE_AFTER_S = 0.3  # a dialog missing from one redraw is not gone yet
+CHANNEL_CHECK_S = 1.0  # how often a posted dialog checks its channel is still there
 SETTLE_S = 5.0  # after typing an answer: the same dialog still on screen is not asked again before
 
 
@@ -507,7 +508,9 @@ class DialogRouter:
         if self._missing_since is not None:
             times.append(self._missing_since + GONE_AFTER_S)
         if self._pending is not None:
-            times.append(self._clock() + max(0.0, self._pending.request.deadline - self._wall()))
+            left = max(0.0, self._pending.request.deadline - self._wall())
+            # Also wake to check the channel (a removed runtime dir is made again: requests).
+            times.append(self._clock() + min(left, CHANNEL_CHECK_S))
         elif self.dialog is not None:
             due = self._due_at()
             if self.dialog.kind == "permission" and self._clock() >= due:
@@ -591,6 +594,8 @@ class DialogRouter:
     def _check_answer(self) -> str | None:
         pending = self._pending
         answer = pending.poll()
+        if answer is None and self._wall() < pending.request.deadline:
+            answer = pending.check()  # None while its channel is in place (or was made again)
         if answer is None and self._wall() >= pending.request.deadline:
             answer = pending.wait(on_timeout=self.s.on_timeout)  # past the deadline: returns at once
         if answer is None:
