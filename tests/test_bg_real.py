@@ -147,3 +147,22 @@ def test_a_restarted_service_adopts_a_running_bg_session(bg_claude, offline_env,
     assert ctl(env, "approve", req["id"]).returncode == 0
     wait_until(lambda: (offline_env.cwd / "adopted.txt").exists(), what="the approved call to run")
     assert [(r["summary"].split()[1], r["decided_by"]) for r in audit(env)] == [("python3", "rule"), ("touch", "human")]
+
+
+def test_a_bg_session_survives_its_runtime_dir_being_removed(bg_claude, offline_env, model_server, bg_daemon):
+    import shutil
+
+    server = model_server([{"match": "BGRMDIR", "turns": [{"tool_use": bash("touch survived.txt")}, {"text": "rm fin"}]}])
+    env = guarded_env(offline_env.use(server), bg_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
+    write_user_config(env, '[permissions]\nmode = "default"\nask = ["Bash(touch *)"]\n')
+    short = launch(env, offline_env.cwd, "BGRMDIR go")
+    req = wait_pending(env, lambda r: "touch survived.txt" in r["summary"], timeout=60)
+    wait_until(lambda: [s for s in service_status(env)["sessions"] if s["short_id"] == short and s["cli_pid"]],
+               what="the session's process")
+    shutil.rmtree(env["CLAUDEGUARD_RUNTIME_DIR"])
+    again = wait_pending(env, lambda r: r["id"] == req["id"], timeout=15)  # the same request, listed again
+    assert again["session_id"] == req["session_id"]
+    wait_until(lambda: [r for r in json.loads(ctl(env, "ps", "--json").stdout) if r.get("short_id") == short],
+               timeout=15, what="ps to list the session again")
+    assert ctl(env, "approve", req["id"]).returncode == 0
+    wait_until(lambda: (offline_env.cwd / "survived.txt").exists(), what="the approved call to run")

@@ -230,3 +230,17 @@ def test_service_off_falls_back_to_command_hooks(env):
     settings = json.loads(next(a.split("=", 1)[1] for a in json.loads(proc.stdout)["argv"] if a.startswith("--settings=")))
     assert settings["hooks"]["PreToolUse"][0]["hooks"][0]["type"] == "command"
     assert record(env) is None
+
+
+def test_the_runtime_dir_removed_under_it_is_published_again_not_doubled(env):
+    import shutil
+
+    guard(env, [])
+    first = record(env)
+    shutil.rmtree(env["CLAUDEGUARD_RUNTIME_DIR"])
+    again = wait_until(lambda: record(env), timeout=10, what="the record published again")
+    assert again["pid"] == first["pid"] and again["port"] == first["port"]
+    assert service_dir(env).stat().st_mode & 0o777 == 0o700
+    out = guard(env, [{"event": "Stop", "body": {"hook_event_name": "Stop"}}])
+    assert out["results"][0]["status"] == 200 and out["port"] == first["port"]
+    assert live_pids(env) == [first["pid"]]

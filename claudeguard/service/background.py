@@ -90,9 +90,14 @@ def keep(keeper: Keeper, on_end) -> None:  # type: ignore[no-untyped-def]
     if found is not None:
         keeper.pid, start = found
         monitor = _start_monitor(keeper)
+        restorer = _dir_keeper(keeper)
         while not keeper.stop.wait(POLL_S):
             if process_start(keeper.pid) != start:
                 break
+            try:
+                restorer.check()  # the runtime dir removed under the session: made again
+            except Exception as exc:  # noqa: BLE001 - said once by the keeper's own report
+                restorer._report(exc)
     if monitor is not None:
         monitor.stop(None)
     if not keeper.stop.is_set():  # the session ended (not the service): forget it for good
@@ -102,6 +107,21 @@ def keep(keeper: Keeper, on_end) -> None:  # type: ignore[no-untyped-def]
         import shutil
 
         shutil.rmtree(keeper.directory, ignore_errors=True)
+
+
+def _dir_keeper(keeper: Keeper):  # type: ignore[no-untyped-def]
+    """What puts the session dir back if the runtime dir is removed (``shim.keeper``): the files
+    the launcher wrote, read now, while they are there."""
+    from claudeguard.shim.keeper import SessionKeeper
+
+    files = {}
+    for name in ("session.json", RECORD, "settings.json"):
+        try:
+            with open(os.path.join(keeper.directory, name)) as fh:
+                files[name] = fh.read()
+        except OSError:
+            pass
+    return SessionKeeper(keeper.session_id, keeper.directory, files)
 
 
 def _start_monitor(keeper: Keeper):  # type: ignore[no-untyped-def]

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from claudeguard.service import files
 
 DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
+SLOT_CHECK_S = 2.0  # how often the service checks that its socket and record are still there
 
 
 @dataclass
@@ -157,10 +158,10 @@ class Service:
 
     # --- the control socket ---------------------------------------------------------------
 
-    def _accept_control(self) -> None:
+    def _accept_control(self, control: socket.socket) -> None:
         while not self.stopping.is_set():
             try:
-                conn, _ = self.control.accept()  # type: ignore[union-attr]
+                conn, _ = control.accept()
             except OSError:
                 return
             threading.Thread(target=self._serve_control, args=(conn,), name="claudeguard-control", daemon=True).start()
@@ -242,6 +243,65 @@ class Service:
                 pass
             control.close()
 
+    def _keep_slot(self) -> None:
+        """The runtime dir can be removed under the service (a tmp cleaner, a hand, a logout):
+        its socket and record are then gone, and the next launcher would start a second
+        service. Publish them again, under a new run lock; if another service took the slot
+        meanwhile, retire (serve the sessions here until they end)."""
+        path = os.path.join(self.directory, files.CONTROL)
+        try:
+            if os.stat(path).st_ino == self.control_ino and files.read_record(self.directory) is not None:
+                return
+        except OSError:
+            pass
+        try:
+            files.service_dir()  # made again, 0700, checked
+            run_lock = os.open(os.path.join(self.directory, files.RUN_LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except Exception as exc:  # noqa: BLE001 - try again at the next check
+            print(f"claudeguard service: cannot publish again: {exc}", file=sys.stderr, flush=True)
+            return
+        try:
+            fcntl.flock(run_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(run_lock)
+            self.retire()  # a successor holds the slot
+            return
+        try:  # stderr went to the removed log: a new one in the new dir
+            log = os.open(os.path.join(self.directory, files.LOG), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            os.dup2(log, 2)
+            os.close(log)
+        except OSError:
+            pass
+        old_lock, self.run_lock = self.run_lock, run_lock
+        if old_lock is not None:
+            os.close(old_lock)
+        old_control = self.control
+        self._bind_control()
+        if old_control is not None:
+            old_control.close()
+        files.write_port(self.directory, self.port)
+        files.write_record(self.directory, {"pid": os.getpid(), "start": files.process_start(os.getpid()),
+                                            "version": self.version, "port": self.port, "started": self.started})
+        print("claudeguard service: the runtime dir was removed; socket and record published again", file=sys.stderr, flush=True)
+
+    def _bind_control(self) -> None:
+        control_path = os.path.join(self.directory, files.CONTROL)
+        try:
+            os.unlink(control_path)  # stale: the run lock says no live service owns it
+        except FileNotFoundError:
+            pass
+        control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            with files.socket_path(self.directory, files.CONTROL) as path:
+                control.bind(path)
+        finally:
+            os.umask(old)
+        self.control_ino = os.stat(control_path).st_ino
+        control.listen(64)
+        self.control = control
+        threading.Thread(target=self._accept_control, args=(control,), name="claudeguard-control-accept", daemon=True).start()
+
     # --- life -----------------------------------------------------------------------------
 
     def run(self) -> int:
@@ -258,29 +318,18 @@ class Service:
         hooks = HookServer.bind(self, files.read_stale_port(self.directory))
         self.port = hooks.server_address[1]
         files.write_port(self.directory, self.port)
-        control_path = os.path.join(self.directory, files.CONTROL)
-        try:
-            os.unlink(control_path)  # stale: the run lock says no live service owns it
-        except FileNotFoundError:
-            pass
-        control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)
-        try:
-            with files.socket_path(self.directory, files.CONTROL) as path:
-                control.bind(path)
-        finally:
-            os.umask(old)
-        self.control_ino = os.stat(control_path).st_ino
-        control.listen(64)
-        self.control = control
+        self._bind_control()
         threading.Thread(target=hooks.serve_forever, kwargs={"poll_interval": 0.5}, name="claudeguard-http", daemon=True).start()
-        threading.Thread(target=self._accept_control, name="claudeguard-control-accept", daemon=True).start()
         self.adopt()
         files.write_record(self.directory, {"pid": os.getpid(), "start": files.process_start(os.getpid()), "version": self.version,
                                             "port": self.port, "started": self.started})
         idle_since = time.monotonic()
+        next_check = time.monotonic() + SLOT_CHECK_S
         try:
             while not self.stopping.wait(0.5):
+                if not self.retired and time.monotonic() >= next_check:
+                    next_check = time.monotonic() + SLOT_CHECK_S
+                    self._keep_slot()
                 with self.lock:
                     busy = bool(self.sessions)
                 if busy:
