@@ -35,7 +35,7 @@ REFUSED = [
     (["--bg", "--permission-mode", "bypassPermissions", "hello"], "--permission-mode bypassPermissions is refused"),
     (["--background", "--permission-mode=bypassPermissions", "hello"], "--permission-mode bypassPermissions is refused"),
     (["--resume", RESUME_ID, "--bg", "--permission-mode", "bypassPermissions", "again"], "--permission-mode bypassPermissions is refused"),
-    (["--bg", "--settings", BYPASS_SETTINGS, "hello"], "--settings sets permissions.defaultMode bypassPermissions"),
+    (["--bg", "--settings", BYPASS_SETTINGS, "hello"], "--settings (inline JSON): permissions.defaultMode: bypassPermissions"),
 ]
 
 IDS = [" ".join(a if not a.startswith("{") else "BYPASS-SETTINGS" for a in argv) for argv, _ in REFUSED]
