@@ -244,3 +244,29 @@ def test_the_runtime_dir_removed_under_it_is_published_again_not_doubled(env):
     out = guard(env, [{"event": "Stop", "body": {"hook_event_name": "Stop"}}])
     assert out["results"][0]["status"] == 200 and out["port"] == first["port"]
     assert live_pids(env) == [first["pid"]]
+
+
+def test_the_prompt_tool_is_served_over_http_with_the_secret(env):
+    write_config(env, '[permissions]\nallow = ["Bash(echo *)"]\ndeny = ["Bash(rm *)"]\n')
+    def rpc(method, params=None, msg_id=1, **extra):
+        msg = {"jsonrpc": "2.0", "method": method, "params": params or {}}
+        if msg_id is not None:
+            msg["id"] = msg_id
+        return dict({"event": "mcp", "body": msg}, **extra)
+    call = {"name": "approve", "arguments": {"tool_name": "Bash", "input": {"command": "echo hi"}, "tool_use_id": "toolu_9"}}
+    deny = {"name": "approve", "arguments": {"tool_name": "Bash", "input": {"command": "rm x"}, "tool_use_id": "toolu_8"}}
+    seen = pre_tool_use("echo hi")  # the hook notes the call first, as the CLI's PreToolUse does
+    seen["body"]["tool_use_id"] = "toolu_9"
+    out = guard(env, [seen, rpc("initialize", {"protocolVersion": "2025-06-18"}), rpc("notifications/initialized", msg_id=None),
+                      rpc("server/discover", msg_id=2), rpc("tools/list", msg_id=3), rpc("tools/call", call, msg_id=4),
+                      rpc("tools/call", deny, msg_id=5), dict(rpc("tools/list"), token="none"), dict(rpc("tools/list"), token="wrong")])
+    res = out["results"][1:]
+    assert [r["status"] for r in res] == [200, 202, 200, 200, 200, 200, 401, 401]
+    assert res[0]["answer"]["result"]["serverInfo"]["name"] == "claudeguard" and res[0]["mode"] == "0o600"
+    assert res[1]["answer"] is None and res[2]["answer"]["result"] == {}
+    assert [t["name"] for t in res[3]["answer"]["result"]["tools"]] == ["approve"]
+    assert json.loads(res[4]["answer"]["result"]["content"][0]["text"]) == {"behavior": "allow", "updatedInput": {"command": "echo hi"}}
+    assert json.loads(res[5]["answer"]["result"]["content"][0]["text"])["behavior"] == "deny"
+    # the secret is in the 0600 file, never in argv
+    proc = subprocess.run(GUARD + ["--guard-dry-run", "-p", "x"], env=env, capture_output=True, text=True, timeout=30)
+    assert "Bearer <secret made at start>" in proc.stdout

@@ -66,46 +66,56 @@ class Server:
         self.handle(msg)
 
     def handle(self, msg: object) -> None:
-        if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
-            self.error(msg.get("id") if isinstance(msg, dict) else None, -32600, "invalid request")
-            return
-        method = msg.get("method")
-        msg_id = msg.get("id")
-        if method is None:
-            return  # a response to something we never sent
-        if msg_id is None:
-            return  # notifications: initialized, cancelled, ... need no answer
-        params = msg.get("params") or {}
-        if method == "initialize":
-            asked = params.get("protocolVersion")
-            version = asked if asked in SUPPORTED_PROTOCOLS else SUPPORTED_PROTOCOLS[0]
-            self.result(msg_id, {
-                "protocolVersion": version,
-                "capabilities": {"tools": {"listChanged": False}},
-                "serverInfo": {"name": "claudeguard", "version": __version__},
-            })
-        elif method == "ping":
-            self.result(msg_id, {})
-        elif method == "tools/list":
-            self.result(msg_id, {"tools": [TOOL]})
-        elif method == "tools/call":
-            thread = threading.Thread(target=self.call_tool, args=(msg_id, params), daemon=True)
+        if isinstance(msg, dict) and msg.get("jsonrpc") == "2.0" and msg.get("method") == "tools/call" and msg.get("id") is not None:
+            # Each call on its own thread: one may wait minutes for a human.
+            thread = threading.Thread(target=lambda: self.send(respond(msg)), daemon=True)  # type: ignore[arg-type]
             self.threads.append(thread)
             thread.start()
-        else:
-            self.error(msg_id, -32601, f"method not found: {method}")
-
-    def call_tool(self, msg_id: object, params: dict) -> None:
-        if params.get("name") != TOOL_NAME:
-            self.error(msg_id, -32602, f"unknown tool: {params.get('name')}")
             return
-        args = params.get("arguments") or {}
-        answer = decide_prompt(args)
-        self.result(msg_id, {"content": [{"type": "text", "text": json.dumps(answer)}]})
+        answer = respond(msg)
+        if answer is not None:
+            self.send(answer)
 
 
-def decide_prompt(args: dict) -> dict:
-    """The prompt tool's answer; any failure is a deny with the reason (fail closed)."""
+def respond(msg: object, session: object = None) -> dict | None:
+    """The JSON-RPC answer to one message; None for a notification or a response. The same for
+    the stdio server and the service's HTTP endpoint (``service.http``, ``session`` given);
+    ``tools/call`` decides here and may wait for a human."""
+    def error(msg_id: object, code: int, message: str) -> dict:
+        return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+
+    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+        return error(msg.get("id") if isinstance(msg, dict) else None, -32600, "invalid request")
+    method = msg.get("method")
+    msg_id = msg.get("id")
+    if method is None or msg_id is None:
+        return None  # a response to something we never sent; notifications need no answer
+    params = msg.get("params") or {}
+    if method == "initialize":
+        asked = params.get("protocolVersion")
+        version = asked if asked in SUPPORTED_PROTOCOLS else SUPPORTED_PROTOCOLS[0]
+        result: dict = {
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": "claudeguard", "version": __version__},
+        }
+    elif method in ("ping", "server/discover"):  # 2.1.330 sends server/discover before initialize
+        result = {}
+    elif method == "tools/list":
+        result = {"tools": [TOOL]}
+    elif method == "tools/call":
+        if params.get("name") != TOOL_NAME:
+            return error(msg_id, -32602, f"unknown tool: {params.get('name')}")
+        answer = decide_prompt(params.get("arguments") or {}, session)
+        result = {"content": [{"type": "text", "text": json.dumps(answer)}]}
+    else:
+        return error(msg_id, -32601, f"method not found: {method}")
+    return {"jsonrpc": "2.0", "id": msg_id, "result": result}
+
+
+def decide_prompt(args: dict, session: object = None) -> dict:
+    """The prompt tool's answer; any failure is a deny with the reason (fail closed). The stdio
+    server finds its session from the environment; the service passes the registered one."""
     tool = args.get("tool_name")
     tool_input = args.get("input")
     if not isinstance(tool, str) or not isinstance(tool_input, dict):
@@ -114,7 +124,7 @@ def decide_prompt(args: dict) -> dict:
         from claudeguard.gate.decide import decide_call, reuse_answer
         from claudeguard.gate.session import current_session, recall_call
 
-        session = current_session()
+        session = session or current_session()
         tool_use_id = args.get("tool_use_id")
         who = recall_call(session, tool_use_id)
         verdict = reuse_answer(session, tool, tool_input, who.get("agent_id"), tool_use_id) if tool_use_id else None

@@ -1,4 +1,5 @@
-"""The loopback HTTP endpoint the CLI posts hook events to: ``POST /hook/<session id>/<event>``.
+"""The loopback HTTP endpoint the CLI posts hook events to: ``POST /hook/<session id>/<event>``,
+and its permission-prompt tool's MCP messages: ``POST /mcp/<session id>``.
 
 Each session's hooks carry ``Authorization: Bearer $CLAUDEGUARD_HOOK_TOKEN``; the CLI fills the
 variable from its own environment (``allowedEnvVars``), so the secret is in no argv. A request
@@ -17,7 +18,7 @@ import socket
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MAX_BODY = 8 * 1024 * 1024
-REASONS = {200: "OK", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed", 413: "Payload Too Large"}
+REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed", 413: "Payload Too Large"}
 
 
 class HookHandler(BaseHTTPRequestHandler):
@@ -39,24 +40,40 @@ class HookHandler(BaseHTTPRequestHandler):
         self.wfile.write(head.encode() + data)
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        # Also an MCP client asking for a server-to-client event stream: none is offered (405,
+        # as the transport allows), the answers come in the POST responses.
         self.close_connection = True
-        self.reply(405, {"error": "POST hook events to /hook/<session>/<event>"})
+        self.reply(405, {"error": "POST hook events to /hook/<session>/<event>, MCP to /mcp/<session>"})
+
+    def do_DELETE(self) -> None:  # noqa: N802 - an MCP client ending its session: nothing to end
+        self.close_connection = True
+        self.reply(200, {})
+
+    def _registered(self, session_id: str):  # type: ignore[no-untyped-def]
+        """The session if the request carries its secret; else a 401 is sent and None returned
+        (the body is not read: nothing of it is posted)."""
+        auth = self.headers.get("Authorization") or ""
+        token = auth[7:] if auth.startswith("Bearer ") else None
+        reg = self.server.service.lookup(session_id, token)  # type: ignore[attr-defined]
+        if reg is None:
+            self.close_connection = True
+            self.reply(401, {"error": "unknown session or wrong secret"})
+        return reg
 
     def do_POST(self) -> None:  # noqa: N802
         from claudeguard.gate.hook import deny_output, run_event
 
         parts = self.path.split("?", 1)[0].strip("/").split("/")
+        if len(parts) == 2 and parts[0] == "mcp":
+            self._mcp(parts[1])
+            return
         if len(parts) != 3 or parts[0] != "hook":
             self.close_connection = True
             self.reply(404, {"error": "no such endpoint"})
             return
         _, session_id, event_name = parts
-        auth = self.headers.get("Authorization") or ""
-        token = auth[7:] if auth.startswith("Bearer ") else None
-        reg = self.server.service.lookup(session_id, token)
+        reg = self._registered(session_id)
         if reg is None:
-            self.close_connection = True  # the body is not read: nothing of it is posted
-            self.reply(401, {"error": "unknown session or wrong secret"})
             return
         try:
             length = int(self.headers.get("Content-Length") or "0")
@@ -69,6 +86,43 @@ class HookHandler(BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         out = run_event(body, event_name, reg.session, client_alive=self._client_alive)
         self.reply(200, out if out is not None else {})
+
+    def _mcp(self, session_id: str) -> None:
+        """The permission-prompt tool over MCP's HTTP transport (JSON responses, no event
+        stream): both pinned CLIs accept it with a header (checked: initialize, tools/list and
+        tools/call arrive with the secret; 2.1.330 sends ``server/discover`` first)."""
+        from claudeguard.gate.mcp_server import respond
+
+        reg = self._registered(session_id)
+        if reg is None:
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or "0")
+        except ValueError:
+            length = -1
+        if length < 0 or length > MAX_BODY:
+            self.close_connection = True
+            self.reply(413, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": f"body over {MAX_BODY} bytes"}})
+            return
+        try:
+            msg = json.loads(self.rfile.read(length))
+        except ValueError:
+            self.reply(400, {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}})
+            return
+        from claudeguard.channel.audit import session_log
+
+        session_log.set(reg.session.snapshot.get("log_dir"))
+        try:
+            answers = [a for a in (respond(m, reg.session) for m in (msg if isinstance(msg, list) else [msg])) if a is not None]
+        finally:
+            session_log.set(None)
+        if not answers:
+            self.reply_empty(202)  # notifications only
+        else:
+            self.reply(200, answers if isinstance(msg, list) else answers[0])
+
+    def reply_empty(self, status: int) -> None:
+        self.wfile.write(f"HTTP/1.1 {status} Accepted\r\nContent-Length: 0\r\n\r\n".encode())
 
     def _client_alive(self) -> bool:
         from claudeguard.gate.server import _client_alive

@@ -250,8 +250,23 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
         env_add[TOKEN_VAR] = http.token
 
     if args.print_mode and not args.has("--permission-prompt-tool") and args.last("--permission-prompts") != "none":
-        server = {"command": ctl[0], "args": ctl[1:] + ["mcp-serve"]}
-        front.append("--mcp-config=" + json.dumps({"mcpServers": {MCP_SERVER_NAME: server}}, separators=(",", ":")))
+        if http is not None:
+            # The service answers the prompt tool too (MCP over HTTP, both pinned CLIs): no
+            # server process for the CLI to start and wait for (~90 ms of every run). The
+            # header holds the secret, so the config goes in a 0600 file, not in argv.
+            server: dict = {"type": "http", "url": f"http://127.0.0.1:{http.port}/mcp/{session_id}",
+                            "headers": {"Authorization": f"Bearer {http.token}"}}
+            config = json.dumps({"mcpServers": {MCP_SERVER_NAME: server}}, separators=(",", ":"))
+            if session_dir:
+                from claudeguard.paths import write_private_file
+
+                write_private_file(Path(session_dir) / "mcp.json", config)
+                front.append("--mcp-config=" + str(Path(session_dir) / "mcp.json"))
+            else:
+                front.append("--mcp-config=" + config)  # a dry run: no secret exists yet
+        else:
+            server = {"command": ctl[0], "args": ctl[1:] + ["mcp-serve"]}
+            front.append("--mcp-config=" + json.dumps({"mcpServers": {MCP_SERVER_NAME: server}}, separators=(",", ":")))
         front.append(f"--permission-prompt-tool={PROMPT_TOOL}")
     return Plan([real_cli, *front, *rest], env_add, session_id)
 

@@ -14,12 +14,17 @@ settings = json.loads(next(a.split("=", 1)[1] for a in sys.argv[1:] if a.startsw
 pre = settings["hooks"]["PreToolUse"][0]["hooks"][0]["url"]
 port = int(pre.split("/")[2].split(":")[1])
 results = []
+mcp_files = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--mcp-config=")]
+mcp = next(iter(json.load(open(mcp_files[0]))["mcpServers"].values())) if mcp_files else None
 for post in json.loads(os.environ["POSTS"]):
-    entry = settings["hooks"][post["event"]][0]["hooks"][0]
-    url = entry["url"]
+    if post.get("event") == "mcp":  # an MCP message to the permission-prompt tool's server
+        url, secret = mcp["url"], mcp["headers"]["Authorization"][len("Bearer "):]
+    else:
+        url = settings["hooks"][post["event"]][0]["hooks"][0]["url"]
+        secret = os.environ["CLAUDEGUARD_HOOK_TOKEN"]
     host_port, path = url[len("http://"):].split("/", 1)
     host = host_port.split(":")[0]
-    token = {"ok": os.environ["CLAUDEGUARD_HOOK_TOKEN"], "wrong": "0" * 48, "none": None}[post.get("token", "ok")]
+    token = {"ok": secret, "wrong": "0" * 48, "none": None}[post.get("token", "ok")]
     body = post["body"] if isinstance(post["body"], str) else json.dumps(post["body"])
     conn = http.client.HTTPConnection(host, int(port), timeout=30)
     conn.putrequest("POST", "/" + path)
@@ -32,7 +37,8 @@ for post in json.loads(os.environ["POSTS"]):
         conn.send(body.encode())
         resp = conn.getresponse()
         text = resp.read().decode()
-        results.append({"status": resp.status, "answer": json.loads(text) if text else None})
+        results.append({"status": resp.status, "answer": json.loads(text) if text else None,
+                        "mode": oct(os.stat(mcp_files[0]).st_mode & 0o777) if mcp_files else None})
     except OSError as exc:
         results.append({"status": None, "error": str(exc)})
     conn.close()
