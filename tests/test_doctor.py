@@ -17,7 +17,7 @@ def test_doctor_proves_the_injection_on_the_real_cli(real_claude, cli_version, o
     for line in ("injected flags accepted", "permission-prompt MCP server: connected", "hooks fire"):
         assert f"ok    {line}" in proc.stdout
     assert "FAIL" not in proc.stdout
-    assert "ok    launcher: " in proc.stdout and "(native: " in proc.stdout  # setup.py compiled it here
+    assert "ok    launcher: " in proc.stdout
     assert not list(Path(env["CLAUDEGUARD_RUNTIME_DIR"], "sessions").iterdir())  # its probe session is gone
 
 

@@ -90,8 +90,8 @@ def test_bad_values_are_usage_errors_before_anything_starts(tmp_path, args, env,
         proc = subprocess.run(GUARD + argv, env=full, cwd=tmp_path, capture_output=True, text=True, timeout=60,
                               stdin=subprocess.DEVNULL)
         if not args and argv[0] == "--version":
-            # A pass-through command writes no report: the variables are not read (as the
-            # native launcher, which execs `claude --version` itself, does not read them).
+            # A pass-through command writes no report: the variables are not read (so a
+            # `claude --version` starts nothing it does not need).
             assert proc.returncode == 0 and (tmp_path / "ran").read_text() == "x", proc.stderr
             continue
         assert proc.returncode == 2, proc.stderr

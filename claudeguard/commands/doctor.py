@@ -91,7 +91,7 @@ def settings_sources(cfg) -> bool:  # type: ignore[no-untyped-def]
 
 
 def _launcher() -> None:
-    """Which `claudeguard` this installation runs: the native launcher or the Python one."""
+    """Which `claudeguard` this installation runs (the script of bin/, a plain Python script)."""
     import sys
 
     beside = os.path.join(os.path.dirname(sys.executable), "claudeguard")
@@ -99,16 +99,7 @@ def _launcher() -> None:
     if not path:
         print("      note: no claudeguard command beside this Python or on PATH")
         return
-    try:
-        with open(path, "rb") as fh:
-            native = fh.read(4) == b"\x7fELF"
-    except OSError as exc:
-        print(f"      note: launcher {path}: {exc.strerror}")
-        return
-    if native:
-        _say(True, f"launcher: {path} (native: --version and --help reach the real CLI without starting Python)")
-    else:
-        _say(True, f"launcher: {path} (Python: no C compiler at install time, so each claude call starts Python)")
+    _say(True, f"launcher: {path}")
 
 
 def probe(real: str, cfg) -> bool:  # type: ignore[no-untyped-def]

@@ -6,7 +6,8 @@
 every hook compile the package from source). A hook call inside a guarded session first tries the
 session's gate server (``claudeguard.gate.server``) with nothing but ``_socket`` imported; without
 a server it decides in this process. The directory holding the ``claudeguard`` package is put first
-on ``sys.path`` by hand; it is also where the package's dependencies are installed.
+on ``sys.path`` by hand, and the interpreter's site-packages after the standard library (in an
+editable install the package's directory is a checkout without the dependencies).
 """
 
 import os
@@ -56,7 +57,33 @@ if len(sys.argv) > 1 and sys.argv[1] == "hook":
 
     sys.stdin = io.TextIOWrapper(io.BytesIO(event), encoding="utf-8")  # the event, read once already
 
+
+def _site_packages() -> list[str]:
+    """The site-packages directories ``site`` would have added, found without it: in an editable
+    install this file is in a checkout and the dependencies (platformdirs, psutil, ...) are only
+    there. ``.pth`` files are not read (their cost is what ``-S`` saves)."""
+    import site  # under -S importing it runs nothing; only its path functions are used
+
+    exe_dir = os.path.dirname(os.path.abspath(sys.executable))
+    venv = os.path.dirname(exe_dir)  # where site.venv() finds pyvenv.cfg and puts sys.prefix
+    for cfg in (os.path.join(exe_dir, "pyvenv.cfg"), os.path.join(venv, "pyvenv.cfg")):
+        if os.path.isfile(cfg):
+            break
+    else:
+        return [site.getusersitepackages(), *site.getsitepackages()]
+    dirs = site.getsitepackages([venv])
+    try:
+        with open(cfg, encoding="utf-8") as fh:
+            system = any(line.partition("=")[0].strip().lower() == "include-system-site-packages"
+                         and line.partition("=")[2].strip().lower() == "true" for line in fh)
+    except OSError:
+        system = False
+    return dirs + [site.getusersitepackages(), *site.getsitepackages()] if system else dirs
+
+
 sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Last, as `site` would put them: the standard library is found first, at no extra cost.
+sys.path.extend(d for d in _site_packages() if d not in sys.path and os.path.isdir(d))
 
 from claudeguard.commands.ctl import main  # noqa: E402
 

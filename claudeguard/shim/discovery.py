@@ -2,11 +2,8 @@
 
 Order: ``CLAUDEGUARD_CLAUDE``, then config ``claude.path``, then PATH with every entry that is
 claudeguard skipped (its launchers, ``bin/claude``, symlinks to any: recognised by the resolved
-path, by a small script that names claudeguard, or by the native launcher's marker). A recursion
-token in the child's environment catches any arrangement that still leads back to us.
-
-shim/launcher.c repeats the PATH part of this for ``--version`` and ``--help`` without Python;
-tests/test_launcher.py holds the two to the same answers.
+path, or by a small script that names claudeguard). A recursion token in the child's environment
+catches any arrangement that still leads back to us.
 """
 
 from __future__ import annotations
@@ -17,8 +14,6 @@ import sys
 from claudeguard.errors import GuardError
 
 RECURSION_VAR = "CLAUDEGUARD_EXEC_PID"
-NATIVE_MARKER = b"claudeguard-native-launcher"  # in shim/launcher.c
-MAX_LAUNCHER_BYTES = 1 << 20
 INSTALL_HINT = (
     "install Claude Code (npm install -g @anthropic-ai/claude-code) or set CLAUDEGUARD_CLAUDE to the real CLI's path"
 )
@@ -48,12 +43,9 @@ def is_claudeguard(path: str, own: set[str] | None = None) -> bool:
         with open(real, "rb") as fh:
             head = fh.read(4096)
             # The real CLI is a large native binary (or a node script); our launchers are small
-            # scripts that mention the package by name, or the small native launcher
-            # (shim/launcher.c, which applies this same test), known by its marker.
+            # scripts that mention the package by name.
             if head.startswith(b"#!"):
                 return b"claudeguard" in head
-            if head.startswith(b"\x7fELF") and os.fstat(fh.fileno()).st_size <= MAX_LAUNCHER_BYTES:
-                return NATIVE_MARKER in head + fh.read()
     except OSError:
         return False
     return False

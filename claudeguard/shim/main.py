@@ -49,8 +49,8 @@ def _main(argv: list[str]) -> int:
     args = parse_claude_args(rest)
     cwd = os.getcwd()
     end = None
-    # Options are checked always; the variables only for a session, as the native launcher
-    # passes `claude --version` through without reading them (a pass-through writes no report).
+    # Options are checked always; the variables only for a session: `claude --version` passes
+    # through without reading them (a pass-through writes no report).
     if opts.report is not None or opts.fail_on is not None or (
             not args.passthrough and (os.environ.get("CLAUDEGUARD_REPORT") or os.environ.get("CLAUDEGUARD_FAIL_ON"))):
         from claudeguard.shim.report import EndOptions
