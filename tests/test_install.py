@@ -169,9 +169,12 @@ def test_installed_without_xdg_runtime_dir(venv, bg_claude, tmp_path):
     _mcp_handshake(entry, env, work)  # exactly what the CLI starts
     _mcp_handshake([bin_dir / "claudeguardctl", "mcp-serve"], env, work)
 
-    # A dependency imported through the -S entry: psutil lists the processes.
-    proc = _run([*entry[:-1], "ps", "--all"], env=env, cwd=work)
-    assert proc.stdout.startswith("no guarded sessions")
+    # A dependency imported through the -S entry: psutil lists the Claude processes of the
+    # machine (other people's may be among them; none of this test's, which started none).
+    proc = _run([*entry[:-1], "ps", "--all", "--json"], env=env, cwd=work)
+    rows = json.loads(proc.stdout)
+    assert proc.stderr == "" and isinstance(rows, list)
+    assert not [r for r in rows if str(tmp_path) in str(r.get("cwd"))]
 
     # The hook with no session decides from the config file, in its own process.
     config = tmp_path / "home" / ".config" / "claudeguard" / "config.toml"
