@@ -103,3 +103,24 @@ def test_sessions_dispatched_from_agent_view_are_guarded(bg_claude, offline_env,
     wait_until(lambda: service_sessions(env) == [], timeout=30, what="the service to drop the view and its sessions")
     sessions_dir = Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions"
     wait_until(lambda: list(sessions_dir.iterdir()) == [], timeout=10, what="the session dirs to go")
+
+
+def test_a_restarted_service_adopts_agent_view_and_its_sessions(bg_claude, offline_env, model_server, bg_daemon, spawn_tui):
+    server = model_server([{"match": "AVADOPT", "turns": [
+        {"tool_use": bash("python3 -c 'import time; time.sleep(6)'")}, {"tool_use": bash("touch adopted.txt")},
+        {"text": "adopt fin"}]}])
+    env = guarded_env(offline_env.use(server), bg_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
+    write_user_config(env, '[permissions]\nmode = "default"\nallow = ["Bash(python3 *)"]\nask = ["Bash(touch *)"]\n')
+    view = spawn_tui(GUARD + ["agents"], env, offline_env.cwd)
+    dispatch(view, "AVADOPT go")
+    first = wait_until(lambda: [s for s in service_sessions(env) if s["agent_view"] and s["cli_pid"]], timeout=60,
+                       what="the dispatched session's process")[0]
+    assert ctl(env, "service", "stop").returncode == 0  # while its first tool runs
+    assert ctl(env, "service", "start").returncode == 0
+    again = wait_until(lambda: [s for s in service_sessions(env) if s["agent_view"]], timeout=15, what="the session adopted")
+    assert [(s["session_id"], s["short_id"], s["cli_pid"]) for s in again] == [(first["session_id"], first["short_id"], first["cli_pid"])]
+    req = wait_pending(env, lambda r: "touch adopted.txt" in r["summary"], timeout=30)
+    assert req["session_id"] == first["session_id"] and not (offline_env.cwd / "adopted.txt").exists()
+    assert ctl(env, "approve", req["id"]).returncode == 0
+    wait_until(lambda: (offline_env.cwd / "adopted.txt").exists(), what="the approved call to run")
+    assert exit_tui(view) == 0
