@@ -233,3 +233,20 @@ def test_agent_view_with_the_service_runs_guarded_under_lockdown(tmp_path, offli
     [hook] = settings["hooks"]["PreToolUse"][0]["hooks"]
     assert hook["type"] == "http" and hook["headers"]["Authorization"].startswith("Bearer ") and "$" not in hook["headers"]["Authorization"]
     assert hook["headers"]["Authorization"][7:] not in " ".join(argv)  # the secret is in the file, not in argv
+
+
+def test_agent_view_bad_settings_and_dry_run(tmp_path, offline_env):
+    cli = tmp_path / "fake-claude"
+    cli.write_text(f"#!/bin/sh\ntouch {tmp_path}/started\n")
+    cli.chmod(0o755)
+    env = dict(offline_env, CLAUDEGUARD_CLAUDE=str(cli))
+    proc = _run(["agents", "--settings", str(tmp_path / "missing.json")], env, offline_env.cwd)
+    assert (proc.returncode, proc.stdout) == (2, "") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "missing.json: cannot read" in proc.stderr and not (tmp_path / "started").exists()
+    assert live_services(Path(env["CLAUDEGUARD_RUNTIME_DIR"])) == []  # nothing started, not even the service
+    proc = _run(["--guard-dry-run", "agents", "--model", "x"], env, offline_env.cwd)
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["guarded"] is True and plan["argv"][1:] == ["agents", "--settings=<session dir>/settings.json", "--model", "x"]
+    assert plan["settings"]["hooks"]["PreToolUse"][0]["hooks"][0]["type"] == "http"
+    assert not (tmp_path / "started").exists()

@@ -96,6 +96,8 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg, cwd: Path, end, *, dry_run:
     from claudeguard.shim.command import HttpHooks, session_snapshot
     from claudeguard.shim.session_commands import tail_args
 
+    # Bad input (an unreadable caller --settings) stops us before the service or a dir is touched.
+    plan(real, args, cfg, str(cwd), session_id=session_id, http=HttpHooks("PORT", "-", literal=True))
     index = args.subcommand_index if args.subcommand_index is not None else len(args.argv)
     session_dir = runtime_dir("sessions", session_id)
     token = os.urandom(24).hex()
