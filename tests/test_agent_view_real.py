@@ -124,3 +124,34 @@ def test_a_restarted_service_adopts_agent_view_and_its_sessions(bg_claude, offli
     assert ctl(env, "approve", req["id"]).returncode == 0
     wait_until(lambda: (offline_env.cwd / "adopted.txt").exists(), what="the approved call to run")
     assert exit_tui(view) == 0
+
+
+def test_a_hung_dispatched_session_is_killed_alone(bg_claude, offline_env, model_server, bg_daemon, spawn_tui):
+    from claudeguard.service.files import process_start
+
+    server = model_server([{"match": "AVFINE", "turns": [{"text": "fine fin"}]},
+                           {"match": "AVHANG", "turns": [{"stall_after_text": "thinking"}]}])
+    env = guarded_env(offline_env.use(server), bg_claude)
+    write_user_config(env, '[permissions]\nmode = "default"\n[watchdog]\nstall_after = 3\non_stall = "kill"\nkill_grace = 1\n')
+    cfg = bg.config_dir(env)
+    view = spawn_tui(GUARD + ["agents"], env, offline_env.cwd)
+    dispatch(view, "AVFINE go")
+    fine = wait_until(lambda: [r for r in ps_rows(env) if r.get("child_pid")], timeout=60, what="the first session")[0]
+    wait_until(lambda: "fine fin" in bg.job_texts(cfg, fine["short_id"]), what="the first session's reply")
+    dispatch(view, "AVHANG go")
+    hung = wait_until(lambda: [r for r in ps_rows(env) if r["short_id"] != fine["short_id"] and r.get("child_pid")],
+                      timeout=60, what="the second session")[0]
+    daemon = bg.daemon_pid(cfg)
+    assert daemon
+    try:
+        wait_until(lambda: process_start(hung["child_pid"]) is None, timeout=40, what="the hung session to be killed")
+    except AssertionError:
+        raise AssertionError(f"not killed; ps: {ctl(env, 'ps', '--json').stdout}") from None
+    # the idle session, agent view and the daemon live on
+    assert process_start(fine["child_pid"]) is not None and process_start(daemon) is not None and view.isalive()
+    audit = [json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines()]
+    stalls = [(r["session_id"], r["action"]) for r in audit if r.get("event") == "stall"]
+    assert stalls == [(hung["session_id"], "kill")], stalls
+    wait_until(lambda: [s["short_id"] for s in service_sessions(env) if s["agent_view"]] == [fine["short_id"]],
+               timeout=15, what="the service to drop the killed session only")
+    assert exit_tui(view) == 0
