@@ -111,15 +111,27 @@ def test_a_restarted_service_adopts_agent_view_and_its_sessions(bg_claude, offli
         {"text": "adopt fin"}]}])
     env = guarded_env(offline_env.use(server), bg_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
     write_user_config(env, '[permissions]\nmode = "default"\nallow = ["Bash(python3 *)"]\nask = ["Bash(touch *)"]\n')
+    cfg = bg.config_dir(env)
     view = spawn_tui(GUARD + ["agents"], env, offline_env.cwd)
     dispatch(view, "AVADOPT go")
     first = wait_until(lambda: [s for s in service_sessions(env) if s["agent_view"] and s["cli_pid"]], timeout=60,
                        what="the dispatched session's process")[0]
-    assert ctl(env, "service", "stop").returncode == 0  # while its first tool runs
+    # while its first tool runs (allowed by the rule: a hook the stopped service missed would leave
+    # the call to the session's own dialog, which nobody sees)
+    wait_until(lambda: any("python3" in r["summary"] for r in map(json.loads, ctl(env, "audit", "--json").stdout.splitlines())),
+               what="the first call's decision")
+    assert ctl(env, "service", "stop").returncode == 0
     assert ctl(env, "service", "start").returncode == 0
     again = wait_until(lambda: [s for s in service_sessions(env) if s["agent_view"]], timeout=15, what="the session adopted")
-    assert [(s["session_id"], s["short_id"], s["cli_pid"]) for s in again] == [(first["session_id"], first["short_id"], first["cli_pid"])]
-    req = wait_pending(env, lambda r: "touch adopted.txt" in r["summary"], timeout=30)
+    def why() -> str:
+        jobs = {p.parent.name: json.loads(p.read_text()).get("sessionId") for p in (cfg / "jobs").glob("*/state.json")}
+        log = (Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "service" / "service.log").read_text()[-1500:]
+        return f"{service_sessions(env)} records={bg.session_records(cfg)} jobs={jobs} log={log}"
+    assert [(s["session_id"], s["short_id"], s["cli_pid"]) for s in again] == [(first["session_id"], first["short_id"], first["cli_pid"])], why()
+    try:
+        req = wait_pending(env, lambda r: "touch adopted.txt" in r["summary"], timeout=30)
+    except AssertionError:
+        raise AssertionError(why()) from None
     assert req["session_id"] == first["session_id"] and not (offline_env.cwd / "adopted.txt").exists()
     assert ctl(env, "approve", req["id"]).returncode == 0
     wait_until(lambda: (offline_env.cwd / "adopted.txt").exists(), what="the approved call to run")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ class View:
     children: dict[str, str] = field(default_factory=dict)  # CLI session id -> child session id
     mine: dict[str, str] = field(default_factory=dict)  # CLI session id -> job intent (its prompt)
     read_jobs: set[str] = field(default_factory=set)  # job dirs whose state.json was read
+    strangers: set[str] = field(default_factory=set)  # CLI sessions not dispatched here (said once each)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -59,10 +61,22 @@ def session_for(service, reg, body: bytes):  # type: ignore[no-untyped-def]
     if not isinstance(view, View):
         return reg.session
     try:
-        cli = json.loads(body).get("session_id")
+        data = json.loads(body)
+        cli, event = data.get("session_id"), data.get("hook_event_name")
     except (ValueError, UnicodeDecodeError, AttributeError):
         return reg.session
     if not isinstance(cli, str) or not _CLI_SESSION.fullmatch(cli):
+        return reg.session
+    with view.lock:
+        known = cli in view.children or cli in view.mine
+        if not known:
+            _scan_jobs(view)  # its job is recorded at dispatch, before the session starts
+            known = cli in view.mine
+            if not known and cli not in view.strangers:
+                view.strangers.add(cli)
+                print(f"claudeguard service: agent view {view.session_id}: {str(event)[:40]} of CLI session {cli}, which it did not "
+                      "dispatch, is decided by the view itself", file=sys.stderr, flush=True)
+    if not known:
         return reg.session
     child = ensure_child(service, view, reg, cli)
     return child.session if child is not None else reg.session
@@ -171,7 +185,8 @@ def keep_view(service, view: View, on_end) -> None:  # type: ignore[no-untyped-d
     gone_at: float | None = None
     while not view.stop.wait(POLL_S):
         try:
-            _scan_jobs(view)
+            with view.lock:
+                _scan_jobs(view)
             with service.lock:
                 parent = service.sessions.get(view.session_id)
             if parent is not None and view.mine:
@@ -182,8 +197,6 @@ def keep_view(service, view: View, on_end) -> None:  # type: ignore[no-untyped-d
                     if cli in live:
                         ensure_child(service, view, parent, cli)
         except Exception as exc:  # noqa: BLE001 - the keeper must go on; said once in the log
-            import sys
-
             print(f"claudeguard service: agent view {view.session_id}: {exc}", file=sys.stderr, flush=True)
         if view.pid is not None and process_start(view.pid) == view.start:
             gone_at = None
