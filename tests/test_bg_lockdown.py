@@ -195,13 +195,58 @@ def test_respawn_and_attach_of_a_real_bypass_session_are_refused(bg_claude, mode
     assert len(server.requests()) == requests_before
 
 
-def test_agent_view_says_it_is_not_guarded_and_lockdown_refuses_it(fake, offline_env):
+def test_agent_view_without_the_service_says_it_is_not_guarded_and_lockdown_refuses_it(fake, offline_env):
     env, marker = fake  # lockdown is on in this fixture's config
+    env = dict(env, CLAUDEGUARD_SERVICE="0")
     proc = _run(["agents"], env, offline_env.cwd)
     assert (proc.returncode, proc.stdout) == (2, "") and proc.stderr.count("\n") == 1, proc.stderr
-    assert "agent view (claude agents) are not guarded" in proc.stderr and "refused under lockdown" in proc.stderr
+    assert ("agent view (claude agents) are not guarded: the guard service is off (CLAUDEGUARD_SERVICE=0); "
+            "refused under lockdown") in proc.stderr
     assert not marker.exists()
-    write_user_config(offline_env, "")  # lockdown off: one line, then the CLI
+    write_user_config(offline_env, "")  # lockdown off: one line, then the CLI, untouched
     proc = _run(["agents", "--model", "x"], env, offline_env.cwd)
     assert proc.returncode == 0 and proc.stderr.count("\n") == 1 and "are not guarded" in proc.stderr, proc.stderr
     assert marker.read_text().split() == ["agents", "--model", "x"]
+
+
+def test_agent_view_with_the_service_runs_guarded_under_lockdown(tmp_path, offline_env):
+    """The guard's settings go after ``agents`` in one 0600 file, merged with the caller's."""
+    copy = tmp_path / "settings-copy"
+    cli = tmp_path / "fake-claude"
+    cli.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/argv\nfor a; do case "$a" in --settings=*) '
+                   f'cp "${{a#--settings=}}" {copy}; stat -c %a "${{a#--settings=}}" > {tmp_path}/mode;; esac; done\n')
+    cli.chmod(0o755)
+    write_user_config(offline_env, LOCKDOWN + '[permissions]\nmode = "default"\nallow = ["Bash(echo *)"]\ndeny = ["Bash(rm *)"]\n')
+    env = dict(offline_env, CLAUDEGUARD_CLAUDE=str(cli))
+    caller = json.dumps({"permissions": {"allow": ["Read"]}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}})
+    proc = _run(["agents", "--settings", caller, "--model", "x"], env, offline_env.cwd)
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
+    argv = (tmp_path / "argv").read_text().split()
+    assert argv[0] == "agents" and argv[1].startswith("--settings=") and argv[1].endswith("/settings.json"), argv
+    assert argv[2:] == ["--permission-mode=default", "--model", "x"], argv
+    assert (tmp_path / "mode").read_text().strip() == "600"
+    settings = json.loads(copy.read_text())
+    assert settings["permissions"]["allow"] == ["Read", "Bash(echo *)"]
+    deny = settings["permissions"]["deny"]
+    assert deny[0] == "Bash(rm *)" and deny[1:] and all(r.startswith("Edit(//") for r in deny[1:])  # + the guard's own files
+    assert settings["hooks"]["Stop"][0]["hooks"][0] == {"type": "command", "command": "true"}  # the caller's kept
+    [hook] = settings["hooks"]["PreToolUse"][0]["hooks"]
+    assert hook["type"] == "http" and hook["headers"]["Authorization"].startswith("Bearer ") and "$" not in hook["headers"]["Authorization"]
+    assert hook["headers"]["Authorization"][7:] not in " ".join(argv)  # the secret is in the file, not in argv
+
+
+def test_agent_view_bad_settings_and_dry_run(tmp_path, offline_env):
+    cli = tmp_path / "fake-claude"
+    cli.write_text(f"#!/bin/sh\ntouch {tmp_path}/started\n")
+    cli.chmod(0o755)
+    env = dict(offline_env, CLAUDEGUARD_CLAUDE=str(cli))
+    proc = _run(["agents", "--settings", str(tmp_path / "missing.json")], env, offline_env.cwd)
+    assert (proc.returncode, proc.stdout) == (2, "") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "missing.json: cannot read" in proc.stderr and not (tmp_path / "started").exists()
+    assert live_services(Path(env["CLAUDEGUARD_RUNTIME_DIR"])) == []  # nothing started, not even the service
+    proc = _run(["--guard-dry-run", "agents", "--model", "x"], env, offline_env.cwd)
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["guarded"] is True and plan["argv"][1:] == ["agents", "--settings=<session dir>/settings.json", "--model", "x"]
+    assert plan["settings"]["hooks"]["PreToolUse"][0]["hooks"][0]["type"] == "http"
+    assert not (tmp_path / "started").exists()

@@ -55,8 +55,8 @@ def main(argv: list[str]) -> int:
     print(f"{'PID':>7} {'CHILD':>7} {'STATE':18} {'CPU':>7} {'TOKENS':>8} {'IDLE':>6} {'PEND':>4}  CWD / PROMPT")
     for s in sessions:
         guarded = "" if s.get("guarded", True) else " (unguarded)"
-        if s.get("background"):
-            guarded = f" (unguarded, background {s.get('short_id') or '?'})"
+        if s.get("background"):  # the CLI's own background session: guarded (--bg, agent view) or not (--all)
+            guarded = f" ({'' if s.get('guarded', True) else 'unguarded, '}background {s.get('short_id') or '?'})"
         flag = " SUSPECT-HUNG" if s.get("suspect_hung") else ""
         cpu = s.get("cpu_s")
         idle = s.get("last_activity_s")

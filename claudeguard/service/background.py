@@ -40,6 +40,11 @@ class Keeper:
     pid: int | None = None
     log_dir: str | None = None
     report: dict | None = None  # --guard-report of the launch: path, fail_on, started, mark, real_cli
+    # A session dispatched from agent view is known by the CLI's session id (from its hooks or
+    # its job record) before its short id: found by that, the short id is then read from the
+    # CLI's record (service/agent_view.py).
+    cli_session: str | None = None
+    parent: str | None = None  # the agent view's guard session, for a session dispatched from it
     stop: threading.Event = field(default_factory=threading.Event)
 
 
@@ -53,8 +58,9 @@ def read_record(directory: str) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def find_process(config_dir: str, short_id: str) -> tuple[int, str] | None:
-    """The session's pid and start time from the CLI's own record of it, if it is alive."""
+def find_process(config_dir: str, short_id: str, cli_session: str | None = None) -> tuple[int, str, str] | None:
+    """The session's pid, start time and short id from the CLI's own record of it, if it is
+    alive: by short id (``jobId``), or when that is not known yet, by ``sessionId``."""
     from claudeguard.service.files import process_start
 
     folder = os.path.join(config_dir, "sessions")
@@ -68,11 +74,13 @@ def find_process(config_dir: str, short_id: str) -> tuple[int, str] | None:
                 rec = json.load(fh)
         except (OSError, ValueError):
             continue
-        if not isinstance(rec, dict) or rec.get("jobId") != short_id or not isinstance(rec.get("pid"), int):
+        if not isinstance(rec, dict) or not isinstance(rec.get("pid"), int):
+            continue
+        if (rec.get("jobId") != short_id) if short_id else (not cli_session or rec.get("sessionId") != cli_session):
             continue
         start = process_start(rec["pid"])
         if start is not None and (rec.get("procStart") is None or str(rec.get("procStart")) == start):
-            return rec["pid"], start
+            return rec["pid"], start, str(rec.get("jobId") or short_id)
     return None
 
 
@@ -83,12 +91,12 @@ def keep(keeper: Keeper, on_end) -> None:  # type: ignore[no-untyped-def]
     found = None
     deadline = time.monotonic() + FIND_TIMEOUT_S
     while found is None and time.monotonic() < deadline and not keeper.stop.is_set():
-        found = find_process(keeper.config_dir, keeper.short_id)
+        found = find_process(keeper.config_dir, keeper.short_id, keeper.cli_session)
         if found is None:
             keeper.stop.wait(POLL_S)
     monitor = None
     if found is not None:
-        keeper.pid, start = found
+        keeper.pid, start, keeper.short_id = found
         monitor = _start_monitor(keeper)
         restorer = _dir_keeper(keeper)
         while not keeper.stop.wait(POLL_S):
@@ -103,10 +111,11 @@ def keep(keeper: Keeper, on_end) -> None:  # type: ignore[no-untyped-def]
     if not keeper.stop.is_set():  # the session ended (not the service): forget it for good
         if keeper.report:
             write_report(keeper)
-        on_end()
         import shutil
 
+        # The dir first: once forgotten, the same CLI session (respawned) may get it made again.
         shutil.rmtree(keeper.directory, ignore_errors=True)
+        on_end()
 
 
 def _dir_keeper(keeper: Keeper):  # type: ignore[no-untyped-def]
@@ -134,6 +143,8 @@ def _start_monitor(keeper: Keeper):  # type: ignore[no-untyped-def]
                       config=WatchConfig(**known), output_format=None, prompt=keeper.prompt, cwd=keeper.cwd or "/",
                       argv=[], on_stall=lambda diagnosis: None)
     monitor.extra_status = {"background": True, "short_id": keeper.short_id, "kind": "background"}
+    if keeper.parent:
+        monitor.extra_status["agent_view"] = keeper.parent
     monitor.log_dir = keeper.log_dir
     monitor.start()
     return monitor

@@ -84,7 +84,8 @@ class HookHandler(BaseHTTPRequestHandler):
             self.reply(200, deny_output(event_name, f"claudeguard: hook event of {length} bytes refused (limit {MAX_BODY}); denied") or {})
             return
         body = self.rfile.read(length)
-        out = run_event(body, event_name, reg.session, client_alive=self._client_alive)
+        session = self.server.service.session_for(reg, body)  # type: ignore[attr-defined]
+        out = run_event(body, event_name, session, client_alive=self._client_alive)
         self.reply(200, out if out is not None else {})
 
     def _mcp(self, session_id: str) -> None:

@@ -104,6 +104,10 @@ class Service:
         if reg is None or reg.kind != "background":
             return {"ok": False, "error": f"no background session {session_id}"}
         record = read_record(reg.session.dir)  # type: ignore[attr-defined]
+        if record is not None and record.get("agent_view"):
+            from claudeguard.service import agent_view
+
+            return agent_view.start(self, session_id, reg, record)
         if record is None or not record.get("short_id"):
             return {"ok": False, "error": "background.json has no short_id"}
         if reg.keeper is not None:
@@ -115,6 +119,15 @@ class Service:
         threading.Thread(target=keep, args=(keeper, lambda: self.forget(session_id, keeper)), name=f"claudeguard-bg-{session_id}",
                          daemon=True).start()
         return {"ok": True}
+
+    def session_for(self, reg: Registered, body: bytes) -> object:
+        """The session a hook event is decided in: a view's events go to the child of their CLI
+        session (``service/agent_view.py``), every other session's to itself."""
+        if reg.keeper is None or type(reg.keeper).__name__ != "View":
+            return reg.session
+        from claudeguard.service import agent_view
+
+        return agent_view.session_for(self, reg, body)
 
     def forget(self, session_id: str, keeper: object) -> None:
         with self.lock:
@@ -136,7 +149,9 @@ class Service:
             if not entry.is_dir(follow_symlinks=False):
                 continue
             record = read_record(entry.path)
-            if record is None or not record.get("short_id") or not isinstance(record.get("token"), str):
+            # A session dispatched from agent view is made again by its view (service/agent_view.py).
+            if record is None or not (record.get("short_id") or record.get("agent_view")) or record.get("parent") \
+                    or not isinstance(record.get("token"), str):
                 continue
             reply = self.register({"session_id": entry.name, "dir": entry.path, "token": record["token"], "kind": "background"}, None)
             if reply.get("ok"):
@@ -151,7 +166,8 @@ class Service:
         with self.lock:
             sessions = [{"session_id": sid, "kind": reg.kind, "cwd": reg.session.snapshot.get("cwd"),  # type: ignore[attr-defined]
                          "launcher_pid": reg.session.snapshot.get("pid"), "registered": reg.registered,  # type: ignore[attr-defined]
-                         "short_id": getattr(reg.keeper, "short_id", None), "cli_pid": getattr(reg.keeper, "pid", None)}
+                         "short_id": getattr(reg.keeper, "short_id", None) or None, "cli_pid": getattr(reg.keeper, "pid", None),
+                         "agent_view": reg.session.snapshot.get("agent_view")}  # type: ignore[attr-defined]
                         for sid, reg in self.sessions.items()]
         return {"ok": True, "pid": os.getpid(), "version": self.version, "port": self.port, "started": self.started,
                 "retired": self.retired, "idle_exit": self.idle_exit, "sessions": sessions}

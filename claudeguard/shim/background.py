@@ -29,6 +29,15 @@ def config_dir(env: dict[str, str]) -> str:
     return env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
 
 
+def watch_settings(cfg) -> dict:  # type: ignore[no-untyped-def]
+    """The watchdog settings the service's keeper applies to a background session."""
+    return {"stall_after": cfg.get("watchdog.stall_after"), "tool_stall_after": cfg.get("watchdog.tool_stall_after"),
+            "on_stall": cfg.get("watchdog.on_stall"), "sample_interval": cfg.get("watchdog.sample_interval"),
+            "kill_grace": cfg.get("watchdog.kill_grace"), "interactive": True,
+            # the session draws on a pty nobody reads: its writes are no progress
+            "writes_are_screen": True}
+
+
 def run_background(real: str, args, cfg, cwd: Path, session_id: str, end=None) -> int:  # type: ignore[no-untyped-def]
     from claudeguard.paths import log_dir_text, runtime_dir, write_private_file
     from claudeguard.service.client import Registration, ServiceError, request
@@ -44,11 +53,7 @@ def run_background(real: str, args, cfg, cwd: Path, session_id: str, end=None) -
         snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(cwd), interactive=False)
         snapshot.update(hooks="http", log_dir=log_dir_text(), kind="background")
         write_private_file(session_dir / "session.json", json.dumps(snapshot))
-        watch = {"stall_after": cfg.get("watchdog.stall_after"), "tool_stall_after": cfg.get("watchdog.tool_stall_after"),
-                 "on_stall": cfg.get("watchdog.on_stall"), "sample_interval": cfg.get("watchdog.sample_interval"),
-                 "kill_grace": cfg.get("watchdog.kill_grace"), "interactive": True,
-                 "writes_are_screen": True}
-        record = {"token": token, "config_dir": config_dir(dict(os.environ)), "watch": watch, "prompt": args.prompt}
+        record = {"token": token, "config_dir": config_dir(dict(os.environ)), "watch": watch_settings(cfg), "prompt": args.prompt}
         if end is not None and end.report:
             # The report covers the background session: the service writes it when it ends.
             import time

@@ -63,7 +63,7 @@ def _main(argv: list[str]) -> int:
     if args.passthrough and not dispatches and not (opts.dry_run or opts.profile or opts.config or opts.values):
         from claudeguard.config.find import any_config
 
-        if not any_config(cwd) and args.subcommand != "agents":  # agent view gets its one line below
+        if not any_config(cwd) and args.subcommand != "agents":  # agent view is guarded below
             # The fast path of `claude --version`, `claude mcp list`: nothing to check but the
             # bypass flags, which only lockdown (a config file) could refuse.
             exec_passthrough([find_claude(None), *rest], exec_env)
@@ -85,10 +85,12 @@ def _main(argv: list[str]) -> int:
 
         check_lockdown(args, cfg)
         check_subcommand_lockdown(args, cfg)
-        if not opts.dry_run:
-            from claudeguard.shim.session_commands import check_agent_view
+        from claudeguard.shim.agent_view import opens_agent_view
 
-            check_agent_view(args, cfg)
+        if opens_agent_view(args):  # its dispatched sessions are guarded through the service
+            from claudeguard.shim.agent_view import run_agent_view
+
+            return run_agent_view(real, args, cfg, Path(cwd), end, dry_run=opts.dry_run)
         if opts.dry_run:
             return _print_plan([real, *rest], {}, guarded=False)
         exec_passthrough([real, *rest], exec_env)

@@ -71,19 +71,15 @@ def check_subcommand_lockdown(args: ClaudeArgs, cfg, env: dict[str, str] | None 
     _check_recorded_flags(args.subcommand, tail, env if env is not None else dict(os.environ), why)
 
 
-def check_agent_view(args: ClaudeArgs, cfg) -> None:  # type: ignore[no-untyped-def]
-    """``claude agents`` without ``--json``/``--help`` opens agent view, which dispatches
-    background sessions with its own flags: claudeguard does not guard those yet (``claudeguard
-    --bg`` does). Never pretend: one line before anything runs; under lockdown, refused."""
+def check_agent_view(args: ClaudeArgs, cfg, why: str) -> None:  # type: ignore[no-untyped-def]
+    """Agent view that cannot be guarded (``why``: no guard service): its dispatched sessions
+    would run without the guard. Never pretend: one line before anything runs; under lockdown,
+    refused (``shim/agent_view.py`` guards it whenever the service can be had)."""
     if args.subcommand != "agents":
         return
-    index = args.subcommand_index if args.subcommand_index is not None else len(args.argv)
-    tail = args.argv[index + 1 :]
-    if any(w in ("--json", "--help", "-h") for w in tail):
-        return  # a listing or the help: no session starts
-    line = "sessions dispatched from agent view (claude agents) are not guarded; start them with claudeguard --bg"
+    line = f"sessions dispatched from agent view (claude agents) are not guarded: {why}"
     if cfg.lockdown.value:
-        raise UsageError(f"{line}: refused under lockdown ({cfg.lockdown.source})")
+        raise UsageError(f"{line}; refused under lockdown ({cfg.lockdown.source})")
     import sys
 
     print(f"claudeguard: {line}", file=sys.stderr, flush=True)

@@ -1,0 +1,181 @@
+"""``claudeguard agents`` (2.1.330 agent view): every session dispatched from it is guarded for
+its whole life, like a ``claudeguard --bg`` session.
+
+Agent view applies its ``--settings`` to every session it dispatches (``claude agents --help``;
+recorded in each job's ``respawnFlags``), and those sessions run under Claude Code's daemon with
+the daemon's environment, not ours. So the launcher registers one background guard session (the
+**view**) with the resident service, writes the guard's settings (HTTP hooks carrying the secret
+literally, the policy's CLI rules as settings ``permissions``: agent view takes no
+``--allowedTools``) into a 0600 file merged with the caller's ``--settings``, puts
+``--settings=<file>`` after the ``agents`` word, runs agent view on the user's terminal, and
+hands the view to the service (``attach``), which splits the sessions' hooks per session and
+watches each one (``service/agent_view.py``). The launcher exits with agent view's code; the
+sessions live on, guarded.
+
+No service (``CLAUDEGUARD_SERVICE=0``, or it cannot be had): one line says the dispatched
+sessions are not guarded, and lockdown refuses; nothing is started half-guarded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from claudeguard.errors import UsageError
+from claudeguard.shim.claude_args import ClaudeArgs
+
+SETTINGS = "settings.json"
+
+
+def opens_agent_view(args: ClaudeArgs) -> bool:
+    """``claude agents`` without ``--json``/``--help``: the TUI that dispatches sessions."""
+    if args.subcommand != "agents":
+        return False
+    index = args.subcommand_index if args.subcommand_index is not None else len(args.argv)
+    return not any(w in ("--json", "--help", "-h") for w in args.argv[index + 1 :])
+
+
+def plan(real: str, args: ClaudeArgs, cfg, cwd: str, *, session_id: str, http) -> tuple[list[str], dict]:  # type: ignore[no-untyped-def]
+    """Agent view's argv (the guard's ``--settings`` placed after ``agents``, the caller's
+    ``--settings`` taken out: merged into ours) and the settings to write."""
+    from claudeguard.shim.command import (
+        BYPASS_FLAGS, _load_settings_value, absolute_rule, cli_allow_rules, ctl_command, guard_settings, merge_settings,
+    )
+    from claudeguard.shim.session_commands import tail_args
+    from claudeguard.shim.settings_sources import protected_rules
+
+    index = args.subcommand_index if args.subcommand_index is not None else len(args.argv)
+    tail = list(args.argv[index + 1 :])
+    own = tail_args(tail)
+    ours = guard_settings(cfg, ctl_command(), cwd, http, session_id)
+    deny = [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.deny", [])]
+    deny += protected_rules(own, cfg, cwd)
+    perms = {k: v for k, v in (("allow", cli_allow_rules(cfg, cwd)), ("deny", deny)) if v}
+    if perms:
+        ours["permissions"] = perms
+    caller: dict = {}
+    settings_at = [i for i, _ in own.options.get("--settings", [])]
+    if settings_at:
+        word = tail[settings_at[-1]]
+        value = word.partition("=")[2] if "=" in word else (tail[settings_at[-1] + 1] if settings_at[-1] + 1 < len(tail) else "")
+        caller = _load_settings_value(value)
+    for i in sorted(settings_at, reverse=True):  # the CLI would keep only the last one
+        del tail[i:i + (1 if "=" in tail[i] else 2)]
+    front = []
+    mode = cfg.get("permissions.mode")
+    if mode and not own.has("--permission-mode") and not own.has(*BYPASS_FLAGS):
+        front.append(f"--permission-mode={mode}")
+    return [real, *args.argv[:index], "agents", "<settings>", *front, *tail], merge_settings(caller, ours)
+
+
+def run_agent_view(real: str, args: ClaudeArgs, cfg, cwd: Path, end, *, dry_run: bool = False) -> int:  # type: ignore[no-untyped-def]
+    from claudeguard.shim.discovery import RECURSION_VAR, exec_passthrough
+
+    if end is not None:
+        raise UsageError("--guard-report and --guard-fail-on do not apply to agent view (claude agents): "
+                         "its sessions outlive it; run it without them")
+    session_id = os.urandom(8).hex()
+    if dry_run:
+        from claudeguard.shim.command import HttpHooks
+
+        argv, settings = plan(real, args, cfg, str(cwd), session_id=session_id,
+                              http=HttpHooks("PORT", "<secret made at start>", literal=True))
+        argv[argv.index("<settings>")] = "--settings=<session dir>/settings.json"
+        print(json.dumps({"argv": argv, "env": {}, "guarded": True, "settings": settings}, indent=2))
+        return 0
+    if os.environ.get("CLAUDEGUARD_SERVICE", "1") == "0":
+        return _unguarded(real, args, cfg, "the guard service is off (CLAUDEGUARD_SERVICE=0)", exec_passthrough, RECURSION_VAR)
+    from claudeguard.paths import log_dir_text, runtime_dir, write_private_file
+    from claudeguard.service.client import Registration, ServiceError, request
+    from claudeguard.service.files import process_start
+    from claudeguard.shim.background import config_dir, watch_settings
+    from claudeguard.shim.command import HttpHooks, session_snapshot
+    from claudeguard.shim.session_commands import tail_args
+
+    # Bad input (an unreadable caller --settings) stops us before the service or a dir is touched.
+    plan(real, args, cfg, str(cwd), session_id=session_id, http=HttpHooks("PORT", "-", literal=True))
+    index = args.subcommand_index if args.subcommand_index is not None else len(args.argv)
+    session_dir = runtime_dir("sessions", session_id)
+    token = os.urandom(24).hex()
+    registration = None
+    proc = None
+    attached = False
+    try:
+        snapshot = session_snapshot(cfg, tail_args(args.argv[index + 1 :]), session_id=session_id, cwd=str(cwd),
+                                    interactive=False)
+        snapshot.update(hooks="http", log_dir=log_dir_text(), kind="background")
+        write_private_file(session_dir / "session.json", json.dumps(snapshot))
+        settings_file = str(session_dir / SETTINGS)
+        # "agent_view" is added once agent view runs: a service starting now adopts no half-made view.
+        record: dict = {"token": token, "config_dir": config_dir(dict(os.environ)), "watch": watch_settings(cfg)}
+        write_private_file(session_dir / "background.json", json.dumps(record))
+        registration = Registration(session_id, str(session_dir), token, kind="background")
+        try:
+            port = registration.open()
+        except (ServiceError, OSError, ValueError) as exc:
+            registration = None
+            return _unguarded(real, args, cfg, f"the guard service cannot be had ({exc})", exec_passthrough, RECURSION_VAR,
+                              cleanup=session_dir)
+        argv, settings = plan(real, args, cfg, str(cwd), session_id=session_id, http=HttpHooks(port, token, literal=True))
+        write_private_file(Path(settings_file), json.dumps(settings, separators=(",", ":")))
+        argv[argv.index("<settings>")] = "--settings=" + settings_file
+        # The daemon agent view may start keeps this environment for every session it runs
+        # later: nothing of a guard session goes into it (the secret is in the settings file).
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDEGUARD_SESSION")}
+        proc = subprocess.Popen(argv, env=env)
+        record["agent_view"] = {"settings": settings_file, "pid": proc.pid, "start": process_start(proc.pid)}
+        write_private_file(session_dir / "background.json", json.dumps(record))
+        reply = request(registration.sock, {"op": "attach", "session_id": session_id})  # type: ignore[arg-type]
+        if not reply.get("ok"):
+            print(f"claudeguard: the guard service did not take agent view: {reply.get('error')}; stopping it", file=sys.stderr)
+            proc.terminate()
+            proc.wait()
+            return 1
+        attached = True
+        return _wait(proc)
+    finally:
+        if registration is not None:
+            if not attached and registration.sock is not None:
+                try:
+                    request(registration.sock, {"op": "unregister", "session_id": session_id})
+                except Exception:  # noqa: BLE001 - the service may be gone; the dir goes anyway
+                    pass
+            registration.close()
+        if not attached:
+            import shutil
+
+            shutil.rmtree(session_dir, ignore_errors=True)
+
+
+def _wait(proc: subprocess.Popen) -> int:
+    """Agent view owns the terminal (raw mode: Ctrl-C is a key to it, not a signal). A signal
+    sent to this launcher is passed on; the exit code is agent view's (128+N for a signal)."""
+    def forward(signum: int, _frame: object) -> None:
+        try:
+            proc.send_signal(signum)
+        except OSError:
+            pass
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, forward)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's own: agent view gets it too
+    code = proc.wait()
+    return 128 - code if code < 0 else code
+
+
+def _unguarded(real: str, args: ClaudeArgs, cfg, why: str, exec_passthrough, recursion_var: str,  # type: ignore[no-untyped-def]
+               cleanup: Path | None = None) -> int:
+    """Never pretend: one line before agent view runs unguarded; under lockdown, refused."""
+    from claudeguard.shim.session_commands import check_agent_view
+
+    if cleanup is not None:
+        import shutil
+
+        shutil.rmtree(cleanup, ignore_errors=True)
+    check_agent_view(args, cfg, why)
+    exec_passthrough([real, *args.argv], dict(os.environ, **{recursion_var: str(os.getpid())}))
+    return 0
