@@ -12,10 +12,10 @@ deny and ask rules are still tried on every form that was extracted (fail closed
 The modules, each importing only the ones above it:
 
 - ``lexer``     tokens; the one quote/``$``/backtick scanning routine (``Lexer.scan``).
-- ``wrappers``  the look-through: ``env``, ``timeout``, ``sudo``, ``sh -c``, risky assignments.
-- ``writes``    does a redirection or a command write.
+- ``writes``    does a redirection or a command (wrappers removed) write.
 - ``parser``    the grammar: every simple command, nested ones included.
-- ``split``     ``split_command``: simple commands to ``Part``s with their readings; ``command_writes``.
+- ``wrappers``  the look-through (``env``, ``timeout``, ``sudo``, ``sh -c``, ``find -exec``, risky
+                assignments) that turns simple commands into ``Part``s: ``split_command``.
 - ``patterns``  ``Bash(specifier)`` patterns and how allow and deny rules try them on a part.
 """
 
@@ -25,7 +25,7 @@ from claudeguard.policy.bash.patterns import (
     compile_pattern, escape_pattern, fallback_chunks, part_allowed_by, part_denied_by, pattern_matches,
 )
 from claudeguard.policy.bash.lexer import normalize_space
-from claudeguard.policy.bash.split import Part, Split, command_writes, split_command
+from claudeguard.policy.bash.wrappers import Part, Split, command_writes, split_command
 
 __all__ = [
     "Part",

@@ -106,6 +106,11 @@ def normalize_space(text: str) -> str:
     return _WS_RE.sub(" ", text).strip(" ")
 
 
+def basename(word: str) -> str:
+    """The last component of a path (a command word's name)."""
+    return word.rsplit("/", 1)[-1]
+
+
 def clean(src: str) -> str:
     """Source text as bash reads it: line continuations removed."""
     return src.replace("\\\n", "")

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 
-from claudeguard.policy.bash.lexer import ASSIGN_RE, LazyRe, normalize_space
-from claudeguard.policy.bash.split import Part
-from claudeguard.policy.bash.wrappers import DENY_WRAPPERS, WRAPPERS, basename
+from claudeguard.policy.bash.lexer import ASSIGN_RE, LazyRe, basename, normalize_space
+from claudeguard.policy.bash.wrappers import DENY_WRAPPERS, WRAPPERS, Part
 
 _PATTERN_CACHE: dict[str, re.Pattern[str]] = {}
 _CHUNK_SPLIT = LazyRe(r"\$\(|<\(|>\(|[;&|\n(){}`]")

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 
-from claudeguard.policy.bash.lexer import LazyRe, Redir
-from claudeguard.policy.bash.wrappers import basename
+from claudeguard.policy.bash.lexer import LazyRe, Redir, basename
 
 _SAFE_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
 _DIGITS_RE = LazyRe(r"[0-9]+")
