@@ -80,8 +80,10 @@ META = " \t\n;&|()<>"
 NAME_RE = LazyRe(r"[A-Za-z_][A-Za-z0-9_]*")
 ASSIGN_RE = LazyRe(r"([A-Za-z_][A-Za-z0-9_]*)(\+?=)")
 _SAFE_ARITH_RE = LazyRe(r"[0-9\s+\-*/%()<>=!&|^~?:,]*")
+_FD_RE = LazyRe(r"[0-9]+(?=[<>])|\{[A-Za-z_][A-Za-z0-9_]*\}(?=[<>])")
+_GLOB_CLASS_RE = LazyRe(r"\[[^\]]*\]")
 _BRACE_RE = LazyRe(r"\{[^{}\s]*(?:,|\.\.)[^{}\s]*\}")
-_WS_RE = LazyRe(r"[ \t\n\r\f\v]+")
+_BLANKS = str.maketrans("\t\n\r\f\v", "     ")
 _ANSI_C_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
                    "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
 
@@ -103,7 +105,7 @@ def normalize_space(text: str) -> str:
 
     Only ASCII: bash does not split words on a no-break space, so neither may we.
     """
-    return _WS_RE.sub(" ", text).strip(" ")
+    return " ".join([w for w in text.translate(_BLANKS).split(" ") if w])
 
 
 def basename(word: str) -> str:
@@ -203,7 +205,8 @@ class Lexer:
             return ("nl",)
         if c in "<>" and s.startswith("(", self.i + 1):
             return ("word", self._word())  # process substitution <(...) / >(...)
-        m = re.match(r"[0-9]+(?=[<>])|\{[A-Za-z_][A-Za-z0-9_]*\}(?=[<>])", s[self.i:self.i + 40])
+        # A redirection's fd: "2>x", "{v}>x". (Tested first so most words never compile the regex.)
+        m = _FD_RE.match(s[self.i:self.i + 40]) if c in "0123456789{" else None
         if m and not s.startswith("(", self.i + len(m.group()) + 1):
             self.i += len(m.group())
             return self._redirect(m.group())
@@ -272,8 +275,8 @@ class Lexer:
         if self.i == start:
             raise Fatal(f"unexpected {self.s[self.i]!r}")
         raw_uq = "".join(uq)
-        glob = "*" in raw_uq or "?" in raw_uq or bool(re.search(r"\[[^\]]*\]", raw_uq))
-        brace = bool(_BRACE_RE.search(raw_uq))
+        glob = "*" in raw_uq or "?" in raw_uq or ("[" in raw_uq and bool(_GLOB_CLASS_RE.search(raw_uq)))
+        brace = "{" in raw_uq and bool(_BRACE_RE.search(raw_uq))
         return Word(clean(self.s[start:self.i]), "".join(val), flags["dynamic"], glob, brace, flags["quoted"])
 
     def scan(self, ctx: int, val: list[str], flags: dict, uq: list[str] | None = None) -> None:

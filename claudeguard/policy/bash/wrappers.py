@@ -294,12 +294,12 @@ def _build(cmd: Cmd, depth: int, out: _Built) -> None:
     full = _text(words, cmd.redirs)
     redirs_write = any(redirect_writes(r) for r in cmd.redirs)
     k = 0
-    while k < len(words) and ASSIGN_RE.match(words[k].src):
+    while k < len(words) and "=" in words[k].src and ASSIGN_RE.match(words[k].src):
         risk = _assignment_risk(words[k].value)
         if risk:
             out.note(risk)
         k += 1
-    if k < len(words) and re.match(r"[A-Za-z_][A-Za-z0-9_]*\[", words[k].src) and "=" in words[k].src:
+    if k < len(words) and "=" in words[k].src and re.match(r"[A-Za-z_][A-Za-z0-9_]*\[", words[k].src):
         out.note("array assignment")
     # Allow-level wrappers.
     deny_starts: list[int] = []

@@ -73,7 +73,8 @@ def argv_writes(argv: list[str]) -> bool:
     args = argv[1:]
     if name in _WRITERS:
         return True
-    if re.fullmatch(r"python[0-9.]*|pypy[0-9.]*|node[0-9]*", name) or name in _INTERPRETERS:
+    if name in _INTERPRETERS or (name.startswith(("python", "pypy", "node"))
+                                 and re.fullmatch(r"python[0-9.]*|pypy[0-9.]*|node[0-9]*", name)):
         if name == "go":
             return not (args and args[0] in ("version", "env", "list", "doc", "help"))
         if name == "cargo":
