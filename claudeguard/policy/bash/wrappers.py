@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from claudeguard.policy.bash.lexer import ASSIGN_RE, MAX_DEPTH, Fatal, LazyRe, Redir, Word, basename, normalize_space
+from claudeguard.policy.bash.lexer import ASSIGN_RE, MAX_DEPTH, Fatal, Redir, Word, basename, normalize_space
 from claudeguard.policy.bash.parser import Cmd, Parser
 from claudeguard.policy.bash.writes import argv_writes, redirect_writes
 
@@ -283,7 +283,12 @@ def _plain(words: list[str], redirs: list[Redir]) -> str:
     return " ".join(list(words) + [r.plain for r in redirs])
 
 
-_UNSAFE_PLAIN = LazyRe(r"[\s;&|<>()$`\\\"']")
+_UNSAFE_IN_PLAIN = frozenset(";&|<>()$`\\\"'")
+
+
+def _plain_safe(value: str) -> bool:
+    """No blank, quote or operator in a word: joined by spaces, the words read back unchanged."""
+    return _UNSAFE_IN_PLAIN.isdisjoint(value) and not any(c.isspace() for c in value)
 
 
 def _build(cmd: Cmd, depth: int, out: _Built) -> None:
@@ -403,7 +408,7 @@ def _build(cmd: Cmd, depth: int, out: _Built) -> None:
     readings = list(dict.fromkeys(normalize_space(r) for r in readings + extra_readings))
     final = [w.value for w in inner] if inner else argv
     writes = extra_writes or redirs_write or argv_writes(final) or argv_writes(argv)
-    plain_ok = not any(_UNSAFE_PLAIN.search(v) for v in argv)
+    plain_ok = all(_plain_safe(v) for v in argv)
     out.parts.append(Part(text, plain, argv, writes, tuple(readings), plain_ok))
     # find -exec CMD ... ; runs CMD: it is a part of its own.
     if inner and inner[0].static and basename(inner[0].value) == "find":
