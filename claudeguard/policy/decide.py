@@ -202,7 +202,7 @@ def decide(policy: Policy, tool: str, tool_input: dict, *, agent_type: str | Non
         for rule in policy.blocked_tools:
             deny.append(SourcedRule(rule, "deny", BLOCKED_SOURCE, cwd))
     if tool == "Bash":
-        return _decide_bash(tool_input, deny, ask, allow, cwd, home, agent_type if read_only else None)
+        return _decide_bash(tool_input, deny, ask, allow, agent_type if read_only else None)
 
     for sr in deny:
         if _matches(sr, tool, tool_input, cwd, home, broad=True):
@@ -226,7 +226,7 @@ def decide(policy: Policy, tool: str, tool_input: dict, *, agent_type: str | Non
 
 
 def _decide_bash(tool_input: dict, deny: list[SourcedRule], ask: list[SourcedRule], allow: list[SourcedRule],
-                 cwd: str, home: str, read_only_type: str | None) -> Decision:
+                 read_only_type: str | None) -> Decision:
     from claudeguard.policy import bash
 
     command = tool_input.get("command")

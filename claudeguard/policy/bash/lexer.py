@@ -40,6 +40,8 @@ class Fatal(Exception):
 
 
 class Word:
+    """One shell word: its source text and its value with quotes removed (expansions as written)."""
+
     __slots__ = ("src", "value", "dynamic", "glob", "brace", "quoted")
 
     def __init__(self, src: str, value: str, dynamic: bool, glob: bool, brace: bool, quoted: bool) -> None:
@@ -61,6 +63,8 @@ class Word:
 
 
 class Redir:
+    """One redirection: ``2>>log``, ``<<EOF``, ``>&2``, ..."""
+
     __slots__ = ("fd", "op", "target", "src")
 
     def __init__(self, fd: str, op: str, target: Word, src: str) -> None:
@@ -74,9 +78,9 @@ class Redir:
         return self.fd + self.op + ("" if self.op.endswith("&") else " ") + self.target.value
 
 
-OPERATORS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "&", "|", "(", ")")
-REDIR_OPS = ("&>>", "&>", "<<<", "<<-", "<<", "<&", "<>", "<", ">>", ">&", ">|", ">")
-META = " \t\n;&|()<>"
+_OPERATORS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "&", "|", "(", ")")
+_REDIR_OPS = ("&>>", "&>", "<<<", "<<-", "<<", "<&", "<>", "<", ">>", ">&", ">|", ">")
+_META = " \t\n;&|()<>"
 NAME_RE = LazyRe(r"[A-Za-z_][A-Za-z0-9_]*")
 ASSIGN_RE = LazyRe(r"([A-Za-z_][A-Za-z0-9_]*)(\+?=)")
 _SAFE_ARITH_RE = LazyRe(r"[0-9\s+\-*/%()<>=!&|^~?:,]*")
@@ -113,7 +117,7 @@ def basename(word: str) -> str:
     return word.rsplit("/", 1)[-1]
 
 
-def clean(src: str) -> str:
+def _clean(src: str) -> str:
     """Source text as bash reads it: line continuations removed."""
     return src.replace("\\\n", "")
 
@@ -210,10 +214,10 @@ class Lexer:
         if m and not s.startswith("(", self.i + len(m.group()) + 1):
             self.i += len(m.group())
             return self._redirect(m.group())
-        for op in REDIR_OPS:
+        for op in _REDIR_OPS:
             if s.startswith(op, self.i):
                 return self._redirect("")
-        for op in OPERATORS:
+        for op in _OPERATORS:
             if s.startswith(op, self.i):
                 self.i += len(op)
                 return ("op", op)
@@ -221,7 +225,7 @@ class Lexer:
 
     def _redirect(self, fd: str) -> Token:
         s = self.s
-        op = next(o for o in REDIR_OPS if s.startswith(o, self.i))
+        op = next(o for o in _REDIR_OPS if s.startswith(o, self.i))
         start = self.i - len(fd)
         self.i += len(op)
         self._skip_blanks()
@@ -230,7 +234,7 @@ class Lexer:
         target = self._word()
         if op in ("<<", "<<-"):
             self.heredocs.append((target.value, op == "<<-", target.quoted))
-        return ("redir", Redir(fd, op, target, clean(s[start:self.i])))
+        return ("redir", Redir(fd, op, target, _clean(s[start:self.i])))
 
     def _read_heredocs(self) -> None:
         pending, self.heredocs = self.heredocs, []
@@ -277,7 +281,7 @@ class Lexer:
         raw_uq = "".join(uq)
         glob = "*" in raw_uq or "?" in raw_uq or ("[" in raw_uq and bool(_GLOB_CLASS_RE.search(raw_uq)))
         brace = "{" in raw_uq and bool(_BRACE_RE.search(raw_uq))
-        return Word(clean(self.s[start:self.i]), "".join(val), flags["dynamic"], glob, brace, flags["quoted"])
+        return Word(_clean(self.s[start:self.i]), "".join(val), flags["dynamic"], glob, brace, flags["quoted"])
 
     def scan(self, ctx: int, val: list[str], flags: dict, uq: list[str] | None = None) -> None:
         """Read text in context ``ctx`` (an ``IN_*``) from ``self.i`` up to where that context ends.
@@ -303,7 +307,7 @@ class Lexer:
                     if uq is not None:
                         uq.append("\0")
                     continue
-                if c in META:
+                if c in _META:
                     return
             elif ctx == IN_DQUOTE:
                 if c == '"':
