@@ -265,17 +265,21 @@ def _decide_bash(tool_input: dict, deny: list[SourcedRule], ask: list[SourcedRul
         else:
             parts.append(PartDecision(p.text, "none", None, None))
 
+    def first_part(decision: str, rules: list[SourcedRule]) -> PartDecision | None:
+        """The first part so decided; else the raw command and, when it could not be parsed, its
+        crude pieces: deny and ask rules are never escaped by text the splitter could not read."""
+        found = next((pd for pd in parts if pd.decision == decision), None)
+        if found is None:
+            for text in [raw] + chunks:
+                hit = first(rules, broad_on(text))
+                if hit:
+                    found = PartDecision(text, decision, hit.rule.text, hit.source)
+                    parts.append(found)
+                    break
+        return found
+
     shown = _one_line(command, 80)
-    denied = next((pd for pd in parts if pd.decision == "deny"), None)
-    if denied is None:
-        # The raw command and, when it could not be parsed, its crude pieces: deny rules are
-        # never escaped by text the splitter could not read.
-        for text in [raw] + chunks:
-            hit = first(bash_deny, broad_on(text))
-            if hit:
-                denied = PartDecision(text, "deny", hit.rule.text, hit.source)
-                parts.append(denied)
-                break
+    denied = first_part("deny", bash_deny)
     if denied is not None:
         if denied.source == READ_ONLY_SOURCE:
             reason = (f"claudeguard: {read_only_type} agents are read-only and `{_one_line(denied.part, 60)}` "
@@ -287,14 +291,7 @@ def _decide_bash(tool_input: dict, deny: list[SourcedRule], ask: list[SourcedRul
         reason = (f"claudeguard: {read_only_type} agents are read-only and this command cannot be checked "
                   f"for writes ({split.reason}).")
         return Decision("deny", "Bash (writes)", READ_ONLY_SOURCE, reason, parts)
-    asked = next((pd for pd in parts if pd.decision == "ask"), None)
-    if asked is None:
-        for text in [raw] + chunks:
-            hit = first(bash_ask, broad_on(text))
-            if hit:
-                asked = PartDecision(text, "ask", hit.rule.text, hit.source)
-                parts.append(asked)
-                break
+    asked = first_part("ask", bash_ask)
     if asked is not None:
         return Decision("ask", asked.rule, asked.source,
                         f"claudeguard: `{_one_line(asked.part, 60)}` needs a human decision by "
