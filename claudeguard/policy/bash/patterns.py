@@ -14,6 +14,9 @@ from claudeguard.policy.bash.lexer import ASSIGN_RE, LazyRe, basename, normalize
 from claudeguard.policy.bash.wrappers import DENY_WRAPPERS, WRAPPERS, Part
 
 _PATTERN_CACHE: dict[str, re.Pattern[str]] = {}
+# (literal, open end, None) for a specifier with no "*" but perhaps a trailing " *"; else (_, _, regex)
+_Matcher = tuple[str, bool, re.Pattern[str] | None]
+_MATCHER_CACHE: dict[str, _Matcher] = {}
 _CHUNK_SPLIT = LazyRe(r"\$\(|<\(|>\(|[;&|\n(){}`]")
 
 
@@ -27,27 +30,57 @@ def compile_pattern(spec: str) -> re.Pattern[str]:
     cached = _PATTERN_CACHE.get(spec)
     if cached is not None:
         return cached
-    s = normalize_space(spec)
-    if s.endswith(":*") and not _escaped_at(s, len(s) - 1):
-        s = s[:-2].rstrip() + " *"
-    out: list[str] = []
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if c == "\\" and i + 1 < len(s) and s[i + 1] in "*\\":
-            out.append(re.escape(s[i + 1]))
-            i += 2
-            continue
-        if c == " " and s.startswith(" *", i) and i + 2 == len(s):
-            out.append("(?: .*)?")
-            break
-        out.append(".*" if c == "*" else re.escape(c))
-        i += 1
-    pattern = re.compile("".join(out), re.S)
+    pieces, open_end = _pieces(spec)
+    pattern = re.compile(".*".join(re.escape(p) for p in pieces) + ("(?: .*)?" if open_end else ""), re.S)
     if len(_PATTERN_CACHE) > 2048:
         _PATTERN_CACHE.clear()
     _PATTERN_CACHE[spec] = pattern
     return pattern
+
+
+def _pieces(spec: str) -> tuple[list[str], bool]:
+    """A specifier as the literal texts between its ``*`` wildcards, and whether it ends in `` *``."""
+    s = normalize_space(spec)
+    if s.endswith(":*") and not _escaped_at(s, len(s) - 1):
+        s = s[:-2].rstrip() + " *"
+    pieces: list[list[str]] = [[]]
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s) and s[i + 1] in "*\\":
+            pieces[-1].append(s[i + 1])
+            i += 2
+            continue
+        if c == " " and s.startswith(" *", i) and i + 2 == len(s):
+            return ["".join(p) for p in pieces], True
+        if c == "*":
+            pieces.append([])
+        else:
+            pieces[-1].append(c)
+        i += 1
+    return ["".join(p) for p in pieces], False
+
+
+def _matcher(spec: str) -> _Matcher:
+    """How to test normalized text against ``spec``: most rules (no ``*`` but a trailing `` *``) need
+    no regex, which saves compiling one per rule in every hook process."""
+    found = _MATCHER_CACHE.get(spec)
+    if found is not None:
+        return found
+    pieces, open_end = _pieces(spec)
+    matcher: _Matcher = (pieces[0], open_end, None) if len(pieces) == 1 else ("", False, compile_pattern(spec))
+    if len(_MATCHER_CACHE) > 2048:
+        _MATCHER_CACHE.clear()
+    _MATCHER_CACHE[spec] = matcher
+    return matcher
+
+
+def _test(matcher: _Matcher, text: str) -> bool:
+    """``compile_pattern(spec).fullmatch(text)``, for normalized text."""
+    literal, open_end, rx = matcher
+    if rx is not None:
+        return rx.fullmatch(text) is not None
+    return text == literal or (open_end and text.startswith(literal + " "))
 
 
 def _escaped_at(s: str, index: int) -> bool:
@@ -66,21 +99,19 @@ def escape_pattern(text: str) -> str:
 
 
 def pattern_matches(spec: str, text: str) -> bool:
-    return compile_pattern(spec).fullmatch(normalize_space(text)) is not None
+    return _test(_matcher(spec), normalize_space(text))
 
 
 def part_allowed_by(spec: str, part: Part) -> bool:
     """Allow-style match: the part's own text, or its unquoted form when that is unambiguous."""
-    rx = compile_pattern(spec)
-    if rx.fullmatch(normalize_space(part.text)):
-        return True
-    return part.plain_ok and rx.fullmatch(normalize_space(part.plain)) is not None
+    matcher = _matcher(spec)
+    return _test(matcher, normalize_space(part.text)) or (part.plain_ok and _test(matcher, normalize_space(part.plain)))
 
 
 def part_denied_by(spec: str, part: Part) -> bool:
     """Deny/ask-style match: any reading of the part (wrappers, quotes, paths removed)."""
-    rx = compile_pattern(spec)
-    return any(rx.fullmatch(t) for t in part.deny_texts)
+    matcher = _matcher(spec)
+    return any(_test(matcher, t) for t in part.deny_texts)
 
 
 def fallback_chunks(command: str) -> list[str]:
