@@ -78,6 +78,16 @@ class Redir:
         return self.fd + self.op + ("" if self.op.endswith("&") else " ") + self.target.value
 
 
+class Cmd:
+    """One simple command: its words and redirections, in source order."""
+
+    __slots__ = ("words", "redirs")
+
+    def __init__(self) -> None:
+        self.words: list[Word] = []
+        self.redirs: list[Redir] = []
+
+
 _OPERATORS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "&", "|", "(", ")")
 _REDIR_OPS = ("&>>", "&>", "<<<", "<<-", "<<", "<&", "<>", "<", ">>", ">&", ">|", ">")
 _META = " \t\n;&|()<>"
@@ -136,7 +146,7 @@ class Lexer:
         self.i = 0
         self.n = len(src)
         self.depth = depth
-        self.cmds: list = []  # the simple commands found (parser.Cmd), nested ones included
+        self.cmds: list[Cmd] = []  # the simple commands found, nested ones included
         self.unsure: str | None = None
         self.heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, strip tabs, quoted)
         self.buf: Token | None = None
@@ -283,7 +293,7 @@ class Lexer:
         brace = "{" in raw_uq and bool(_BRACE_RE.search(raw_uq))
         return Word(_clean(self.s[start:self.i]), "".join(val), flags["dynamic"], glob, brace, flags["quoted"])
 
-    def scan(self, ctx: int, val: list[str], flags: dict, uq: list[str] | None = None) -> None:
+    def scan(self, ctx: int, val: list[str], flags: dict[str, bool], uq: list[str] | None = None) -> None:
         """Read text in context ``ctx`` (an ``IN_*``) from ``self.i`` up to where that context ends.
 
         Appends the text's value to ``val`` (quotes removed, expansions as written), sets
@@ -360,12 +370,12 @@ class Lexer:
             if uq is not None:
                 uq.append(lit)
 
-    def _dquote(self, val: list[str], flags: dict) -> None:
+    def _dquote(self, val: list[str], flags: dict[str, bool]) -> None:
         self.i += 1
         flags["quoted"] = True
         self.scan(IN_DQUOTE, val, flags)
 
-    def _backtick(self, val: list[str], flags: dict) -> None:
+    def _backtick(self, val: list[str], flags: dict[str, bool]) -> None:
         s, n = self.s, self.n
         start = self.i
         j = self.i + 1
@@ -387,7 +397,7 @@ class Lexer:
         val.append(s[start:self.i])
         self._sub_parse("".join(inner))
 
-    def _process_subst(self, val: list[str], flags: dict) -> None:
+    def _process_subst(self, val: list[str], flags: dict[str, bool]) -> None:
         start = self.i
         self.i += 2
         self.nested_list()
@@ -407,7 +417,7 @@ class Lexer:
         finally:
             self.nest -= 1
 
-    def _dollar(self, val: list[str], flags: dict, in_dq: bool) -> None:
+    def _dollar(self, val: list[str], flags: dict[str, bool], in_dq: bool) -> None:
         s, n = self.s, self.n
         start = self.i
         nxt = s[self.i + 1] if self.i + 1 < n else ""

@@ -9,18 +9,8 @@ substitutions. Constructs it does not analyse (``case``, ``select``, function de
 
 from __future__ import annotations
 
-from claudeguard.policy.bash.lexer import NAME_RE, Fatal, Lexer, Redir, Token, Word
+from claudeguard.policy.bash.lexer import NAME_RE, Cmd, Fatal, Lexer, Token, Word
 from claudeguard.policy.bash.writes import redirect_writes
-
-
-class Cmd:
-    """One simple command: its words and redirections, in source order."""
-
-    __slots__ = ("words", "redirs")
-
-    def __init__(self) -> None:
-        self.words: list[Word] = []
-        self.redirs: list[Redir] = []
 
 
 class Parser(Lexer):

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 
-from claudeguard.policy.bash.lexer import ASSIGN_RE, MAX_DEPTH, Fatal, Redir, Word, basename, normalize_space
-from claudeguard.policy.bash.parser import Cmd, Parser
+from claudeguard.policy.bash.lexer import ASSIGN_RE, MAX_DEPTH, Cmd, Fatal, Redir, Word, basename, normalize_space
+from claudeguard.policy.bash.parser import Parser
 from claudeguard.policy.bash.writes import argv_writes, redirect_writes
 
 
