@@ -131,8 +131,11 @@ def test_a_restarted_service_adopts_a_running_bg_session(bg_claude, offline_env,
     short = launch(env, offline_env.cwd, "BGADOPT go")
     first = wait_until(lambda: [s for s in service_status(env)["sessions"] if s["short_id"] == short and s["cli_pid"]],
                        what="the session's process")[0]
+    # Stopped while its first tool runs (decided: a decision in flight would fall to the session's
+    # own dialog, which nobody sees; see docs/design.md).
+    wait_until(lambda: [r for r in audit(env) if "python3" in r["summary"]], what="the first call's decision")
     old = service_status(env)
-    assert ctl(env, "service", "stop").returncode == 0  # while its first tool runs
+    assert ctl(env, "service", "stop").returncode == 0
     assert ctl(env, "service", "start").returncode == 0
     new = service_status(env)
     assert new["pid"] != old["pid"] and new["port"] == old["port"]
