@@ -61,7 +61,8 @@ def test_a_bg_session_is_guarded_after_its_launcher_returned(bg_claude, offline_
     report = tmp_path / "report.json"
     short = launch(env, offline_env.cwd, "BGGUARD go", "--guard-report", str(report), "--guard-fail-on", "denied")
     # the launcher has exited here
-    req = wait_pending(env, lambda r: "touch asked.txt" in r["summary"], timeout=90)
+    req = wait_pending(env, lambda r: "touch asked.txt" in r["summary"] and r["cli_short_id"], timeout=90)
+    assert req["cli_short_id"] == short and f"bg {short}" in ctl(env, "pending").stdout
     assert (offline_env.cwd / "allowed.txt").read_text() == "allowed\n"
     assert (offline_env.cwd / "keep.txt").read_text() == "kept\n"
     assert not (offline_env.cwd / "asked.txt").exists()
@@ -84,6 +85,7 @@ def test_a_bg_session_is_guarded_after_its_launcher_returned(bg_claude, offline_
     rows = [(r["summary"], r["decision"], r["decided_by"]) for r in audit(env)]
     assert rows == [("Bash: echo allowed > allowed.txt", "allow", "rule"), ("Bash: rm -f keep.txt", "deny", "rule"),
                     ("Bash: touch asked.txt", "allow", "human")], rows
+    assert [r.get("cli_short_id") for r in audit(env)][-1] == short  # the asked call came after attach
     assert pending(env) == []
     # the session ends: the service forgets it and removes its dir
     bg.stop_daemon(env)

@@ -17,6 +17,7 @@ def request_json(req) -> dict:  # type: ignore[no-untyped-def]
         "cwd": req.cwd,
         "kind": req.kind,
         "choices": req.choices,
+        "cli_short_id": (req.extra or {}).get("cli_short_id"),  # a --bg session's id in `claude agents`
     }
 
 
@@ -48,5 +49,7 @@ def main(argv: list[str]) -> int:
     print(f"{'ID':18} {'AGE':>6} {'LEFT':>6} {'SESSION':16} {'AGENT':20} SUMMARY")
     for r in requests:
         agent = r.agent_type or "main"
-        print(f"{r.id:18} {r.age_s:5.0f}s {r.deadline_s:5.0f}s {r.session_id[:16]:16} {agent[:20]:20} {r.summary}")
+        short = (r.extra or {}).get("cli_short_id")
+        session = f"bg {short}" if short else r.session_id[:16]
+        print(f"{r.id:18} {r.age_s:5.0f}s {r.deadline_s:5.0f}s {session:16} {agent[:20]:20} {r.summary}")
     return 0

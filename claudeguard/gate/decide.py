@@ -159,6 +159,8 @@ def ask_human(session: Session, *, tool: str, tool_input: dict, agent_type: str 
     timeout = float(approval.get("timeout") or 600)
     on_timeout = approval.get("on_timeout") or "deny"
     extra = {"via": via, "tool_use_id": tool_use_id, "rule": rule, "rule_source": source, "guard_pid": session.snapshot.get("pid")}
+    if session.snapshot.get("cli_short_id"):  # a --bg session: the id `claude agents` shows
+        extra["cli_short_id"] = session.snapshot["cli_short_id"]
     pending = channel.post(
         session_id=session.id, agent_type=agent_type, agent_id=agent_id, tool=tool, input=tool_input,
         summary=summarize_call(tool, tool_input), cwd=cwd, timeout=timeout, extra=extra,
@@ -266,6 +268,7 @@ def audit(session: Session, verdict: Verdict, *, tool: str, tool_input: dict, ag
             "request_id": verdict.request_id,
             "via": via,
             **({"rules": rules} if rules is not None else {}),
+            **({"cli_short_id": session.snapshot["cli_short_id"]} if session.snapshot.get("cli_short_id") else {}),
             # The ask rule that sent it to a human: an allow rule never overrides it.
             **({"ask_rule": ask_rule[0], "ask_source": ask_rule[1]} if ask_rule else {}),
         })

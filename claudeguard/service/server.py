@@ -112,6 +112,7 @@ class Service:
             return {"ok": False, "error": "background.json has no short_id"}
         if reg.keeper is not None:
             return {"ok": True}
+        reg.session.snapshot["cli_short_id"] = record["short_id"]  # type: ignore[attr-defined]  # shown by pending and audit
         keeper = Keeper(session_id, reg.session.dir, record["short_id"], record.get("config_dir") or "",  # type: ignore[attr-defined]
                         record.get("watch") or {}, prompt=record.get("prompt"), cwd=reg.session.snapshot.get("cwd"),  # type: ignore[attr-defined]
                         log_dir=reg.session.snapshot.get("log_dir"), report=record.get("report"))  # type: ignore[attr-defined]
