@@ -24,6 +24,9 @@ def _render(requests: list, current: int, note: str) -> str:
     for index, req in enumerate(requests):
         mark = "▶" if index == current else " "
         agent = req.agent_type or "main"
+        short = (req.extra or {}).get("cli_short_id")
+        if short:  # a --bg session: the id `claude agents` shows
+            agent = f"bg {short} {agent}"
         lines.append(f"{mark} {req.id}  {agent:18.18} {req.summary[:90]}  ({req.age_s:.0f}s, {req.deadline_s:.0f}s left)")
     lines += ["", note]
     return "\r\n".join(lines)
