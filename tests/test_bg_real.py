@@ -79,6 +79,13 @@ def test_a_bg_session_is_guarded_after_its_launcher_returned(bg_claude, offline_
 
     row = wait_until(ps_row, timeout=15, what="ps to show the session waiting on its request")
     assert row["background"] is True and row["child_pid"] == held["cli_pid"] and row["state"] == "awaiting-approval"
+
+    def same_name() -> bool:  # the CLI's own name for it (it renames it to an auto title early on)
+        [cli_row] = [a for a in bg.list_agents(bg_claude, env, offline_env.cwd) if a.get("id") == short]
+        [ours] = [r for r in json.loads(ctl(env, "ps", "--json").stdout) if r.get("short_id") == short]
+        return bool(ours.get("name")) and ours["name"] == cli_row["name"]
+
+    wait_until(same_name, timeout=15, what="ps to show the CLI's name for the session")
     assert ctl(env, "approve", req["id"]).returncode == 0
     wait_until(lambda: (offline_env.cwd / "asked.txt").exists(), what="the approved call to run")
     wait_until(lambda: "bg fin" in " ".join(bg.job_texts(bg.config_dir(env), short)), what="the session's last turn")

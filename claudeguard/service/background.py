@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 RECORD = "background.json"
 FIND_TIMEOUT_S = 60.0  # from the launch until the CLI records the session's process
 POLL_S = 0.5
+NAME_EVERY = 10  # polls between reads of the session's name (5 s)
 
 
 @dataclass
@@ -84,6 +85,16 @@ def find_process(config_dir: str, short_id: str, cli_session: str | None = None)
     return None
 
 
+def session_name(config_dir: str, pid: int) -> str | None:
+    """The name the CLI gives the session (its prompt, then an auto title), from its record."""
+    try:
+        with open(os.path.join(config_dir, "sessions", f"{pid}.json")) as fh:
+            name = json.load(fh).get("name")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) else None
+
+
 def keep(keeper: Keeper, on_end) -> None:  # type: ignore[no-untyped-def]
     """The keeper thread's body (see the module docstring); ``on_end()`` drops the session."""
     from claudeguard.service.files import process_start
@@ -99,9 +110,15 @@ def keep(keeper: Keeper, on_end) -> None:  # type: ignore[no-untyped-def]
         keeper.pid, start, keeper.short_id = found
         monitor = _start_monitor(keeper)
         restorer = _dir_keeper(keeper)
+        polls = 0
         while not keeper.stop.wait(POLL_S):
             if process_start(keeper.pid) != start:
                 break
+            if polls % NAME_EVERY == 0:  # the CLI renames a session (its auto title) after a while
+                name = session_name(keeper.config_dir, keeper.pid)
+                if name:
+                    monitor.extra_status["name"] = name
+            polls += 1
             try:
                 restorer.check()  # the runtime dir removed under the session: made again
             except Exception as exc:  # noqa: BLE001 - said once by the keeper's own report
