@@ -47,14 +47,50 @@ atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, True)
 @pytest.fixture(autouse=True)
 def _stop_guard_services(request: pytest.FixtureRequest) -> Any:
     """A launcher starts the resident guard service in the test's runtime dir, and the service
-    outlives it by design: stop it by pid when the test ends."""
+    outlives it by design: stop it by pid when the test ends. Also removes the CLI's leftover
+    messaging sockets (below)."""
     # Asked for now, at set-up, so that tmp_path is torn down after this fixture, not before.
     root = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    sockets_before = _cli_sockets()
     yield
     if root is not None:
         from claudeguard.testing.services import stop_services
 
         stop_services(root)
+    _remove_dead_cli_sockets(sockets_before)
+
+
+# 2.1.330 puts a messaging socket per session in /tmp/cc-socks-<uid>/<pid>.sock, whatever
+# XDG_RUNTIME_DIR and TMPDIR say, and leaves it there when the session ends. A test removes
+# those that appeared while it ran and whose process is gone (a concurrent test's live CLI keeps
+# its own); the directory goes at the end of the run if the run made it.
+CLI_SOCKETS = Path("/tmp") / f"cc-socks-{os.getuid()}"
+_CLI_SOCKETS_EXISTED = CLI_SOCKETS.exists()
+
+
+def _cli_sockets() -> set[str]:
+    try:
+        return set(os.listdir(CLI_SOCKETS))
+    except OSError:
+        return set()
+
+
+def _remove_dead_cli_sockets(before: set[str]) -> None:
+    for name in _cli_sockets() - before:
+        pid = name.split(".", 1)[0]
+        if name.endswith(".sock") and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            try:
+                os.unlink(CLI_SOCKETS / name)
+            except OSError:
+                pass
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if not _CLI_SOCKETS_EXISTED and not hasattr(session.config, "workerinput"):  # the controller, after its workers
+        try:
+            CLI_SOCKETS.rmdir()
+        except OSError:
+            pass
 
 
 def in_ci() -> bool:
