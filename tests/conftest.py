@@ -85,8 +85,16 @@ def _remove_dead_cli_sockets(before: set[str]) -> None:
                 pass
 
 
+_CLI_SOCKETS_AT_START = _cli_sockets()
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    if not _CLI_SOCKETS_EXISTED and not hasattr(session.config, "workerinput"):  # the controller, after its workers
+    if hasattr(session.config, "workerinput"):
+        return
+    # The controller, after its workers: what a test's own sweep missed (a CLI that outlived
+    # its test's teardown by a moment), then the directory if the run made it.
+    _remove_dead_cli_sockets(_CLI_SOCKETS_AT_START)
+    if not _CLI_SOCKETS_EXISTED:
         try:
             CLI_SOCKETS.rmdir()
         except OSError:
