@@ -156,25 +156,9 @@ def _scan_jobs(view: View) -> None:
 
 def _live_sessions(config_dir: str) -> set[str]:
     """The CLI session ids of live session processes (``sessions/<pid>.json``, start checked)."""
-    from claudeguard.service.files import process_start
+    from claudeguard.service.background import live_records
 
-    out = set()
-    folder = os.path.join(config_dir, "sessions")
-    try:
-        names = [n for n in os.listdir(folder) if n.endswith(".json")]
-    except OSError:
-        return out
-    for name in names:
-        try:
-            with open(os.path.join(folder, name)) as fh:
-                rec = json.load(fh)
-        except (OSError, ValueError):
-            continue
-        if isinstance(rec, dict) and isinstance(rec.get("pid"), int) and isinstance(rec.get("sessionId"), str):
-            start = process_start(rec["pid"])
-            if start is not None and str(rec.get("procStart") or start) == start:
-                out.add(rec["sessionId"])
-    return out
+    return {rec["sessionId"] for rec, _ in live_records(config_dir) if isinstance(rec.get("sessionId"), str)}
 
 
 def keep_view(service, view: View, on_end) -> None:  # type: ignore[no-untyped-def]

@@ -59,16 +59,17 @@ def read_record(directory: str) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def find_process(config_dir: str, short_id: str, cli_session: str | None = None) -> tuple[int, str, str] | None:
-    """The session's pid, start time and short id from the CLI's own record of it, if it is
-    alive: by short id (``jobId``), or when that is not known yet, by ``sessionId``."""
+def live_records(config_dir: str):  # type: ignore[no-untyped-def]
+    """The CLI's records of its live session processes (``<config dir>/sessions/<pid>.json``),
+    each with the process's start time: a record whose pid is gone or now another process's
+    (``procStart``) is left out."""
     from claudeguard.service.files import process_start
 
     folder = os.path.join(config_dir, "sessions")
     try:
         names = [n for n in os.listdir(folder) if n.endswith(".json")]
     except OSError:
-        return None
+        return
     for name in names:
         try:
             with open(os.path.join(folder, name)) as fh:
@@ -77,10 +78,16 @@ def find_process(config_dir: str, short_id: str, cli_session: str | None = None)
             continue
         if not isinstance(rec, dict) or not isinstance(rec.get("pid"), int):
             continue
-        if (rec.get("jobId") != short_id) if short_id else (not cli_session or rec.get("sessionId") != cli_session):
-            continue
         start = process_start(rec["pid"])
         if start is not None and (rec.get("procStart") is None or str(rec.get("procStart")) == start):
+            yield rec, start
+
+
+def find_process(config_dir: str, short_id: str, cli_session: str | None = None) -> tuple[int, str, str] | None:
+    """The session's pid, start time and short id from the CLI's own record of it, if it is
+    alive: by short id (``jobId``), or when that is not known yet, by ``sessionId``."""
+    for rec, start in live_records(config_dir):
+        if (rec.get("jobId") == short_id) if short_id else (cli_session and rec.get("sessionId") == cli_session):
             return rec["pid"], start, str(rec.get("jobId") or short_id)
     return None
 

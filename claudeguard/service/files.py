@@ -74,23 +74,11 @@ def fingerprint() -> str:
 
 
 def process_start(pid: int) -> str | None:
-    """The process's start time (clock ticks since boot, from /proc), or None if it is gone or a
-    zombie; psutil elsewhere."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        return None if fields[0] == b"Z" else fields[19].decode()
-    except FileNotFoundError:
-        return None
-    except OSError:
-        pass
-    try:
-        import psutil
+    """The process's start token, or None if it is gone or a zombie: the channel's own check of
+    a waiter (one definition, so a record and a request judge a pid alike)."""
+    from claudeguard.channel.store import process_start as start
 
-        proc = psutil.Process(pid)
-        return None if proc.status() == psutil.STATUS_ZOMBIE else str(proc.create_time())
-    except Exception:  # noqa: BLE001 - gone or not ours to see
-        return None
+    return start(pid)
 
 
 def read_record(directory: str) -> dict | None:

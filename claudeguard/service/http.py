@@ -75,18 +75,24 @@ class HookHandler(BaseHTTPRequestHandler):
         reg = self._registered(session_id)
         if reg is None:
             return
-        try:
-            length = int(self.headers.get("Content-Length") or "0")
-        except ValueError:
-            length = -1
-        if length < 0 or length > MAX_BODY:
+        length = self._body_length()
+        if length is None:
             self.close_connection = True
-            self.reply(200, deny_output(event_name, f"claudeguard: hook event of {length} bytes refused (limit {MAX_BODY}); denied") or {})
+            self.reply(200, deny_output(event_name, f"claudeguard: hook event of {self.headers.get('Content-Length')} bytes refused (limit {MAX_BODY}); denied") or {})
             return
         body = self.rfile.read(length)
         session = self.server.service.session_for(reg, body)  # type: ignore[attr-defined]
         out = run_event(body, event_name, session, client_alive=self._client_alive)
         self.reply(200, out if out is not None else {})
+
+    def _body_length(self) -> int | None:
+        """The body's declared length, or None when it is malformed or over ``MAX_BODY`` (the
+        body is then not read)."""
+        try:
+            length = int(self.headers.get("Content-Length") or "0")
+        except ValueError:
+            return None
+        return length if 0 <= length <= MAX_BODY else None
 
     def _mcp(self, session_id: str) -> None:
         """The permission-prompt tool over MCP's HTTP transport (JSON responses, no event
@@ -97,11 +103,8 @@ class HookHandler(BaseHTTPRequestHandler):
         reg = self._registered(session_id)
         if reg is None:
             return
-        try:
-            length = int(self.headers.get("Content-Length") or "0")
-        except ValueError:
-            length = -1
-        if length < 0 or length > MAX_BODY:
+        length = self._body_length()
+        if length is None:
             self.close_connection = True
             self.reply(413, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": f"body over {MAX_BODY} bytes"}})
             return

@@ -92,7 +92,7 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg, cwd: Path, end, *, dry_run:
     from claudeguard.paths import log_dir_text, runtime_dir, write_private_file
     from claudeguard.service.client import Registration, ServiceError, request
     from claudeguard.service.files import process_start
-    from claudeguard.shim.background import config_dir, watch_settings
+    from claudeguard.shim.background import config_dir, end_launch, watch_settings
     from claudeguard.shim.command import HttpHooks, session_snapshot
     from claudeguard.shim.session_commands import tail_args
 
@@ -138,17 +138,7 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg, cwd: Path, end, *, dry_run:
         attached = True
         return _wait(proc)
     finally:
-        if registration is not None:
-            if not attached and registration.sock is not None:
-                try:
-                    request(registration.sock, {"op": "unregister", "session_id": session_id})
-                except Exception:  # noqa: BLE001 - the service may be gone; the dir goes anyway
-                    pass
-            registration.close()
-        if not attached:
-            import shutil
-
-            shutil.rmtree(session_dir, ignore_errors=True)
+        end_launch(registration, session_id, session_dir, handed_over=attached)
 
 
 def _wait(proc: subprocess.Popen) -> int:

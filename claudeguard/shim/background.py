@@ -91,14 +91,22 @@ def run_background(real: str, args, cfg, cwd: Path, session_id: str, end=None) -
         launched = True
         return 0
     finally:
-        if registration is not None:
-            if not launched and registration.sock is not None:
-                try:
-                    request(registration.sock, {"op": "unregister", "session_id": session_id})
-                except Exception:  # noqa: BLE001 - the service may be gone; the dir goes anyway
-                    pass
-            registration.close()
-        if not launched:
-            import shutil
+        end_launch(registration, session_id, session_dir, handed_over=launched)
 
-            shutil.rmtree(session_dir, ignore_errors=True)
+
+def end_launch(registration, session_id: str, session_dir: Path, *, handed_over: bool) -> None:  # type: ignore[no-untyped-def]
+    """The launcher's part ends: a session not handed over to the service is unregistered and
+    its dir removed; the control connection closes either way."""
+    from claudeguard.service.client import request
+
+    if registration is not None:
+        if not handed_over and registration.sock is not None:
+            try:
+                request(registration.sock, {"op": "unregister", "session_id": session_id})
+            except Exception:  # noqa: BLE001 - the service may be gone; the dir goes anyway
+                pass
+        registration.close()
+    if not handed_over:
+        import shutil
+
+        shutil.rmtree(session_dir, ignore_errors=True)
