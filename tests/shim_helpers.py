@@ -82,3 +82,15 @@ def run_guarded(env: dict, cwd: Path, prompt: str, *extra: str, timeout: float =
 def results_of(proc: subprocess.CompletedProcess) -> list[dict]:
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     return [m for m in lines if m.get("type") == "result"]
+
+
+def wait_until(predicate, timeout: float, what: str = "condition", interval: float = 0.05):  # type: ignore[no-untyped-def]
+    """The predicate's first true value, polled every ``interval`` s; AssertionError naming
+    ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -13,6 +13,7 @@ from claudeguard.service.files import process_start
 from claudeguard.testing import bg_daemon as bg
 from claudeguard.testing.services import stop_services
 from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, write_user_config
+from tests.shim_helpers import wait_until as shared_wait_until
 
 
 def bash(command: str) -> dict:
@@ -20,13 +21,7 @@ def bash(command: str) -> dict:
 
 
 def wait_until(predicate, timeout: float = 60.0, what: str = "condition"):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    return shared_wait_until(predicate, timeout, what, interval=0.1)
 
 
 def launch(env: dict, cwd: Path, prompt: str, *guard: str) -> str:

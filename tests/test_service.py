@@ -18,19 +18,14 @@ import pytest
 
 from claudeguard.service.files import process_start
 from tests.shim_helpers import ctl
+from tests.shim_helpers import wait_until as shared_wait_until
 
 GUARD = [sys.executable, "-m", "claudeguard"]
 POSTER = Path(__file__).parent / "data" / "hook_poster.py"
 
 
 def wait_until(predicate, timeout: float = 10.0, what: str = "condition"):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
+    return shared_wait_until(predicate, timeout, what, interval=0.02)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from claudeguard.service.files import process_start
 from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, write_user_config
+from tests.shim_helpers import wait_until as shared_wait_until
 
 
 def echo(word: str) -> dict:
@@ -32,13 +33,7 @@ def service_record(env: dict) -> dict | None:
 
 
 def wait_until(predicate, timeout: float = 30.0, what: str = "condition"):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    return shared_wait_until(predicate, timeout, what, interval=0.05)
 
 
 def test_killing_the_service_mid_session_allows_nothing_unanswered(real_claude, offline_env, model_server):

@@ -28,24 +28,13 @@ LOG = "service.log"
 PORT = "port"
 
 
-class socket_path:  # noqa: N801 - used like a function: ``with socket_path(d, CONTROL) as path``
-    """A path to ``name`` in ``directory`` short enough for AF_UNIX (108 bytes): a runtime dir
-    deep in a temp dir is longer, so the directory is then reached through an fd of it
-    (``/proc/self/fd/N/name``, Linux) for the length of the ``with``."""
+def socket_path(directory: str, name: str):  # type: ignore[no-untyped-def]
+    """``with socket_path(d, CONTROL) as path``: a path to ``name`` in ``directory`` short enough
+    for AF_UNIX, as the gate server's own socket is reached (``gate.server.socket_address``: past
+    the limit, through ``/proc/self/fd/N`` of the directory)."""
+    from claudeguard.gate.server import socket_address
 
-    def __init__(self, directory: str, name: str) -> None:
-        self.full = os.path.join(directory, name)
-        self.directory, self.name, self.fd = directory, name, -1
-
-    def __enter__(self) -> str:
-        if len(os.fsencode(self.full)) < 100 or not os.path.isdir("/proc/self/fd"):
-            return self.full
-        self.fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
-        return f"/proc/self/fd/{self.fd}/{self.name}"
-
-    def __exit__(self, *exc: object) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
+    return socket_address(os.path.join(directory, name))
 
 
 def service_dir() -> str:
