@@ -132,7 +132,13 @@ def _start(directory: str) -> None:
 
 class Registration:
     """A session registered with the service for as long as this object lives; re-registered
-    on a new service if the old one dies."""
+    on a new service if the old one dies.
+
+    After registering, the connection carries the watchdog's traffic (``shim/activity.py``): the
+    launcher sends ``watch``, ``activity`` and ``watch-end``; the service sends events (a line
+    with an ``event`` key), which the link thread hands to ``listener.message``. The listener
+    also hears ``lost()`` when the service goes and ``registered()`` when a new one took the
+    session again."""
 
     def __init__(self, session_id: str, session_dir: str, token: str, kind: str = "foreground") -> None:
         self.session_id, self.session_dir, self.token, self.kind = session_id, session_dir, token, kind
@@ -140,6 +146,8 @@ class Registration:
         self.sock: socket.socket | None = None
         self.closed = threading.Event()
         self.restarts = 0
+        self.listener = None  # shim.activity.ServiceWatch, once the child runs
+        self._send_lock = threading.Lock()
 
     def open(self) -> int:
         """Register (starting the service if needed) and return the hook port."""
@@ -169,26 +177,66 @@ class Registration:
             sock.close()
             raise ServiceError(f"the guard service refused the session: {reply.get('error')}")
         self.port = int(reply["port"])
-        self.sock = sock
+        old, self.sock = self.sock, sock
+        if old is not None:
+            old.close()  # a dead service's connection
+
+    def send(self, msg: dict) -> bool:
+        """One line to the service; False when the connection is gone (the link notices)."""
+        sock = self.sock
+        if sock is None:
+            return False
+        data = json.dumps(msg, separators=(",", ":")).encode() + b"\n"
+        try:
+            with self._send_lock:
+                sock.sendall(data)
+        except OSError:
+            return False
+        return True
+
+    def _tell(self, what: str, *args: object) -> None:
+        listener = self.listener
+        if listener is not None:
+            try:
+                getattr(listener, what)(*args)
+            except Exception as exc:  # noqa: BLE001 - the link must live on
+                print(f"claudeguard: service link: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
     def _watch(self) -> None:
-        """Nothing comes on the connection after registering: EOF means the service is gone."""
+        """Read the service's events until EOF, which means the service is gone: then tell the
+        listener and register again (every second) until a service takes the session."""
         while not self.closed.is_set():
             sock = self.sock
-            try:
-                data = sock.recv(1) if sock is not None else b""
-            except OSError:
-                data = b""
+            buf = b""
+            while sock is not None:
+                try:
+                    data = sock.recv(65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    break
+                buf += data
+                *lines, buf = buf.split(b"\n")
+                for line in lines:
+                    try:
+                        msg = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(msg, dict) and "event" in msg:
+                        self._tell("message", msg)
             if self.closed.is_set():
                 return
-            if data:
-                continue
-            self.restarts += 1
-            try:
-                self._register()
-            except (ServiceError, OSError, ValueError):
-                if self.closed.wait(1.0):
-                    return
+            self._tell("lost")
+            while not self.closed.is_set():
+                self.restarts += 1
+                try:
+                    self._register()
+                except (ServiceError, OSError, ValueError):
+                    if self.closed.wait(1.0):
+                        return
+                    continue
+                self._tell("registered")
+                break
 
     def close(self) -> None:
         self.closed.set()

@@ -12,6 +12,9 @@ too): one JSON object per line each way.
   session's snapshot is read from ``<dir>/session.json``. A ``foreground`` session belongs to the
   connection that registered it and is dropped when that connection closes (the launcher exited
   or died); a ``background`` one stays until ``unregister``.
+- ``{"op": "watch"|"activity"|"watch-end", ...}`` on the connection that registered a
+  foreground session: the service runs its watchdog (``service/watch.py``); ``activity`` has
+  no answer, the service sends ``stall`` and ``calm`` events on that connection unasked.
 - ``{"op": "unregister", "session_id"}``, ``{"op": "status"}``, ``{"op": "stop"}``,
   ``{"op": "retire"}`` (a launcher of another version found this one: stop taking sessions,
   give up the slot, exit when the last session ends).
@@ -45,6 +48,7 @@ class Registered:
     registered: float
     owner: object | None = None  # the control connection of a foreground session
     keeper: object | None = None  # a background session's keeper (service.background.Keeper)
+    watch: object | None = None  # a foreground session's monitor (service.watch.ServiceMonitor)
 
 
 @dataclass
@@ -90,6 +94,10 @@ class Service:
             return {"ok": False, "error": f"{directory}: {exc}"}
         with self.lock:
             old = self.sessions.get(sid)
+            if old is not None and old.watch is not None and old.owner is not owner:
+                from claudeguard.service import watch
+
+                watch.end(old, ...)  # registered again on another connection: that one asks anew
             self.sessions[sid] = Registered(session, token, kind, time.time(), owner if kind == "foreground" else None,
                                             old.keeper if old is not None else None)
         return {"ok": True, "port": self.port, "version": self.version, "pid": os.getpid()}
@@ -160,8 +168,36 @@ class Service:
 
     def drop_owned_by(self, owner: object) -> None:
         with self.lock:
-            for sid in [sid for sid, reg in self.sessions.items() if reg.owner is owner]:
-                del self.sessions[sid]
+            dropped = [self.sessions.pop(sid) for sid in [sid for sid, reg in self.sessions.items() if reg.owner is owner]]
+        for reg in dropped:
+            if reg.watch is not None:
+                from claudeguard.service import watch
+
+                watch.end(reg, ...)
+
+    def owned(self, msg: dict, owner: object) -> Registered | None:
+        """The foreground session ``msg`` names, if ``owner`` (a control connection) registered it."""
+        with self.lock:
+            reg = self.sessions.get(str(msg.get("session_id")))
+        return reg if reg is not None and reg.owner is owner else None
+
+    def watch_op(self, op: str, msg: dict, owner: object) -> dict | None:
+        """``watch``, ``activity``, ``watch-end`` (``service/watch.py``); None: no answer."""
+        from claudeguard.service import watch
+
+        reg = self.owned(msg, owner)
+        if op == "activity":
+            monitor = reg.watch if reg is not None else None
+            if monitor is not None:
+                watch.activity(monitor, msg)  # type: ignore[arg-type]
+            return None
+        if op == "watch":
+            if reg is None:
+                return {"event": "watching", "ok": False, "error": "not registered on this connection"}
+            return watch.start(reg, msg, owner)  # type: ignore[arg-type]
+        if reg is not None:
+            watch.end(reg, msg.get("code"))
+        return {"event": "watch-ended"}
 
     def status(self) -> dict:
         with self.lock:
@@ -190,28 +226,34 @@ class Service:
                 return  # the directory is 0700 already; a peer of another uid is never served
         except (OSError, AttributeError):
             pass  # no SO_PEERCRED here: the directory's mode is the guard
+        from claudeguard.service.watch import Link
+
+        link = Link(conn)  # the owner of the sessions it registers; the watchdog writes to it too
         reader = conn.makefile("rb")
         try:
             for line in reader:
                 try:
                     msg = json.loads(line)
-                    reply = self.control_op(msg if isinstance(msg, dict) else {}, conn)
+                    reply = self.control_op(msg if isinstance(msg, dict) else {}, link)
                 except ValueError:
                     reply = {"ok": False, "error": "malformed control message"}
-                conn.sendall(json.dumps(reply).encode() + b"\n")
+                if reply is not None and not link.send(reply):
+                    break
         except OSError:
             pass
         finally:
-            self.drop_owned_by(conn)
+            self.drop_owned_by(link)
             reader.close()
             conn.close()
 
-    def control_op(self, msg: dict, conn: socket.socket) -> dict:
+    def control_op(self, msg: dict, conn: object) -> dict | None:
         op = msg.get("op")
         if op == "hello":
             return {"ok": True, "version": self.version, "pid": os.getpid(), "port": self.port, "retired": self.retired}
         if op == "register":
             return self.register(msg, conn)
+        if op in ("watch", "activity", "watch-end"):
+            return self.watch_op(op, msg, conn)
         if op == "attach":
             return self.attach(str(msg.get("session_id")))
         if op == "unregister":

@@ -180,7 +180,7 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int: 
         # must inherit that mask (only its signal thread may take them). A hook that comes before
         # the server listens decides in its own process.
         gate = _start_gate_server(str(session_dir), session_id) if registration is None else None
-        monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, plan.argv)
+        monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, plan.argv, registration)
         keeper = _start_keeper(session_id, str(session_dir), snapshot_text, gate)
         if use_pty:
             sup.on_output = None  # the screen is not stream-json
@@ -264,31 +264,12 @@ def _start_keeper(session_id: str, session_dir: str, snapshot_text: str, gate): 
     return SessionKeeper(session_id, session_dir, {"session.json": snapshot_text}, restore).start()
 
 
-def _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, argv):  # type: ignore[no-untyped-def]
-    try:
-        from claudeguard.watchdog.monitor import Monitor, WatchConfig
-    except ImportError:
-        return None
-    watch = WatchConfig(
-        stall_after=cfg.get("watchdog.stall_after"),
-        tool_stall_after=cfg.get("watchdog.tool_stall_after"),
-        on_stall=cfg.get("watchdog.on_stall"),
-        sample_interval=cfg.get("watchdog.sample_interval"),
-        kill_grace=cfg.get("watchdog.kill_grace"),
-        interactive=not args.print_mode,
-    )
-    monitor = Monitor(
-        child_pid=child_pid,
-        session_id=session_id,
-        session_dir=session_dir,
-        config=watch,
-        output_format=args.last("--output-format"),
-        prompt=args.prompt,
-        cwd=str(cwd),
-        argv=argv,
-        on_stall=lambda diagnosis: None,
-    )
-    sup.on_output = monitor.feed_stdout
-    monitor.start()
-    return monitor
+def _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, argv, registration):  # type: ignore[no-untyped-def]
+    """The watchdog's feed (shim/activity.py): the service samples and judges a registered
+    session; without one, a monitor in this process does."""
+    from claudeguard.shim.activity import Feed
 
+    feed = Feed(child_pid=child_pid, session_id=session_id, session_dir=str(session_dir), cfg=cfg, args=args, cwd=str(cwd),
+                argv=argv, registration=registration)
+    sup.on_output = feed.feed_stdout
+    return feed.start()

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from claudeguard.watchdog import sampler
-from claudeguard.watchdog.state import TOOL, Limits, StreamMsg, Tracker, Verdict
+from claudeguard.watchdog.state import TOOL, Limits, StreamMsg, Tracker, Verdict, stall_line
 from claudeguard.watchdog.status import process_start, prompt_words, write_status
 
 ACTIONS = ("warn", "interrupt", "kill")
@@ -60,10 +60,20 @@ def spawn_detached(args: list[str]) -> int:
     return os.posix_spawnp(args[0], args, dict(os.environ), file_actions=actions, setsigmask=[], setsid=True)
 
 
+def say_stall(diagnosis: str, action: str) -> None:
+    """The one stderr line of a stall."""
+    try:
+        sys.stderr.write(stall_line(diagnosis, action))
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 - a closed stderr must not stop the action
+        pass
+
+
 class Monitor:
     def __init__(self, *, child_pid: int, session_id: str, session_dir: Path, config: WatchConfig,
                  output_format: str | None, prompt: str | None, cwd: str, argv: list[str],
-                 on_stall: Callable[[str], None], clock: Callable[[], float] = time.monotonic) -> None:
+                 on_stall: Callable[[str], None], clock: Callable[[], float] = time.monotonic,
+                 stream_tap: bool = True) -> None:
         self.child_pid = child_pid
         self.session_id = session_id
         self.session_dir = Path(session_dir)
@@ -91,7 +101,7 @@ class Monitor:
         self._msgs: collections.deque[StreamMsg] = collections.deque()
         self._calls: collections.deque[tuple[str, float, object]] = collections.deque()
         self.tap = None
-        if output_format == "stream-json":
+        if output_format == "stream-json" and stream_tap:  # else the summaries come through feed_stream
             from claudeguard.watchdog.stream import StreamTap
 
             self.tap = StreamTap(self._msgs.append)
@@ -125,35 +135,71 @@ class Monitor:
         if self.tap is not None:
             self.tap.feed(data, t)
 
-    def note_activity(self, what: str) -> None:
+    def output_seen(self, total_bytes: int, t: float) -> None:
+        """The relay's running output byte count and the time of its last write, counted elsewhere
+        (the launcher's activity feed, ``shim/activity.py``)."""
+        self._out_bytes, self._out_last = total_bytes, t
+
+    def feed_stream(self, m: StreamMsg, collapsed: int = 0) -> None:
+        """One stream-json summary from a tap outside the monitor; ``collapsed``: summaries of
+        partial messages left out before it (they count as messages, nothing more)."""
+        if collapsed:
+            self._calls.append(("messages", m.time, collapsed))
+        self._msgs.append(m)
+
+    def note_activity(self, what: str, t: float | None = None) -> None:
         """From a pty relay: "input" (keystrokes), "output" (screen output: a sign of life, not
         progress), "at-prompt" (the input box waits for its user), "busy" (a turn runs)."""
-        self._calls.append(("activity", self.clock(), what))
+        self._calls.append(("activity", self.clock() if t is None else t, what))
 
-    def set_screen_hint(self, hint: str | None) -> None:
-        self._calls.append(("screen", self.clock(), hint))
+    def set_screen_hint(self, hint: str | None, t: float | None = None) -> None:
+        self._calls.append(("screen", self.clock() if t is None else t, hint))
 
     def set_screen_tail(self, lines: list[str] | None) -> None:
         """The last lines of a pty screen, shown by ``ps --screen``."""
         self._screen_tail = list(lines)[-20:] if lines else None
 
-    def stop(self, exit_code: int | None) -> None:
-        """Stop sampling, write the final ``exited`` status (``ps`` no longer lists it)."""
+    def stop(self, exit_code: int | None, final: bool = True) -> None:
+        """Stop sampling, write the final ``exited`` status (``ps`` no longer lists it); with
+        ``final`` False the session goes on, watched by another monitor: no last status."""
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(self.interval + float(self.config.kill_grace) + 5.0)
         if self.tap is not None:
             self.tap.stop()
         with self._lock:
+            if not final:
+                self._stop_files()
+                return
             now = self.clock()
             self._drain()
             self.tracker.exited(now, exit_code)
             verdict = self.tracker.verdict(now)
             self._write(verdict)
+            self._stop_files()
+
+    def _stop_files(self) -> None:
         if self._events_fh is not None:
             self._events_fh.close()
             self._events_fh = None
         self._reap_notifiers()
+
+    def carry_stall(self, in_stall: bool, stall_count: int, since: float | None) -> None:
+        """Take over from another monitor of the same session (the resident service's, or the
+        launcher's): a stall it reported goes on as the same episode (no second report), and
+        the quiet clock runs from its last progress."""
+        tr = self.tracker
+        tr.stall_count = max(tr.stall_count, int(stall_count))
+        if since is not None and since < tr.last_progress:
+            tr.last_progress = tr._hold = since
+        if in_stall:
+            tr.in_stall = True
+            tr.stall_started = self.clock()
+
+    def stall_state(self) -> dict:
+        """What ``carry_stall`` of the next monitor needs."""
+        tr = self.tracker
+        return {"in_stall": tr.in_stall, "stall_count": tr.stall_count, "since": tr.last_progress}
 
     @property
     def stalled(self) -> bool:
@@ -210,6 +256,8 @@ class Monitor:
                 tr.activity(t, str(value))
             elif kind == "screen":
                 tr.screen(t, value)  # type: ignore[arg-type]
+            elif kind == "messages":
+                tr.messages += int(value)  # type: ignore[call-overload]
         self._read_events()
         tr.pending(self.clock(), self._pending())
 
@@ -321,19 +369,19 @@ class Monitor:
             pass
 
     # -- a stall ---------------------------------------------------------------------------
-    def _act(self, v: Verdict) -> None:
+    def _stall(self, v: Verdict) -> tuple[str, str, dict]:
+        """The diagnosis, the action and the report's record of a new stall."""
+        from claudeguard.channel.audit import now_iso
+
         diagnosis = v.diagnosis or f"stalled: {v.base}"
         self.diagnosis = diagnosis
         action = self.config.on_stall if self.config.on_stall in ACTIONS else "warn"
-        what = {"warn": "", "interrupt": " (interrupting it)", "kill": " (stopping it)"}[action]
-        try:
-            sys.stderr.write(f"claudeguard: {diagnosis}{what}\n")
-            sys.stderr.flush()
-        except Exception:  # noqa: BLE001 - a closed stderr must not stop the action
-            pass
-        from claudeguard.channel.audit import now_iso
+        return diagnosis, action, {"time": now_iso(), "state": v.base, "diagnosis": diagnosis, "action": action}
 
-        self.stalls.append({"time": now_iso(), "state": v.base, "diagnosis": diagnosis, "action": action})
+    def _act(self, v: Verdict) -> None:
+        diagnosis, action, stall = self._stall(v)
+        say_stall(diagnosis, action)
+        self.stalls.append(stall)
         self._notify(diagnosis, v)
         self._audit(diagnosis, v, action)
         if action == "interrupt":
@@ -365,9 +413,18 @@ class Monitor:
             return []
 
     def _notify(self, diagnosis: str, v: Verdict) -> None:
+        args = self._notify_args(diagnosis, v)
+        if not args:
+            return
+        try:
+            self._notifiers.append(spawn_detached(args))
+        except OSError as exc:
+            self._report_error(exc)
+
+    def _notify_args(self, diagnosis: str, v: Verdict) -> list[str]:
         cmd = self._notify_command()
         if not cmd:
-            return
+            return []
         # The approval channel's placeholders, so one notify command serves both.
         subs = {"{summary}": f"claudeguard: {diagnosis}", "{id}": "stall", "{session}": self.session_id,
                 "{tool}": v.detail if v.base == TOOL and v.detail else "", "{agent}": "main", "{state}": v.base,
@@ -377,10 +434,7 @@ class Monitor:
             for key, value in subs.items():
                 arg = arg.replace(key, value)
             args.append(arg)
-        try:
-            self._notifiers.append(spawn_detached(args))
-        except OSError as exc:
-            self._report_error(exc)
+        return args
 
     def _reap_notifiers(self) -> None:
         left = []

@@ -150,6 +150,12 @@ def _secs(x: float) -> str:
     return f"{x:.0f} s"
 
 
+def stall_line(diagnosis: str, action: str) -> str:
+    """The launcher's one stderr line for a stall, whichever monitor found it."""
+    what = {"warn": "", "interrupt": " (interrupting it)", "kill": " (stopping it)"}.get(action, "")
+    return f"claudeguard: {diagnosis}{what}\n"
+
+
 class Tracker:
     def __init__(self, limits: Limits, start: float) -> None:
         self.limits = limits

@@ -1,0 +1,155 @@
+"""The watchdog of foreground sessions, run in the service: one ``watchdog.monitor.Monitor`` per
+session whose launcher asked for it (``watch``), fed with what only the launcher sees.
+
+The service samples the child's process tree itself and reads the hook events it answered
+(``events.jsonl``) and the channel's pending requests, like the monitor of a ``--bg`` session.
+The launcher keeps the stream tap and the pty screen: it sends their summaries in ``activity``
+lines, at most one per sample interval (``shim/activity.py``). The child belongs to the
+launcher, so a verdict goes back to it as a ``stall`` event: the launcher prints the line, runs
+the notify command (in the user's environment) and interrupts or kills; the service writes the
+audit row. A stall event that cannot be sent is not a stall here: the launcher's own monitor
+takes over when the connection breaks, and reports it then (one report per stall either way).
+
+Control messages on the registering connection (one JSON line each, see ``service.server``):
+
+- ``{"op": "watch", "session_id", "pid", "child_pid", "child_start", "config", "output_format",
+  "prompt", "cwd", "argv", "carry"}`` → ``{"event": "watching", "ok", "error"?}``
+- ``{"op": "activity", "session_id", "out": [bytes, t]?, "msgs": [...]?, "calls": [...]?,
+  "tail": [...]?}`` (no answer; times are ``time.monotonic()``, one clock for the machine)
+- ``{"op": "watch-end", "session_id", "code"}`` → ``{"event": "watch-ended"}``
+- from the service: ``{"event": "stall", "diagnosis", "action", "stall", "notify", "carry"}``
+  and ``{"event": "calm", "carry"}`` when the stall episode ends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+
+from claudeguard.watchdog.monitor import Monitor, WatchConfig
+from claudeguard.watchdog.state import StreamMsg, Verdict
+
+
+class Link:
+    """A control connection that two threads write to: the control loop's answers and the
+    monitor's events."""
+
+    def __init__(self, conn: socket.socket) -> None:
+        self.conn = conn
+        self.lock = threading.Lock()
+
+    def send(self, msg: dict) -> bool:
+        data = json.dumps(msg, separators=(",", ":")).encode() + b"\n"
+        try:
+            with self.lock:
+                self.conn.sendall(data)
+        except OSError:
+            return False
+        return True
+
+
+class ServiceMonitor(Monitor):
+    """A foreground session's monitor in the service: verdicts go to the launcher."""
+
+    link: Link
+
+    def _tick(self) -> Verdict | None:
+        was = self.tracker.in_stall
+        verdict = super()._tick()
+        if was and not self.tracker.in_stall:
+            self.link.send({"event": "calm", "session_id": self.session_id, "carry": self.stall_state()})
+        return verdict
+
+    def _act(self, v: Verdict) -> None:
+        diagnosis, action, stall = self._stall(v)
+        sent = self.link.send({"event": "stall", "session_id": self.session_id, "diagnosis": diagnosis, "action": action,
+                               "stall": stall, "notify": self._notify_args(diagnosis, v), "carry": self.stall_state()})
+        if not sent:
+            return  # the launcher's monitor takes over with the connection's end, and reports it
+        self.stalls.append(stall)
+        self._audit(diagnosis, v, action)
+        print(f"claudeguard service: session {self.session_id}: {diagnosis} [{action}, by the service]", file=sys.stderr, flush=True)
+
+
+def start(reg: object, msg: dict, link: Link) -> dict:
+    """The ``watch`` op: a monitor for the registered session ``reg`` (``service.server.Registered``)."""
+    from claudeguard.service.files import process_start
+    from claudeguard.watchdog.status import process_start as status_start
+
+    child = msg.get("child_pid")
+    if not isinstance(child, int) or child <= 0 or process_start(child) != msg.get("child_start"):
+        return {"event": "watching", "ok": False, "error": "no such child process"}
+    config = msg.get("config") if isinstance(msg.get("config"), dict) else {}
+    known = {k: v for k, v in config.items() if k in WatchConfig.__dataclass_fields__ and k not in ("notify", "writes_are_screen")}
+    session = reg.session  # type: ignore[attr-defined]
+    argv = msg.get("argv")
+    try:
+        monitor = ServiceMonitor(child_pid=child, session_id=session.id,
+                                 session_dir=session.dir, config=WatchConfig(**known), output_format=msg.get("output_format"),
+                                 prompt=msg.get("prompt"), cwd=str(msg.get("cwd") or "/"),
+                                 argv=[str(a) for a in argv] if isinstance(argv, list) else [], on_stall=lambda d: None, stream_tap=False)
+    except Exception as exc:  # noqa: BLE001 - one line back; the launcher watches itself
+        return {"event": "watching", "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    monitor.link = link
+    pid = msg.get("pid")
+    # The status file says the launcher's pid (``ps`` tells a dead launcher by it) and who samples.
+    monitor.extra_status = {"pid": pid, "pid_start": status_start(pid) if isinstance(pid, int) else None,
+                            "watcher": "service", "watcher_pid": os.getpid()}
+    monitor.log_dir = session.snapshot.get("log_dir")
+    carry = msg.get("carry")
+    if isinstance(carry, dict):
+        monitor.carry_stall(bool(carry.get("in_stall")), int(carry.get("stall_count") or 0), _num(carry.get("since")))
+    old, reg.watch = reg.watch, monitor  # type: ignore[attr-defined]
+    if old is not None:
+        old.stop(None, final=False)
+    monitor.start()
+    return {"event": "watching", "ok": True, "pid": os.getpid()}
+
+
+def activity(monitor: Monitor, msg: dict) -> None:
+    """The ``activity`` op: what the launcher's relay saw since its last one."""
+    out = msg.get("out")
+    if isinstance(out, list) and len(out) == 2:
+        monitor.output_seen(int(out[0]), float(out[1]))
+    for item in msg.get("msgs") or ():
+        if isinstance(item, dict):
+            collapsed = int(item.pop("collapsed", 0) or 0)
+            monitor.feed_stream(stream_msg(item), collapsed)
+    for call in msg.get("calls") or ():
+        if isinstance(call, list) and len(call) == 3:
+            kind, t, value = call
+            if kind == "activity":
+                monitor.note_activity(str(value), float(t))
+            elif kind == "screen":
+                monitor.set_screen_hint(value if isinstance(value, str) else None, float(t))
+    if "tail" in msg:
+        tail = msg.get("tail")
+        monitor.set_screen_tail([str(x) for x in tail] if isinstance(tail, list) else None)
+
+
+def stream_msg(d: dict) -> StreamMsg:
+    """A ``StreamMsg`` back from its JSON form (``shim.activity.compact``)."""
+    fields = {k: v for k, v in d.items() if k in StreamMsg.__dataclass_fields__}
+    if isinstance(fields.get("tokens"), list):
+        fields["tokens"] = tuple(fields["tokens"])
+    if isinstance(fields.get("tool_uses"), list):
+        fields["tool_uses"] = [tuple(x) for x in fields["tool_uses"]]
+    return StreamMsg(**fields)
+
+
+def end(reg: object, code: object) -> None:
+    """``watch-end`` (the child exited: the final status, with its code) or the connection's
+    end (``code`` is ``...``: the launcher is gone or another service took over; no last status)."""
+    monitor, reg.watch = reg.watch, None  # type: ignore[attr-defined]
+    if monitor is not None:
+        if code is ...:
+            monitor.stop(None, final=False)
+        else:
+            monitor.stop(code if isinstance(code, int) else None)
+
+
+def _num(x: object) -> float | None:
+    return float(x) if isinstance(x, (int, float)) else None

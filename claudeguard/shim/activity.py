@@ -1,0 +1,326 @@
+"""The launcher's side of the watchdog: what the relay and the supervisor tell it, and who judges.
+
+``Feed`` takes the calls the relay made to a ``Monitor`` before (``feed_stdout``,
+``note_activity``, ``set_screen_hint``, ``set_screen_tail``) and owns the stream tap. Who samples
+and judges is chosen at start and changes with the service:
+
+- registered with the resident service: the service runs the monitor (``service/watch.py``);
+  the feed sends it compact summaries over the registration's connection, at most one line per
+  sample interval, from a thread of its own (the relay thread only counts and appends), and
+  carries out the service's verdicts on the child it owns: the stderr line, the notify command,
+  SIGINT, or the tree's kill (exit 124);
+- no service (``CLAUDEGUARD_SERVICE=0``, none to be had, the watch refused) or the connection
+  broke: a local ``Monitor`` in this process, as before the service, until a service takes the
+  session again (the link re-registers it), then the local monitor stops before the service's
+  starts. One monitor acts at a time; a stall reported by one is carried to the next as the
+  same episode (no second line, no second kill).
+
+Nothing here imports the sampler or psutil unless a local monitor is needed (or a kill).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import sys
+import threading
+import time
+
+CONFIG_KEYS = ("stall_after", "tool_stall_after", "on_stall", "sample_interval", "kill_grace")
+END_WAIT_S = 2.0  # how long the launcher waits for the service's final status at exit
+
+
+def compact(msgs: list) -> list[dict]:
+    """Stream summaries as JSON objects without their empty fields; a run of partial-message
+    summaries without usage (one per token) is sent as its last one, with the count left out."""
+    out: list[dict] = []
+    collapsed = 0
+    for i, m in enumerate(msgs):
+        if m.kind == "partial" and m.tokens is None and i + 1 < len(msgs) and msgs[i + 1].kind == "partial":
+            collapsed += 1
+            continue
+        d = {k: v for k, v in vars(m).items() if v not in (None, [], False) or k in ("time", "kind")}
+        if collapsed:
+            d["collapsed"], collapsed = collapsed, 0
+        out.append(d)
+    return out
+
+
+class Feed:
+    def __init__(self, *, child_pid: int, session_id: str, session_dir: str, cfg, args, cwd: str,  # type: ignore[no-untyped-def]
+                 argv: list[str], registration=None) -> None:  # type: ignore[no-untyped-def]
+        self.child_pid = child_pid
+        self.session_id = session_id
+        self.session_dir = session_dir
+        self.config = {k: cfg.get(f"watchdog.{k}") for k in CONFIG_KEYS}
+        self.config["interactive"] = not args.print_mode
+        self.output_format = args.last("--output-format")
+        self.prompt = args.prompt
+        self.cwd = cwd
+        self.argv = list(argv)
+        self.registration = registration
+        self.interval = max(0.05, float(self.config["sample_interval"]))
+        self.lock = threading.RLock()
+        self.mode = "off"  # local | pending (watch asked) | service | ended
+        self.monitor = None  # the local Monitor, in mode "local"
+        self.carry: dict = {"in_stall": False, "stall_count": 0, "since": None}  # the last stall state heard
+        self.stalls: list[dict] = []  # for the end-of-run report, from every monitor in turn
+        self.killed = False
+        self._ended = threading.Event()
+        self._notifiers: list[int] = []
+        self._killer: threading.Thread | None = None
+        # Written by the relay and tap threads, taken by the flush thread.
+        self._out_bytes = 0
+        self._out_last = 0.0
+        self._sent_bytes = 0
+        self._msgs: collections.deque = collections.deque()
+        self._calls: collections.deque = collections.deque()
+        self._tail: list[str] | None = None
+        self._tail_sent: list[str] | None = None
+        self._stop = threading.Event()
+        self.tap = None
+        if self.output_format == "stream-json":
+            from claudeguard.watchdog.stream import StreamTap
+
+            self.tap = StreamTap(self._stream)
+
+    # -- start and stop --------------------------------------------------------------------
+    def start(self) -> "Feed":
+        if self.tap is not None:
+            self.tap.start()
+        reg = self.registration
+        if reg is not None:
+            reg.listener = self
+            with self.lock:
+                self._ask_service()
+            import signal
+
+            # Like the service link: no thread of ours may take the supervisor's signals.
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+            try:
+                threading.Thread(target=self._flush_loop, name="claudeguard-activity", daemon=True).start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        else:
+            with self.lock:
+                self._go_local()
+        return self
+
+    def stop(self, exit_code: int | None) -> None:
+        """The child exited: the final status, with its exit code, by whichever monitor runs."""
+        self._stop.set()
+        if self.tap is not None:
+            self.tap.stop()
+        told = False
+        with self.lock:
+            mode, self.mode = self.mode, "ended"
+            if mode == "local":
+                self._stop_local(exit_code, final=True)
+            elif mode in ("service", "pending") and self.registration is not None:
+                self._flush()
+                told = self.registration.send({"op": "watch-end", "session_id": self.session_id, "code": exit_code})
+        if told:
+            self._ended.wait(END_WAIT_S)  # the service's last status is written before the dir goes
+        if self._killer is not None:  # the tree's stragglers get their SIGKILL before we exit
+            self._killer.join(float(self.config["kill_grace"]) + 5.0)
+        self._reap()
+
+    # -- the relay's side: counts and appends only -----------------------------------------
+    def feed_stdout(self, data: bytes) -> None:
+        t = time.monotonic()
+        self._out_bytes += len(data)
+        self._out_last = t
+        mon = self.monitor
+        if mon is not None:
+            mon.output_seen(self._out_bytes, t)
+        if self.tap is not None:
+            self.tap.feed(data, t)
+
+    def _stream(self, m) -> None:  # type: ignore[no-untyped-def]
+        mon = self.monitor
+        if mon is not None:
+            mon.feed_stream(m)
+        else:
+            self._msgs.append(m)
+
+    def note_activity(self, what: str) -> None:
+        self._call("activity", what)
+
+    def set_screen_hint(self, hint: str | None) -> None:
+        self._call("screen", hint)
+
+    def _call(self, kind: str, value: object) -> None:
+        t = time.monotonic()
+        mon = self.monitor
+        if mon is not None:
+            (mon.note_activity if kind == "activity" else mon.set_screen_hint)(value, t)  # type: ignore[operator]
+        else:
+            self._calls.append((kind, t, value))
+
+    def set_screen_tail(self, lines: list[str] | None) -> None:
+        self._tail = list(lines)[-20:] if lines else None
+        mon = self.monitor
+        if mon is not None:
+            mon.set_screen_tail(lines)
+
+    # -- the service ---------------------------------------------------------------------
+    def _ask_service(self) -> None:
+        """Ask the service to watch (under the lock, with no local monitor running)."""
+        from claudeguard.service.files import process_start
+
+        self.mode = "pending"
+        ok = self.registration.send({
+            "op": "watch", "session_id": self.session_id, "pid": os.getpid(), "child_pid": self.child_pid,
+            "child_start": process_start(self.child_pid), "config": self.config, "output_format": self.output_format,
+            "prompt": self.prompt, "cwd": self.cwd, "argv": self.argv, "carry": self.carry})
+        if not ok:
+            self._go_local()
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            with self.lock:
+                if self.mode == "service":
+                    self._flush()
+                self._reap()
+
+    def _flush(self) -> None:
+        """One ``activity`` line with what happened since the last one; nothing when nothing did."""
+        msg: dict = {"op": "activity", "session_id": self.session_id}
+        if self._out_bytes != self._sent_bytes:
+            self._sent_bytes = self._out_bytes
+            msg["out"] = [self._sent_bytes, self._out_last]
+        msgs = []
+        while self._msgs:
+            msgs.append(self._msgs.popleft())
+        if msgs:
+            msg["msgs"] = compact(msgs)
+        calls = []
+        while self._calls:
+            kind, t, value = self._calls.popleft()
+            if calls and kind == "activity" and value == "output" and calls[-1][0] == "activity" and calls[-1][2] == "output":
+                calls[-1] = [kind, t, value]  # screen output: only the latest sign of life counts
+            else:
+                calls.append([kind, t, value])
+        if calls:
+            msg["calls"] = calls
+        if self._tail != self._tail_sent:
+            self._tail_sent = self._tail
+            msg["tail"] = self._tail
+        if len(msg) > 2 and self.registration is not None:
+            self.registration.send(msg)  # lost with a broken connection: the local monitor starts anew
+
+    # the link thread's calls (service.client.Registration.listener)
+    def message(self, msg: dict) -> None:
+        event = msg.get("event")
+        with self.lock:
+            if event == "watching":
+                if self.mode == "pending":
+                    if msg.get("ok"):
+                        self.mode = "service"
+                    else:
+                        if os.environ.get("CLAUDEGUARD_DEBUG"):
+                            print(f"claudeguard: the guard service does not watch this session ({msg.get('error')})",
+                                  file=sys.stderr, flush=True)
+                        self._go_local()
+            elif event == "watch-ended":
+                self._ended.set()
+            elif event in ("stall", "calm") and self.mode in ("service", "pending"):  # its monitor may speak first
+                if isinstance(msg.get("carry"), dict):
+                    self.carry = msg["carry"]
+                if event == "stall":
+                    self._act(msg)
+
+    def lost(self) -> None:
+        self._ended.set()  # no final status will come from that service
+        with self.lock:
+            if self.mode in ("pending", "service"):
+                self._go_local()
+
+    def registered(self) -> None:
+        with self.lock:
+            if self.mode != "local" or self.killed:
+                return
+            self._stop_local(None, final=False)
+            self._ask_service()
+
+    # -- acting on the service's verdict ---------------------------------------------------
+    def _act(self, msg: dict) -> None:
+        from claudeguard.watchdog.state import stall_line
+
+        diagnosis, action = str(msg.get("diagnosis") or "stalled"), str(msg.get("action") or "warn")
+        try:
+            sys.stderr.write(stall_line(diagnosis, action))
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001 - a closed stderr must not stop the action
+            pass
+        if isinstance(msg.get("stall"), dict):
+            self.stalls.append(msg["stall"])
+        notify = msg.get("notify")
+        if isinstance(notify, list) and notify:
+            from claudeguard.watchdog.monitor import spawn_detached
+
+            try:
+                self._notifiers.append(spawn_detached([str(a) for a in notify]))
+            except OSError as exc:
+                print(f"claudeguard: watchdog: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        if action == "interrupt":
+            try:
+                os.kill(self.child_pid, 2)  # SIGINT to the CLI alone, as a user pressing Ctrl-C
+            except (ProcessLookupError, PermissionError):
+                pass
+        elif action == "kill":
+            self.killed = True
+            from claudeguard.watchdog.sampler import kill_tree
+
+            grace = float(self.config["kill_grace"])
+            self._killer = threading.Thread(target=kill_tree, args=(self.child_pid, grace), name="claudeguard-kill", daemon=True)
+            self._killer.start()
+
+    def _reap(self) -> None:
+        left = []
+        for pid in self._notifiers:
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if done == 0:
+                left.append(pid)
+        self._notifiers = left
+
+    # -- the local monitor -----------------------------------------------------------------
+    def _go_local(self) -> None:
+        """Watch from this process (under the lock)."""
+        self.mode = "local"
+        try:
+            from claudeguard.watchdog.monitor import Monitor, WatchConfig
+        except ImportError:
+            return
+        from pathlib import Path
+
+        mon = Monitor(child_pid=self.child_pid, session_id=self.session_id, session_dir=Path(self.session_dir),
+                      config=WatchConfig(**self.config), output_format=self.output_format, prompt=self.prompt, cwd=self.cwd,
+                      argv=self.argv, on_stall=lambda diagnosis: None, stream_tap=False)
+        mon.extra_status = {"watcher": "launcher"}
+        carry = self.carry
+        mon.carry_stall(bool(carry.get("in_stall")), int(carry.get("stall_count") or 0), carry.get("since"))
+        self.monitor = mon  # the relay's calls go to it from now on
+        # What the service has not been sent yet goes to the local monitor.
+        if self._out_bytes:
+            mon.output_seen(self._out_bytes, self._out_last)
+        while self._msgs:
+            mon.feed_stream(self._msgs.popleft())
+        while self._calls:
+            kind, t, value = self._calls.popleft()
+            (mon.note_activity if kind == "activity" else mon.set_screen_hint)(value, t)
+        if self._tail:
+            mon.set_screen_tail(self._tail)
+        mon.start()
+
+    def _stop_local(self, exit_code: int | None, *, final: bool) -> None:
+        mon, self.monitor = self.monitor, None
+        if mon is None:
+            return
+        mon.stop(exit_code, final=final)
+        self.stalls.extend(mon.stalls)
+        self.killed = self.killed or mon.killed
+        self.carry = mon.stall_state()
