@@ -9,7 +9,12 @@
    Goal: 100 MB/s or more.
 3. Per-line delay: timestamped lines relayed to a consumer process, p50/p99/max, at a steady
    4,000 lines/s and at 50 MB/s, with and without a Monitor. Goal: p99 under 1 ms.
-4. ``claudeguardctl ps --json`` over 50 sessions (a fresh process each time, median of 5), and
+4. The launcher's share (``--only launcher``): a fresh process shaped like the launcher runs the
+   activity feed (``shim/activity.py``) on the same idle tree, once with a local Monitor (no
+   service: ``CLAUDEGUARD_SERVICE=0`` or the service gone) and once feeding a stand-in service
+   connection (the service samples); prints its CPU %, RSS and whether psutil or the sampler
+   were imported.
+5. ``claudeguardctl ps --json`` over 50 sessions (a fresh process each time, median of 5), and
    ``list_sessions()`` in process. Goal: under 300 ms.
 
 Everything it creates lives in a temporary directory that is removed at the end; every process
@@ -283,6 +288,56 @@ def bench_delay(tmp: Path, label: str, rate: float, batch: int, pad: int, second
 
 
 # -- 4 -------------------------------------------------------------------------------------------
+LAUNCHER_PROBE = """
+import json, os, sys, time
+from claudeguard.shim.activity import Feed
+child, seconds, mode, d = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
+class Cfg:
+    def get(self, key): return {"stall_after": 300, "tool_stall_after": 1800, "on_stall": "warn",
+                                "sample_interval": 1.0, "kill_grace": 5}[key.split(".")[1]]
+class Args:
+    print_mode, prompt = True, "benchmark"
+    def last(self, *names): return "stream-json"
+class Link:  # the service's end of the registration: counts the lines it would get
+    listener, lines = None, 0
+    def send(self, msg):
+        Link.lines += 1
+        return True
+link = Link() if mode == "service" else None
+def rss():
+    with open("/proc/self/status") as fh:
+        return next(int(l.split()[1]) / 1024 for l in fh if l.startswith("VmRSS:"))
+feed = Feed(child_pid=child, session_id="probe", session_dir=d, cfg=Cfg(), args=Args(), cwd="/", argv=["claude"],
+            registration=link).start()
+if link is not None:
+    feed.message({"event": "watching", "ok": True})
+time.sleep(2)
+t0, w0 = sum(os.times()[:2]), time.monotonic()
+time.sleep(seconds)
+t1, w1 = sum(os.times()[:2]), time.monotonic()
+print(json.dumps({"cpu_pct": 100 * (t1 - t0) / (w1 - w0), "rss_mb": rss(), "lines": Link.lines,
+                  "psutil": "psutil" in sys.modules, "sampler": "claudeguard.watchdog.sampler" in sys.modules}))
+feed.stop(0)
+"""
+
+
+def bench_launcher(tmp: Path, seconds: float) -> None:
+    child = subprocess.Popen([PY, "-c", IDLE_CHILD], stdout=subprocess.PIPE, text=True)
+    try:
+        child.stdout.readline()
+        for mode in ("local", "service"):
+            d = tmp / "rt" / "sessions" / f"probe-{mode}"
+            d.mkdir(parents=True, mode=0o700)
+            out = subprocess.run([PY, "-c", LAUNCHER_PROBE, str(child.pid), str(seconds), mode, str(d)], capture_output=True,
+                                 text=True, check=True, cwd=str(ROOT)).stdout
+            r = json.loads(out)
+            print(f"launcher, {mode} watch: {r['cpu_pct']:.2f} % of one core over {seconds:.0f} s, RSS {r['rss_mb']:.1f} MB, "
+                  f"psutil imported: {r['psutil']}, sampler imported: {r['sampler']}, lines to the service: {r['lines']}")
+    finally:
+        stop(child)
+
+
+# -- 5 -------------------------------------------------------------------------------------------
 def bench_ps(tmp: Path) -> None:
     from claudeguard.watchdog.status import list_sessions, process_start, write_status
 
@@ -337,7 +392,7 @@ def main() -> int:
     ap.add_argument("--idle-seconds", type=float, default=20.0)
     ap.add_argument("--throughput-mb", type=int, default=512)
     ap.add_argument("--delay-seconds", type=float, default=5.0)
-    ap.add_argument("--only", choices=("idle", "throughput", "delay", "ps"))
+    ap.add_argument("--only", choices=("idle", "launcher", "throughput", "delay", "ps"))
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="claudeguard-bench-"))
     os.environ["CLAUDEGUARD_RUNTIME_DIR"] = str(tmp / "rt")
@@ -345,6 +400,8 @@ def main() -> int:
     try:
         if args.only in (None, "idle"):
             bench_idle(tmp, args.idle_seconds)
+        if args.only in (None, "launcher"):
+            bench_launcher(tmp, args.idle_seconds)
         if args.only in (None, "throughput"):
             bench_throughput(tmp, args.throughput_mb)
         if args.only in (None, "delay"):
