@@ -1,10 +1,12 @@
 """What the resident service costs while it waits: 20 sessions registered, no hook traffic.
 
-    python bench/service_idle.py [--sessions 20] [--seconds 20]
+    python bench/service_idle.py [--sessions 20] [--seconds 20] [--watched]
 
 Starts a service in a throwaway runtime dir, registers N sessions (each holding its control
 connection, as a launcher does), and measures the service's CPU share and RSS over the window.
-Prints one JSON object; stops the service by pid.
+With ``--watched`` each session also has an idle child (``sleep``) that the service watches, as
+it does a foreground session's CLI (``watch``, 1 s samples). Prints one JSON object; stops the
+service and the children by pid.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--watched", action="store_true")
     args = parser.parse_args()
     import psutil
 
@@ -34,7 +37,7 @@ def main() -> int:
         from claudeguard.service.files import read_record, service_dir
         from claudeguard.testing.services import stop_services
 
-        links = []
+        links, children = [], []
         try:
             for i in range(args.sessions):
                 sid = f"{i:016x}"
@@ -43,17 +46,29 @@ def main() -> int:
                 link = Registration(sid, str(directory), os.urandom(24).hex())
                 link.open()
                 links.append(link)
+                if args.watched:
+                    import subprocess
+
+                    from claudeguard.service.files import process_start
+
+                    child = subprocess.Popen(["sleep", "600"])
+                    children.append(child)
+                    link.send({"op": "watch", "session_id": sid, "pid": os.getpid(), "child_pid": child.pid,
+                               "child_start": process_start(child.pid), "config": {"sample_interval": 1.0}, "cwd": tmp, "argv": []})
             proc = psutil.Process(read_record(service_dir())["pid"])
             time.sleep(1.0)  # let start-up work settle before the window
             before = proc.cpu_times()
             time.sleep(args.seconds)
             after = proc.cpu_times()
             cpu = (after.user + after.system - before.user - before.system) / args.seconds * 100
-            out = {"sessions": args.sessions, "seconds": args.seconds, "cpu_percent": round(cpu, 3),
+            out = {"sessions": args.sessions, "watched": args.watched, "seconds": args.seconds, "cpu_percent": round(cpu, 3),
                    "rss_mb": round(proc.memory_info().rss / 2**20, 1), "threads": proc.num_threads()}
         finally:
             for link in links:
                 link.close()
+            for child in children:
+                child.kill()
+                child.wait()
             stop_services(Path(tmp))
     print(json.dumps(out))
     return 0

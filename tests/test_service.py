@@ -265,3 +265,55 @@ def test_the_prompt_tool_is_served_over_http_with_the_secret(env):
     # the secret is in the 0600 file, never in argv
     proc = subprocess.run(GUARD + ["--guard-dry-run", "-p", "x"], env=env, capture_output=True, text=True, timeout=30)
     assert "Bearer <secret made at start>" in proc.stdout
+
+
+class Heard:
+    """A Registration's listener: the service's events, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+
+    def message(self, msg: dict) -> None:
+        self.events.append(msg)
+
+    def lost(self) -> None:
+        self.events.append({"event": "lost"})
+
+    def registered(self) -> None:
+        self.events.append({"event": "registered"})
+
+
+def test_the_service_watches_a_registered_child_and_refuses_a_reused_pid(env, monkeypatch):
+    from claudeguard.paths import runtime_dir
+    from claudeguard.service.client import Registration
+
+    for key in ("CLAUDEGUARD_RUNTIME_DIR", "CLAUDEGUARD_LOG_DIR", "HOME", "XDG_CONFIG_HOME", "PYTHONPATH"):
+        monkeypatch.setenv(key, env[key])
+    directory = runtime_dir("sessions", "00000000000000aa")
+    (directory / "session.json").write_text(json.dumps({"session_id": "00000000000000aa", "policy": {}, "cwd": "/"}))
+    child = subprocess.Popen(["sleep", "60"])
+    link = Registration("00000000000000aa", str(directory), os.urandom(24).hex())
+    heard = link.listener = Heard()
+    try:
+        link.open()
+        watch = {"op": "watch", "session_id": "00000000000000aa", "pid": os.getpid(), "child_pid": child.pid,
+                 "config": {"sample_interval": 0.1, "stall_after": 300}, "cwd": "/", "argv": ["claude"]}
+        assert link.send(dict(watch, child_start="not its start"))
+        wait_until(lambda: heard.events, what="the refusal")
+        assert heard.events == [{"event": "watching", "ok": False, "error": "no such child process"}]
+        assert link.send(dict(watch, child_start=process_start(child.pid)))
+        wait_until(lambda: len(heard.events) == 2, what="the answer")
+        assert heard.events[1]["ok"] is True and heard.events[1]["pid"] == record(env)["pid"]
+        status = wait_until(lambda: (directory / "status.json").exists() and json.loads((directory / "status.json").read_text()),
+                            what="the service's status file")
+        assert (status["watcher"], status["watcher_pid"], status["pid"], status["child_pid"]) == \
+               ("service", record(env)["pid"], os.getpid(), child.pid)
+        assert status["state"] != "exited"
+        assert link.send({"op": "watch-end", "session_id": "00000000000000aa", "code": 0})
+        wait_until(lambda: heard.events[-1] == {"event": "watch-ended"}, what="the end")
+        final = json.loads((directory / "status.json").read_text())
+        assert (final["state"], final["exit_code"]) == ("exited", 0)
+    finally:
+        link.close()
+        child.kill()
+        child.wait()

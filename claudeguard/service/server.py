@@ -196,7 +196,7 @@ class Service:
                 return {"event": "watching", "ok": False, "error": "not registered on this connection"}
             return watch.start(reg, msg, owner)  # type: ignore[arg-type]
         if reg is not None:
-            watch.end(reg, msg.get("code"))
+            watch.end(reg, msg.get("code") if msg.get("final", True) else ...)
         return {"event": "watch-ended"}
 
     def status(self) -> dict:

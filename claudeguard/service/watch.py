@@ -16,7 +16,9 @@ Control messages on the registering connection (one JSON line each, see ``servic
   "prompt", "cwd", "argv", "carry"}`` → ``{"event": "watching", "ok", "error"?}``
 - ``{"op": "activity", "session_id", "out": [bytes, t]?, "msgs": [...]?, "calls": [...]?,
   "tail": [...]?}`` (no answer; times are ``time.monotonic()``, one clock for the machine)
-- ``{"op": "watch-end", "session_id", "code"}`` → ``{"event": "watch-ended"}``
+- ``{"op": "watch-end", "session_id", "code", "final"?}`` → ``{"event": "watch-ended"}``: the
+  child exited (the last status, with its code), or with ``"final": false`` the launcher
+  watches itself after all (a ``watching`` that came after it gave up waiting)
 - from the service: ``{"event": "stall", "diagnosis", "action", "stall", "notify", "carry"}``
   and ``{"event": "calm", "carry"}`` when the stall episode ends.
 """

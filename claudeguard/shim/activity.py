@@ -28,6 +28,7 @@ import time
 
 CONFIG_KEYS = ("stall_after", "tool_stall_after", "on_stall", "sample_interval", "kill_grace")
 END_WAIT_S = 2.0  # how long the launcher waits for the service's final status at exit
+ANSWER_WAIT_S = 5.0  # a service that has not answered ``watch`` by then: the launcher watches
 
 
 def compact(msgs: list) -> list[dict]:
@@ -69,6 +70,7 @@ class Feed:
         self._ended = threading.Event()
         self._notifiers: list[int] = []
         self._killer: threading.Thread | None = None
+        self._asked = 0.0
         # Written by the relay and tap threads, taken by the flush thread.
         self._out_bytes = 0
         self._out_last = 0.0
@@ -168,7 +170,7 @@ class Feed:
         """Ask the service to watch (under the lock, with no local monitor running)."""
         from claudeguard.service.files import process_start
 
-        self.mode = "pending"
+        self.mode, self._asked = "pending", time.monotonic()
         ok = self.registration.send({
             "op": "watch", "session_id": self.session_id, "pid": os.getpid(), "child_pid": self.child_pid,
             "child_start": process_start(self.child_pid), "config": self.config, "output_format": self.output_format,
@@ -181,6 +183,8 @@ class Feed:
             with self.lock:
                 if self.mode == "service":
                     self._flush()
+                elif self.mode == "pending" and time.monotonic() - self._asked > ANSWER_WAIT_S:
+                    self._go_local()  # fail closed: never a session nobody watches
                 self._reap()
 
     def _flush(self) -> None:
@@ -214,7 +218,10 @@ class Feed:
         event = msg.get("event")
         with self.lock:
             if event == "watching":
-                if self.mode == "pending":
+                if self.mode != "pending":
+                    if msg.get("ok") and self.registration is not None:  # too late: this process watches
+                        self.registration.send({"op": "watch-end", "session_id": self.session_id, "final": False})
+                else:
                     if msg.get("ok"):
                         self.mode = "service"
                     else:
