@@ -156,3 +156,37 @@ def test_compact_keeps_usage_and_the_last_partial():
     assert [m["kind"] for m in out] == ["partial", "partial", "assistant"]
     assert out[0]["tokens"] == (1, 2, 0, 0) and out[1]["collapsed"] == 4 and out[1]["time"] == 5.0
     assert out[2]["tool_uses"] == [("t1", "Bash", "ls")]
+
+
+PROBE = """
+import json, sys, time
+from claudeguard.shim.activity import Feed
+class Cfg:
+    def get(self, key): return {"stall_after": 300, "tool_stall_after": 1800, "on_stall": "warn",
+                                "sample_interval": 0.1, "kill_grace": 5}[key.split(".")[1]]
+class Args:
+    print_mode, prompt = True, "go"
+    def last(self, *names): return "stream-json"
+class Link:
+    listener = None
+    def send(self, msg): return True
+feed = Feed(child_pid=int(sys.argv[1]), session_id="probe", session_dir=sys.argv[2], cfg=Cfg(), args=Args(), cwd="/",
+            argv=["claude"], registration=Link()).start()
+feed.message({"event": "watching", "ok": True})
+feed.feed_stdout(b'{"type":"assistant","message":{"id":"m","content":[]}}\\n')
+time.sleep(0.3)
+feed.stop(0)
+print(json.dumps(sorted(m for m in sys.modules if m in ("psutil", "claudeguard.watchdog.sampler", "claudeguard.watchdog.monitor"))))
+"""
+
+
+def test_the_launcher_feeding_the_service_imports_no_sampler(env, procs):  # noqa: F811
+    import json
+    import subprocess
+    from pathlib import Path
+
+    child = sleeper(procs)
+    out = subprocess.run([sys.executable, "-c", PROBE, str(child.pid), str(session_dir("probe"))], capture_output=True,
+                         text=True, timeout=30, cwd=str(Path(__file__).parent.parent))
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == []
