@@ -284,15 +284,10 @@ class Feed:
             self._killer.start()
 
     def _reap(self) -> None:
-        left = []
-        for pid in self._notifiers:
-            try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                continue
-            if done == 0:
-                left.append(pid)
-        self._notifiers = left
+        if self._notifiers:  # only after a stall: the monitor's module is loaded by then
+            from claudeguard.watchdog.monitor import reap
+
+            self._notifiers = reap(self._notifiers)
 
     # -- the local monitor -----------------------------------------------------------------
     def _go_local(self) -> None:

@@ -60,6 +60,19 @@ def spawn_detached(args: list[str]) -> int:
     return os.posix_spawnp(args[0], args, dict(os.environ), file_actions=actions, setsigmask=[], setsid=True)
 
 
+def reap(pids: list[int]) -> list[int]:
+    """Reap the notify commands that ended; the pids of those still running."""
+    left = []
+    for pid in pids:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue
+        if done == 0:
+            left.append(pid)
+    return left
+
+
 def say_stall(diagnosis: str, action: str) -> None:
     """The one stderr line of a stall."""
     try:
@@ -437,15 +450,7 @@ class Monitor:
         return args
 
     def _reap_notifiers(self) -> None:
-        left = []
-        for pid in self._notifiers:
-            try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                continue
-            if done == 0:
-                left.append(pid)
-        self._notifiers = left
+        self._notifiers = reap(self._notifiers)
 
     def _audit(self, diagnosis: str, v: Verdict, action: str) -> None:
         try:
