@@ -89,7 +89,7 @@ def _row(st: dict, now: float) -> dict:
     updated = st.get("updated")
     row["status_age_s"] = round(max(0.0, now - updated), 1) if isinstance(updated, (int, float)) else None
     for key in ("session_id", "started", "base_state", "detail", "stalled", "diagnosis", "evidence", "screen_tail",
-                "argv", "output_format", "interactive", "on_stall", "short_id", "name"):
+                "argv", "output_format", "interactive", "on_stall", "short_id", "name", "watcher"):
         if key in st:
             row[key] = st[key]
     row["background"] = bool(st.get("background"))  # a --bg session, kept by the service
