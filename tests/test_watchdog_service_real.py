@@ -130,8 +130,8 @@ def test_service_killed_mid_session_the_launcher_reports_the_stall_once(real_cla
 def test_each_stall_is_reported_once_across_the_service_s_death(real_claude, offline_env, model_server):
     """The service reports the stall; killed, its session goes to the launcher's monitor, which
     carries the episode on (tests/test_watchdog_activity.py proves that it is not news). The CLI
-    itself does io when its service connection drops, which ends the episode: any later stall
-    is a new one. Each episode: one stderr line, one audit row."""
+    itself does io when its service connection drops (its MCP client), which ends the episode:
+    a later stall is a new one. Each episode: one stderr line, one audit row, whoever found it."""
     server, env, proc = stalling_session(offline_env, model_server, real_claude, "warn")
     lock = None
     try:
@@ -141,16 +141,14 @@ def test_each_stall_is_reported_once_across_the_service_s_death(real_claude, off
         os.kill(service_pid(env), signal.SIGKILL)
         wait_until(lambda: (st := status(env)) and st.get("watcher") == "launcher", 10, "the launcher's monitor")
         since = time.time()
-        st = wait_until(lambda: (s := status(env)) and s.get("updated", 0) >= since + 2 * STALL and s, 30, "two stall periods")
-        episodes = st["stall_count"]
-        assert st["stalled"] and episodes in (1, 2), st
-        assert len(stall_rows(env)) == episodes
+        wait_until(lambda: (s := status(env)) and s.get("updated", 0) >= since + 2 * STALL, 30, "two stall periods")
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
         code, _, err = finish(proc, timeout=30)
         if lock is not None:
             os.close(lock)
-    assert len(stall_lines(err)) == episodes, err
-    assert len(stall_rows(env)) == episodes
+    rows = stall_rows(env)
+    assert len(rows) >= 1 and len(stall_lines(err)) == len(rows), err  # one line and one row per episode
+    assert [r["summary"] for r in rows] == [line[len("claudeguard: "):] for line in stall_lines(err)]
     assert len(service_reports(env)) == 1
