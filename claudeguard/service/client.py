@@ -21,6 +21,7 @@ import time
 from claudeguard.service import files
 
 START_TIMEOUT_S = 10.0
+SEND_TIMEOUT_S = 2  # seconds a line to the service may wait for room in the socket
 
 
 class ServiceError(Exception):
@@ -177,6 +178,12 @@ class Registration:
             sock.close()
             raise ServiceError(f"the guard service refused the session: {reply.get('error')}")
         self.port = int(reply["port"])
+        try:  # a service that stopped reading fails a send (then the link's EOF decides), never hangs it
+            import struct
+
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", SEND_TIMEOUT_S, 0))
+        except (OSError, struct.error):
+            pass
         old, self.sock = self.sock, sock
         if old is not None:
             old.close()  # a dead service's connection

@@ -199,13 +199,14 @@ class Monitor:
 
     def carry_stall(self, in_stall: bool, stall_count: int, since: float | None) -> None:
         """Take over from another monitor of the same session (the resident service's, or the
-        launcher's): a stall it reported goes on as the same episode (no second report), and
-        the quiet clock runs from its last progress."""
+        launcher's): a stall it reported goes on as the same episode (no second report), its
+        quiet clock running from the last progress before it. Out of a stall the clock starts
+        now: ``since`` may be older than progress the other monitor saw and did not tell."""
         tr = self.tracker
         tr.stall_count = max(tr.stall_count, int(stall_count))
-        if since is not None and since < tr.last_progress:
-            tr.last_progress = tr._hold = since
         if in_stall:
+            if since is not None and since < tr.last_progress:
+                tr.last_progress = tr._hold = since
             tr.in_stall = True
             tr.stall_started = self.clock()
 
