@@ -7,6 +7,7 @@ guarded session, holds the channel waits and the session registry, and outlives 
 - ``server``: the service process: control socket, registry, the hook endpoint, idle exit.
 - ``http``: the loopback HTTP endpoint the CLI posts hook events to (one send per answer).
 - ``client``: the launcher's side: find or start the service, register and unregister a session.
+- ``watch``: the watchdog of foreground sessions, sampled here, acted on by their launchers.
 
 The channel itself stays in files (``claudeguard.channel``) so that any process of the user,
 and later a bridge to a shared store, can list and answer requests without the service.
