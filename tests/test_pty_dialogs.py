@@ -8,10 +8,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from claudeguard.shim.dialogs import (
-    DOWN, ENTER, ESC, SHIFT_TAB, DialogRouter, RouteSettings, at_idle_prompt, banner_version, cli_version,
-    find_dialog, patterns_for,
-)
+from claudeguard.shim.dialogs.parse import at_idle_prompt, find_dialog
+from claudeguard.shim.dialogs.router import DialogRouter, RouteSettings
+from claudeguard.shim.dialogs.tables import DOWN, ENTER, ESC, SHIFT_TAB, banner_version, cli_version, patterns_for
 
 RULE = "─" * 100
 DASH = "╌" * 100

@@ -35,7 +35,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from claudeguard.shim.dialogs import BUSY, DialogRouter, RouteSettings, at_idle_prompt, banner_version, find_dialog, patterns_for
+from claudeguard.shim.dialogs.parse import BUSY, at_idle_prompt, find_dialog
+from claudeguard.shim.dialogs.router import DialogRouter, RouteSettings
+from claudeguard.shim.dialogs.tables import banner_version, patterns_for
 from claudeguard.shim.screen import DIALOG_FILE, Screen, write_screen_state
 from claudeguard.shim.leftovers import ENDING_SIGNALS, Leftovers
 from claudeguard.shim.supervise import write_all
@@ -151,7 +153,7 @@ class RelaySettings:
 
 def relay_settings(cfg, *, session_id: str, session_dir: str | None, cwd: str, real_cli: str, prompt_given: bool) -> RelaySettings:  # type: ignore[no-untyped-def]
     """Settings from the loaded config: ``idle_before_channel`` is 0 without a terminal."""
-    from claudeguard.shim.dialogs import cli_version
+    from claudeguard.shim.dialogs.tables import cli_version
 
     attached = os.isatty(0)
     return RelaySettings(

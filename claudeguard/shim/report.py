@@ -230,7 +230,7 @@ class Run:
 
 def cli_version(real_cli: str) -> str | None:
     """From the npm package beside the binary; else ``--version`` (a fraction of a second)."""
-    from claudeguard.shim.dialogs import cli_version as from_package
+    from claudeguard.shim.dialogs.tables import cli_version as from_package
 
     version = from_package(real_cli)
     if version:

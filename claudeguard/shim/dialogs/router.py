@@ -1,0 +1,253 @@
+"""Routing a dialog nobody answers to the approval channel: one session's dialog on screen ->
+at most one channel request -> the keys that answer it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from claudeguard.shim.dialogs.tables import Choice, Dialog
+
+HOOK_GRACE_S = 3.0  # a permission dialog: time the PermissionRequest hook gets to post it first
+HOOK_CHECK_EVERY_S = 1.0
+GONE_AFTER_S = 0.3  # a dialog missing from one redraw is not gone yet
+CHANNEL_CHECK_S = 1.0  # how often a posted dialog checks its channel is still there
+SETTLE_S = 5.0  # after typing an answer: the same dialog still on screen is not asked again before
+
+
+@dataclass
+class RouteSettings:
+    session_id: str
+    cwd: str
+    idle_before_channel: float
+    timeout: float = 600.0
+    on_timeout: str = "deny"
+    notify: list[str] | None = None
+    hook_grace: float = HOOK_GRACE_S
+
+
+class DialogRouter:
+    """One session's dialog on screen -> at most one channel request -> keys for the pty.
+
+    The relay calls ``observe`` with what the screen shows, ``keyboard`` when a key arrives from
+    the person at the terminal, ``step`` on every wake-up (it returns keys to type, if an answer
+    came), and selects on ``fds()`` until ``next_wakeup()``. ``channel`` is the module (a fake
+    in tests); time comes from ``clock`` (monotonic) and ``wall`` (epoch, for deadlines)."""
+
+    def __init__(self, settings: RouteSettings, *, channel=None, clock=None, wall=None) -> None:  # type: ignore[no-untyped-def]
+        import time
+
+        self.s = settings
+        self._channel = channel
+        self._clock = clock or time.monotonic
+        self._wall = wall or time.time
+        self.dialog: Dialog | None = None
+        self.since_wall: float | None = None
+        self._idle_from = 0.0
+        self._missing_since: float | None = None
+        self._pending = None  # channel.Pending
+        self._posted_at = 0.0
+        self._answered: tuple[str, float] | None = None  # (dialog key, when we typed)
+        self._hook_state = "unseen"  # unseen | pending | gone (the hook's request for this dialog)
+        self._hook_gone_at = 0.0
+        self._hook_checked_at = -1e9
+        self.keyboard_wall: float | None = None
+        self.changed = False  # state() differs from what was last written
+
+    # -- inputs ------------------------------------------------------------------------------
+
+    @property
+    def channel(self):  # type: ignore[no-untyped-def]
+        if self._channel is None:
+            from claudeguard import channel
+
+            self._channel = channel
+        return self._channel
+
+    @property
+    def request_id(self) -> str | None:
+        return self._pending.request.id if self._pending is not None else None
+
+    def observe(self, dialog: Dialog | None) -> None:
+        now = self._clock()
+        if dialog is None:
+            if self.dialog is None:
+                return
+            if self._missing_since is None:
+                self._missing_since = now
+            if now - self._missing_since < GONE_AFTER_S:
+                return
+            self._set(None, now)
+            return
+        self._missing_since = None
+        if self.dialog is None or dialog.key != self.dialog.key:
+            self._set(dialog, now)
+        elif dialog != self.dialog:
+            self.dialog = dialog  # same dialog, highlight moved: the keys for each choice changed
+
+    def keyboard(self) -> None:
+        """A key from the terminal: the person there is answering; they win over the channel."""
+        now = self._clock()
+        self.keyboard_wall = self._wall()
+        self._idle_from = now
+        self.changed = True
+        if self._pending is not None:
+            self._withdraw()
+
+    def step(self) -> str | None:
+        """Timers and answers: post when a dialog has waited long enough; return the keys to type
+        when an answer arrived (or the request timed out)."""
+        now = self._clock()
+        if self.dialog is not None and self._missing_since is not None and now - self._missing_since >= GONE_AFTER_S:
+            self._set(None, now)
+        if self._pending is not None:
+            return self._check_answer()
+        if self.dialog is None or now < self._due_at():
+            return None
+        if self.dialog.kind == "permission" and not self._hook_clear(now):
+            return None
+        self._post(now)
+        return None
+
+    def fds(self) -> list[int]:
+        return [self._pending.fileno()] if self._pending is not None else []
+
+    def next_wakeup(self) -> float | None:
+        """Monotonic time of the next timer, or None (only an fd or a new screen can wake us)."""
+        times: list[float] = []
+        if self._missing_since is not None:
+            times.append(self._missing_since + GONE_AFTER_S)
+        if self._pending is not None:
+            left = max(0.0, self._pending.request.deadline - self._wall())
+            # Also wake to check the channel (a removed runtime dir is made again: requests).
+            times.append(self._clock() + min(left, CHANNEL_CHECK_S))
+        elif self.dialog is not None:
+            due = self._due_at()
+            if self.dialog.kind == "permission" and self._clock() >= due:
+                due = self._hook_checked_at + HOOK_CHECK_EVERY_S  # waiting on the hook's request
+            times.append(due)
+        return min(times) if times else None
+
+    def state(self) -> dict:
+        """The dialog part of ``screen.json``."""
+        d = self.dialog
+        return {
+            "dialog": d.title if d else None,
+            "kind": d.kind if d else None,
+            "choices": d.labels if d else [],
+            "since": self.since_wall if d else None,
+            "request": self.request_id,
+            "keyboard_at": self.keyboard_wall,
+        }
+
+    def close(self) -> None:
+        if self._pending is not None:
+            self._withdraw()
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _set(self, dialog: Dialog | None, now: float) -> None:
+        if self._pending is not None:
+            self._withdraw()  # whoever answered it, it is gone (or replaced): the request is moot
+        self.dialog = dialog
+        self.since_wall = self._wall() if dialog else None
+        self._idle_from = now
+        self._missing_since = None
+        self._hook_state = "unseen"
+        self._hook_checked_at = -1e9
+        self.changed = True
+
+    def _due_at(self) -> float:
+        assert self.dialog is not None
+        due = self._idle_from + self.s.idle_before_channel
+        if self.dialog.kind == "permission":
+            due += self.s.hook_grace
+        if self._answered is not None and self._answered[0] == self.dialog.key:
+            due = max(due, self._answered[1] + SETTLE_S)
+        return due
+
+    def _hook_clear(self, now: float) -> bool:
+        """May the screen path post this permission dialog? Not while a permission request of
+        this session posted by the PermissionRequest hook (``extra.via == "dialog"``) is pending,
+        nor for ``hook_grace`` after it went (the CLI may be closing the dialog right now)."""
+        if now - self._hook_checked_at >= HOOK_CHECK_EVERY_S:
+            self._hook_checked_at = now
+            try:
+                pending = self.channel.list_pending(self.s.session_id)
+            except Exception:  # noqa: BLE001 - an unreadable channel must not stop the screen path
+                pending = []
+            if any(r.kind == "permission" and (r.extra or {}).get("via") == "dialog" for r in pending):
+                self._hook_state = "pending"
+            elif self._hook_state == "pending":
+                self._hook_state, self._hook_gone_at = "gone", now
+        if self._hook_state == "pending":
+            return False
+        return self._hook_state == "unseen" or now - self._hook_gone_at >= self.s.hook_grace
+
+    def _post(self, now: float) -> None:
+        d = self.dialog
+        assert d is not None
+        try:
+            self._pending = self.channel.post(
+                session_id=self.s.session_id, agent_type=None, agent_id=None, tool=f"dialog:{d.kind}",
+                input={"title": d.title, "text": d.text, "choices": d.labels}, summary=d.summary(),
+                cwd=self.s.cwd, timeout=self.s.timeout, kind="dialog", choices=d.labels,
+                extra={"via": "screen", "dialog": d.kind}, notify=self.s.notify or None,
+            )
+        except Exception as exc:  # noqa: BLE001 - the person at the terminal can still answer
+            _warn(f"claudeguard: cannot post the dialog {d.title!r} to the approval channel: {exc}")
+            self._answered = (d.key, now + 60.0)  # do not retry in a tight loop
+            return
+        self._posted_at = now
+        self.changed = True
+
+    def _check_answer(self) -> str | None:
+        pending = self._pending
+        answer = pending.poll()
+        if answer is None and self._wall() < pending.request.deadline:
+            answer = pending.check()  # None while its channel is in place (or was made again)
+        if answer is None and self._wall() >= pending.request.deadline:
+            answer = pending.wait(on_timeout=self.s.on_timeout)  # past the deadline: returns at once
+        if answer is None:
+            return None
+        self._pending = None
+        self.changed = True
+        d = self.dialog
+        if d is None:
+            return None
+        self._answered = (d.key, self._clock())  # typed or not, do not ask again at once
+        if answer.decided_by not in ("human", "timeout"):
+            return None  # the channel was lost: the dialog stays for the keyboard
+        choice = d.pick(answer.decision, answer.choice) or d.pick(answer.decision)
+        self._audit(d, answer, choice, pending.request.id)
+        return choice.keys if choice is not None else None
+
+    def _withdraw(self) -> None:
+        pending, self._pending = self._pending, None
+        self.changed = True
+        try:
+            pending.withdraw()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def _audit(self, d: Dialog, answer, choice: Choice | None, request_id: str) -> None:  # type: ignore[no-untyped-def]
+        try:
+            from claudeguard.channel import audit
+
+            audit.record({
+                "session_id": self.s.session_id, "agent_type": None, "agent_id": None, "tool": f"dialog:{d.kind}",
+                "summary": d.summary(), "decision": answer.decision, "decided_by": answer.decided_by,
+                "scope": "once", "waited_s": round(self._clock() - self._posted_at, 3), "request_id": request_id,
+                "via": "screen", "choice": choice.label if choice else None,
+            })
+        except Exception:  # noqa: BLE001 - the log never blocks an answer
+            pass
+
+
+def _warn(message: str) -> None:
+    """Never on the terminal (the TUI owns it): into the audit log as a channel event."""
+    try:
+        from claudeguard.channel import audit
+
+        audit.record({"event": "dialog-error", "message": message})
+    except Exception:  # noqa: BLE001
+        pass
