@@ -12,7 +12,7 @@ Two modes, chosen by whether our stdin is a terminal:
   twice. The raw stream goes to stdout only if stdout is a terminal; otherwise the last screen
   is printed as text at the end. ``screen.json`` has the screen's last lines all along.
 
-Process layout: a tiny *leader* (``python -I -S -c LEADER_SOURCE``) owns the pty's session and
+Process layout: a tiny *leader* (``python -I -S leader.py``, the ``leader`` module) owns the pty's session and
 runs the CLI in its own process group as the pty's foreground group, like a shell would. Without
 it the CLI would be a session leader in an orphaned process group, where the kernel discards
 SIGTSTP: its Ctrl-Z would print "suspended" and never stop. With it, a stopped CLI stops the
@@ -55,74 +55,7 @@ EXIT_STEP_S = 0.4
 EXIT_GIVE_UP_S = 8.0
 START_TIMEOUT_S = 15.0
 
-# The leader: session leader of the pty, parent of the CLI (see the module docstring). Runs with
-# -I -S, so it imports only what it names. argv: status fd, then the CLI's argv. It reports
-# "pid N" or "error ERRNO" on the status fd, then lives exactly as long as the CLI.
-LEADER_SOURCE = r"""
-import os, signal, sys
-def main():
-    status = int(sys.argv[1])
-    argv = sys.argv[2:]
-    for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU):
-        signal.signal(s, signal.SIG_IGN)
-    try:
-        import ctypes
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except Exception:
-        prctl = None
-    leader = os.getpid()
-    err_r, err_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(err_r)
-            os.close(status)
-            os.setpgid(0, 0)
-            os.tcsetpgrp(0, os.getpid())
-            for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU,
-                      signal.SIGPIPE, signal.SIGXFSZ):
-                signal.signal(s, signal.SIG_DFL)  # Python ignores SIGPIPE/SIGXFSZ; the CLI must not
-            if prctl is not None:
-                prctl(1, signal.SIGTERM, 0, 0, 0)
-            if os.getppid() != leader:
-                os._exit(129)
-            os.execvp(argv[0], argv)
-        except OSError as exc:
-            os.write(err_w, str(exc.errno or 1).encode())
-        os._exit(127)
-    os.close(err_w)
-    try:
-        os.setpgid(pid, pid)
-    except OSError:
-        pass
-    try:
-        os.tcsetpgrp(0, pid)
-    except OSError:
-        pass
-    err = os.read(err_r, 32)
-    os.close(err_r)
-    os.write(status, (b"error " + err if err else b"pid %d" % pid) + b"\n")
-    os.close(status)
-    while True:
-        try:
-            _, st = os.waitpid(pid, os.WUNTRACED)
-        except ChildProcessError:
-            os._exit(127)
-        if os.WIFSTOPPED(st):
-            os.kill(leader, signal.SIGSTOP)  # our parent sees us stop and stops too
-            try:
-                os.tcsetpgrp(0, pid)
-            except OSError:
-                pass
-            try:
-                os.killpg(pid, signal.SIGCONT)
-            except OSError:
-                pass
-            continue
-        code = os.waitstatus_to_exitcode(st)
-        os._exit(code if code >= 0 else 128 - code)
-main()
-"""
+LEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "leader.py")  # the pty's session leader
 
 # Input that is not a key press: mouse and focus reports, and the terminal's answers to queries
 # (device attributes, cursor position, mode reports, colour scheme, XTVERSION, OSC replies).
@@ -299,7 +232,7 @@ class PtySession:
         signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED + (signal.SIGCHLD,))
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", LEADER_SOURCE, str(status_w), *self.argv],
+                [sys.executable, "-I", "-S", LEADER, str(status_w), *self.argv],
                 env=self.env, stdin=slave, stdout=slave, stderr=slave, close_fds=True, pass_fds=(status_w,),
                 start_new_session=True, preexec_fn=_leader_setup(os.getpid()),
             )
