@@ -33,17 +33,12 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
 
 from claudeguard.shim.dialogs.parse import BUSY, at_idle_prompt, find_dialog
 from claudeguard.shim.dialogs.router import DialogRouter, RouteSettings
 from claudeguard.shim.dialogs.tables import banner_version, patterns_for
 from claudeguard.shim.screen import DIALOG_FILE, Screen, write_screen_state
-from claudeguard.shim.leftovers import ENDING_SIGNALS, Leftovers
-from claudeguard.shim.supervise import write_all
-
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH, signal.SIGTSTP,
-             signal.SIGCONT, signal.SIGUSR1, signal.SIGUSR2)
+from claudeguard.shim.child import ChildProcess, write_all
 DETACHED_SIZE = (50, 160)
 QUIET_S = 0.03  # read the screen once output pauses this long ...
 RECHECK_MAX_S = 0.25  # ... or at least this often while it flows
@@ -131,18 +126,13 @@ def _set_size(fd: int, rows: int, cols: int) -> None:
         pass
 
 
-def _leader_setup(parent_pid: int) -> Callable[[], None]:
-    """The pipe supervisor's child set-up (unblocked signals, parent-death signal), then take the
-    pty as the controlling terminal. Everything is loaded before the fork."""
+def _take_tty() -> None:
+    """In the leader, after the shared child set-up and setsid (start_new_session): the pty
+    becomes its controlling terminal."""
     import fcntl
     import termios
 
-    from claudeguard.shim.supervise import child_setup
-
-    def take_tty() -> None:
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)  # after setsid (start_new_session): the pty is ours
-
-    return child_setup(parent_pid, take_tty)
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 def _plug_std_fds() -> None:
@@ -160,18 +150,15 @@ def _plug_std_fds() -> None:
 
 
 
-class PtySession:
-    """One interactive CLI run through a pty. ``start()`` -> CLI pid, ``relay()`` -> exit code
-    (the CLI's, 128+N for signal N), ``close()`` always. Same shape as ``supervise.Supervisor``."""
+class PtySession(ChildProcess):
+    """One interactive CLI run through a pty (see ``child.ChildProcess`` for the shape)."""
 
     def __init__(self, argv: list[str], env: dict[str, str], settings: RelaySettings, *, channel=None) -> None:  # type: ignore[no-untyped-def]
         _plug_std_fds()  # first: before any fd of ours can land on 0, 1 or 2
-        self.argv = argv
-        self.env = env
+        super().__init__(argv, env)  # on_output stays unused: no stream-json in a pty
         self.settings = settings
         self.attached = os.isatty(0)
         self.show_raw = self.attached or os.isatty(1)
-        self.on_output: Callable[[bytes], None] | None = None  # unused: no stream-json in a pty
         self.monitor = None  # a watchdog Monitor: activity and "a dialog is on screen"
         self.router = DialogRouter(RouteSettings(
             session_id=settings.session_id, cwd=settings.cwd, idle_before_channel=settings.idle_before_channel,
@@ -179,17 +166,11 @@ class PtySession:
         self.screen = Screen(*settings.detached_size)
         self.version = settings.version
         self.leader: int | None = None
-        self.cli_pid: int | None = None
         self._master = -1
-        self._wake_r, self._wake_w = os.pipe()
         self._queue: list[int] = []
         self._lock = threading.Lock()
-        self._stopping = False
-        self.leftovers = Leftovers()
-        self._sig_thread: threading.Thread | None = None
         self._saved_tc: list | None = None
         self._raw = False
-        self._status: int | None = None
         self._stdin_open = True
         self._stdout_ok = True
         self._to_child = bytearray()
@@ -212,8 +193,6 @@ class PtySession:
     # -- start -------------------------------------------------------------------------------
 
     def start(self) -> int:
-        import subprocess
-
         rows_cols = (_get_size(0) or _get_size(1)) if self.attached else None
         rows, cols = rows_cols or self.settings.detached_size
         self.screen.resize(rows, cols)
@@ -229,22 +208,17 @@ class PtySession:
                 pass
             self._enter_raw()  # before the CLI starts: no key typed meanwhile is cooked or echoed
         status_r, status_w = os.pipe()
-        signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED + (signal.SIGCHLD,))
         try:
-            proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", LEADER, str(status_w), *self.argv],
-                env=self.env, stdin=slave, stdout=slave, stderr=slave, close_fds=True, pass_fds=(status_w,),
-                start_new_session=True, preexec_fn=_leader_setup(os.getpid()),
+            proc = self._spawn(
+                [sys.executable, "-I", "-S", LEADER, str(status_w), *self.argv], "the pty session", then=_take_tty,
+                stdin=slave, stdout=slave, stderr=slave, pass_fds=(status_w,), start_new_session=True,
             )
-        except OSError as exc:
-            signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        except BaseException:
             self._leave_raw()
             for fd in (slave, status_r, status_w):
                 os.close(fd)
             self._close_master()
-            from claudeguard.errors import GuardError
-
-            raise GuardError(f"cannot start the pty session: {exc.strerror}") from None
+            raise
         proc.returncode = 0  # we reap it ourselves (waitpid); keep Popen from ever waiting
         self.leader = proc.pid
         os.close(slave)
@@ -267,8 +241,7 @@ class PtySession:
             raise GuardError(f"cannot run {self.argv[0]}: {reason}")
         self.cli_pid = int(report.split()[1])
         os.set_blocking(master, False)
-        self._sig_thread = threading.Thread(target=self._signal_loop, name="pty-signals", daemon=True)
-        self._sig_thread.start()
+        self._watch_signals("pty-signals")
         return self.cli_pid
 
     def _read_status(self, fd: int) -> str:
@@ -333,18 +306,10 @@ class PtySession:
 
     # -- signals -----------------------------------------------------------------------------
 
-    def _signal_loop(self) -> None:
-        wanted = set(FORWARDED) | {signal.SIGCHLD}
-        while not self._stopping:
-            info = signal.sigwaitinfo(wanted)
-            if self._stopping:
-                return
-            with self._lock:
-                self._queue.append(info.si_signo)
-            try:
-                os.write(self._wake_w, b"s")
-            except OSError:
-                return
+    def _on_signal(self, info) -> bool:  # type: ignore[no-untyped-def]
+        with self._lock:
+            self._queue.append(info.si_signo)
+        return not self._wake()  # handled in the main loop (_handle_signals)
 
     def _handle_signals(self) -> None:
         try:
@@ -354,8 +319,7 @@ class PtySession:
         with self._lock:
             signals, self._queue = self._queue, []
         for sig in signals:
-            if sig in ENDING_SIGNALS and self.cli_pid is not None and self._status is None:
-                self.leftovers.note(self.cli_pid)  # before the CLI can die and orphan its tools
+            self._note_ending(sig)
             if sig == signal.SIGCHLD:
                 self._reap()
             elif sig == signal.SIGWINCH:
@@ -365,21 +329,14 @@ class PtySession:
             elif sig in (signal.SIGTSTP, signal.SIGHUP):
                 self._kill_group(sig)  # what the terminal would send to its foreground group
             else:
-                self._kill_cli(sig)
-
-    def _kill_cli(self, sig: int) -> None:
-        if self.cli_pid is not None and self._status is None:
-            try:
-                os.kill(self.cli_pid, sig)
-            except ProcessLookupError:
-                pass
+                self.send(sig)
 
     def _kill_group(self, sig: int) -> None:
         if self.cli_pid is not None and self._status is None:
             try:
                 os.killpg(self.cli_pid, sig)
             except (ProcessLookupError, PermissionError):
-                self._kill_cli(sig)
+                self.send(sig)
 
     def _reap(self) -> None:
         assert self.leader is not None
@@ -454,12 +411,6 @@ class PtySession:
         if not self.show_raw:
             self._print_screen()
         return self.exit_code()
-
-    def exit_code(self) -> int:
-        status = self._status or 0
-        if os.WIFSIGNALED(status):
-            return 128 + os.WTERMSIG(status)
-        return os.WEXITSTATUS(status)
 
     def _from_child(self) -> None:
         try:
@@ -647,10 +598,10 @@ class PtySession:
             self._exit_keys_sent += 1
             self._flush_to_child()
         elif self._exit_keys_sent == 2 and elapsed >= EXIT_GIVE_UP_S:
-            self._kill_cli(signal.SIGTERM)
+            self.send(signal.SIGTERM)
             self._exit_keys_sent = 3
         elif self._exit_keys_sent == 3 and elapsed >= 2 * EXIT_GIVE_UP_S:
-            self._kill_cli(signal.SIGKILL)
+            self.send(signal.SIGKILL)
             self._exit_keys_sent = 4
 
     def _print_screen(self) -> None:
@@ -669,23 +620,10 @@ class PtySession:
     def close(self) -> None:
         self.router.close()
         self._restore_terminal()
-        self._stopping = True
-        if self._sig_thread is not None and self._sig_thread.is_alive():
-            try:
-                signal.pthread_kill(self._sig_thread.ident, signal.SIGCHLD)  # wake its sigwaitinfo
-            except (ProcessLookupError, OSError):
-                pass
-            self._sig_thread.join(1.0)
         if self._status is None and self.leader is not None:
-            self._kill_cli(signal.SIGTERM)
+            self.send(signal.SIGTERM)
         self._close_master()
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        for fd in (self._wake_r, self._wake_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._wake_r = self._wake_w = -1
+        super().close()
 
 
 def _call(obj, name: str, *args) -> None:  # type: ignore[no-untyped-def]

@@ -1,127 +1,67 @@
-"""Run the real CLI as our child and stay out of its way.
+"""Run the real CLI as our child through pipes and stay out of its way.
 
 stdin is inherited (EOF reaches the child as it would), stderr too; stdout is relayed byte for
 byte through a pipe when it is not a terminal, so the watchdog can read the stream-json flow as
 it passes (write first, then look). When stdout is a terminal the child gets the terminal itself.
 
-Signals: the ones a user or a script sends us are blocked in every thread and taken by one
-thread with ``sigwaitinfo``, which tells a signal sent to us alone (``kill PID``: forwarded to
-the child) from one the terminal sent to the whole foreground group (the child already has it).
-The child gets a parent-death signal, so killing claudeguard never leaves it orphaned; tools
-the CLI leaves running when a signal ends it are stopped after it exits (``leftovers``).
+Signals (``child.ChildProcess``): the signal thread tells a signal sent to us alone (``kill PID``:
+forwarded to the child) from one the terminal sent to the whole foreground group (the child
+already has it). Tools the CLI leaves running when a signal ends it are stopped after it exits
+(``leftovers``).
 """
 
 from __future__ import annotations
 
-import errno
 import os
 import select
 import signal
 import subprocess
-import sys
 import threading
-from typing import Callable
+from typing import Any
 
-from claudeguard.shim.leftovers import ENDING_SIGNALS, Leftovers
-
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH, signal.SIGTSTP, signal.SIGCONT, signal.SIGUSR1, signal.SIGUSR2)
-SI_USER = 0  # si_code of kill(2); the tty driver sends with SI_KERNEL (0x80)
-PR_SET_PDEATHSIG = 1
+from claudeguard.shim.child import SI_USER, ChildProcess, write_all
 
 
-def child_setup(parent_pid: int, then: Callable[[], None] | None = None) -> Callable[[], None]:
-    """The ``preexec_fn`` of every child the shim starts (here and in the pty relay); ``then``
-    runs last, in the child. Loads libc before the fork: nothing may be imported between fork
-    and exec."""
-    prctl = None
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            prctl = ctypes.CDLL(None, use_errno=True).prctl
-        except (OSError, AttributeError):
-            prctl = None
-
-    def setup() -> None:
-        # Runs in the child between fork and exec: unblock what the parent blocked, ask the kernel
-        # to SIGTERM us if claudeguard dies, and catch a parent that died before we asked.
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        if prctl is not None:
-            prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent_pid:
-            os._exit(129)
-        if then is not None:
-            then()
-
-    return setup
-
-
-class Supervisor:
+class Supervisor(ChildProcess):
     def __init__(self, argv: list[str], env: dict[str, str], *, tap_stdout: bool) -> None:
-        self.argv = argv
-        self.env = env
+        super().__init__(argv, env)
         self.tap_stdout = tap_stdout and not os.isatty(1)
         self.child: subprocess.Popen | None = None
-        self.on_output: Callable[[bytes], None] | None = None
-        self._wake_r, self._wake_w = os.pipe()
         self._exited = threading.Event()
-        self._status: int | None = None
         self.killed_by_watchdog = False
-        self.leftovers = Leftovers()
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> int:
-        signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED + (signal.SIGCHLD,))
-        try:
-            self.child = subprocess.Popen(
-                self.argv,
-                env=self.env,
-                stdout=subprocess.PIPE if self.tap_stdout else None,
-                preexec_fn=child_setup(os.getpid()),
-                close_fds=True,
-            )
-        except OSError as exc:
-            signal.pthread_sigmask(signal.SIG_SETMASK, [])
-            from claudeguard.errors import GuardError
-
-            raise GuardError(f"cannot start {self.argv[0]}: {exc.strerror}") from None
-        threading.Thread(target=self._signal_loop, name="signals", daemon=True).start()
+        self.child = self._spawn(self.argv, self.argv[0], stdout=subprocess.PIPE if self.tap_stdout else None)
+        self.cli_pid = self.child.pid
+        self._watch_signals("signals")
         return self.child.pid
 
-    def _signal_loop(self) -> None:
+    def _on_signal(self, info: Any) -> bool:
         assert self.child is not None
-        wanted = set(FORWARDED) | {signal.SIGCHLD}
-        while True:
-            info = signal.sigwaitinfo(wanted)
-            sig = info.si_signo
-            if sig == signal.SIGCHLD:
-                if self._reap():
-                    os.write(self._wake_w, b"x")
-                    return
-                continue
-            from_user = info.si_code == SI_USER and info.si_pid != self.child.pid
-            if sig in ENDING_SIGNALS:
-                self.leftovers.note(self.child.pid)  # before the CLI can die and orphan its tools
-            if sig == signal.SIGTSTP:
-                if from_user:
-                    self._send(signal.SIGTSTP)
-                os.kill(os.getpid(), signal.SIGSTOP)  # stop like an ordinary job; SIGCONT resumes us
-                continue
+        sig = info.si_signo
+        if sig == signal.SIGCHLD:
+            if self._reap():
+                self._wake()
+                return True
+            return False
+        from_user = info.si_code == SI_USER and info.si_pid != self.child.pid
+        self._note_ending(sig)
+        if sig == signal.SIGTSTP:
             if from_user:
-                self._send(sig)
-
-    def _send(self, sig: int) -> None:
-        if self.child is not None and self._status is None:
-            try:
-                os.kill(self.child.pid, sig)
-            except ProcessLookupError:
-                pass
+                self.send(signal.SIGTSTP)
+            os.kill(os.getpid(), signal.SIGSTOP)  # stop like an ordinary job; SIGCONT resumes us
+            return False
+        if from_user:
+            self.send(sig)
+        return False
 
     def _reap(self) -> bool:
         assert self.child is not None
         try:
             pid, status = os.waitpid(self.child.pid, os.WNOHANG)
         except ChildProcessError:
+            self._exited.set()  # reaped elsewhere: nothing left to wait for
             return True
         if pid == 0:
             return False
@@ -179,36 +119,3 @@ class Supervisor:
                 stdout_ok = write_all(1, data)
             if self.on_output is not None:
                 self.on_output(data)
-
-    def exit_code(self) -> int:
-        status = self._status if self._status is not None else 0
-        if os.WIFSIGNALED(status):
-            return 128 + os.WTERMSIG(status)
-        return os.WEXITSTATUS(status)
-
-    def close(self) -> None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        for fd in (self._wake_r, self._wake_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-
-def write_all(fd: int, data: bytes) -> bool:
-    """Write all of ``data`` to ``fd`` (waiting when it is non-blocking and full); False when the
-    reader went away (EPIPE, EBADF; EIO from a pty whose other end closed)."""
-    view = memoryview(data)
-    while view:
-        try:
-            n = os.write(fd, view)
-        except BlockingIOError:
-            select.select([], [fd], [])
-            continue
-        except OSError as exc:
-            if exc.errno in (errno.EPIPE, errno.EBADF, errno.EIO):
-                return False
-            raise
-        view = view[n:]
-    return True
-

@@ -1,0 +1,153 @@
+"""What the pipe supervisor (``supervise``) and the pty session (``pty_relay``) share about the
+CLI they run: the start (our signals blocked, a parent-death signal in the child), one thread that
+takes our signals with ``sigwaitinfo`` and hands them over through a wake pipe, forwarding to the
+CLI, its exit code, and writing every byte out in full."""
+
+from __future__ import annotations
+
+import errno
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+from typing import Any, Callable
+
+from claudeguard.shim.leftovers import ENDING_SIGNALS, Leftovers
+
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH, signal.SIGTSTP, signal.SIGCONT, signal.SIGUSR1, signal.SIGUSR2)
+SI_USER = 0  # si_code of kill(2); the tty driver sends with SI_KERNEL (0x80)
+PR_SET_PDEATHSIG = 1
+
+
+def child_setup(parent_pid: int, then: Callable[[], None] | None = None) -> Callable[[], None]:
+    """The ``preexec_fn`` of every child the shim starts (here and in the pty relay); ``then``
+    runs last, in the child. Loads libc before the fork: nothing may be imported between fork
+    and exec."""
+    prctl = None
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):
+            prctl = None
+
+    def setup() -> None:
+        # Runs in the child between fork and exec: unblock what the parent blocked, ask the kernel
+        # to SIGTERM us if claudeguard dies, and catch a parent that died before we asked.
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent_pid:
+            os._exit(129)
+        if then is not None:
+            then()
+
+    return setup
+
+
+class ChildProcess:
+    """One CLI run as our child. ``start()`` -> the CLI's pid, ``relay()`` -> its exit code (128+N
+    for signal N), ``close()`` always. Subclasses start it with ``_spawn``, then ``_watch_signals``,
+    and take each signal in ``_on_signal`` (in the signal thread; True ends that thread)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.argv = argv
+        self.env = env
+        self.on_output: Callable[[bytes], None] | None = None
+        self.cli_pid: int | None = None  # what our signals are forwarded to
+        self.leftovers = Leftovers()
+        self._status: int | None = None  # the wait status, once reaped
+        self._wake_r, self._wake_w = os.pipe()
+        self._stopping = False
+        self._sig_thread: threading.Thread | None = None
+
+    def _spawn(self, cmd: list[str], what: str, *, then: Callable[[], None] | None = None, **popen: Any) -> subprocess.Popen:
+        """Start ``cmd`` with the forwarded signals (and SIGCHLD) blocked in every thread of ours;
+        a failure to start is one clean error naming ``what``."""
+        signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED + (signal.SIGCHLD,))
+        try:
+            return subprocess.Popen(cmd, env=self.env, close_fds=True, preexec_fn=child_setup(os.getpid(), then), **popen)
+        except OSError as exc:
+            signal.pthread_sigmask(signal.SIG_SETMASK, [])
+            from claudeguard.errors import GuardError
+
+            raise GuardError(f"cannot start {what}: {exc.strerror}") from None
+
+    def _watch_signals(self, name: str) -> None:
+        self._sig_thread = threading.Thread(target=self._signal_loop, name=name, daemon=True)
+        self._sig_thread.start()
+
+    def _signal_loop(self) -> None:
+        wanted = set(FORWARDED) | {signal.SIGCHLD}
+        while not self._stopping:
+            info = signal.sigwaitinfo(wanted)
+            if self._stopping or self._on_signal(info):
+                return
+
+    def _on_signal(self, info: Any) -> bool:
+        raise NotImplementedError
+
+    def _wake(self) -> bool:
+        """Wake the main loop (it selects on ``_wake_r``); False once the pipe is closed."""
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            return False
+        return True
+
+    def _note_ending(self, sig: int) -> None:
+        if sig in ENDING_SIGNALS and self.cli_pid is not None and self._status is None:
+            self.leftovers.note(self.cli_pid)  # before the CLI can die and orphan its tools
+
+    def send(self, sig: int) -> None:
+        """Forward ``sig`` to the CLI while it runs."""
+        if self.cli_pid is not None and self._status is None:
+            try:
+                os.kill(self.cli_pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def exit_code(self) -> int:
+        status = self._status or 0
+        if os.WIFSIGNALED(status):
+            return 128 + os.WTERMSIG(status)
+        return os.WEXITSTATUS(status)
+
+    def close(self) -> None:
+        self._stopping = True
+        thread = self._sig_thread
+        if thread is not None and thread.is_alive() and thread.ident is not None:
+            try:
+                signal.pthread_kill(thread.ident, signal.SIGCHLD)  # wake its sigwaitinfo
+            except (ProcessLookupError, OSError):
+                pass
+            thread.join(1.0)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._wake_r = self._wake_w = -1
+
+
+def write_all(fd: int, data: bytes) -> bool:
+    """Write all of ``data`` to ``fd`` (waiting when it is non-blocking and full); False when the
+    reader went away (EPIPE, EBADF; EIO from a pty whose other end closed)."""
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except BlockingIOError:
+            select.select([], [fd], [])
+            continue
+        except OSError as exc:
+            if exc.errno in (errno.EPIPE, errno.EBADF, errno.EIO):
+                return False
+            raise
+        view = view[n:]
+    return True
+
