@@ -27,7 +27,6 @@ import unicodedata
 from pathlib import Path
 
 SCREEN_FILE = "screen.json"
-DIALOG_FILE = "dialog.json"  # the dialog part alone, for the PermissionRequest hook
 # Private modes a program may leave on if it dies: mouse reports, focus events, bracketed paste,
 # application cursor keys, colour-scheme reports, the alternate screen (last: its text goes).
 RESETTABLE_MODES = ("1", "1000", "1002", "1003", "1005", "1006", "1015", "1004", "2004", "2031", "47", "1047", "1049")

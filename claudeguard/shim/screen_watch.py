@@ -12,7 +12,8 @@ from typing import Any
 from claudeguard.shim.dialogs.parse import BUSY, at_idle_prompt, find_dialog
 from claudeguard.shim.dialogs.router import DialogRouter
 from claudeguard.shim.dialogs.tables import banner_version, patterns_for
-from claudeguard.shim.screen import DIALOG_FILE, Screen, write_screen_state
+from claudeguard.shim.dialogs.handshake import DIALOG_FILE
+from claudeguard.shim.screen import Screen, write_screen_state
 
 QUIET_S = 0.03  # read the screen once output pauses this long ...
 RECHECK_MAX_S = 0.25  # ... or at least this often while it flows
@@ -98,9 +99,9 @@ class ScreenWatcher:
             if self.monitor is not None:
                 _call(self.monitor, "set_screen_hint", f"a dialog is on screen: {title}" if title else None)
         if self.session_dir:
-            # dialog.json: the dialog part alone, rewritten only when it changes, for the
-            # PermissionRequest hook that watches it (re-reading screen.json at every redraw would
-            # be I/O the watchdog has to take for progress).
+            # dialog.json (see dialogs.handshake): the dialog part alone, rewritten only when it
+            # changes, for the PermissionRequest hook that watches it (re-reading screen.json at
+            # every redraw would be I/O the watchdog has to take for progress).
             dialog = dict(self.router.state(), exited=final)
             if dialog != self._dialog_written:
                 self._dialog_written = dialog

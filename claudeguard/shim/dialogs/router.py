@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from claudeguard.shim.dialogs.handshake import HOOK_GRACE_S, HookWatch
 from claudeguard.shim.dialogs.tables import Choice, Dialog
 
-HOOK_GRACE_S = 3.0  # a permission dialog: time the PermissionRequest hook gets to post it first
-HOOK_CHECK_EVERY_S = 1.0
 GONE_AFTER_S = 0.3  # a dialog missing from one redraw is not gone yet
 CHANNEL_CHECK_S = 1.0  # how often a posted dialog checks its channel is still there
 SETTLE_S = 5.0  # after typing an answer: the same dialog still on screen is not asked again before
@@ -47,9 +46,7 @@ class DialogRouter:
         self._pending = None  # channel.Pending
         self._posted_at = 0.0
         self._answered: tuple[str, float] | None = None  # (dialog key, when we typed)
-        self._hook_state = "unseen"  # unseen | pending | gone (the hook's request for this dialog)
-        self._hook_gone_at = 0.0
-        self._hook_checked_at = -1e9
+        self._hook = HookWatch(settings.session_id, settings.hook_grace)  # the hook's request for this dialog
         self.keyboard_wall: float | None = None
         self.changed = False  # state() differs from what was last written
 
@@ -103,7 +100,7 @@ class DialogRouter:
             return self._check_answer()
         if self.dialog is None or now < self._due_at():
             return None
-        if self.dialog.kind == "permission" and not self._hook_clear(now):
+        if self.dialog.kind == "permission" and not self._hook.clear(self.channel, now):
             return None
         self._post(now)
         return None
@@ -123,7 +120,7 @@ class DialogRouter:
         elif self.dialog is not None:
             due = self._due_at()
             if self.dialog.kind == "permission" and self._clock() >= due:
-                due = self._hook_checked_at + HOOK_CHECK_EVERY_S  # waiting on the hook's request
+                due = self._hook.next_check()  # waiting on the hook's request
             times.append(due)
         return min(times) if times else None
 
@@ -152,8 +149,7 @@ class DialogRouter:
         self.since_wall = self._wall() if dialog else None
         self._idle_from = now
         self._missing_since = None
-        self._hook_state = "unseen"
-        self._hook_checked_at = -1e9
+        self._hook.reset()
         self.changed = True
 
     def _due_at(self) -> float:
@@ -164,24 +160,6 @@ class DialogRouter:
         if self._answered is not None and self._answered[0] == self.dialog.key:
             due = max(due, self._answered[1] + SETTLE_S)
         return due
-
-    def _hook_clear(self, now: float) -> bool:
-        """May the screen path post this permission dialog? Not while a permission request of
-        this session posted by the PermissionRequest hook (``extra.via == "dialog"``) is pending,
-        nor for ``hook_grace`` after it went (the CLI may be closing the dialog right now)."""
-        if now - self._hook_checked_at >= HOOK_CHECK_EVERY_S:
-            self._hook_checked_at = now
-            try:
-                pending = self.channel.list_pending(self.s.session_id)
-            except Exception:  # noqa: BLE001 - an unreadable channel must not stop the screen path
-                pending = []
-            if any(r.kind == "permission" and (r.extra or {}).get("via") == "dialog" for r in pending):
-                self._hook_state = "pending"
-            elif self._hook_state == "pending":
-                self._hook_state, self._hook_gone_at = "gone", now
-        if self._hook_state == "pending":
-            return False
-        return self._hook_state == "unseen" or now - self._hook_gone_at >= self.s.hook_grace
 
     def _post(self, now: float) -> None:
         d = self.dialog
@@ -217,7 +195,7 @@ class DialogRouter:
         self._answered = (d.key, self._clock())  # typed or not, do not ask again at once
         if answer.decided_by not in ("human", "timeout"):
             return None  # the channel was lost: the dialog stays for the keyboard
-        choice = d.pick(answer.decision, answer.choice) or d.pick(answer.decision)
+        choice = dialog_answer(d, answer)
         self._audit(d, answer, choice, pending.request.id)
         return choice.keys if choice is not None else None
 
@@ -241,6 +219,12 @@ class DialogRouter:
             })
         except Exception:  # noqa: BLE001 - the log never blocks an answer
             pass
+
+
+def dialog_answer(dialog: Dialog, answer) -> Choice | None:  # type: ignore[no-untyped-def]
+    """The option a channel answer picks on the dialog: its ``choice`` when it names one, else the
+    yes option for allow and the no option for deny (None: nothing to type)."""
+    return dialog.pick(answer.decision, answer.choice) or dialog.pick(answer.decision)
 
 
 def _warn(message: str) -> None:
