@@ -16,7 +16,7 @@ import pexpect
 import pytest
 
 from claudeguard import channel
-from claudeguard.shim.pty_relay import is_keypress
+from claudeguard.shim.terminal import is_keypress
 
 REPO = Path(__file__).resolve().parent.parent
 

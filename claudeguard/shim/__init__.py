@@ -2,6 +2,7 @@
 
 ``options`` splits guard options from Claude's; ``claude_args`` reads Claude's own arguments;
 ``discovery`` finds the real CLI; ``command`` builds the child's argv and environment (the
-injection); ``supervise`` runs the child with pipes, ``pty_relay`` through a pseudo-terminal;
-``main`` ties them together.
+injection); ``child`` is what both ways of running the CLI share, ``supervise`` runs it with
+pipes, ``pty_relay`` through a pseudo-terminal (with ``leader``, ``terminal``, ``screen``,
+``screen_watch``, ``detached`` and the ``dialogs`` package); ``main`` ties them together.
 """

@@ -41,9 +41,7 @@ from claudeguard.shim.detached import DetachedExit
 from claudeguard.shim.dialogs.router import DialogRouter, RouteSettings
 from claudeguard.shim.screen import Screen
 from claudeguard.shim.screen_watch import ScreenWatcher
-from claudeguard.shim.terminal import DETACHED_SIZE, TerminalRelay, env_size, get_size, is_keypress, plug_std_fds
-
-__all__ = ["PtySession", "RelaySettings", "is_keypress", "relay_settings"]
+from claudeguard.shim.terminal import DETACHED_SIZE, TerminalRelay, env_size, get_size, plug_std_fds
 
 LEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "leader.py")  # the pty's session leader
 START_TIMEOUT_S = 15.0
