@@ -4,9 +4,13 @@ at most one channel request -> the keys that answer it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from claudeguard.shim.dialogs.handshake import HOOK_GRACE_S, HookWatch
 from claudeguard.shim.dialogs.tables import Choice, Dialog
+
+if TYPE_CHECKING:
+    from claudeguard.channel.model import Answer
 
 GONE_AFTER_S = 0.3  # a dialog missing from one redraw is not gone yet
 CHANNEL_CHECK_S = 1.0  # how often a posted dialog checks its channel is still there
@@ -221,7 +225,7 @@ class DialogRouter:
             pass
 
 
-def dialog_answer(dialog: Dialog, answer) -> Choice | None:  # type: ignore[no-untyped-def]
+def dialog_answer(dialog: Dialog, answer: Answer) -> Choice | None:
     """The option a channel answer picks on the dialog: its ``choice`` when it names one, else the
     yes option for allow and the no option for deny (None: nothing to type)."""
     return dialog.pick(answer.decision, answer.choice) or dialog.pick(answer.decision)
