@@ -490,3 +490,40 @@ def test_unusable_runtime_dir_is_one_clean_error(chan, tmp_path, monkeypatch):
         post()
     with pytest.raises(GuardError, match="approval channel"):
         channel.list_pending()
+
+
+# -- a held request (a pty session's permission dialog: its router owns it) ------------------
+
+
+def test_a_held_request_is_listed_for_its_owner_only_until_it_says_go(chan, tmp_path):
+    marker = tmp_path / "notified"
+    pending = post(timeout=30, held=True, extra={"via": "dialog"}, notify=["touch", str(marker)])
+    rid = pending.request.id
+    assert channel.list_pending() == [] and [r.id for r in channel.list_pending("sess-1", held=True)] == [rid]
+    with pytest.raises(NotFoundError, match="not asked yet"):
+        channel.answer(rid, "allow")
+    assert pending.owner_says() is None and not marker.exists()
+    time.sleep(0.05)
+    channel.tell_waiter(rid, "go")
+    assert pending.owner_says() == "go"
+    pending.release()
+    [listed] = channel.list_pending()
+    assert listed.id == rid and listed.deadline == pytest.approx(time.time() + 30, abs=1)  # counted from the release
+    assert channel.list_pending(held=True) == []
+    assert until(marker.exists)  # approvers are told at the release, not before
+    channel.answer(rid, "allow")
+    assert pending.wait().decision == "allow"
+    assert files(chan) == []
+
+
+def test_a_dropped_request_is_withdrawn_with_its_owners_word(chan):
+    pending = post(held=True)
+    rid = pending.request.id
+    channel.tell_waiter(rid, "drop")
+    assert pending.owner_says() == "drop"
+    assert pending.withdraw() is None
+    assert files(chan) == []
+    channel.tell_waiter(rid, "drop")  # told again after it ended: nothing is left behind
+    assert files(chan) == []
+    with pytest.raises(UsageError):
+        channel.tell_waiter("../x", "go")

@@ -404,6 +404,8 @@ class FakeRequest:
     deadline: float
     kind: str = "dialog"
     extra: dict = field(default_factory=dict)
+    created: float = 0.0
+    held: bool = False
 
 
 @dataclass
@@ -443,14 +445,23 @@ class FakeChannel:
         self.clock = clock
         self.posted: list[tuple[dict, FakePending]] = []
         self.hook_requests: list[FakeRequest] = []
+        self.told: list[tuple[str, str]] = []  # (request id, word) the router told the hook's waiters
 
     def post(self, **kw):  # type: ignore[no-untyped-def]
         pending = FakePending(self, FakeRequest(f"r{len(self.posted)}", self.clock.wall + kw["timeout"]))
         self.posted.append((kw, pending))
         return pending
 
-    def list_pending(self, session_id=None):  # type: ignore[no-untyped-def]
-        return list(self.hook_requests)
+    def list_pending(self, session_id=None, held=False):  # type: ignore[no-untyped-def]
+        return [r for r in self.hook_requests if r.held == held]
+
+    def tell_waiter(self, request_id: str, word: str) -> None:
+        self.told.append((request_id, word))
+        for r in self.hook_requests:
+            if r.id == request_id and word == "go":
+                r.held = False  # the hook publishes it
+        if word == "drop":
+            self.hook_requests = [r for r in self.hook_requests if r.id != request_id]  # the hook withdraws it
 
 
 class Clock:
@@ -607,3 +618,85 @@ def test_permission_dialog_without_a_hook_is_posted_after_the_grace(rig):
     assert kw["tool"] == "dialog:permission" and kw["summary"].startswith("Bash command: echo hello")
     pending.answer = FakeAnswer("deny")
     assert router.step() == "3"
+
+
+def _held(channel: FakeChannel, clock: Clock, rid: str = "h1") -> FakeRequest:
+    request = FakeRequest(rid, clock.wall + 600, kind="permission", extra={"via": "dialog"}, created=clock.wall, held=True)
+    channel.hook_requests.append(request)
+    return request
+
+
+def test_the_hooks_held_request_is_released_after_the_keyboards_head_start(rig):
+    clock, channel, make = rig
+    router = make(idle=5)
+    _held(channel, clock)
+    router.observe(PERMISSION)
+    router.step()
+    assert channel.told == [] and router.next_wakeup() == pytest.approx(clock.t + 0.25)
+    clock.advance(4)
+    router.keyboard()  # an arrow key: the head start counts again from here
+    clock.advance(4.5)
+    router.step()
+    assert channel.told == []
+    clock.advance(0.6)
+    router.step()
+    assert channel.told == [("h1", "go")] and channel.posted == []
+    clock.advance(10)
+    router.step()
+    assert channel.told == [("h1", "go")] and channel.posted == []  # published: one request, the hook's
+
+
+def test_the_hooks_request_is_dropped_when_its_dialog_leaves_the_screen(rig):
+    clock, channel, make = rig
+    router = make(idle=0)
+    _held(channel, clock)
+    router.observe(PERMISSION)
+    router.step()
+    assert channel.told == [("h1", "go")]
+    router.observe(None)  # answered at the keyboard
+    clock.advance(0.5)
+    router.step()
+    assert channel.told == [("h1", "go"), ("h1", "drop")] and channel.posted == []
+
+
+def test_a_hook_request_after_the_screen_path_posted_is_dropped(rig):
+    clock, channel, make = rig
+    router = make(idle=0)
+    router.observe(PERMISSION)
+    clock.advance(3.1)
+    router.step()
+    assert [kw["extra"]["via"] for kw, _ in channel.posted] == ["screen"]
+    _held(channel, clock)  # a hook slower than the grace
+    clock.advance(0.3)
+    router.step()
+    assert channel.told == [("h1", "drop")] and len(channel.posted) == 1
+
+
+def test_a_hook_request_with_no_dialog_is_dropped_after_a_while_or_at_a_key(rig):
+    clock, channel, make = rig
+    router = make(idle=0)
+    _held(channel, clock, "h1")
+    router.step()
+    clock.advance(9)
+    router.step()
+    assert channel.told == []
+    clock.advance(1.5)
+    router.step()
+    assert channel.told == [("h1", "drop")]
+    _held(channel, clock, "h2")
+    clock.advance(1.1)
+    router.step()
+    router.keyboard()
+    clock.advance(1.1)
+    router.step()
+    assert channel.told[-1] == ("h2", "drop")
+
+
+def test_the_hooks_requests_are_dropped_when_the_session_ends(rig):
+    clock, channel, make = rig
+    router = make(idle=30)
+    _held(channel, clock)
+    router.observe(PERMISSION)
+    router.step()
+    router.close()
+    assert channel.told == [("h1", "drop")]

@@ -325,6 +325,7 @@ def test_session_without_a_terminal_completes_with_channel_approval(real_claude,
         assert req.tool == "Bash" and req.input["command"] == BASH_CALL["command"]
         # Whoever looks finds the session's screen: the dialog it waits on.
         [session_dir] = (Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions").iterdir()
+        assert json.loads((session_dir / "session.json").read_text())["pty"] is True  # the hook's request is held
         deadline = time.monotonic() + 5  # the hook may post a moment before the screen is read
         while not ((state := read_screen_state(session_dir)) and state.get("dialog")):
             assert time.monotonic() < deadline, f"screen.json never showed the dialog: {state}"

@@ -3,7 +3,8 @@ answers them, and every decision goes to the audit log.
 
 - ``model``    the ``Request`` and ``Answer`` records and request ids.
 - ``requests`` ``post`` / ``Pending`` (the waiting side), ``list_pending``, ``answer``,
-               ``wait_for_new`` and ``Doorbell`` (the answering side).
+               ``wait_for_new`` and ``Doorbell`` (the answering side), ``tell_waiter`` (the
+               owner of a held request's dialog).
 - ``store``    the private channel directory and the files of one request.
 - ``fifo``     the one-line answer on the pipe, bounded locking, console doorbells.
 - ``notify``   ``[approval].notify`` commands.
@@ -13,7 +14,7 @@ The protocol (who creates, writes, reads and removes each file) is in docs/desig
 Only the standard library is imported here, so hooks pay nothing for it.
 """
 
-__all__ = ["Answer", "Doorbell", "Pending", "Request", "answer", "list_pending", "post", "wait_for_new"]
+__all__ = ["Answer", "Doorbell", "Pending", "Request", "answer", "list_pending", "post", "tell_waiter", "wait_for_new"]
 
 _HOMES = {"Answer": "model", "Request": "model"}
 

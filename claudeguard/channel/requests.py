@@ -23,6 +23,8 @@ CHECK_EVERY_S = 1.0  # how often a waiter verifies its files are still in place 
 GRACE_S = 5.0  # past its deadline by this much, a request is removed by whoever lists
 END_LOCK_S = 2.0  # longest a waiter waits for an answerer's lock before ending anyway
 ANSWER_LOCK_S = 0.5  # longest an answerer waits for another answerer's lock
+HELD_MAX_S = 86400.0  # a held request's deadline as listed: its own starts when it is released
+OWNER_WORDS = ("go", "drop")  # what the owner of a held request's dialog tells its waiter
 
 REFUSALS = {
     "answered": "already answered",
@@ -35,9 +37,14 @@ REFUSALS = {
 
 def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool: str, input: dict,
          summary: str, cwd: str, timeout: float, kind: str = "permission", choices: list[str] | None = None,
-         extra: dict | None = None, notify: list[str] | None = None) -> "Pending":
+         extra: dict | None = None, notify: list[str] | None = None, held: bool = False) -> "Pending":
     """Publish a request and return the handle to wait on. The FIFO exists and is open for
-    reading before the request becomes visible, so no answerer can find it without a reader."""
+    reading before the request becomes visible, so no answerer can find it without a reader.
+
+    ``held``: published for the owner of the dialog it stands for (a pty session's router, which
+    lists it with ``list_pending(held=True)``) but not for approvers, who neither list nor answer
+    it until that owner says "go" (``tell_waiter``) and the waiter ``release``s it; "drop" tells
+    the waiter to withdraw it (the dialog was answered at the keyboard)."""
     if kind not in KINDS:
         raise UsageError(f"request kind {kind!r}: expected one of {', '.join(KINDS)}")
     if kind == "dialog" and not choices:
@@ -46,7 +53,8 @@ def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool:
     now = time.time()
     request = Request(
         id=new_id(), session_id=session_id, agent_type=agent_type, agent_id=agent_id, tool=tool,
-        input=input, summary=summary, cwd=cwd, created=now, deadline=now + max(0.0, float(timeout)),
+        input=input, summary=summary, cwd=cwd, created=now,
+        deadline=now + max(0.0, float(timeout)) + (HELD_MAX_S if held else 0.0),
         pid=os.getpid(), kind=kind, choices=list(choices) if choices else None, extra=dict(extra or {}),
     )
     rid = request.id
@@ -65,6 +73,8 @@ def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool:
             "waiter": {"pid": request.pid, "start": process_start(request.pid)},
             "fifo": [st.st_dev, st.st_ino],
         }
+        if held:
+            record["held"] = True
         ch.write_json_atomic(f"{rid}.json", record)  # from here on the request is visible
     except BaseException as exc:
         for fd in (fifo_fd, lock_fd):
@@ -76,6 +86,16 @@ def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool:
             raise GuardError(f"approval channel {ch.path}: {exc.strerror or exc}") from None
         raise
     pending = Pending(ch, request, fifo_fd, lock_fd, (st.st_dev, st.st_ino))
+    if held:
+        pending.held = pending.owned = True
+        pending._on_release = (float(timeout), notify)
+        return pending
+    _announce(ch, request, notify)
+    return pending
+
+
+def _announce(ch: ChannelDir, request: Request, notify: list[str] | None) -> None:
+    """Tell the approvers: ring the consoles' doorbells, run ``notify``."""
     try:
         bells = ch.bells_fd(create=False)
         if bells >= 0:
@@ -85,7 +105,22 @@ def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool:
     from claudeguard.channel.notify import run_notify
 
     run_notify(notify, request)
-    return pending
+
+
+def tell_waiter(request_id: str, word: str) -> None:
+    """For the owner of a held request's dialog: "go" (the keyboard's head start is over: publish
+    it for approvers) or "drop" (the dialog left the screen: withdraw it). The waiter reads it
+    within a fraction of a second; a word for a request that ended is swept with its files."""
+    if word not in OWNER_WORDS or not is_id_text(request_id):
+        raise UsageError(f"tell_waiter: {word!r} for {request_id!r}")
+    with ChannelDir() as ch:
+        if not ch.exists(f"{request_id}.json"):
+            return
+        try:
+            fd = os.open(f"{request_id}.{word}", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=ch.fd)
+        except OSError as exc:
+            raise GuardError(f"approval channel {ch.path}: {exc.strerror or exc}") from None
+        os.close(fd)
 
 
 class Pending:
@@ -99,6 +134,9 @@ class Pending:
         self._fifo_id = fifo_id
         self._buf = b""
         self._answer: Answer | None = None
+        self.held = False  # see ``post``
+        self.owned = False  # posted held: the owner of its dialog may still say "drop"
+        self._on_release: tuple[float, list[str] | None] = (0.0, None)  # (timeout, notify)
 
     def __enter__(self) -> "Pending":
         return self
@@ -164,6 +202,33 @@ class Pending:
             return self._answer
         raced = self._end_with("withdrawn", Answer("deny", message="claudeguard: request withdrawn", decided_by="withdrawn"))
         return None if raced.decided_by == "withdrawn" else raced
+
+    # -- a held request --------------------------------------------------------------------------
+
+    def owner_says(self) -> str | None:
+        """A request posted held: "go" or "drop" once the owner of its dialog said so (see ``post``)."""
+        if not self.owned or self._answer is not None:
+            return None
+        for word in ("drop", "go"):  # drop wins: the dialog is gone
+            if self._ch.exists(f"{self.request.id}.{word}"):
+                return word
+        return None
+
+    def release(self) -> None:
+        """Publish a held request for approvers, its deadline counted from now."""
+        if not self.held or self._answer is not None:
+            return
+        from dataclasses import replace
+
+        timeout, notify = self._on_release
+        now = time.time()
+        self.request = replace(self.request, created=now, deadline=now + max(0.0, timeout))
+        self.held = False
+        record = {"v": 1, "request": self.request.to_dict(),
+                  "waiter": {"pid": self.request.pid, "start": process_start(self.request.pid)},
+                  "fifo": list(self._fifo_id)}
+        self._ch.write_json_atomic(f"{self.request.id}.json", record)
+        _announce(self._ch, self.request, notify)
 
     # -- endings ------------------------------------------------------------------------------
 
@@ -238,6 +303,8 @@ class Pending:
                 record = {"v": 1, "request": self.request.to_dict(),
                           "waiter": {"pid": self.request.pid, "start": process_start(self.request.pid)},
                           "fifo": [st.st_dev, st.st_ino], "republished": time.time()}
+                if self.held:
+                    record["held"] = True
                 ch.write_json_atomic(f"{rid}.json", record)
             except OSError:
                 for fd in (fifo_fd, lock_fd):
@@ -300,8 +367,9 @@ class Pending:
         self._ch.close()
 
 
-def list_pending(session_id: str | None = None) -> list[Request]:
-    """Open requests of every session of this user, oldest first. Requests whose waiter died
+def list_pending(session_id: str | None = None, *, held: bool = False) -> list[Request]:
+    """Open requests of every session of this user, oldest first (``held``: the held ones
+    instead, for the owner of their dialogs; see ``post``). Requests whose waiter died
     (pid and start time), that are past their deadline by more than GRACE_S, or whose files
     were left half-made by a crash are removed here: this is the stale-channel cleanup."""
     now = time.time()
@@ -328,6 +396,8 @@ def list_pending(session_id: str | None = None) -> list[Request]:
                 continue  # answered or ending right now
             if now > request.deadline:
                 continue  # its waiter is ending it with on_timeout
+            if bool(record.get("held")) != held:
+                continue
             if session_id is None or request.session_id == session_id:
                 out.append(request)
         for name in names:
@@ -373,6 +443,8 @@ def answer(id_or_prefix: str, decision: str, *, scope: str = "once", message: st
             raise NotFoundError(f"{rid}: unreadable request file") from None
         if request is None or record is None:
             raise NotFoundError(f"{rid}: no longer pending")
+        if record.get("held"):
+            raise NotFoundError(f"{rid}: no such pending request (not asked yet)")
         if request.kind == "dialog" and choice is not None and choice not in (request.choices or []):
             raise UsageError(f"{rid}: choice {choice!r} is not one of {request.choices}")
         line = fifo.encode_answer(rid, Answer(decision, scope, message, "human", choice, by))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from claudeguard.errors import GuardError, InsecurePathError
 
-SUFFIXES = (".json", ".fifo", ".done", ".lock")
+SUFFIXES = (".json", ".fifo", ".done", ".lock", ".go", ".drop")  # .go/.drop: a held request's owner speaking
 ORPHAN_AGE_S = 10.0  # a file without its .json this old is left over from a crash
 FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
 

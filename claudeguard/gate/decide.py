@@ -94,10 +94,14 @@ def decide_call(
     delay_s: float = 0.0,
     still_wanted: "Callable[[], bool] | None" = None,
     unseen_by_hook: bool = False,
+    held: bool = False,
 ) -> Verdict:
     """``delay_s``: an interactive dialog's head start for the person at the keyboard before the
-    request is posted; ``still_wanted``: checked while waiting (a dialog answered at the
-    keyboard is no longer wanted: the request is withdrawn and the verdict is "none")."""
+    request is posted; ``still_wanted``: checked while waiting (a caller gone: the request is
+    withdrawn and the verdict is "none"); ``held``: the request stands for a dialog on a pty
+    session's screen, whose router owns it: posted held, released by the router when the
+    keyboard's head start is over, dropped when the dialog was answered at the keyboard
+    (verdict "none")."""
     started = time.monotonic()
     decision = policy_decision(session, tool, tool_input, agent_type, cwd)
     if decision.decision == "allow" and unseen_by_hook:
@@ -120,7 +124,7 @@ def decide_call(
             return Verdict("none", "answered at the keyboard", "keyboard")
         verdict = ask_human(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
                             cwd=cwd, via=via, rule=decision.rule, source=decision.source, tool_use_id=tool_use_id,
-                            still_wanted=still_wanted)
+                            still_wanted=still_wanted, held=held)
         if verdict.decision == "none":
             return verdict
     verdict.waited_s = round(time.monotonic() - started, 3)
@@ -130,20 +134,18 @@ def decide_call(
     return verdict
 
 
-# How often a dialog's request checks that the dialog is still on the screen. Answers never wait
-# for this: they wake the waiting call through its FIFO at once.
+# How often a waiting request checks that its caller still wants it. Answers never wait for
+# this: they wake the waiting call through its FIFO at once.
 SCREEN_CHECK_S = 0.5
 
 
 def _head_start(delay_s: float, still_wanted: "Callable[[], bool] | None") -> bool:
-    """Sleep ``delay_s``, counted again from the last keypress at the dialog when the watcher
-    knows one (``still_wanted.keyboard_at``); False when the dialog went away meanwhile."""
-    start = time.time()
+    """Sleep ``delay_s``; False when the caller went away meanwhile."""
+    end = time.time() + delay_s
     while True:
         if still_wanted is not None and not still_wanted():
             return False
-        last_key = getattr(still_wanted, "keyboard_at", lambda: None)() or 0.0
-        left = max(start, last_key) + delay_s - time.time()
+        left = end - time.time()
         if left <= 0:
             return True
         time.sleep(min(left, SCREEN_CHECK_S))
@@ -151,7 +153,7 @@ def _head_start(delay_s: float, still_wanted: "Callable[[], bool] | None") -> bo
 
 def ask_human(session: Session, *, tool: str, tool_input: dict, agent_type: str | None, agent_id: str | None,
               cwd: str, via: str, rule: str | None, source: str | None, tool_use_id: str | None,
-              still_wanted: "Callable[[], bool] | None" = None) -> Verdict:
+              still_wanted: "Callable[[], bool] | None" = None, held: bool = False) -> Verdict:
     from claudeguard import channel
     from claudeguard.policy.decide import grant_rules_for_call, summarize_call
 
@@ -164,11 +166,13 @@ def ask_human(session: Session, *, tool: str, tool_input: dict, agent_type: str 
     pending = channel.post(
         session_id=session.id, agent_type=agent_type, agent_id=agent_id, tool=tool, input=tool_input,
         summary=summarize_call(tool, tool_input), cwd=cwd, timeout=timeout, extra=extra,
-        notify=approval.get("notify") or None,
+        notify=approval.get("notify") or None, held=held,
     )
+    if held and not _hold(pending, still_wanted):
+        return Verdict("none", "answered at the keyboard; request withdrawn", "keyboard", request_id=pending.request.id)
     record_pending(session, pending.request.id, +1)
     try:
-        answer = _wait(pending, on_timeout, still_wanted)
+        answer = pending.poll() if pending.done else _wait(pending, on_timeout, still_wanted)
     finally:
         record_pending(session, pending.request.id, -1)
     request_id = pending.request.id
@@ -193,10 +197,31 @@ def ask_human(session: Session, *, tool: str, tool_input: dict, agent_type: str 
     return Verdict(answer.decision, reason, "human", scope=scope, request_id=request_id)
 
 
+HOLD_CHECK_S = 0.2  # how often a held request looks for its dialog owner's word
+
+
+def _hold(pending, still_wanted: "Callable[[], bool] | None") -> bool:  # type: ignore[no-untyped-def]
+    """Wait on a held request until the owner of its dialog releases it (True: now published for
+    approvers, or ended by a lost channel) or drops it (False: withdrawn, the keyboard answered)."""
+    while True:
+        word = pending.owner_says()
+        if word == "go":
+            pending.release()
+            return True
+        if word == "drop" or (still_wanted is not None and not still_wanted()):
+            pending.withdraw()
+            return False
+        if pending.check() is not None:
+            return True  # the channel was lost: that ending is the answer
+        time.sleep(HOLD_CHECK_S)
+
+
 def _wait(pending, on_timeout: str, still_wanted: "Callable[[], bool] | None"):  # type: ignore[no-untyped-def]
     """The channel's answer; None when the dialog was answered at the keyboard first."""
-    if still_wanted is None:
+    if still_wanted is None and not pending.owned:
         return pending.wait(on_timeout=on_timeout)
+    if still_wanted is None:
+        still_wanted = lambda: True  # noqa: E731 - only the dialog's owner can end the wait early
     import select
 
     while True:
@@ -210,7 +235,7 @@ def _wait(pending, on_timeout: str, still_wanted: "Callable[[], bool] | None"): 
                 return answer
         elif (lost := pending.check()) is not None:
             return lost  # its channel was lost (a channel removed as a whole is made again)
-        if not still_wanted():
+        if pending.owner_says() == "drop" or not still_wanted():
             answer = pending.withdraw()
             return answer  # an answer that arrived just before the keyboard's still counts
 

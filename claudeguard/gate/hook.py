@@ -159,69 +159,17 @@ def handle(event: dict, client_alive: "Callable[[], bool] | None" = None, sessio
     earlier = reuse_answer(session, tool, tool_input, agent_id, None)
     if earlier is not None:
         return _permission_request(earlier.decision, earlier.reason, tool_input)
-    delay = float(session.approval.get("idle_before_channel") or 0)
-    still_wanted = _both(_dialog_watch(session, delay), client_alive)
+    # In a pty session the dialog on the screen is the router's (the launcher's): the request is
+    # posted held, the router releases it when the keyboard's head start is over and drops it
+    # when the keyboard answered (shim/dialogs/handshake.py). Elsewhere the head start is a sleep.
+    held = bool(session.snapshot.get("pty"))
+    delay = 0.0 if held else float(session.approval.get("idle_before_channel") or 0)
     verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
                           cwd=cwd, via="dialog", undecided="ask", tool_use_id=tool_use_id, delay_s=delay,
-                          still_wanted=still_wanted)
+                          still_wanted=client_alive, held=held)
     if verdict.decision == "none":
         return None  # the person at the keyboard answered; the CLI has moved on
     return _permission_request(verdict.decision, verdict.reason, tool_input)
-
-
-def _both(first, second):  # type: ignore[no-untyped-def]
-    """Wanted while both watchers want it (either may be None: not watching)."""
-    if first is None or second is None:
-        return first or second
-
-    def wanted() -> bool:
-        return second() and first()
-
-    wanted.keyboard_at = getattr(first, "keyboard_at", lambda: None)  # type: ignore[attr-defined]
-    return wanted
-
-
-def _dialog_watch(session, delay: float):  # type: ignore[no-untyped-def]
-    """In a pty session the relay writes ``dialog.json``: the request is wanted while a dialog is
-    on the screen and the screen path has not posted it itself; a keypress restarts the head
-    start. Without a pty (no dialog.json) there is nothing to watch."""
-    import time
-
-    from claudeguard.gate.session import read_screen
-
-    if read_screen(session) is None:
-        return None
-    started = time.time()
-    seen_dialog = [False]
-    last: list = [{}, None]  # the state, and the (inode, mtime) it was read at
-
-    def wanted() -> bool:
-        # Re-read only when the relay rewrote the file: a stat costs no read I/O, and the
-        # watchdog counts the tree's I/O as progress (a hook polling the file would hide a stall).
-        try:
-            st = os.stat(os.path.join(session.dir, "dialog.json"))
-            stamp = (st.st_ino, st.st_mtime_ns)
-        except OSError:
-            stamp = None
-        if stamp is None or stamp != last[1]:
-            last[0], last[1] = read_screen(session) or {}, stamp
-        state = last[0] or None
-        if state is None:
-            return True
-        if state.get("exited"):
-            return False
-        if state.get("dialog"):
-            seen_dialog[0] = True
-            return not state.get("request")
-        # No dialog on the screen: gone (it was seen, or a key was pressed since we started: the
-        # keyboard answered it, maybe before the relay, which waits out flicker, reported it), or
-        # not drawn yet (give it up to 10 s to appear).
-        if seen_dialog[0] or (state.get("keyboard_at") or 0) > started:
-            return False
-        return time.time() - started < 10.0
-
-    wanted.keyboard_at = lambda: last[0].get("keyboard_at")  # type: ignore[attr-defined]
-    return wanted
 
 
 def main() -> int:

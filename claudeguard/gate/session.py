@@ -178,21 +178,6 @@ def take_answer(session: Session, tool_use_id: str | None, digest: str, agent_id
     return info["answer"]
 
 
-def read_screen(session: Session) -> dict | None:
-    """The pty relay's ``dialog.json`` (see ``claudeguard.shim.pty_relay``), read without
-    importing the screen model: ``dialog`` (title or None), ``request`` (an id the screen path
-    posted), ``keyboard_at`` (last keypress, epoch), ``exited``. None without a pty."""
-    if session.dir is None:
-        return None
-    try:
-        fd = os.open(os.path.join(session.dir, "dialog.json"), os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd) as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def forget_call(session: Session, tool_use_id: str | None) -> None:
     if session.dir is None or not tool_use_id or "/" in tool_use_id:
         return

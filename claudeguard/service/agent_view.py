@@ -97,7 +97,8 @@ def ensure_child(service, view: View, parent, cli: str, prompt: str | None = Non
                 return reg
         sid = child_id(view.session_id, cli)
         directory = os.path.join(os.path.dirname(view.directory), sid)
-        snapshot = dict(parent.session.snapshot, session_id=sid, kind="background", agent_view=view.session_id)
+        snapshot = dict(parent.session.snapshot, session_id=sid, kind="background", agent_view=view.session_id,
+                        pty=False)  # no screen of ours: its hooks post as usual
         prompt = prompt or view.mine.get(cli)
         try:
             private_dir(directory)

@@ -147,6 +147,11 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int: 
     try:
         snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(cwd), interactive=interactive and os.isatty(0))
         snapshot["hooks"] = "http"
+        # No -p: the TUI runs on our pty (with or without a terminal of our own), so its dialogs
+        # can be seen and, when nobody answers them, routed to the channel. A stream-json
+        # caller without -p (the Agent SDK's streaming mode) is headless: pipes, as with -p.
+        use_pty = interactive and args.last("--input-format", "--output-format") is None
+        snapshot["pty"] = use_pty  # the hooks leave its dialogs' requests to its router (held)
         from claudeguard.paths import log_dir_text
 
         snapshot["log_dir"] = log_dir_text()  # the service answers for many launchers' environments
@@ -158,10 +163,6 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int: 
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(cwd), http=http)
         snapshot_text = json.dumps(snapshot)  # as written last: the keeper writes it again if the dir goes
         env = dict(os.environ, **plan.env_additions)
-        # No -p: the TUI runs on our pty (with or without a terminal of our own), so its dialogs
-        # can be seen and, when nobody answers them, routed to the channel. A stream-json
-        # caller without -p (the Agent SDK's streaming mode) is headless: pipes, as with -p.
-        use_pty = interactive and args.last("--input-format", "--output-format") is None
         if use_pty:
             from claudeguard.shim.pty_relay import PtySession, relay_settings
 

@@ -1,7 +1,7 @@
 """The screen watcher of a pty session: feeds the CLI's output to the screen model, reads the
 screen when output pauses (or at least every 0.25 s while it flows) for the dialog on it (to the
-router), the idle prompt and the CLI's version, and publishes what it saw: ``screen.json`` and
-``dialog.json`` in the session directory, and the watchdog's activity, dialog hint and tail.
+router), the idle prompt and the CLI's version, and publishes what it saw: ``screen.json`` in the
+session directory, and the watchdog's activity, dialog hint and tail.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from typing import Any
 from claudeguard.shim.dialogs.parse import BUSY, at_idle_prompt, find_dialog
 from claudeguard.shim.dialogs.router import DialogRouter
 from claudeguard.shim.dialogs.tables import banner_version, patterns_for
-from claudeguard.shim.dialogs.handshake import DIALOG_FILE
 from claudeguard.shim.screen import Screen, write_screen_state
 
 QUIET_S = 0.03  # read the screen once output pauses this long ...
@@ -44,7 +43,6 @@ class ScreenWatcher:
         self._tail_version = -1
         self._activity_at = 0.0
         self._dialog_title: str | None = None
-        self._dialog_written: dict | None = None
 
     def output(self, data: bytes) -> None:
         self.screen.feed(data)
@@ -98,14 +96,6 @@ class ScreenWatcher:
             self._dialog_title = title
             if self.monitor is not None:
                 _call(self.monitor, "set_screen_hint", f"a dialog is on screen: {title}" if title else None)
-        if self.session_dir:
-            # dialog.json (see dialogs.handshake): the dialog part alone, rewritten only when it
-            # changes, for the PermissionRequest hook that watches it (re-reading screen.json at
-            # every redraw would be I/O the watchdog has to take for progress).
-            dialog = dict(self.router.state(), exited=final)
-            if dialog != self._dialog_written:
-                self._dialog_written = dialog
-                write_screen_state(self.session_dir, dialog, name=DIALOG_FILE)
         due = self.screen.version != self._tail_version and now - self._tail_written >= TAIL_EVERY_S
         if not (self.router.changed or due or final):
             return

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from claudeguard.shim.dialogs.handshake import HOOK_GRACE_S, HookWatch
+from claudeguard.shim.dialogs.handshake import HOOK_GRACE_S, HookRequests
 from claudeguard.shim.dialogs.tables import Choice, Dialog
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class DialogRouter:
         self._pending = None  # channel.Pending
         self._posted_at = 0.0
         self._answered: tuple[str, float] | None = None  # (dialog key, when we typed)
-        self._hook = HookWatch(settings.session_id, settings.hook_grace)  # the hook's request for this dialog
+        self._hook = HookRequests(settings.session_id, settings.hook_grace)  # the hook's requests (handshake)
         self.keyboard_wall: float | None = None
         self.changed = False  # state() differs from what was last written
 
@@ -100,11 +100,15 @@ class DialogRouter:
         now = self._clock()
         if self.dialog is not None and self._missing_since is not None and now - self._missing_since >= GONE_AFTER_S:
             self._set(None, now)
+        on_screen = self.dialog is not None and self.dialog.kind == "permission"
+        self._hook.sync(self.channel, now, self._wall(), on_screen=on_screen,
+                        head_start_over=on_screen and now >= self._idle_from + self.s.idle_before_channel,
+                        screen_posted=on_screen and self._pending is not None, keyboard_wall=self.keyboard_wall)
         if self._pending is not None:
             return self._check_answer()
         if self.dialog is None or now < self._due_at():
             return None
-        if self.dialog.kind == "permission" and not self._hook.clear(self.channel, now):
+        if self.dialog.kind == "permission" and not self._hook.clear(now):
             return None
         self._post(now)
         return None
@@ -121,11 +125,18 @@ class DialogRouter:
             left = max(0.0, self._pending.request.deadline - self._wall())
             # Also wake to check the channel (a removed runtime dir is made again: requests).
             times.append(self._clock() + min(left, CHANNEL_CHECK_S))
-        elif self.dialog is not None:
+        on_screen = self.dialog is not None and self.dialog.kind == "permission"
+        now = self._clock()
+        if self._pending is None and self.dialog is not None:
             due = self._due_at()
-            if self.dialog.kind == "permission" and self._clock() >= due:
-                due = self._hook.next_check()  # waiting on the hook's request
-            times.append(due)
+            if not (on_screen and now >= due):  # past it, a permission dialog waits on the hook's requests
+                times.append(due)
+        check = self._hook.next_check(on_screen)  # the hook's requests (handshake)
+        if check is not None:
+            times.append(check)
+        head_start_end = self._idle_from + self.s.idle_before_channel
+        if on_screen and self._hook.known and head_start_end > now:
+            times.append(head_start_end)  # the hook's held request is released then
         return min(times) if times else None
 
     def state(self) -> dict:
@@ -143,6 +154,7 @@ class DialogRouter:
     def close(self) -> None:
         if self._pending is not None:
             self._withdraw()
+        self._hook.drop_all(self.channel)  # the CLI is gone: nobody waits for these answers
 
     # -- internals -----------------------------------------------------------------------------
 
