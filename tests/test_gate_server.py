@@ -93,3 +93,66 @@ def test_a_hook_that_goes_away_has_its_request_withdrawn(session):
             time.sleep(0.05)
     finally:
         server.close()
+
+
+def _pty_session(session_dir) -> None:  # type: ignore[no-untyped-def]
+    snapshot = json.loads((session_dir / "session.json").read_text())
+    snapshot.update(print_mode=False, pty=True, pid=os.getpid())  # this test stands for the launcher
+    (session_dir / "session.json").write_text(json.dumps(snapshot))
+
+
+def _permission_request(command: str) -> bytes:
+    return json.dumps({"hook_event_name": "PermissionRequest", "session_id": "s", "cwd": "/tmp", "tool_name": "Bash",
+                       "tool_input": {"command": command}}).encode()
+
+
+def _held_request(hook: subprocess.Popen):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + 20
+    while not (held := channel.list_pending("sess", held=True)):
+        assert time.monotonic() < deadline and hook.poll() is None, "the hook posted no held request"
+        time.sleep(0.05)
+    assert channel.list_pending() == []  # approvers do not see it yet
+    return held[0]
+
+
+@pytest.mark.parametrize("word", ["go", "drop"])
+def test_a_pty_sessions_permission_request_waits_for_its_dialogs_owner(session, word):
+    # The hook in its own process (command hooks): the router of the pty session owns the dialog.
+    session_dir, env = session
+    _pty_session(session_dir)
+    hook = subprocess.Popen([*ctl_command(), "hook"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        hook.stdin.write(_permission_request("make deploy"))
+        hook.stdin.close()
+        request = _held_request(hook)
+        assert request.kind == "permission" and request.extra["via"] == "dialog"
+        channel.tell_waiter(request.id, word)
+        if word == "go":
+            deadline = time.monotonic() + 10
+            while not channel.list_pending():
+                assert time.monotonic() < deadline, "the released request was not published"
+                time.sleep(0.05)
+            channel.answer(request.id, "allow")
+            out = json.loads(hook.stdout.read())["hookSpecificOutput"]
+            assert out["hookEventName"] == "PermissionRequest" and out["decision"]["behavior"] == "allow"
+        else:
+            assert hook.stdout.read() == b""  # answered at the keyboard: no decision
+        assert hook.wait(timeout=10) == 0
+        assert channel.list_pending() == [] and channel.list_pending(held=True) == []
+    finally:
+        if hook.poll() is None:
+            hook.kill()
+            hook.wait()
+
+
+def test_a_held_request_whose_launcher_is_gone_is_withdrawn(session):
+    session_dir, env = session
+    _pty_session(session_dir)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    snapshot = json.loads((session_dir / "session.json").read_text())
+    (session_dir / "session.json").write_text(json.dumps(dict(snapshot, pid=gone.pid)))
+    out = subprocess.run([*ctl_command(), "hook"], input=_permission_request("make deploy"), env=env,
+                         capture_output=True, timeout=30)
+    assert (out.returncode, out.stdout) == (0, b"")
+    assert channel.list_pending() == [] and channel.list_pending(held=True) == []

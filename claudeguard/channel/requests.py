@@ -67,14 +67,7 @@ def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool:
         if not stat.S_ISFIFO(st.st_mode):
             raise GuardError(f"{ch.path}/{rid}.fifo: not a FIFO")
         lock_fd = os.open(f"{rid}.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=ch.fd)
-        record = {
-            "v": 1,
-            "request": request.to_dict(),
-            "waiter": {"pid": request.pid, "start": process_start(request.pid)},
-            "fifo": [st.st_dev, st.st_ino],
-        }
-        if held:
-            record["held"] = True
+        record = _record(request, (st.st_dev, st.st_ino), held)
         ch.write_json_atomic(f"{rid}.json", record)  # from here on the request is visible
     except BaseException as exc:
         for fd in (fifo_fd, lock_fd):
@@ -92,6 +85,15 @@ def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool:
         return pending
     _announce(ch, request, notify)
     return pending
+
+
+def _record(request: Request, fifo_id: tuple[int, int], held: bool) -> dict:
+    """What ``<id>.json`` holds (see docs/design.md, "The approval channel")."""
+    record = {"v": 1, "request": request.to_dict(), "waiter": {"pid": request.pid, "start": process_start(request.pid)},
+              "fifo": list(fifo_id)}
+    if held:
+        record["held"] = True
+    return record
 
 
 def _announce(ch: ChannelDir, request: Request, notify: list[str] | None) -> None:
@@ -224,10 +226,13 @@ class Pending:
         now = time.time()
         self.request = replace(self.request, created=now, deadline=now + max(0.0, timeout))
         self.held = False
-        record = {"v": 1, "request": self.request.to_dict(),
-                  "waiter": {"pid": self.request.pid, "start": process_start(self.request.pid)},
-                  "fifo": list(self._fifo_id)}
-        self._ch.write_json_atomic(f"{self.request.id}.json", record)
+        record = _record(self.request, self._fifo_id, held=False)
+        try:
+            self._ch.write_json_atomic(f"{self.request.id}.json", record)
+        except OSError as exc:
+            message = f"claudeguard: the approval channel was lost (request {self.request.id}: {exc.strerror or exc}); denied"
+            self._end_with("error", Answer("deny", message=message, decided_by="error"))
+            return
         _announce(self._ch, self.request, notify)
 
     # -- endings ------------------------------------------------------------------------------
@@ -300,11 +305,7 @@ class Pending:
                 if not stat.S_ISFIFO(st.st_mode):
                     raise OSError(errno.EEXIST, "not a FIFO")
                 lock_fd = os.open(f"{rid}.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=ch.fd)
-                record = {"v": 1, "request": self.request.to_dict(),
-                          "waiter": {"pid": self.request.pid, "start": process_start(self.request.pid)},
-                          "fifo": [st.st_dev, st.st_ino], "republished": time.time()}
-                if self.held:
-                    record["held"] = True
+                record = dict(_record(self.request, (st.st_dev, st.st_ino), self.held), republished=time.time())
                 ch.write_json_atomic(f"{rid}.json", record)
             except OSError:
                 for fd in (fifo_fd, lock_fd):

@@ -168,7 +168,7 @@ def ask_human(session: Session, *, tool: str, tool_input: dict, agent_type: str 
         summary=summarize_call(tool, tool_input), cwd=cwd, timeout=timeout, extra=extra,
         notify=approval.get("notify") or None, held=held,
     )
-    if held and not _hold(pending, still_wanted):
+    if held and not _hold(pending, still_wanted, session.snapshot.get("pid")):
         return Verdict("none", "answered at the keyboard; request withdrawn", "keyboard", request_id=pending.request.id)
     record_pending(session, pending.request.id, +1)
     try:
@@ -200,20 +200,33 @@ def ask_human(session: Session, *, tool: str, tool_input: dict, agent_type: str 
 HOLD_CHECK_S = 0.2  # how often a held request looks for its dialog owner's word
 
 
-def _hold(pending, still_wanted: "Callable[[], bool] | None") -> bool:  # type: ignore[no-untyped-def]
+def _hold(pending, still_wanted: "Callable[[], bool] | None", owner_pid: int | None) -> bool:  # type: ignore[no-untyped-def]
     """Wait on a held request until the owner of its dialog releases it (True: now published for
-    approvers, or ended by a lost channel) or drops it (False: withdrawn, the keyboard answered)."""
+    approvers, or ended by a lost channel) or drops it (False: withdrawn, the keyboard answered).
+    An owner that is gone (``owner_pid``, the launcher) drops it too."""
     while True:
         word = pending.owner_says()
         if word == "go":
             pending.release()
             return True
-        if word == "drop" or (still_wanted is not None and not still_wanted()):
+        if word == "drop" or (still_wanted is not None and not still_wanted()) or not _alive(owner_pid):
             pending.withdraw()
             return False
         if pending.check() is not None:
             return True  # the channel was lost: that ending is the answer
         time.sleep(HOLD_CHECK_S)
+
+
+def _alive(pid: int | None) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return True  # not known: the other endings still apply
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 def _wait(pending, on_timeout: str, still_wanted: "Callable[[], bool] | None"):  # type: ignore[no-untyped-def]
