@@ -17,6 +17,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable
 
+    from claudeguard.channel.requests import Pending
+
 # Tools the CLI runs without asking in every mode: a subagent's call to them is left to the CLI.
 NO_PERMISSION_TOOLS = frozenset(
     "Read Glob Grep LS NotebookRead TodoWrite TodoRead BashOutput TaskOutput ToolSearch "
@@ -200,7 +202,7 @@ def ask_human(session: Session, *, tool: str, tool_input: dict, agent_type: str 
 HOLD_CHECK_S = 0.2  # how often a held request looks for its dialog owner's word
 
 
-def _hold(pending, still_wanted: "Callable[[], bool] | None", owner_pid: int | None) -> bool:  # type: ignore[no-untyped-def]
+def _hold(pending: Pending, still_wanted: "Callable[[], bool] | None", owner_pid: int | None) -> bool:
     """Wait on a held request until the owner of its dialog releases it (True: now published for
     approvers, or ended by a lost channel) or drops it (False: withdrawn, the keyboard answered).
     An owner that is gone (``owner_pid``, the launcher) drops it too."""
