@@ -1,0 +1,108 @@
+"""The two ways claudeguard writes a file: replace it whole (``write_atomic``), or add one line to
+it (``append_line``).
+
+Both stay off links planted by others and leave a private file (0600 unless the caller keeps an
+existing file's mode). Only ``os`` is imported: the hook, the launcher and the prompt server all
+write through here (bench/importtime.py holds their budgets).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+TYPE_CHECKING = False  # typing stays off the hook's path
+if TYPE_CHECKING:
+    from typing import Union
+
+    StrPath = Union[str, "os.PathLike[str]"]
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def write_atomic(path: StrPath, data: str | bytes, *, mode: int = 0o600, keep_mode: bool = False,
+                 durable: bool = False) -> None:
+    """Replace ``path`` with ``data``: a reader sees the old file or the whole new one.
+
+    The temp file is made beside ``path`` with O_EXCL (it never opens anything already there,
+    a link included) under a name no other writer uses, then renamed over ``path``; a link at
+    ``path`` is replaced, never followed. ``keep_mode``: an existing regular file keeps its
+    permission bits (a config file the user made 0644), else the file gets ``mode``.
+    ``durable``: fsync the file and its directory (for files a user keeps; runtime state in
+    /tmp skips it). On any error the temp file is removed and the error raised.
+    """
+    if isinstance(data, str):
+        data = data.encode()
+    path = os.fspath(path)
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+    if keep_mode:
+        try:
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode):
+                mode = stat.S_IMODE(st.st_mode)
+        except FileNotFoundError:
+            pass
+    fd = os.open(tmp, _CREATE, 0o600)
+    try:
+        try:
+            os.fchmod(fd, mode)  # exact, whatever the umask (a kept mode may be wider than 0600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    if durable:
+        _fsync_dir(directory or ".")
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems refuse fsync on a directory: the file itself is synced
+    finally:
+        os.close(fd)
+
+
+def append_line(path: StrPath, line: bytes) -> None:
+    """Append one whole line (ending in ``\\n``) to ``path``, made 0600 if new.
+
+    One O_APPEND write per line, so concurrent writers never interleave within a line. The file
+    must be a regular file of ours (never a link: O_NOFOLLOW); one with group/other bits is
+    tightened to 0600. A short write (full disk) ends the torn line and raises ENOSPC.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            raise OSError(0, "not a regular file of yours; refusing to write")
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            os.fchmod(fd, 0o600)  # ours, but made with a loose umask or by hand: tighten it
+        written = _write(fd, line)
+        if written != len(line):
+            # A full disk mid-line: end the torn line so the next record starts clean.
+            try:
+                os.write(fd, b"\n")
+            except OSError:
+                pass
+            raise OSError(28, f"short write ({written} of {len(line)} bytes)")
+    finally:
+        os.close(fd)
+
+
+def _write(fd: int, data: bytes) -> int:
+    return os.write(fd, data)  # one call, one O_APPEND write: a whole line or an error
