@@ -176,9 +176,3 @@ def runtime_dir(*parts: str) -> Path:
         path = private_dir(path / part)
     return path
 
-
-def write_private_file(path: Path, text: str) -> None:
-    """Create or replace ``path`` (0600) without following a link planted at its name."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)

@@ -106,7 +106,8 @@ def probe(real: str, cfg) -> bool:  # type: ignore[no-untyped-def]
     """Run the real CLI offline with the injected flags against the embedded model."""
     import secrets
 
-    from claudeguard.paths import runtime_dir, write_private_file
+    from claudeguard.files import write_atomic
+    from claudeguard.paths import runtime_dir
     from claudeguard.shim.claude_args import parse_claude_args
     from claudeguard.shim.command import build_plan, session_snapshot
     from claudeguard.testing.model_server import ModelServer
@@ -128,7 +129,7 @@ def probe(real: str, cfg) -> bool:  # type: ignore[no-untyped-def]
         with ModelServer(scenario) as server:
             plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(work))
             snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(work), interactive=False)
-            write_private_file(session_dir / "session.json", json.dumps(snapshot))
+            write_atomic(session_dir / "session.json", json.dumps(snapshot))
             env = offline_env(tmp / "home", server.url, key)
             env.update(plan.env_additions)
             # the probe's own runtime and log dirs stay the user's: the hook must find the session

@@ -85,7 +85,8 @@ def session_for(service, reg, body: bytes):  # type: ignore[no-untyped-def]
 def ensure_child(service, view: View, parent, cli: str, prompt: str | None = None):  # type: ignore[no-untyped-def]
     """The child guard session of dispatched CLI session ``cli``: registered with the service
     and kept (``background.keep``) until its process ends."""
-    from claudeguard.paths import private_dir, write_private_file
+    from claudeguard.files import write_atomic
+    from claudeguard.paths import private_dir
     from claudeguard.service.background import RECORD, Keeper, keep
 
     with view.lock:
@@ -102,8 +103,8 @@ def ensure_child(service, view: View, parent, cli: str, prompt: str | None = Non
         prompt = prompt or view.mine.get(cli)
         try:
             private_dir(directory)
-            write_private_file(directory + "/session.json", json.dumps(snapshot))  # type: ignore[arg-type]
-            write_private_file(directory + "/" + RECORD, json.dumps(  # type: ignore[arg-type]
+            write_atomic(directory + "/session.json", json.dumps(snapshot))
+            write_atomic(directory + "/" + RECORD, json.dumps(
                 {"token": view.token, "config_dir": view.config_dir, "watch": view.watch, "prompt": prompt,
                  "cli_session": cli, "agent_view": None, "parent": view.session_id}))
         except OSError:

@@ -89,7 +89,8 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg, cwd: Path, end, *, dry_run:
         return 0
     if os.environ.get("CLAUDEGUARD_SERVICE", "1") == "0":
         return _unguarded(real, args, cfg, "the guard service is off (CLAUDEGUARD_SERVICE=0)", exec_passthrough, RECURSION_VAR)
-    from claudeguard.paths import log_dir_text, runtime_dir, write_private_file
+    from claudeguard.files import write_atomic
+    from claudeguard.paths import log_dir_text, runtime_dir
     from claudeguard.service.client import Registration, ServiceError, request
     from claudeguard.service.files import process_start
     from claudeguard.shim.background import config_dir, end_launch, watch_settings
@@ -108,11 +109,11 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg, cwd: Path, end, *, dry_run:
         snapshot = session_snapshot(cfg, tail_args(args.argv[index + 1 :]), session_id=session_id, cwd=str(cwd),
                                     interactive=False)
         snapshot.update(hooks="http", log_dir=log_dir_text(), kind="background")
-        write_private_file(session_dir / "session.json", json.dumps(snapshot))
+        write_atomic(session_dir / "session.json", json.dumps(snapshot))
         settings_file = str(session_dir / SETTINGS)
         # "agent_view" is added once agent view runs: a service starting now adopts no half-made view.
         record: dict = {"token": token, "config_dir": config_dir(dict(os.environ)), "watch": watch_settings(cfg)}
-        write_private_file(session_dir / "background.json", json.dumps(record))
+        write_atomic(session_dir / "background.json", json.dumps(record))
         registration = Registration(session_id, str(session_dir), token, kind="background")
         try:
             port = registration.open()
@@ -121,14 +122,14 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg, cwd: Path, end, *, dry_run:
             return _unguarded(real, args, cfg, f"the guard service cannot be had ({exc})", exec_passthrough, RECURSION_VAR,
                               cleanup=session_dir)
         argv, settings = plan(real, args, cfg, str(cwd), session_id=session_id, http=HttpHooks(port, token, literal=True))
-        write_private_file(Path(settings_file), json.dumps(settings, separators=(",", ":")))
+        write_atomic(Path(settings_file), json.dumps(settings, separators=(",", ":")))
         argv[argv.index("<settings>")] = "--settings=" + settings_file
         # The daemon agent view may start keeps this environment for every session it runs
         # later: nothing of a guard session goes into it (the secret is in the settings file).
         env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDEGUARD_SESSION")}
         proc = subprocess.Popen(argv, env=env)
         record["agent_view"] = {"settings": settings_file, "pid": proc.pid, "start": process_start(proc.pid)}
-        write_private_file(session_dir / "background.json", json.dumps(record))
+        write_atomic(session_dir / "background.json", json.dumps(record))
         reply = request(registration.sock, {"op": "attach", "session_id": session_id})  # type: ignore[arg-type]
         if not reply.get("ok"):
             print(f"claudeguard: the guard service did not take agent view: {reply.get('error')}; stopping it", file=sys.stderr)

@@ -39,7 +39,8 @@ def watch_settings(cfg) -> dict:  # type: ignore[no-untyped-def]
 
 
 def run_background(real: str, args, cfg, cwd: Path, session_id: str, end=None) -> int:  # type: ignore[no-untyped-def]
-    from claudeguard.paths import log_dir_text, runtime_dir, write_private_file
+    from claudeguard.files import write_atomic
+    from claudeguard.paths import log_dir_text, runtime_dir
     from claudeguard.service.client import Registration, ServiceError, request
     from claudeguard.shim.command import HttpHooks, build_plan, session_snapshot
 
@@ -52,7 +53,7 @@ def run_background(real: str, args, cfg, cwd: Path, session_id: str, end=None) -
     try:
         snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(cwd), interactive=False)
         snapshot.update(hooks="http", log_dir=log_dir_text(), kind="background")
-        write_private_file(session_dir / "session.json", json.dumps(snapshot))
+        write_atomic(session_dir / "session.json", json.dumps(snapshot))
         record = {"token": token, "config_dir": config_dir(dict(os.environ)), "watch": watch_settings(cfg), "prompt": args.prompt}
         if end is not None and end.report:
             # The report covers the background session: the service writes it when it ends.
@@ -62,7 +63,7 @@ def run_background(real: str, args, cfg, cwd: Path, session_id: str, end=None) -
 
             record["report"] = {"path": end.report, "fail_on": sorted(end.fail_on), "started": time.time(),
                                 "mark": audit_mark(), "real_cli": real}
-        write_private_file(session_dir / "background.json", json.dumps(record))
+        write_atomic(session_dir / "background.json", json.dumps(record))
         registration = Registration(session_id, str(session_dir), token, kind="background")
         try:
             port = registration.open()
@@ -83,7 +84,7 @@ def run_background(real: str, args, cfg, cwd: Path, session_id: str, end=None) -
                 return 1
             return proc.returncode
         record["short_id"] = match.group(1)
-        write_private_file(session_dir / "background.json", json.dumps(record))
+        write_atomic(session_dir / "background.json", json.dumps(record))
         reply = request(registration.sock, {"op": "attach", "session_id": session_id})  # type: ignore[arg-type]
         if not reply.get("ok"):
             print(f"claudeguard: the guard service did not take the session: {reply.get('error')}", file=sys.stderr)

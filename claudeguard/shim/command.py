@@ -224,9 +224,9 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
             caller = _load_settings_value(word.partition("=")[2] if "=" in word else rest[settings_at[-1] + 1])
         for index in sorted(settings_at, reverse=True):
             del rest[index:index + (1 if "=" in rest[index] else 2)]
-        from claudeguard.paths import write_private_file
+        from claudeguard.files import write_atomic
 
-        write_private_file(Path(settings_file), json.dumps(merge_settings(caller, ours), separators=(",", ":")))
+        write_atomic(Path(settings_file), json.dumps(merge_settings(caller, ours), separators=(",", ":")))
         front.append("--settings=" + settings_file)
     elif settings_at:
         # The CLI keeps the last --settings; merge ours into it and leave the others as given.
@@ -258,9 +258,9 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
                             "headers": {"Authorization": f"Bearer {http.token}"}}
             config = json.dumps({"mcpServers": {MCP_SERVER_NAME: server}}, separators=(",", ":"))
             if session_dir:
-                from claudeguard.paths import write_private_file
+                from claudeguard.files import write_atomic
 
-                write_private_file(Path(session_dir) / "mcp.json", config)
+                write_atomic(Path(session_dir) / "mcp.json", config)
                 front.append("--mcp-config=" + str(Path(session_dir) / "mcp.json"))
             else:
                 front.append("--mcp-config=" + config)  # a dry run: no secret exists yet

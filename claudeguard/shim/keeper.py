@@ -61,13 +61,14 @@ class SessionKeeper:
             return False
         from pathlib import Path
 
-        from claudeguard.paths import runtime_dir, write_private_file
+        from claudeguard.files import write_atomic
+        from claudeguard.paths import runtime_dir
 
         made = runtime_dir("sessions", self.session_id)
         if os.path.abspath(made) != os.path.abspath(self.session_dir):
             return False  # the runtime root moved (env changed under us?): nothing to restore here
         for name, text in self.files.items():
-            write_private_file(Path(made) / name, text)
+            write_atomic(Path(made) / name, text)
         self.restored += 1
         for callback in self.on_restore:
             try:

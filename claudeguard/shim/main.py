@@ -137,7 +137,8 @@ def _disabled(argv: list[str]) -> int:
 def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int:  # type: ignore[no-untyped-def]
     import json
 
-    from claudeguard.paths import runtime_dir, write_private_file
+    from claudeguard.files import write_atomic
+    from claudeguard.paths import runtime_dir
     from claudeguard.shim.command import build_plan, session_snapshot
     from claudeguard.shim.report import Run
 
@@ -155,11 +156,11 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int: 
         from claudeguard.paths import log_dir_text
 
         snapshot["log_dir"] = log_dir_text()  # the service answers for many launchers' environments
-        write_private_file(session_dir / "session.json", json.dumps(snapshot))
+        write_atomic(session_dir / "session.json", json.dumps(snapshot))
         registration, http = _register_with_service(session_id, str(session_dir))
         if registration is None:
             snapshot["hooks"] = "command"
-            write_private_file(session_dir / "session.json", json.dumps(snapshot))
+            write_atomic(session_dir / "session.json", json.dumps(snapshot))
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(cwd), http=http)
         snapshot_text = json.dumps(snapshot)  # as written last: the keeper writes it again if the dir goes
         env = dict(os.environ, **plan.env_additions)
