@@ -3,7 +3,6 @@ layout. Used by ``approve/deny --scope forever`` (add one rule) and ``config ini
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from claudeguard.errors import ConfigError
@@ -47,18 +46,10 @@ on_stall = "warn"                  # warn | interrupt | kill (exit 124)
 
 
 def _atomic_write(path: Path, text: str) -> None:
+    from claudeguard.files import write_atomic
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomic(path, text, keep_mode=True, durable=True)  # the user's file: synced, mode kept
 
 
 def write_starter(path: Path) -> None:
