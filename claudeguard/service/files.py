@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import os
 
+from claudeguard.files import write_atomic
+
 RECORD = "service.json"
 CONTROL = "control.sock"
 START_LOCK = "start.lock"
@@ -98,18 +100,8 @@ def read_stale_port(directory: str) -> int | None:
 
 
 def write_port(directory: str, port: int) -> None:
-    path = os.path.join(directory, PORT)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(f"{port}\n")
-    os.replace(tmp, path)
+    write_atomic(os.path.join(directory, PORT), f"{port}\n")
 
 
 def write_record(directory: str, record: dict) -> None:
-    path = os.path.join(directory, RECORD)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(record, fh)
-    os.replace(tmp, path)
+    write_atomic(os.path.join(directory, RECORD), json.dumps(record))
