@@ -181,7 +181,8 @@ def write_report(keeper: Keeper) -> None:
     the session's own exit code is unknown (null), and ``fail_on`` names the words that would
     have failed the run."""
     from claudeguard.channel.audit import session_log
-    from claudeguard.shim.report import EndOptions, Run, fail_on_hits, write_atomic
+    from claudeguard.shim.report import EndOptions, Run, fail_on_hits
+    from claudeguard.shim.report import write_report as write_report_file
 
     spec = keeper.report or {}
     session_log.set(keeper.log_dir)
@@ -194,7 +195,7 @@ def write_report(keeper: Keeper) -> None:
         report = run.build(0)
         report["background"] = {"short_id": keeper.short_id, "cli_pid": keeper.pid}
         report["fail_on"] = fail_on_hits(report["counts"], report["calls"], run.end.fail_on)
-        write_atomic(str(spec["path"]), report)
+        write_report_file(str(spec["path"]), report)
     except Exception as exc:  # noqa: BLE001 - a report must not keep the session registered
         import sys
 

@@ -193,7 +193,7 @@ class Run:
             report["fail_on"] = hits
         if self.end.report:
             try:
-                write_atomic(self.end.report, report)
+                write_report(self.end.report, report)
             except OSError as exc:
                 _say(f"--guard-report {self.end.report}: {exc.strerror or exc}")
         if not failed:
@@ -247,29 +247,13 @@ def cli_version(real_cli: str) -> str | None:
     return found.group(0) if found else None
 
 
-def write_atomic(path: str, report: dict) -> None:
-    """A temp file beside ``path`` (0600: the calls' summaries may be private), then rename:
-    a reader sees the old report or the whole new one."""
+def write_report(path: str, report: dict) -> None:
+    """Replace the report whole, 0600 (the calls' summaries may be private) and synced."""
     import json
 
-    data = (json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n").encode()
-    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from claudeguard import files
+
+    files.write_atomic(path, json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", durable=True)
 
 
 def _plural(n: int, word: str) -> str:
