@@ -418,18 +418,12 @@ class Screen:
 def write_screen_state(session_dir: str | os.PathLike[str], state: dict, name: str = SCREEN_FILE) -> None:
     """Replace ``screen.json`` (or ``name``) atomically (temp file + rename, 0600). Never raises:
     the screen file is a courtesy to other processes, the session goes on without it."""
-    directory = Path(session_dir)
-    tmp = directory / f".{name}.{os.getpid()}.tmp"
+    from claudeguard.files import write_atomic
+
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(state, fh, ensure_ascii=False)
-        os.replace(tmp, directory / name)
+        write_atomic(os.path.join(session_dir, name), json.dumps(state, ensure_ascii=False).encode("utf-8"))
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass
 
 
 def read_screen_state(session_dir: str | os.PathLike[str] | None) -> dict | None:
