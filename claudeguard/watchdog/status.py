@@ -17,21 +17,15 @@ import sys
 import time
 from pathlib import Path
 
+from claudeguard.files import write_atomic
+
 STATUS_FILE = "status.json"
 FIELDS = ("pid", "child_pid", "guarded", "cwd", "state", "cpu_s", "tokens", "last_activity_s", "pending", "prompt")
 
 
 def write_status(session_dir: Path, status: dict) -> None:
     """Replace ``status.json`` atomically; the file is 0600 and never follows a symlink."""
-    path = Path(session_dir) / STATUS_FILE
-    tmp = Path(session_dir) / f".{STATUS_FILE}.{os.getpid()}.tmp"
-    data = json.dumps(status, separators=(",", ":"), default=str).encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    write_atomic(os.path.join(session_dir, STATUS_FILE), json.dumps(status, separators=(",", ":"), default=str))
 
 
 def read_status(session_dir: Path) -> dict | None:
