@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
+
+from claudeguard.files import append_line, write_atomic
 
 
 class Session:
@@ -68,12 +69,7 @@ def current_session(event_cwd: str | None = None, cli_session_id: str | None = N
 
 
 def _append(path: str, record: dict) -> None:
-    line = json.dumps(record, separators=(",", ":")) + "\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, line.encode())
-    finally:
-        os.close(fd)
+    append_line(path, (json.dumps(record, separators=(",", ":")) + "\n").encode())
 
 
 def record_event(session: Session, event: str, **fields: object) -> None:
@@ -121,11 +117,7 @@ def remember_call(session: Session, tool_use_id: str, info: dict) -> None:
         calls = os.path.join(session.dir, "calls")
         os.makedirs(calls, mode=0o700, exist_ok=True)
         # Written whole, then renamed: the prompt tool may read it while the hook rewrites it.
-        tmp = os.path.join(calls, f".{tool_use_id}.{os.getpid()}.{threading.get_ident()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(info, fh)
-        os.replace(tmp, os.path.join(calls, tool_use_id))
+        write_atomic(os.path.join(calls, tool_use_id), json.dumps(info))
     except OSError:
         pass
 
