@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from claudeguard import files
 from claudeguard.channel import audit
 
 EVENT = {"session_id": "s1", "agent_type": None, "agent_id": None, "tool": "Bash", "summary": "Bash(ls)",
@@ -85,14 +86,14 @@ def test_full_disk_is_reported_and_the_torn_line_skipped(log, monkeypatch, capsy
     def enospc(fd: int, data: bytes) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(audit, "_write", enospc)
+    monkeypatch.setattr(files, "_write", enospc)
     audit.record({**EVENT, "n": 2})
     assert "No space left on device; decision not logged" in capsys.readouterr().err
 
     def short(fd: int, data: bytes) -> int:
         return os.write(fd, data[:10])  # the disk filled mid-line
 
-    monkeypatch.setattr(audit, "_write", short)
+    monkeypatch.setattr(files, "_write", short)
     audit.record({**EVENT, "n": 3})
     assert capsys.readouterr().err == ""  # reported once per process
     monkeypatch.undo()

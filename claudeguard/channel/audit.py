@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 import time
 
@@ -98,30 +97,11 @@ def record(event: dict) -> None:
 
 
 def _append(path: str, line: bytes) -> None:
+    from claudeguard.files import append_line
     from claudeguard.paths import private_dir
 
     private_dir(os.path.dirname(path))
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
-            raise OSError(0, "not a regular file of yours; refusing to write")
-        if stat.S_IMODE(st.st_mode) & 0o077:
-            os.fchmod(fd, 0o600)  # ours, but made with a loose umask or by hand: tighten it
-        written = _write(fd, line)
-        if written != len(line):
-            # A full disk mid-line: end the torn line so the next record starts clean.
-            try:
-                os.write(fd, b"\n")
-            except OSError:
-                pass
-            raise OSError(28, f"short write ({written} of {len(line)} bytes)")
-    finally:
-        os.close(fd)
-
-
-def _write(fd: int, data: bytes) -> int:
-    return os.write(fd, data)  # one call, one O_APPEND write: a whole line or an error
+    append_line(path, line)
 
 
 def _parse(line: bytes) -> dict | None:
