@@ -60,10 +60,12 @@ def test_write_status_does_not_follow_a_symlink(tmp_path):
     target.write_text("keep")
     d = tmp_path / "s"
     d.mkdir()
-    (d / (".status.json.%d.tmp" % os.getpid())).symlink_to(target)
-    with pytest.raises(OSError):
-        write_status(d, {"state": "x"})
+    (d / (".status.json.%d.tmp" % os.getpid())).symlink_to(target)  # the temp name of old
+    (d / "status.json").symlink_to(target)
+    write_status(d, {"state": "x"})
     assert target.read_text() == "keep"
+    assert not (d / "status.json").is_symlink() and read_status(d) == {"state": "x"}
+    assert (d / "status.json").stat().st_mode & 0o777 == 0o600
 
 
 def test_list_sessions_fields(rt):
