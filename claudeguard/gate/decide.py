@@ -24,7 +24,6 @@ NO_PERMISSION_TOOLS = frozenset(
     "Read Glob Grep LS NotebookRead TodoWrite TodoRead BashOutput TaskOutput ToolSearch "
     "ListMcpResourcesTool ReadMcpResourceTool Skill SlashCommand".split()
 )
-EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
 
 
 class Verdict:
@@ -64,6 +63,8 @@ def _extra_rules(session: Session, agent_type: str | None) -> list:
 
 def needs_human(tool: str, tool_input: dict, permission_mode: str | None, cwd: str) -> bool:
     """Would the CLI stop to ask about this call? (A subagent cannot show the dialog.)"""
+    from claudeguard.policy.rules import EDIT_TOOLS
+
     if permission_mode in ("bypassPermissions", "dontAsk", "plan"):
         return False  # bypass allows; dontAsk and plan decide without a prompt
     if tool in NO_PERMISSION_TOOLS:
