@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from claudeguard.channel.model import SCOPES
 from claudeguard.errors import GuardError, NotFoundError
-
-SCOPES = ("once", "agent", "session", "forever")
 
 
 def main(argv: list[str]) -> int:
