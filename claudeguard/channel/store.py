@@ -9,7 +9,6 @@ created once with O_EXCL: its content says how the request ended).
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import stat
@@ -231,7 +230,3 @@ def waiter_alive(record: dict) -> bool:
     if not isinstance(pid, int):
         return False
     return process_start(pid) == waiter.get("start")
-
-
-def is_enxio(exc: OSError) -> bool:
-    return exc.errno == errno.ENXIO

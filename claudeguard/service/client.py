@@ -146,7 +146,6 @@ class Registration:
         self.port = 0
         self.sock: socket.socket | None = None
         self.closed = threading.Event()
-        self.restarts = 0
         self.listener = None  # shim.activity.ServiceWatch, once the child runs
         self._send_lock = threading.Lock()
 
@@ -235,7 +234,6 @@ class Registration:
                 return
             self._tell("lost")
             while not self.closed.is_set():
-                self.restarts += 1
                 try:
                     self._register()
                 except (ServiceError, OSError, ValueError):

@@ -33,7 +33,6 @@ class SessionKeeper:
         self.files = dict(files)  # name -> text, written again on restore
         self.on_restore = list(on_restore or [])
         self.interval = interval
-        self.restored = 0
         self._reported: set[str] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -69,7 +68,6 @@ class SessionKeeper:
             return False  # the runtime root moved (env changed under us?): nothing to restore here
         for name, text in self.files.items():
             write_atomic(Path(made) / name, text)
-        self.restored += 1
         for callback in self.on_restore:
             try:
                 callback()

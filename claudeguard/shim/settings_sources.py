@@ -324,7 +324,6 @@ class Watch:
         import threading
 
         self.args, self.cfg, self.cwd, self.child_pid, self.managed = args, cfg, cwd, child_pid, managed
-        self.tripped: str | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="claudeguard-settings-watch", daemon=True)
 
@@ -355,7 +354,6 @@ class Watch:
             try:
                 check(self.args, self.cfg, self.cwd, managed=self.managed)
             except UsageError as exc:
-                self.tripped = str(exc)
                 print(f"claudeguard: {exc}; written during the session: stopping the CLI", file=sys.stderr, flush=True)
                 from claudeguard.watchdog.sampler import kill_tree
 

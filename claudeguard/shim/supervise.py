@@ -28,7 +28,6 @@ class Supervisor(ChildProcess):
         self.tap_stdout = tap_stdout and not os.isatty(1)
         self.child: subprocess.Popen | None = None
         self._exited = threading.Event()
-        self.killed_by_watchdog = False
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> int:

@@ -208,7 +208,6 @@ class Monitor:
             if since is not None and since < tr.last_progress:
                 tr.last_progress = tr._hold = since
             tr.in_stall = True
-            tr.stall_started = self.clock()
 
     def stall_state(self) -> dict:
         """What ``carry_stall`` of the next monitor needs."""

@@ -195,7 +195,6 @@ class Tracker:
         self.exit_code: int | None = None
         self.in_stall = False
         self.stall_count = 0
-        self.stall_started: float | None = None
         self.last_sample: Sample | None = None
 
     # -- progress --------------------------------------------------------------------------
@@ -534,9 +533,6 @@ class Tracker:
         new_stall = stalled and not self.in_stall
         if new_stall:
             self.stall_count += 1
-            self.stall_started = now
-        if not stalled:
-            self.stall_started = None
         self.in_stall = stalled
         diagnosis = self._diagnose(base, detail, quiet, now) if stalled else None
         return Verdict(

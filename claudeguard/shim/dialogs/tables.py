@@ -75,9 +75,6 @@ class Dialog:
                 return c
         return None
 
-    def to_state(self) -> dict:
-        return {"dialog": self.title, "kind": self.kind, "choices": self.labels, "text": self.text}
-
 
 _CONFIRM = r"Enter to confirm · Esc to cancel"
 
