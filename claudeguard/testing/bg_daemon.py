@@ -36,6 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+# Field 22 of /proc/PID/stat (start time in clock ticks), as the CLI records it; None when the
+# process is gone or a zombie.
+from claudeguard.channel.store import process_start as proc_start
+
 BG_MARK = "backgrounded · "
 
 
@@ -61,19 +65,6 @@ def socket_dir(cfg_dir: Path) -> Path:
 
 
 # --- processes -------------------------------------------------------------------------------
-
-
-def proc_start(pid: int) -> str | None:
-    """Field 22 of ``/proc/PID/stat`` (start time in clock ticks), as the CLI records it; None
-    when the process is gone or a zombie."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(")") + 2 :].split()
-    if fields[0] == "Z":
-        return None
-    return fields[19]
 
 
 def _ppid(pid: int) -> int | None:

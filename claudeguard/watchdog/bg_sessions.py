@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from claudeguard.channel.store import process_start
+
 AGENTS_TIMEOUT_S = 10.0
 
 
@@ -45,15 +47,6 @@ def config_dir_of(environ: dict[str, str]) -> Path | None:
         return Path(explicit)
     home = environ.get("HOME")
     return Path(home) / ".claude" if home else None
-
-
-def _proc_start(pid: int) -> str | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(")") + 2 :].split()
-    return None if fields[0] == "Z" else fields[19]
 
 
 def _from_agents(exe: str, environ: dict[str, str]) -> list[dict] | None:
@@ -84,7 +77,7 @@ def _from_records(cfg_dir: Path) -> list[dict]:
         pid = data.get("pid") if isinstance(data, dict) else None
         if data.get("kind") != "bg" or not isinstance(pid, int):
             continue
-        start = _proc_start(pid)
+        start = process_start(pid)
         if start is None or (data.get("procStart") is not None and str(data["procStart"]) != start):
             continue
         out.append({"pid": pid, "short_id": data.get("jobId"), "session_id": data.get("sessionId"),
