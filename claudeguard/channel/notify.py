@@ -9,7 +9,6 @@ as ``{"event": "notify-failed"}``. Nothing here ever raises into the waiting cal
 from __future__ import annotations
 
 import os
-import signal
 import threading
 
 from claudeguard.channel.model import Request
@@ -37,18 +36,11 @@ def run_notify(argv: list[str] | None, request: Request) -> int | None:
     if not argv:
         return None
     try:
-        args = substitute([str(a) for a in argv], request)
-        devnull = os.devnull
-        # posix_spawn rather than subprocess: it can give the command an empty signal mask. The
-        # caller may be the session's supervisor, whose threads block SIGINT/SIGTERM & co. for its
-        # signal thread; a notify command must not inherit that (it could not be stopped).
-        pid = os.posix_spawnp(
-            args[0], args, dict(os.environ),
-            file_actions=[(os.POSIX_SPAWN_OPEN, fd, devnull, os.O_RDWR, 0) for fd in (0, 1, 2)],
-            setsid=True,
-            setsigmask=(),
-            setsigdef=(signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE),
-        )
+        from claudeguard.procs import spawn_detached
+
+        # The caller may be the session's supervisor, whose threads block SIGINT/SIGTERM & co.
+        # for its signal thread: spawn_detached starts the command with none of them blocked.
+        pid = spawn_detached(substitute([str(a) for a in argv], request))
     except Exception as exc:  # noqa: BLE001 - a notify failure is logged, never fatal
         _failed(argv, request, f"cannot start: {exc}")
         return None
