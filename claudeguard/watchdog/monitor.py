@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from claudeguard.procs import spawn_detached
 from claudeguard.watchdog import sampler
 from claudeguard.watchdog.state import TOOL, Limits, StreamMsg, Tracker, Verdict, stall_line
 from claudeguard.watchdog.status import process_start, prompt_words, write_status
@@ -44,20 +45,6 @@ class WatchConfig:
     notify: list[str] | None = None
     # The CLI draws on a pty nobody reads (a --bg session): its writes are not progress.
     writes_are_screen: bool = False
-
-
-def spawn_detached(args: list[str]) -> int:
-    """Start a command in its own session, stdio on /dev/null, with no signal blocked.
-
-    The supervisor blocks the signals it forwards in every thread, and a child inherits the
-    mask of the thread that starts it: posix_spawn sets a clean mask without a preexec hook
-    (which is unsafe in a threaded process).
-    """
-    devnull = os.devnull
-    actions = [(os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
-               (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
-               (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0)]
-    return os.posix_spawnp(args[0], args, dict(os.environ), file_actions=actions, setsigmask=[], setsid=True)
 
 
 def reap(pids: list[int]) -> list[int]:
