@@ -235,16 +235,13 @@ def cli_version(real_cli: str) -> str | None:
     version = from_package(real_cli)
     if version:
         return version
-    import re
-    import subprocess
+    from claudeguard.errors import GuardError
+    from claudeguard.procs import cli_version as ask
 
     try:
-        out = subprocess.run([real_cli, "--version"], capture_output=True, text=True, timeout=10,
-                             stdin=subprocess.DEVNULL, env=dict(os.environ, CLAUDEGUARD_DISABLE="1")).stdout
-    except (OSError, subprocess.SubprocessError):
+        return ask(real_cli, timeout=10)
+    except GuardError:
         return None
-    found = re.search(r"\d+\.\d+\.\d+\S*", out)
-    return found.group(0) if found else None
 
 
 def write_report(path: str, report: dict) -> None:
