@@ -51,9 +51,14 @@ def main(argv: list[str]) -> int:
     except GuardError as exc:
         _say(False, f"real CLI: {exc}")
         return 1
-    proc = subprocess.run([real, "--version"], capture_output=True, text=True, timeout=60)
-    version = proc.stdout.strip().split(" ")[0] if proc.returncode == 0 else None
-    good &= _say(version is not None, f"real CLI: {real} version {version or '? (' + proc.stderr.strip()[:80] + ')'}")
+    from claudeguard.procs import cli_version
+
+    try:
+        version: str | None = cli_version(real)
+        good &= _say(True, f"real CLI: {real} version {version}")
+    except GuardError as exc:
+        version = None
+        good &= _say(False, f"real CLI: {real} version ? ({exc})")
     if version and version not in TESTED_VERSIONS:
         print(f"      note: claudeguard is tested with {', '.join(TESTED_VERSIONS)}; {version} may differ")
     _launcher()
