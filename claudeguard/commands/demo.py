@@ -76,7 +76,9 @@ def main(argv: list[str]) -> int:
     from claudeguard.testing.offline_home import offline_env, prepare_home
 
     claude = _find_cli()
-    version = subprocess.run([claude, "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
+    from claudeguard.procs import cli_version
+
+    version = cli_version(claude)
     print(f"claudeguard demo: real Claude Code CLI {claude} ({version}), offline against an embedded scripted model")
     tmp = Path(tempfile.mkdtemp(prefix="claudeguard-demo-"))
     proc: subprocess.Popen | None = None
