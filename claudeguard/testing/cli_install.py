@@ -95,14 +95,15 @@ def install_cli(version: str, *, quiet: bool = True) -> Path:
 def _check_runs(binary: Path, version: str, scratch: Path) -> None:
     """Refuse an install whose binary does not report ``version`` (e.g. a postinstall step that an
     npm policy skipped left a placeholder behind)."""
+    from claudeguard.procs import cli_version
+
     try:
-        out = subprocess.run([str(binary), "--version"], stdin=subprocess.DEVNULL, capture_output=True,
-                             text=True, timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        out = str(exc)
-    if version not in out:
+        said = cli_version(str(binary))
+    except GuardError as exc:
+        said = str(exc)
+    if said != version:
         shutil.rmtree(scratch, ignore_errors=True)
-        raise GuardError(f"installed {PACKAGE}@{version} does not run: `claude --version` said {out.strip()[:100]!r}")
+        raise GuardError(f"installed {PACKAGE}@{version} does not run: `claude --version` said {said[:100]!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
