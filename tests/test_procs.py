@@ -1,0 +1,73 @@
+"""claudeguard.procs: a detached command gets a clean signal state and /dev/null stdio; a CLI's
+version is read or refused with one line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import pytest
+
+from claudeguard.errors import GuardError
+from claudeguard.procs import cli_version, spawn_detached
+
+
+def _script(tmp_path, body: str) -> str:
+    path = tmp_path / "claude"
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_detached_command_has_no_signal_blocked_or_ignored_and_its_own_session(tmp_path):
+    out = tmp_path / "out"
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        pid = spawn_detached(["sh", "-c", f"grep -E 'SigBlk|SigIgn' /proc/self/status > {out}; ps -o sid= -p $$ >> {out}"])
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    lines = out.read_text().split()
+    assert lines[lines.index("SigBlk:") + 1] == "0" * 16
+    ignored = int(lines[lines.index("SigIgn:") + 1], 16)
+    assert not ignored & (1 << (signal.SIGHUP - 1)) and not ignored & (1 << (signal.SIGPIPE - 1))
+    assert int(lines[-1]) == pid  # a session leader: its own session
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ('echo "2.1.197 (Claude Code)"', "2.1.197"),
+    ('echo "claude 2.1.330-beta.1"', "2.1.330-beta.1"),
+    ('[ -z "$CLAUDEGUARD_DISABLE" ] && echo 9.9.9 || echo 1.2.3', "1.2.3"),  # the guard is off in it
+    ("read x && echo 4.5.6 || echo 7.8.9", "7.8.9"),  # stdin is /dev/null, not ours
+])
+def test_cli_version_reads_the_version(tmp_path, body, expected):
+    assert cli_version(_script(tmp_path, body)) == expected
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ("echo boom >&2; exit 3", "exited 3: boom"),
+    ("echo no version here", "exited 0: no version here"),
+    ("exec sleep 30", "did not answer within 0.5 s"),
+])
+def test_cli_version_refuses_with_one_line(tmp_path, body, said):
+    with pytest.raises(GuardError, match=said) as info:
+        cli_version(_script(tmp_path, body), timeout=0.5)
+    assert "\n" not in str(info.value)
+
+
+def test_cli_version_of_a_missing_binary(tmp_path):
+    with pytest.raises(GuardError, match="cannot start"):
+        cli_version(str(tmp_path / "nowhere"))
+
+
+def test_spawn_detached_from_a_thread_is_reaped_by_the_caller():
+    pids: list[int] = []
+    t = threading.Thread(target=lambda: pids.append(spawn_detached(["true"])))
+    t.start()
+    t.join()
+    _, status = os.waitpid(pids[0], 0)
+    assert os.waitstatus_to_exitcode(status) == 0
