@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from claudeguard.testing.wait import wait_until  # noqa: F401 - the tests' one wait (re-exported)
+
 REPO = Path(__file__).resolve().parent.parent
 GUARD = [sys.executable, "-m", "claudeguard"]
 CTL = [sys.executable, "-m", "claudeguard.commands.ctl"]
@@ -21,7 +23,6 @@ def guarded_env(env: dict, real_claude: Path, **extra: str) -> dict:
 import json
 import subprocess
 import threading
-import time
 
 
 def write_user_config(env: dict, text: str) -> Path:
@@ -40,13 +41,8 @@ def pending(env: dict) -> list[dict]:
 
 
 def wait_pending(env: dict, predicate=lambda r: True, timeout: float = 60) -> dict:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for req in pending(env):
-            if predicate(req):
-                return req
-        time.sleep(0.2)
-    raise AssertionError(f"no matching pending request within {timeout}s")
+    return wait_until(lambda: next((req for req in pending(env) if predicate(req)), None), timeout,
+                      "a matching pending request", interval=0.2)
 
 
 def ctl(env: dict, *args: str) -> subprocess.CompletedProcess:
@@ -82,15 +78,3 @@ def run_guarded(env: dict, cwd: Path, prompt: str, *extra: str, timeout: float =
 def results_of(proc: subprocess.CompletedProcess) -> list[dict]:
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     return [m for m in lines if m.get("type") == "result"]
-
-
-def wait_until(predicate, timeout: float, what: str = "condition", interval: float = 0.05):  # type: ignore[no-untyped-def]
-    """The predicate's first true value, polled every ``interval`` s; AssertionError naming
-    ``what`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what}")

@@ -13,20 +13,15 @@ import psutil
 import pytest
 
 from claudeguard.watchdog import sampler
+from tests.shim_helpers import wait_until as shared_wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the /proc details are Linux's")
 
 PY = sys.executable
 
 
-def wait_until(pred, timeout: float = 5.0, step: float = 0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(step)
-    return pred()
+def wait_until(pred, timeout: float = 5.0, step: float = 0.02):  # type: ignore[no-untyped-def]
+    return shared_wait_until(pred, timeout, interval=step)
 
 
 def gone(pid: int) -> bool:
@@ -96,9 +91,8 @@ def test_tree_and_sample(tmp_path, procs):
     assert first.root_pid == p.pid and set(first.procs) >= set(pids)
     assert first.procs[pids[0]].ppid == pids[1] and first.procs[pids[1]].ppid == p.pid
     leaf = pids[0]
-    time.sleep(0.3)
+    assert wait_until(lambda: ts.sample().procs[leaf].cpu - first.procs[leaf].cpu > 0.1)
     second = ts.sample()
-    assert second.procs[leaf].cpu - first.procs[leaf].cpu > 0.1
     assert second.procs[p.pid].io is not None
 
 
