@@ -17,7 +17,7 @@ import pytest
 
 from claudeguard.testing import bg_daemon as bg
 from claudeguard.testing.services import live_services, stop_services
-from tests.shim_helpers import GUARD, guarded_env, write_user_config
+from tests.shim_helpers import GUARD, guarded_env, wait_until, write_user_config
 
 LOCKDOWN = '[security]\ndisable_bypass_permissions = true\n'
 BYPASS_SETTINGS = json.dumps({"permissions": {"defaultMode": "bypassPermissions"}})
@@ -154,7 +154,7 @@ def test_the_real_cli_would_have_started_a_daemon(bg_claude, model_server, offli
     assert launch.returncode == 0 and launch.short_id, launch.stderr
     cfg = bg.config_dir(env)
     pid = bg.wait_for_daemon(cfg)
-    bg.wait_for(lambda: "hi from the background" in bg.job_texts(cfg, launch.short_id), 60, what="the reply")
+    wait_until(lambda: "hi from the background" in bg.job_texts(cfg, launch.short_id), 60, what="the reply")
     agents = bg.list_agents(bg_claude, env, offline_env.cwd)
     assert [a["id"] for a in agents] == [launch.short_id]
     assert agents[0]["pid"] != pid and agents[0]["kind"] == "background"
@@ -176,7 +176,7 @@ def test_respawn_and_attach_of_a_real_bypass_session_are_refused(bg_claude, mode
                           offline_env.cwd)
     assert launch.returncode == 0 and launch.short_id, launch.stderr
     cfg = bg.config_dir(env)
-    bg.wait_for(lambda: "hi" in bg.job_texts(cfg, launch.short_id), 60, what="the reply")
+    wait_until(lambda: "hi" in bg.job_texts(cfg, launch.short_id), 60, what="the reply")
     assert bg.job_state(cfg, launch.short_id)["respawnFlags"] == ["--dangerously-skip-permissions"]
     bg_daemon.stop(env)
     assert bg.live_processes(env) == []

@@ -9,7 +9,7 @@ import signal
 import subprocess
 
 from claudeguard.testing import bg_daemon as bg
-from tests.shim_helpers import CTL
+from tests.shim_helpers import CTL, wait_until
 
 
 def _ps(env: dict, *extra: str) -> subprocess.CompletedProcess:
@@ -29,7 +29,7 @@ def test_ps_all_lists_background_sessions_not_the_daemon(bg_claude, model_server
     for tag in ("one", "two"):
         launch = bg.launch_bg([bg_claude, "--bg", f"hello-{tag}"], env, offline_env.cwd)
         assert launch.returncode == 0 and launch.short_id, launch.stderr
-        bg.wait_for(lambda: f"{tag} is done" in bg.job_texts(cfg, launch.short_id), 60, what=f"session {tag}'s reply")
+        wait_until(lambda: f"{tag} is done" in bg.job_texts(cfg, launch.short_id), 60, what=f"session {tag}'s reply")
         shorts.append(launch.short_id)
     daemon = bg.wait_for_daemon(cfg)
     agents = {a["id"]: a["pid"] for a in bg.list_agents(bg_claude, env, offline_env.cwd)}
@@ -55,7 +55,7 @@ def test_ps_all_lists_background_sessions_not_the_daemon(bg_claude, model_server
     # The sessions outlive a daemon stopped alone (observed): they are still listed, from the
     # CLI's own records, and the orphaned pty hosts are not.
     os.kill(daemon, signal.SIGTERM)
-    bg.wait_for(lambda: bg.proc_start(daemon) is None and bg.daemon_pid(cfg) is None, 30, what="the daemon to exit")
+    wait_until(lambda: bg.proc_start(daemon) is None and bg.daemon_pid(cfg) is None, 30, what="the daemon to exit")
     assert all(bg.proc_start(pid) is not None for pid in agents.values())
     hosts = set(bg.live_processes(env)) - set(agents.values())
     rows = json.loads(_ps(env, "--json").stdout)

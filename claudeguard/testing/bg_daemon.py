@@ -39,6 +39,7 @@ from typing import Iterable, Sequence
 # Field 22 of /proc/PID/stat (start time in clock ticks), as the CLI records it; None when the
 # process is gone or a zombie.
 from claudeguard.channel.store import process_start as proc_start
+from claudeguard.testing.wait import wait_until
 
 BG_MARK = "backgrounded · "
 
@@ -222,20 +223,8 @@ def list_agents(claude: str | Path, env: dict[str, str], cwd: str | Path, *, all
     return data
 
 
-def wait_for(predicate, timeout: float, interval: float = 0.1, what: str = "condition"):  # type: ignore[no-untyped-def]
-    """Poll ``predicate`` until it returns a true value (returned) or ``timeout`` passes (raises)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise BgDaemonError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)
-
-
 def wait_for_daemon(cfg_dir: Path, timeout: float = 30) -> int:
-    return wait_for(lambda: daemon_pid(cfg_dir), timeout, what=f"the daemon's pid in {cfg_dir / 'daemon.lock'}")
+    return wait_until(lambda: daemon_pid(cfg_dir), timeout, interval=0.1, what=f"the daemon's pid in {cfg_dir / 'daemon.lock'}")
 
 
 def job_state(cfg_dir: Path, short_id: str) -> dict:
@@ -334,7 +323,7 @@ def stop_daemon(env: dict[str, str], *, grace: float = 5.0, remove_sockets: bool
             time.sleep(0.05)
         # A pty host outlives its session's SIGTERM (observed): what is left gets SIGKILL.
         report.killed.extend(_signal_all(targets, signal.SIGKILL))
-        wait_for(lambda: not any(proc_start(p) == s for p, s in targets.items()), 5.0, what="killed processes to exit")
+        wait_until(lambda: not any(proc_start(p) == s for p, s in targets.items()), 5.0, "killed processes to exit")
     else:
         raise BgDaemonError(f"processes of {cfg_dir} keep appearing after 5 rounds of stopping")
     if remove_sockets:
