@@ -21,6 +21,7 @@ from claudeguard import channel
 from claudeguard.channel import fifo, requests
 from claudeguard.channel.model import Answer
 from claudeguard.errors import NotFoundError
+from tests.shim_helpers import wait_until
 
 REQUESTER = """
 import json, os, sys, time
@@ -97,10 +98,7 @@ def leftovers(chan: Path) -> list[str]:
 
 
 def until(cond, timeout: float):  # type: ignore[no-untyped-def]
-    end = time.monotonic() + timeout
-    while not (value := cond()) and time.monotonic() < end:
-        time.sleep(0.01)
-    return value
+    return wait_until(cond, timeout, interval=0.01)
 
 
 def post(timeout: float = 10) -> channel.Pending:

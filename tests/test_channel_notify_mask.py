@@ -8,6 +8,7 @@ import time
 
 from claudeguard.channel.model import Request
 from claudeguard.channel.notify import run_notify
+from tests.shim_helpers import wait_until
 
 
 def test_notify_command_starts_with_an_empty_signal_mask(tmp_path):
@@ -20,8 +21,5 @@ def test_notify_command_starts_with_an_empty_signal_mask(tmp_path):
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
     assert pid is not None
-    deadline = time.monotonic() + 10
-    while not (out.exists() and out.read_text().strip()):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_until(lambda: out.exists() and out.read_text().strip(), 10, "the notify command's output")
     assert int(out.read_text().split()[1], 16) == 0

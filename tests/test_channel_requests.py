@@ -19,6 +19,7 @@ from claudeguard import channel
 from claudeguard.channel import fifo, requests
 from claudeguard.channel.model import Answer, new_id
 from claudeguard.errors import InsecurePathError, NotFoundError, UsageError
+from tests.shim_helpers import wait_until
 
 
 @pytest.fixture
@@ -46,12 +47,7 @@ def files(chan: Path) -> list[str]:
 
 
 def until(cond, timeout: float = 5.0, step: float = 0.01):  # type: ignore[no-untyped-def]
-    end = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value or time.monotonic() > end:
-            return value
-        time.sleep(step)
+    return wait_until(cond, timeout, interval=step)
 
 
 # -- the happy path ------------------------------------------------------------------------
@@ -163,7 +159,8 @@ def test_on_timeout_allow(chan):
 def test_expired_request_is_unlisted_and_refused(chan, monkeypatch):
     pending = post(timeout=0.2)
     try:
-        time.sleep(0.3)  # past the deadline, but nobody waits: the files are still there
+        # past the deadline, but nobody waits: the files are still there
+        wait_until(lambda: time.time() > pending.request.deadline, 5, "the deadline to pass")
         assert channel.list_pending() == []
         with pytest.raises(NotFoundError, match="expired"):
             channel.answer(pending.request.id, "allow")
@@ -176,7 +173,8 @@ def test_expired_request_is_unlisted_and_refused(chan, monkeypatch):
 def test_answer_that_arrived_just_before_deadline_wins(chan):
     pending = post(timeout=0.2)
     channel.answer(pending.request.id, "allow")
-    time.sleep(0.3)  # the waiter was not looking; at its deadline the answer is in the pipe
+    # the waiter was not looking; at its deadline the answer is in the pipe
+    wait_until(lambda: time.time() > pending.request.deadline, 5, "the deadline to pass")
     answer = pending.wait()
     assert (answer.decision, answer.decided_by) == ("allow", "human")
 

@@ -8,13 +8,13 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 import pytest
 
 from claudeguard import channel
 from claudeguard.gate import server as gate_server
 from claudeguard.shim.command import ctl_command
+from tests.shim_helpers import wait_until
 
 
 @pytest.fixture
@@ -81,16 +81,10 @@ def test_a_hook_that_goes_away_has_its_request_withdrawn(session):
         hook = subprocess.Popen([*ctl_command(), "hook"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         hook.stdin.write(_event("make deploy", agent_type="general-purpose", agent_id="a1"))
         hook.stdin.close()
-        deadline = time.monotonic() + 20
-        while not channel.list_pending():
-            assert time.monotonic() < deadline, "the subagent's call never reached the channel"
-            time.sleep(0.05)
+        wait_until(channel.list_pending, 20, "the subagent's call to reach the channel")
         hook.send_signal(signal.SIGKILL)  # the CLI gave up on its hook
         hook.wait(timeout=10)
-        deadline = time.monotonic() + 3
-        while channel.list_pending():
-            assert time.monotonic() < deadline, "the request outlived its hook"
-            time.sleep(0.05)
+        wait_until(lambda: not channel.list_pending(), 3, "the request to go with its hook")
     finally:
         server.close()
 

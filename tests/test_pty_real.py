@@ -18,6 +18,7 @@ import pytest
 
 from claudeguard import channel
 from claudeguard.shim.screen import Screen, read_screen_state
+from tests.shim_helpers import wait_until
 
 GUARD = [sys.executable, "-m", "claudeguard"]
 CTL = [sys.executable, "-m", "claudeguard.commands.ctl"]
@@ -317,19 +318,17 @@ def test_session_without_a_terminal_completes_with_channel_approval(real_claude,
     proc = subprocess.Popen(GUARD + ["--permission-mode", "default", "run it"], env=env, cwd=offline_env.cwd,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
-        deadline = time.monotonic() + 20
-        while not (reqs := channel.list_pending()):
-            assert time.monotonic() < deadline and proc.poll() is None, "no request from the detached session"
-            time.sleep(0.1)
+        reqs = wait_until(lambda: channel.list_pending() or proc.poll() is not None, 20,
+                          "a request from the detached session", interval=0.1)
+        assert proc.poll() is None, "the detached session ended without a request"
         [req] = reqs
         assert req.tool == "Bash" and req.input["command"] == BASH_CALL["command"]
         # Whoever looks finds the session's screen: the dialog it waits on.
         [session_dir] = (Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions").iterdir()
         assert json.loads((session_dir / "session.json").read_text())["pty"] is True  # the hook's request is held
-        deadline = time.monotonic() + 5  # the hook may post a moment before the screen is read
-        while not ((state := read_screen_state(session_dir)) and state.get("dialog")):
-            assert time.monotonic() < deadline, f"screen.json never showed the dialog: {state}"
-            time.sleep(0.05)
+        # the hook may post a moment before the screen is read
+        state = wait_until(lambda: (s := read_screen_state(session_dir)) and s.get("dialog") and s, 5,
+                           "screen.json to show the dialog")
         assert state["dialog"] == "Bash command" and state["kind"] == "permission" and state["attached"] is False
         assert any("Do you want to proceed?" in line for line in state["tail"])
         assert state["request"] is None  # the hook routed it; the screen path did not post

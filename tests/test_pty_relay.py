@@ -17,6 +17,7 @@ import pytest
 
 from claudeguard import channel
 from claudeguard.shim.terminal import is_keypress
+from tests.shim_helpers import wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -137,13 +138,11 @@ def _state(pid: int) -> str:
 
 
 def _wait_state(pid: int, states: str, timeout: float = 5) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        st = _state(pid)
-        if st in states:
-            return st
-        time.sleep(0.02)
-    return _state(pid)
+    """The process's state once it is one of ``states``; its state then, if never."""
+    try:
+        return wait_until(lambda: (st := _state(pid)) in states and st, timeout, interval=0.02)
+    except AssertionError:
+        return _state(pid)
 
 
 def _wait_gone(pid: int, timeout: float) -> bool:
@@ -151,28 +150,22 @@ def _wait_gone(pid: int, timeout: float) -> bool:
 
 
 def _wait_pending(predicate=lambda reqs: bool(reqs), timeout: float = 8):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        reqs = channel.list_pending("fakesession")
-        if predicate(reqs):
-            return reqs
-        time.sleep(0.05)
-    raise AssertionError(f"pending requests never matched; last: {channel.list_pending()}")
+    # boxed: "no request left" is an empty list, a match all the same
+    return wait_until(lambda: [reqs] if predicate(reqs := channel.list_pending("fakesession")) else None, timeout,
+                      "the pending requests to match")[0]
 
 
 def _wait_screen(session_dir: Path, predicate, timeout: float = 5) -> dict:  # type: ignore[no-untyped-def]
     """screen.json once it satisfies ``predicate`` (the relay writes it right after posting)."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def matching() -> dict | None:
         try:
             state = json.loads((session_dir / "screen.json").read_text())
         except (OSError, ValueError):
-            state = {}
-        if state and predicate(state):
-            return state
-        if time.monotonic() > deadline:
-            raise AssertionError(f"screen.json never matched; last: {state}")
-        time.sleep(0.02)
+            return None
+        return state if state and predicate(state) else None
+
+    return wait_until(matching, timeout, "screen.json to match", interval=0.02)
 
 
 def _exit_status(child) -> int:  # type: ignore[no-untyped-def]

@@ -20,7 +20,7 @@ from claudeguard import channel, paths
 from claudeguard.channel import requests
 from claudeguard.errors import InsecurePathError
 from claudeguard.testing.services import live_services
-from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending
+from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, wait_until
 
 # -- where the root is ---------------------------------------------------------------------
 
@@ -178,11 +178,8 @@ def _waiting(timeout: float = 30):  # type: ignore[no-untyped-def]
 
 def _listed_again(rid: str, within: float) -> float:
     started = time.monotonic()
-    while time.monotonic() - started < within:
-        if [r.id for r in channel.list_pending()] == [rid]:
-            return time.monotonic() - started
-        time.sleep(0.05)
-    raise AssertionError(f"{rid} not listed again within {within} s")
+    wait_until(lambda: [r.id for r in channel.list_pending()] == [rid], within, f"{rid} to be listed again")
+    return time.monotonic() - started
 
 
 def test_removed_runtime_dir_request_is_listed_and_answerable_again(chan):
@@ -257,10 +254,8 @@ def test_real_session_survives_its_runtime_dir_removed(real_claude, offline_env,
         again = wait_pending(env, lambda r: r["id"] == first["id"], timeout=10)
         relisted = time.monotonic() - started
         assert again["input"]["command"] == "echo one > one.txt" and relisted < 5, relisted
-        deadline = time.monotonic() + 10
-        while not [s for s in json.loads(ctl(env, "ps", "--json").stdout) if s["pid"] == session["pid"]]:
-            assert time.monotonic() < deadline, "the session is not in ps again"
-            time.sleep(0.2)
+        wait_until(lambda: [s for s in json.loads(ctl(env, "ps", "--json").stdout) if s["pid"] == session["pid"]], 10,
+                   "the session to be in ps again", interval=0.2)
         assert (runtime / "sessions").stat().st_mode & 0o777 == 0o700
         assert ctl(env, "approve", first["id"]).returncode == 0
         second = wait_pending(env, lambda r: r["id"] != first["id"], timeout=60)

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from claudeguard.testing.tui import READY_TEXT, expect_text, exit_tui
-from tests.shim_helpers import GUARD, REPO, guarded_env, write_user_config
+from tests.shim_helpers import GUARD, REPO, guarded_env, wait_until, write_user_config
 
 
 def test_version_matches_real_cli(real_claude, offline_env, run_claude):
@@ -100,12 +100,16 @@ def _descendants(pid: int) -> list[int]:
 
 
 def _wait_gone(pids: list[int], timeout: float) -> list[int]:
-    deadline = time.monotonic() + timeout
-    alive = pids
-    while alive and time.monotonic() < deadline:
-        alive = [p for p in alive if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
-        time.sleep(0.05)
-    return alive
+    """The pids still alive after ``timeout`` (at once, [] when all are gone)."""
+
+    def alive() -> list[int]:
+        return [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+    try:
+        wait_until(lambda: not alive(), timeout)
+    except AssertionError:
+        return alive()
+    return []
 
 
 def _start_stalled(real_claude, offline_env, model_server, marker: str) -> tuple[subprocess.Popen, int]:
@@ -151,11 +155,7 @@ def test_signal_ends_the_tools_the_cli_leaves_running(real_claude, offline_env, 
 
     started: list[psutil.Process] = []
     try:
-        deadline = time.monotonic() + 30
-        while not started and time.monotonic() < deadline:
-            started = tool()
-            time.sleep(0.05)
-        assert started, "the Bash tool did not start"
+        started = wait_until(tool, 30, "the Bash tool to start")
         os.kill(proc.pid, sig)
         proc.communicate(timeout=30)
         assert _wait_gone([p.pid for p in started], 1) == []  # already gone when claudeguard exits

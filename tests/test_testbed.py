@@ -21,6 +21,7 @@ from claudeguard.testing.model_server import ModelServer, load_scenario, pick_tu
 from claudeguard.testing.offline_home import offline_env, prepare_home
 from claudeguard.testing.runner import run_claude as run_to_end
 from claudeguard.testing.tui import READY_TEXT, exit_tui, expect_text, screen_text, text_pattern
+from tests.shim_helpers import wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
@@ -299,10 +300,7 @@ def test_run_claude_kills_the_process_group_on_timeout(tmp_path):
         run_to_end(["sh", "-c", script], dict(os.environ), tmp_path, timeout=1)
     assert "started" in info.value.output
     bg = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
-    while _alive(bg) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(bg)
+    wait_until(lambda: not _alive(bg), 5, "the background child to be stopped")
 
 
 def _alive(pid: int) -> bool:

@@ -9,9 +9,8 @@ import json
 import os
 import signal
 import subprocess
-import time
 
-from tests.shim_helpers import ctl, write_user_config
+from tests.shim_helpers import ctl, wait_until, write_user_config
 
 
 def start_cli(real_claude, env: dict, cwd, prompt: str, *extra: str) -> subprocess.Popen:
@@ -34,12 +33,11 @@ def row_of(env: dict, pid: int, *args: str) -> dict:
 
 
 def wait_row(env: dict, pid: int, predicate, *args: str, timeout: float = 45) -> dict:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while True:
-        row = row_of(env, pid, *args)
-        if predicate(row) or time.monotonic() > deadline:
-            return row
-        time.sleep(0.5)
+    """The row once ``predicate`` holds; the row then, if never (the caller's assert shows it)."""
+    try:
+        return wait_until(lambda: row if predicate(row := row_of(env, pid, *args)) else None, timeout, interval=0.5)
+    except AssertionError:
+        return row_of(env, pid, *args)
 
 
 def test_a_silent_stream_is_flagged_after_stall_after(real_claude, offline_env, model_server):

@@ -127,8 +127,9 @@ def test_hook_events_name_the_tool_and_use_its_threshold(env, procs, monitors):
                                   "tool_use_id": "toolu_1", "agent_id": None, "agent_type": None}) + "\n")
     m.start()
     assert wait_until(lambda: (read_status(m.session_dir) or {}).get("detail") == "Bash")
-    time.sleep(1.5)  # three times stall_after: a tool is judged by tool_stall_after
-    st = read_status(m.session_dir)
+    # quiet for three times stall_after, as the monitor itself judged it: a tool is judged by
+    # tool_stall_after
+    st = wait_until(lambda: (s := read_status(m.session_dir) or {}).get("last_activity_s", 0) >= 1.5 and s, timeout=10)
     assert st["state"] == "tool" and not hits
     with events.open("a") as fh:
         fh.write(json.dumps({"time": time.time(), "event": "tool-end", "tool": "Bash", "tool_use_id": "toolu_1"}) + "\n")
@@ -161,8 +162,9 @@ def test_pending_requests_mean_awaiting_approval(env, procs, monitors, monkeypat
     m, hits = make(monitors, child.pid, stall_after=0.5, sample_interval=0.2)
     m.start()
     assert wait_until(lambda: (read_status(m.session_dir) or {}).get("state") == "awaiting-approval")
-    time.sleep(1.0)
-    assert not hits and read_status(m.session_dir)["pending"] == 1
+    # quiet for twice stall_after, as the monitor judged it
+    st = wait_until(lambda: (s := read_status(m.session_dir) or {}).get("last_activity_s", 0) >= 1.0 and s, timeout=10)
+    assert not hits and st["pending"] == 1 and st["state"] == "awaiting-approval"
 
 
 def test_notify_and_audit_on_stall(env, procs, monitors):
