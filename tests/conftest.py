@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+import psutil
 import pytest
 
 from claudeguard.testing import bg_daemon as bg
@@ -240,3 +241,33 @@ def spawn_tui() -> Any:
     yield spawn
     for child in children:
         close_tui(child)
+
+
+@pytest.fixture
+def procs() -> Any:
+    """A list for the Popen objects and (pid, create_time) pairs a test starts; afterwards each
+    still running is killed, by pid, only while it is still the process the test started."""
+    started: list = []
+    yield started
+    for p in started:
+        if hasattr(p, "poll"):
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=5)
+            continue
+        pid, born = p
+        try:
+            proc = psutil.Process(pid)
+            if proc.create_time() == born:
+                proc.kill()
+        except psutil.Error:
+            pass
+
+
+@pytest.fixture
+def rt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private runtime root for the test (CLAUDEGUARD_RUNTIME_DIR); its checked sessions/ dir."""
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp_path / "rt"))
+    from claudeguard.paths import runtime_dir
+
+    return runtime_dir("sessions")

@@ -18,26 +18,11 @@ from claudeguard.watchdog import unguarded as ug
 from claudeguard.watchdog.state import ProcInfo, Sample
 from claudeguard.watchdog.status import list_sessions, process_start, write_status
 
-from test_watchdog_sampler import stop_all, wait_until
+from test_watchdog_sampler import wait_until
 
 PY = sys.executable
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process names and /proc as on Linux")
 SID = "0b1e6a52-3c1d-4e0f-9a56-2f3e4d5c6b7a"
-
-
-@pytest.fixture
-def rt(tmp_path, monkeypatch):
-    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp_path / "rt"))
-    from claudeguard.paths import runtime_dir
-
-    return runtime_dir("sessions")
-
-
-@pytest.fixture
-def procs():
-    started: list = []
-    yield started
-    stop_all(started)
 
 
 @pytest.fixture

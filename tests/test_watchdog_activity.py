@@ -14,7 +14,7 @@ import pytest
 from claudeguard.shim.activity import Feed, compact
 from claudeguard.watchdog.state import StreamMsg
 
-from test_watchdog_monitor import env, procs, session_dir, sleeper  # noqa: F401 - fixtures and helpers
+from test_watchdog_monitor import env, session_dir, sleeper  # noqa: F401 - fixtures and helpers
 from test_watchdog_sampler import wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="real process trees on Linux")

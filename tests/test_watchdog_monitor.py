@@ -14,7 +14,7 @@ import pytest
 from claudeguard.watchdog.monitor import Monitor, WatchConfig
 from claudeguard.watchdog.status import list_sessions, read_status
 
-from test_watchdog_sampler import gone, start_tree, stop_all, wait_until
+from test_watchdog_sampler import gone, start_tree, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="real process trees on Linux")
 
@@ -26,13 +26,6 @@ def env(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp_path / "rt"))
     monkeypatch.setenv("CLAUDEGUARD_LOG_DIR", str(tmp_path / "log"))
     return tmp_path
-
-
-@pytest.fixture
-def procs():
-    started: list = []
-    yield started
-    stop_all(started)
 
 
 @pytest.fixture

@@ -31,31 +31,6 @@ def gone(pid: int) -> bool:
         return True
 
 
-@pytest.fixture
-def procs():
-    """Popen objects and extra pids a test started; all stopped afterwards."""
-    started: list = []
-    yield started
-    stop_all(started)
-
-
-def stop_all(started: list) -> None:
-    """Kill what is still running, by pid, only if it is still the process we started."""
-    for p in started:
-        if hasattr(p, "poll"):
-            if p.poll() is None:
-                p.kill()
-            p.wait(timeout=5)
-            continue
-        pid, born = p
-        try:
-            proc = psutil.Process(pid)
-            if proc.create_time() == born:
-                proc.kill()
-        except psutil.Error:
-            pass
-
-
 # A child that starts a grandchild which starts a great-grandchild; pids are printed as they start.
 TREE = r"""
 import os, subprocess, sys, time

@@ -8,29 +8,10 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from claudeguard.watchdog import status as status_mod
 from claudeguard.watchdog.status import list_sessions, process_start, read_status, write_status
 
-from test_watchdog_sampler import stop_all, wait_until
-
 PY = sys.executable
-
-
-@pytest.fixture
-def rt(tmp_path, monkeypatch):
-    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp_path / "rt"))
-    from claudeguard.paths import runtime_dir
-
-    return runtime_dir("sessions")
-
-
-@pytest.fixture
-def procs():
-    started: list = []
-    yield started
-    stop_all(started)
 
 
 def fake_session(root, name, *, pid=None, pid_start="auto", state="thinking", child_pid=None, started=None):
