@@ -152,6 +152,9 @@ def test_installed_without_xdg_runtime_dir(venv, bg_claude, tmp_path):
     work = tmp_path / "work"
     env = _user_env(tmp_path, python)
 
+    # pexpect is the test kit's (the [test] extra): the product runs without it
+    _run([python, "-c", "import importlib.util as u, sys; sys.exit(u.find_spec('pexpect') is not None)"], env=env)
+
     proc = _run([bin_dir / "claudeguard", "--version"], env=dict(env, CLAUDEGUARD_CLAUDE=str(bg_claude)), cwd=work)
     assert proc.stdout == _run([bg_claude, "--version"], env=env, cwd=work).stdout
 
