@@ -1,8 +1,8 @@
 """The two ways claudeguard writes a file: replace it whole (``write_atomic``), or add one line to
-it (``append_line``).
+it (``append_line``); and the one way it reads a JSON record back (``read_json``).
 
-Both stay off links planted by others and leave a private file (0600 unless the caller keeps an
-existing file's mode). Only ``os`` is imported: the hook, the launcher and the prompt server all
+All stay off links planted by others; the writers leave a private file (0600 unless the caller
+keeps an existing file's mode). Only ``os`` is imported: the hook, the launcher and the prompt server all
 write through here (bench/importtime.py holds their budgets).
 """
 
@@ -106,3 +106,17 @@ def append_line(path: StrPath, line: bytes) -> None:
 
 def _write(fd: int, data: bytes) -> int:
     return os.write(fd, data)  # one call, one O_APPEND write: a whole line or an error
+
+
+def read_json(path: StrPath) -> dict | None:
+    """The JSON object in ``path``, or None: missing, unreadable, a link (never followed), not
+    JSON, or not an object. For records other processes replace whole (``write_atomic``)."""
+    import json  # lazy: the launcher's pass-through path stays without json
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            data = json.loads(fh.read())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

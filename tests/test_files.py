@@ -122,3 +122,24 @@ def test_append_line_ends_a_torn_line_and_reports_it(tmp_path, monkeypatch):
     monkeypatch.undo()
     files.append_line(path, b'{"n":2}\n')
     assert path.read_bytes().splitlines() == [b'{"n', b'{"n":2}']
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    (b'{"a": 1}', {"a": 1}),
+    ('{"é": "ü"}'.encode(), {"é": "ü"}),
+    (b"[1, 2]", None),  # not an object
+    (b'{"a": ', None),  # half a file
+    (b"\xff\xfe", None),  # not UTF-8
+    (None, None),  # missing
+])
+def test_read_json_gives_an_object_or_none(tmp_path, content, expected):
+    path = tmp_path / "r.json"
+    if content is not None:
+        path.write_bytes(content)
+    assert files.read_json(path) == expected
+
+
+def test_read_json_does_not_follow_a_link(tmp_path):
+    (tmp_path / "target.json").write_text('{"planted": true}')
+    (tmp_path / "r.json").symlink_to(tmp_path / "target.json")
+    assert files.read_json(tmp_path / "r.json") is None
