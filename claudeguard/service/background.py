@@ -50,13 +50,9 @@ class Keeper:
 
 
 def read_record(directory: str) -> dict | None:
-    try:
-        fd = os.open(os.path.join(directory, RECORD), os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd) as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    from claudeguard.files import read_json
+
+    return read_json(os.path.join(directory, RECORD))
 
 
 def live_records(config_dir: str):  # type: ignore[no-untyped-def]

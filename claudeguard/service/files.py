@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 
-from claudeguard.files import write_atomic
+from claudeguard.files import read_json, write_atomic
 
 RECORD = "service.json"
 CONTROL = "control.sock"
@@ -74,13 +74,8 @@ def process_start(pid: int) -> str | None:
 
 def read_record(directory: str) -> dict | None:
     """The live service's record, or None (missing, unreadable, or stale)."""
-    try:
-        fd = os.open(os.path.join(directory, RECORD), os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd) as fh:
-            record = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or not isinstance(record.get("pid"), int):
+    record = read_json(os.path.join(directory, RECORD))
+    if record is None or not isinstance(record.get("pid"), int):
         return None
     if process_start(record["pid"]) != record.get("start"):
         return None
