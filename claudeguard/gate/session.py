@@ -12,7 +12,7 @@ import json
 import os
 import time
 
-from claudeguard.files import append_line, write_atomic
+from claudeguard.files import append_line, read_json, write_atomic
 
 
 class Session:
@@ -125,12 +125,7 @@ def remember_call(session: Session, tool_use_id: str, info: dict) -> None:
 def recall_call(session: Session, tool_use_id: str | None) -> dict:
     if session.dir is None or not tool_use_id or "/" in tool_use_id:
         return {}
-    try:
-        fd = os.open(os.path.join(session.dir, "calls", tool_use_id), os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return {}
+    return read_json(os.path.join(session.dir, "calls", tool_use_id)) or {}
 
 
 def record_answer(session: Session, tool_use_id: str | None, info: dict, answer: dict) -> None:
