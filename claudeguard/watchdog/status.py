@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from claudeguard.files import write_atomic
+from claudeguard.files import read_json, write_atomic
 
 STATUS_FILE = "status.json"
 FIELDS = ("pid", "child_pid", "guarded", "cwd", "state", "cpu_s", "tokens", "last_activity_s", "pending", "prompt")
@@ -29,16 +29,7 @@ def write_status(session_dir: Path, status: dict) -> None:
 
 
 def read_status(session_dir: Path) -> dict | None:
-    try:
-        fd = os.open(Path(session_dir) / STATUS_FILE, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            data = json.loads(fh.read())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_json(os.path.join(session_dir, STATUS_FILE))
 
 
 def process_start(pid: int) -> float | None:
