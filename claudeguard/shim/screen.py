@@ -24,7 +24,6 @@ import json
 import os
 import re
 import unicodedata
-from pathlib import Path
 
 SCREEN_FILE = "screen.json"
 # Private modes a program may leave on if it dies: mouse reports, focus events, bracketed paste,
@@ -432,10 +431,6 @@ def read_screen_state(session_dir: str | os.PathLike[str] | None) -> dict | None
     without a pty, or not written yet) or it cannot be read."""
     if not session_dir:
         return None
-    try:
-        fd = os.open(Path(session_dir) / SCREEN_FILE, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    from claudeguard.files import read_json
+
+    return read_json(os.path.join(session_dir, SCREEN_FILE))
