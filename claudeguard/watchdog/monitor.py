@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from claudeguard.files import read_json
 from claudeguard.procs import spawn_detached
 from claudeguard.watchdog import sampler
 from claudeguard.watchdog.state import TOOL, Limits, StreamMsg, Tracker, Verdict, stall_line
@@ -403,13 +404,9 @@ class Monitor:
         if self.config.notify is not None:
             return list(self.config.notify)
         try:
-            import json
-
-            fd = os.open(self.session_dir / "session.json", os.O_RDONLY | os.O_NOFOLLOW)
-            with os.fdopen(fd) as fh:
-                cmd = (json.load(fh).get("approval") or {}).get("notify") or []
+            cmd = ((read_json(self.session_dir / "session.json") or {}).get("approval") or {}).get("notify") or []
             return [str(x) for x in cmd] if isinstance(cmd, list) else []
-        except (OSError, ValueError, AttributeError):
+        except AttributeError:  # "approval" is not an object
             return []
 
     def _notify(self, diagnosis: str, v: Verdict) -> None:
