@@ -63,14 +63,7 @@ def add_rule(path: Path, kind: str, rule: str) -> bool:
     when the rule was already there. The file is validated before and after."""
     import tomlkit
 
-    try:
-        text = path.read_text() if path.exists() else ""
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        doc = tomlkit.parse(text)
-    except Exception as exc:  # noqa: BLE001 - tomlkit raises its own ParseError hierarchy
-        raise ConfigError(f"{path}: invalid TOML, not changing it: {exc}") from None
+    doc = _parse_for_edit(path)
     perms = doc.get("permissions")
     if perms is None:
         perms = tomlkit.table()
