@@ -25,6 +25,18 @@ import subprocess
 import threading
 
 
+def plain_env(tmp_path: Path, config: str | None = None, **extra: str) -> dict:
+    """A minimal environment below ``tmp_path`` (HOME, XDG_CONFIG_HOME, the runtime and log dirs,
+    PATH), with ``config`` as the user config file if given, and a ``work`` dir that is a git
+    checkout: the environment a command-line test runs claudeguard in."""
+    (tmp_path / "work" / ".git").mkdir(parents=True, exist_ok=True)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+           "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"), **extra}
+    if config is not None:
+        write_user_config(env, config)
+    return env
+
+
 def write_user_config(env: dict, text: str) -> Path:
     """The user config file of an offline env (XDG_CONFIG_HOME points inside its HOME)."""
     path = Path(env["XDG_CONFIG_HOME"]) / "claudeguard" / "config.toml"

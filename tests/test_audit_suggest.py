@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.shim_helpers import CTL, Approver, ctl, guarded_env, pending, run_guarded, write_user_config
+from tests.shim_helpers import CTL, Approver, ctl, guarded_env, pending, plain_env, run_guarded, write_user_config
 
 _ids = itertools.count(1)
 
@@ -32,8 +32,7 @@ def row(summary: str, rules, decision: str = "allow", by: str = "human", *, sess
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict:
-    return {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
-            "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log")}
+    return plain_env(tmp_path)
 
 
 def write_log(env: dict, rows: list[dict]) -> None:

@@ -8,21 +8,15 @@ import subprocess
 
 import pytest
 
-from tests.shim_helpers import CTL
+from tests.shim_helpers import CTL, plain_env
 
 
 @pytest.fixture
 def env(tmp_path):
-    xdg = tmp_path / "xdg"
-    (xdg / "claudeguard").mkdir(parents=True)
-    (xdg / "claudeguard" / "config.toml").write_text(
+    return plain_env(tmp_path, (
         '[permissions]\nallow = ["Bash(git status)", "Read"]\ndeny = ["Bash(git push --force*)", "Read(//etc/shadow)"]\n'
         'ask = ["Bash(git push *)"]\n\n[agents.Explore]\ndeny = ["WebFetch"]\n\n[profiles.ci]\npermissions.mode = "dontAsk"\n'
-    )
-    work = tmp_path / "work"
-    (work / ".git").mkdir(parents=True)
-    return {"XDG_CONFIG_HOME": str(xdg), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
-            "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log")}, work
+    )), tmp_path / "work"
 
 
 def ctl(env_cwd, *args: str) -> subprocess.CompletedProcess:

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.shim_helpers import GUARD
+from tests.shim_helpers import GUARD, plain_env
 
 
 @pytest.fixture
@@ -17,17 +17,11 @@ def locked(tmp_path):
     fake = tmp_path / "fake-claude"
     fake.write_text(f"#!/bin/sh\ntouch {marker}\n")
     fake.chmod(0o755)
-    xdg = tmp_path / "xdg"
-    (xdg / "claudeguard").mkdir(parents=True)
-    (xdg / "claudeguard" / "config.toml").write_text(
+    env = plain_env(tmp_path, (
         '[security]\ndisable_bypass_permissions = true\n\n[permissions]\ndeny = ["Bash(rm *)"]\n\n'
         '[profiles.loose]\npermissions.replace = true\npermissions.allow = ["Bash"]\n'
-    )
-    work = tmp_path / "work"
-    (work / ".git").mkdir(parents=True)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(xdg), "CLAUDEGUARD_CLAUDE": str(fake),
-           "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log")}
-    return env, work, marker, tmp_path
+    ), CLAUDEGUARD_CLAUDE=str(fake))
+    return env, tmp_path / "work", marker, tmp_path
 
 
 def run(env: dict, work, argv: list[str]) -> subprocess.CompletedProcess:
