@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -251,11 +252,15 @@ def test_interactive_cli_reading_its_own_terminal_is_not_blocked():
         assert run.step().base == IDLE
 
 
-def test_stdin_reader_is_named_in_the_diagnosis():
+@pytest.mark.parametrize(("field", "value", "named"), [
+    ("reading", "stdin (pipe)", "the CLI is blocked reading its stdin (pipe)"),
+    ("status", "T", "the CLI is stopped (SIGSTOP)"),
+])
+def test_what_blocks_the_cli_is_named_in_the_diagnosis(field, value, named):
     run = Run(Limits(stall_after=5, interval=1.0))
-    run.procs[ROOT]["reading"] = "stdin (pipe)"
+    run.procs[ROOT][field] = value
     v = run.idle(20)
-    assert v.stalled and "the CLI is blocked reading its stdin (pipe)" in v.diagnosis
+    assert v.stalled and named in v.diagnosis
 
 
 def test_stall_episodes_are_reported_once_each():
@@ -334,13 +339,6 @@ def test_exited_child_is_never_stalled():
     for _ in range(20):
         v = run.step()
         assert v.base == EXITED and not v.stalled
-
-
-def test_stopped_cli_is_named():
-    run = Run(Limits(stall_after=5, interval=1.0))
-    run.procs[ROOT]["status"] = "T"
-    v = run.idle(20)
-    assert v.stalled and "the CLI is stopped (SIGSTOP)" in v.diagnosis
 
 
 def test_evidence_is_json_ready():
