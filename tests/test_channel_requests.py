@@ -46,6 +46,15 @@ def files(chan: Path) -> list[str]:
     return names
 
 
+def _task_state(tid: int) -> str | None:
+    """This process's thread ``tid``: R (running), S (asleep in a wait), ...; None when gone."""
+    try:
+        with open(f"/proc/self/task/{tid}/stat") as fh:
+            return fh.read().rsplit(") ", 1)[1][0]
+    except OSError:
+        return None
+
+
 def until(cond, timeout: float = 5.0, step: float = 0.01):  # type: ignore[no-untyped-def]
     return wait_until(cond, timeout, interval=step)
 
@@ -250,7 +259,8 @@ def test_wait_wakes_at_once_from_another_thread(chan):
 
     thread = threading.Thread(target=waiter)
     thread.start()
-    time.sleep(0.05)
+    # the waiter asleep in its wait (its task's state in /proc), so that the answer must wake it
+    wait_until(lambda: thread.native_id and _task_state(thread.native_id) == "S", 5, "the waiter to block")
     sent = time.perf_counter()
     channel.answer(pending.request.id, "allow")
     thread.join(5)
