@@ -2,8 +2,9 @@
 it (``append_line``); and the one way it reads a JSON record back (``read_json``).
 
 All stay off links planted by others; the writers leave a private file (0600 unless the caller
-keeps an existing file's mode). Only ``os`` is imported: the hook, the launcher and the prompt server all
-write through here (bench/importtime.py holds their budgets).
+keeps an existing file's mode). Only ``os`` and ``stat`` are imported (``json`` when reading):
+the hook, the launcher and the prompt server all write through here (bench/importtime.py holds
+their budgets).
 """
 
 from __future__ import annotations
