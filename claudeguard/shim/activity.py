@@ -264,7 +264,7 @@ class Feed:
             self.stalls.append(msg["stall"])
         notify = msg.get("notify")
         if isinstance(notify, list) and notify:
-            from claudeguard.watchdog.monitor import spawn_detached
+            from claudeguard.procs import spawn_detached
 
             try:
                 self._notifiers.append(spawn_detached([str(a) for a in notify]))
