@@ -34,6 +34,27 @@ def spawn_detached(args: list[str]) -> int:
                            setsigmask=(), setsigdef=_DEFAULT_SIGNALS)
 
 
+def fill(argv: list[str], values: dict[str, str]) -> list[str]:
+    """``argv`` with each ``{name}`` of ``values`` replaced, in one pass: a value that holds a
+    placeholder (a summary quoting ``{id}``) stays as it is; other braces stay too."""
+    out = []
+    for arg in argv:
+        pieces = []
+        rest = arg
+        while "{" in rest:
+            head, _, tail = rest.partition("{")
+            name, closed, after = tail.partition("}")
+            key = "{" + name + "}"
+            if closed and key in values:
+                pieces += [head, values[key]]
+                rest = after
+            else:
+                pieces += [head, "{"]
+                rest = tail
+        out.append("".join(pieces) + rest)
+    return out
+
+
 def cli_version(cli: str, timeout: float = 60) -> str:
     """The version ``cli --version`` prints (e.g. ``2.1.197``). Its stdin is /dev/null and
     claudeguard is off in it (a shim named ``claude`` passes straight through). A one-line

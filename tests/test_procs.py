@@ -71,3 +71,17 @@ def test_spawn_detached_from_a_thread_is_reaped_by_the_caller():
     t.join()
     _, status = os.waitpid(pids[0], 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.parametrize(("arg", "expected"), [
+    ("{summary}", "Bash: echo {id}"),  # one pass: a placeholder inside a value stays
+    ("id={id} tool={tool}", "id=r1 tool=Bash"),
+    ("{unknown} {id", "{unknown} {id"),  # other braces stay as they are
+    ("{{id}}", "{r1}"),
+    ("plain", "plain"),
+])
+def test_fill_replaces_placeholders_in_one_pass(arg, expected):
+    from claudeguard.procs import fill
+
+    values = {"{summary}": "Bash: echo {id}", "{id}": "r1", "{tool}": "Bash"}
+    assert fill([arg, "x"], values) == [expected, "x"]
