@@ -15,7 +15,7 @@ from claudeguard.channel.model import Request
 
 
 def substitute(argv: list[str], request: Request) -> list[str]:
-    """Replace the placeholders in each argument (plain replace: other braces stay as they are)."""
+    """Replace the placeholders in each argument (one pass: other braces stay as they are)."""
     values = {
         "{summary}": request.summary,
         "{id}": request.id,
@@ -23,12 +23,9 @@ def substitute(argv: list[str], request: Request) -> list[str]:
         "{session}": request.session_id,
         "{agent}": request.agent_type or "main",
     }
-    out = []
-    for arg in argv:
-        for key, value in values.items():
-            arg = arg.replace(key, value)
-        out.append(arg)
-    return out
+    from claudeguard.procs import fill
+
+    return fill(argv, values)
 
 
 def run_notify(argv: list[str] | None, request: Request) -> int | None:
