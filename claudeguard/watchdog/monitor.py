@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from claudeguard.files import read_json
-from claudeguard.procs import spawn_detached
+from claudeguard.procs import fill, spawn_detached
 from claudeguard.watchdog import sampler
 from claudeguard.watchdog.state import TOOL, Limits, StreamMsg, Tracker, Verdict, stall_line
 from claudeguard.watchdog.status import process_start, prompt_words, write_status
@@ -426,12 +426,7 @@ class Monitor:
         subs = {"{summary}": f"claudeguard: {diagnosis}", "{id}": "stall", "{session}": self.session_id,
                 "{tool}": v.detail if v.base == TOOL and v.detail else "", "{agent}": "main", "{state}": v.base,
                 "{cwd}": self.cwd}
-        args = []
-        for arg in cmd:
-            for key, value in subs.items():
-                arg = arg.replace(key, value)
-            args.append(arg)
-        return args
+        return fill(cmd, subs)
 
     def _reap_notifiers(self) -> None:
         self._notifiers = reap(self._notifiers)
