@@ -26,7 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from claudeguard.shim.dialogs import find_dialog, patterns_for  # noqa: E402
+from claudeguard.shim.dialogs.parse import find_dialog  # noqa: E402
+from claudeguard.shim.dialogs.tables import patterns_for  # noqa: E402
 from claudeguard.shim.screen import Screen  # noqa: E402
 
 ROWS, COLS = 40, 120
