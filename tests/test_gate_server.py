@@ -101,10 +101,9 @@ def _permission_request(command: str) -> bytes:
 
 
 def _held_request(hook: subprocess.Popen):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + 20
-    while not (held := channel.list_pending("sess", held=True)):
-        assert time.monotonic() < deadline and hook.poll() is None, "the hook posted no held request"
-        time.sleep(0.05)
+    held = wait_until(lambda: channel.list_pending("sess", held=True) or hook.poll() is not None, 20,
+                      "the hook to post a held request")
+    assert hook.poll() is None, "the hook ended without posting a held request"
     assert channel.list_pending() == []  # approvers do not see it yet
     return held[0]
 
@@ -122,10 +121,7 @@ def test_a_pty_sessions_permission_request_waits_for_its_dialogs_owner(session, 
         assert request.kind == "permission" and request.extra["via"] == "dialog"
         channel.tell_waiter(request.id, word)
         if word == "go":
-            deadline = time.monotonic() + 10
-            while not channel.list_pending():
-                assert time.monotonic() < deadline, "the released request was not published"
-                time.sleep(0.05)
+            wait_until(channel.list_pending, 10, "the released request to be published")
             channel.answer(request.id, "allow")
             out = json.loads(hook.stdout.read())["hookSpecificOutput"]
             assert out["hookEventName"] == "PermissionRequest" and out["decision"]["behavior"] == "allow"
