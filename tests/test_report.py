@@ -157,6 +157,23 @@ def _run(tmp_path, fail_on=frozenset(), report=True, non_interactive=True):
     return run
 
 
+@pytest.mark.parametrize("report, github", [(False, False), (True, False), (False, True)], ids=["none", "file", "github"])
+def test_the_cli_version_is_looked_up_only_for_a_report_or_a_step_summary(log, tmp_path, monkeypatch, report, github):
+    # Looking it up imports shim.dialogs or runs `claude --version`: not for a run that shows no report.
+    looked = []
+    monkeypatch.setattr(rp, "cli_version", lambda real: looked.append(real) or "9.9.9")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true") if github else monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    run = _run(tmp_path, report=report)
+    run.child_exit_code = 0
+    assert run.finish(0) == 0
+    assert looked == ([str(tmp_path / "claude")] if report or github else [])
+    if report:
+        assert json.loads((tmp_path / "r.json").read_text())["cli_version"] == "9.9.9"
+    if github:
+        assert "CLI 9.9.9" in (tmp_path / "summary.md").read_text()
+
+
 def test_finish_writes_the_report_and_applies_the_policy(log, tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     run = _run(tmp_path, fail_on={"denied"})

@@ -182,8 +182,11 @@ class Run:
     def finish(self, exit_code: int, *, failed: bool = False) -> int:
         """Write the report, print the summary, apply ``--guard-fail-on``; never raises.
         ``failed``: claudeguard itself is ending with an error (its code stays)."""
+        # The CLI's version only goes into a report file or a GitHub step summary: looking it up
+        # imports shim.dialogs, or runs `claude --version` when no npm package is beside it.
+        wanted = bool(self.end.report) or os.environ.get("GITHUB_ACTIONS") == "true"
         try:
-            report = self.build(exit_code)
+            report = self.build(exit_code, version=wanted)
         except Exception as exc:  # noqa: BLE001 - the run's own exit code matters more
             _say(f"end-of-run report: {exc}")
             return exit_code
@@ -204,7 +207,7 @@ class Run:
                 github(report, os.environ.get("GITHUB_STEP_SUMMARY"))
         return exit_code
 
-    def build(self, exit_code: int) -> dict:
+    def build(self, exit_code: int, *, version: bool = True) -> dict:
         ended = time.time()
         rows = session_rows(self.session_id, self.mark)
         calls = [row for row in rows if is_call(row)]
@@ -215,7 +218,7 @@ class Run:
                       for r in rows if r.get("event") == "stall"]
         return {
             "session_id": self.session_id,
-            "cli_version": cli_version(self.real_cli),
+            "cli_version": cli_version(self.real_cli) if version else None,
             "started": iso(self.started),
             "ended": iso(ended),
             "duration_s": round(ended - self.started, 3),
