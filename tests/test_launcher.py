@@ -148,3 +148,16 @@ def test_errors_are_one_line(bed, case):
     proc = bed.run(["--version"], env)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("claudeguard: ") and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_a_session_ends_with_its_output_flushed_and_its_exit_code(bed):
+    # The launcher leaves with os._exit after a session (no interpreter teardown): what it printed
+    # through a pipe must still arrive whole, and the child's exit code must still be ours.
+    proc = bed.run(["--guard-dry-run", "-p", "x"], env=dict(bed.env, CLAUDEGUARD_SERVICE="0"))
+    assert proc.returncode == 0 and json.loads(proc.stdout)["guarded"] is True
+    for code in (0, 3):
+        bed.real.write_text(f"#!/bin/sh\necho out-$$\nexit {code}\n")
+        proc = bed.run(["-p", "x"], env=dict(bed.env, CLAUDEGUARD_SERVICE="0"))
+        assert proc.returncode == code and proc.stdout.startswith("out-"), proc.stderr
+    proc = bed.run(["--guard-report", str(bed.root / "missing" / "r.json"), "-p", "x"])
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "does not exist" in proc.stderr

@@ -21,6 +21,27 @@ def main(argv: list[str] | None = None) -> int:
     return run_main("claudeguard", lambda: _main(sys.argv[1:] if argv is None else argv))
 
 
+def run() -> None:
+    """The ``claudeguard`` command (``bin/claudeguard``): ``main()``, then out at once.
+
+    The interpreter's own teardown (freeing ~170 modules' objects one by one) would only delay
+    the caller, by ~10 ms after every session (bench/RESULTS.md); nothing here needs it: the
+    session's threads are daemons and stopped by then, every file is written with ``os.write``
+    and closed, and no ``atexit`` handler is registered on this path. Only stdout and stderr
+    hold buffered text, so they are flushed first (a reader gone from stdout: exit 120, as the
+    interpreter itself would do)."""
+    code = main()
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        code = code or 120
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(code if isinstance(code, int) else 1)
+
+
 def _overrides(opts):  # type: ignore[no-untyped-def]
     from claudeguard.config.load import Sourced, env_overrides, parse_value
 
