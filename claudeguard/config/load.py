@@ -10,40 +10,60 @@ section sets ``replace = true``; every other value is replaced. Every value keep
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from claudeguard.config import schema
 from claudeguard.errors import ConfigError
 
 from claudeguard.config.find import PROJECT_FILE
 
+TYPE_CHECKING = False  # typing, like dataclasses (inspect, dis, ast: ~10 ms), delays every session's start
+if TYPE_CHECKING:
+    from typing import Any
 
-@dataclass
+
 class Sourced:
-    value: Any
-    source: str  # "path:line", "default", "--guard-x", "env NAME"
+    """A value and where it came from: "path:line", "default", "--guard-x", "env NAME"."""
+
+    __slots__ = ("value", "source")
+
+    def __init__(self, value: Any, source: str) -> None:
+        self.value = value
+        self.source = source
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Sourced and (self.value, self.source) == (other.value, other.source)
+
+    def __repr__(self) -> str:
+        return f"Sourced(value={self.value!r}, source={self.source!r})"
 
 
-@dataclass
 class RuleEntry:
-    rule: str
-    source: str
-    root: str  # anchors "/p" path rules
+    __slots__ = ("rule", "source", "root")
+
+    def __init__(self, rule: str, source: str, root: str) -> None:
+        self.rule = rule
+        self.source = source
+        self.root = root  # anchors "/p" path rules
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is RuleEntry and (self.rule, self.source, self.root) == (other.rule, other.source, other.root)
+
+    def __repr__(self) -> str:
+        return f"RuleEntry(rule={self.rule!r}, source={self.source!r}, root={self.root!r})"
 
     def as_spec(self) -> dict:
         return {"rule": self.rule, "source": self.source, "root": self.root}
 
 
-@dataclass
 class Layer:
-    name: str  # "user", "project", "profile NAME", "CLAUDEGUARD_CONFIG", "--guard-config"
-    path: Path
-    data: dict
-    lines: dict
-    prefix: tuple = ()  # where `data` sits in the file: ("profiles", NAME) for a profile layer
-    trusted: bool = False  # may set [security]
+    def __init__(self, name: str, path: Path, data: dict, lines: dict, prefix: tuple = (), trusted: bool = False) -> None:
+        self.name = name  # "user", "project", "profile NAME", "CLAUDEGUARD_CONFIG", "--guard-config"
+        self.path = path
+        self.data = data
+        self.lines = lines
+        self.prefix = prefix  # where `data` sits in the file: ("profiles", NAME) for a profile layer
+        self.trusted = trusted  # may set [security]
 
     def where(self, keypath: tuple, value: str | None = None, index: int | None = None) -> str:
         from claudeguard.config.lines import line_of
@@ -52,24 +72,26 @@ class Layer:
         return f"{self.path}:{line}" if line else str(self.path)
 
 
-@dataclass
 class Overrides:
     """What the command line (or its environment variables) asked for."""
 
-    profile: Sourced | None = None
-    extra_files: list[Sourced] = field(default_factory=list)
-    values: dict[str, Sourced] = field(default_factory=dict)  # "watchdog.stall_after" -> ...
+    def __init__(self, profile: Sourced | None = None, extra_files: list[Sourced] | None = None,
+                 values: dict[str, Sourced] | None = None) -> None:
+        self.profile = profile
+        self.extra_files: list[Sourced] = extra_files if extra_files is not None else []
+        self.values: dict[str, Sourced] = values if values is not None else {}  # "watchdog.stall_after" -> ...
 
 
-@dataclass
 class Config:
-    values: dict[str, Sourced]
-    rules: dict[str, list[RuleEntry]]  # "permissions.allow", "agents.Explore.deny", ...
-    agent_replace: dict[str, Sourced]
-    searched: list[tuple[str, Path, bool]]  # (layer, path, exists)
-    profile: str | None
-    lockdown: Sourced
-    project_root: Path
+    def __init__(self, values: dict[str, Sourced], rules: dict[str, list[RuleEntry]], agent_replace: dict[str, Sourced],
+                 searched: list[tuple[str, Path, bool]], profile: str | None, lockdown: Sourced, project_root: Path) -> None:
+        self.values = values
+        self.rules = rules  # "permissions.allow", "agents.Explore.deny", ...
+        self.agent_replace = agent_replace
+        self.searched = searched  # (layer, path, exists)
+        self.profile = profile
+        self.lockdown = lockdown
+        self.project_root = project_root
 
     def get(self, key: str) -> Any:
         hit = self.values.get(key)

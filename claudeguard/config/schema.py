@@ -6,19 +6,25 @@ names are free (``agents.TYPE``, ``profiles.NAME``) are described by a template.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+TYPE_CHECKING = False  # typing and dataclasses cost every session's start ~10 ms (bench/RESULTS.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions", "manual")
 RULE_KINDS = ("allow", "deny", "ask")
 
 
-@dataclass(frozen=True)
 class Key:
-    type: str  # "str" | "bool" | "number" | "rules" | "strlist"
-    default: Any = None
-    choices: tuple[str, ...] = ()
-    minimum: float | None = None
+    __slots__ = ("type", "default", "choices", "minimum")
+
+    def __init__(self, type: str, default: Any = None, choices: tuple[str, ...] = (), minimum: float | None = None) -> None:  # noqa: A002
+        self.type = type  # "str" | "bool" | "number" | "rules" | "strlist"
+        self.default = default
+        self.choices = choices
+        self.minimum = minimum
+
+    def __repr__(self) -> str:
+        return f"Key(type={self.type!r}, default={self.default!r}, choices={self.choices!r}, minimum={self.minimum!r})"
 
 
 DEFAULT_BLOCKED_TOOLS = ["Agent", "AskUserQuestion", "EnterPlanMode", "ExitPlanMode", "KillShell"]

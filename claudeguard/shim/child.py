@@ -12,9 +12,12 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import Any, Callable
 
 from claudeguard.shim.leftovers import ENDING_SIGNALS, Leftovers
+
+TYPE_CHECKING = False  # typing costs every session's start ~3 ms (bench/RESULTS.md)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH, signal.SIGTSTP, signal.SIGCONT, signal.SIGUSR1, signal.SIGUSR2)
 SI_USER = 0  # si_code of kill(2); the tty driver sends with SI_KERNEL (0x80)

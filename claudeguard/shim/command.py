@@ -14,7 +14,6 @@ import json
 import os
 import shlex
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from claudeguard.config.load import Config
@@ -30,12 +29,15 @@ OTHER_HOOK_EVENTS = ("Notification", "SubagentStart", "SubagentStop", "UserPromp
 BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
 
 
-@dataclass
 class Plan:
-    argv: list[str]
-    env_additions: dict[str, str]
-    session_id: str
-    policy_spec: dict = field(default_factory=dict)
+    """The child's argv and environment additions (plain classes in this module: dataclasses
+    cost every session's start ~10 ms of imports, bench/RESULTS.md)."""
+
+    def __init__(self, argv: list[str], env_additions: dict[str, str], session_id: str, policy_spec: dict | None = None) -> None:
+        self.argv = argv
+        self.env_additions = env_additions
+        self.session_id = session_id
+        self.policy_spec = policy_spec if policy_spec is not None else {}
 
 
 def ctl_command() -> list[str]:
@@ -97,17 +99,20 @@ def absolute_rule(rule: str, root: str, cwd: str) -> str:
     return rule
 
 
-@dataclass
 class HttpHooks:
     """Hooks answered by the resident service (``claudeguard.service``): its port, and the
     session's secret, which reaches the CLI in ``TOKEN_VAR`` of its environment only."""
 
-    port: int | str  # "PORT" in a dry run: the service is started (and its port known) at launch
-    token: str
-    # A --bg session runs under Claude Code's daemon with the daemon's environment, not the
-    # launcher's (docs/notes/bg-agents-2.1.330.md), so $CLAUDEGUARD_HOOK_TOKEN would not reach
-    # it: its secret is written into the header itself, in a 0600 settings file, never in argv.
-    literal: bool = False
+    def __init__(self, port: int | str, token: str, literal: bool = False) -> None:
+        self.port = port  # "PORT" in a dry run: the service is started (and its port known) at launch
+        self.token = token
+        # A --bg session runs under Claude Code's daemon with the daemon's environment, not the
+        # launcher's (docs/notes/bg-agents-2.1.330.md), so $CLAUDEGUARD_HOOK_TOKEN would not reach
+        # it: its secret is written into the header itself, in a 0600 settings file, never in argv.
+        self.literal = literal
+
+    def __repr__(self) -> str:  # never the secret
+        return f"HttpHooks(port={self.port!r}, literal={self.literal!r})"
 
 
 TOKEN_VAR = "CLAUDEGUARD_HOOK_TOKEN"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
 
 from claudeguard.errors import UsageError
 
@@ -45,22 +44,44 @@ OVERRIDDEN = "overridden"  # present, but this run already cancels it
 REPORT = "report"  # reported by doctor; no effect on the guard
 
 
-@dataclass(frozen=True)
 class Source:
-    name: str  # managed, --managed-settings, user, project, local, --settings
-    where: str  # the file, or the flag for inline JSON
-    data: dict | None  # None: missing or not loaded
-    loaded: bool
-    note: str = ""  # why not loaded, or a read error
+    """One Claude Code settings source (plain classes here: dataclasses cost every session's
+    start ~10 ms of imports, bench/RESULTS.md)."""
+
+    __slots__ = ("name", "where", "data", "loaded", "note")
+
+    def __init__(self, name: str, where: str, data: dict | None, loaded: bool, note: str = "") -> None:
+        self.name = name  # managed, --managed-settings, user, project, local, --settings
+        self.where = where  # the file, or the flag for inline JSON
+        self.data = data  # None: missing or not loaded
+        self.loaded = loaded
+        self.note = note  # why not loaded, or a read error
+
+    def __repr__(self) -> str:
+        return f"Source(name={self.name!r}, where={self.where!r}, loaded={self.loaded!r}, note={self.note!r})"
 
 
-@dataclass(frozen=True)
 class Finding:
-    source: str
-    where: str
-    key: str
-    effect: str
-    action: str
+    __slots__ = ("source", "where", "key", "effect", "action")
+
+    def __init__(self, source: str, where: str, key: str, effect: str, action: str) -> None:
+        self.source = source
+        self.where = where
+        self.key = key
+        self.effect = effect
+        self.action = action
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Finding and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return "Finding(" + ", ".join(f"{n}={v!r}" for n, v in zip(self.__slots__, self._fields())) + ")"
+
+    def _fields(self) -> tuple[str, ...]:
+        return (self.source, self.where, self.key, self.effect, self.action)
 
     def line(self) -> str:
         return f"{self.where}: {self.key}: {self.effect}"

@@ -17,9 +17,12 @@ import select
 import signal
 import subprocess
 import threading
-from typing import Any
 
 from claudeguard.shim.child import SI_USER, ChildProcess, write_all
+
+TYPE_CHECKING = False  # typing costs every session's start ~3 ms (bench/RESULTS.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Supervisor(ChildProcess):
