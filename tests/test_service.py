@@ -138,6 +138,69 @@ def test_an_unknown_session_gets_401(env):
     conn.close()
 
 
+def test_a_request_waits_for_its_sessions_registration_with_a_bound(env, monkeypatch):
+    # A launcher that knows the port from the record starts the CLI first and registers while
+    # it starts: the service holds the session's requests until then, and checks the secret.
+    import http.client
+    import threading
+
+    from claudeguard.files import write_atomic
+    from claudeguard.paths import runtime_dir
+    from claudeguard.service.client import Registration
+    from claudeguard.service.server import REGISTRATION_WAIT_S
+
+    guard(env, [])
+    port = record(env)["port"]
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", env["CLAUDEGUARD_RUNTIME_DIR"])
+    sid, token = "0123456789abcdef", "a1" * 24
+    session_dir = runtime_dir("sessions", sid)
+    write_atomic(session_dir / "session.json", json.dumps({"session_id": sid, "policy": {}, "approval": {},
+                                                           "log_dir": env["CLAUDEGUARD_LOG_DIR"]}))
+    answers: dict[str, tuple[int, float]] = {}
+
+    def post(name: str, secret: str, session: str = sid) -> None:
+        started = time.monotonic()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("POST", f"/hook/{session}/Stop", body=b'{"hook_event_name": "Stop"}',
+                     headers={"Authorization": f"Bearer {secret}"})
+        answers[name] = (conn.getresponse().status, time.monotonic() - started)
+        conn.close()
+
+    def waiting() -> int:
+        return json.loads(ctl(env, "service", "status", "--json").stdout)["waiting"]
+
+    early = threading.Thread(target=post, args=("early", token))
+    early.start()
+    wait_until(lambda: waiting() == 1, what="the request waiting for its session")
+    registration = Registration(sid, str(session_dir), token)
+    try:
+        assert registration.open() == port
+        early.join(10)
+        assert answers["early"][0] == 200
+        post("wrong secret", "b2" * 24)  # registered: no wait, the secret decides
+        assert answers["wrong secret"][0] == 401 and answers["wrong secret"][1] < REGISTRATION_WAIT_S
+    finally:
+        registration.close()
+    post("never registered", token, "fedcba9876543210")
+    status, waited = answers["never registered"]
+    assert status == 401 and REGISTRATION_WAIT_S <= waited < REGISTRATION_WAIT_S + 5
+    assert waiting() == 0
+
+
+def test_a_launcher_registers_after_the_cli_starts_only_with_a_live_service_of_its_version(env, monkeypatch):
+    from claudeguard.service import files
+    from claudeguard.shim.main import _register_with_service
+
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", env["CLAUDEGUARD_RUNTIME_DIR"])
+    assert files.known_port() is None  # no service yet: the launcher starts one and registers first
+    guard(env, [])
+    rec = record(env)
+    registration, hooks = _register_with_service("0123456789abcdef", "unused")
+    assert registration is None and hooks.port == rec["port"] and len(hooks.token) == 48
+    files.write_record(str(service_dir(env)), dict(rec, version="0.0.0+other"))
+    assert files.known_port() is None  # another version's port is never injected
+
+
 def test_malformed_and_oversized_bodies_are_denied_with_a_reason(env):
     write_config(env, '[permissions]\nallow = ["Bash(echo *)"]\n')
     posts = [{"event": "PreToolUse", "body": "{not json"},

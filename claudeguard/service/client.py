@@ -152,6 +152,25 @@ class Registration:
     def open(self) -> int:
         """Register (starting the service if needed) and return the hook port."""
         self._register()
+        self._start_link()
+        return self.port
+
+    def open_started(self, port: int) -> None:
+        """Register a session whose CLI already runs with hooks that name ``port``
+        (``files.known_port``). Never raises: when the service cannot be had now, the link keeps
+        trying as it does after the service's death (the session is as safe meanwhile: the
+        CLI's own flags, no call allowed unanswered)."""
+        self.port = port
+        try:
+            self._register()
+        except (ServiceError, OSError, ValueError):
+            pass  # the link finds no connection and registers it, every second, until it can
+        if self.port != port and os.environ.get("CLAUDEGUARD_DEBUG"):
+            print(f"claudeguard: the guard service listens on {self.port}, not {port}: this session's hooks miss it",
+                  file=sys.stderr)
+        self._start_link()
+
+    def _start_link(self) -> None:
         if self.kind == "foreground":
             # The thread starts with every signal blocked: the launcher's supervisor takes its
             # signals (SIGCHLD above all) with sigwait in one thread, and a thread that left them
@@ -163,7 +182,6 @@ class Registration:
                 threading.Thread(target=self._watch, name="claudeguard-service-link", daemon=True).start()
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)
-        return self.port
 
     def _register(self) -> None:
         sock = connect()

@@ -82,6 +82,18 @@ def read_record(directory: str) -> dict | None:
     return record
 
 
+def known_port(directory: str | None = None) -> int | None:
+    """The hook port of a live service of this version, from its record alone (no connection,
+    no ``socket`` import): a launcher that has it starts the CLI at once and registers while
+    the CLI starts (``client.Registration.open_started``); the service holds the session's
+    first requests until then (``server.REGISTRATION_WAIT_S``). None: no such service."""
+    record = read_record(directory or service_dir())
+    if record is None or record.get("version") != fingerprint():
+        return None
+    port = record.get("port")
+    return port if isinstance(port, int) and 0 < port < 65536 else None
+
+
 def read_stale_port(directory: str) -> int | None:
     """The port the last service listened on (``port``, kept when it exits): a restarted service
     takes it again if it can, so sessions whose hooks name it are served again."""

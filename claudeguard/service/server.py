@@ -35,6 +35,11 @@ from dataclasses import dataclass, field
 from claudeguard.service import files
 
 DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
+# A launcher that knows the service's port from its record starts the CLI first and registers
+# while the CLI starts (shim/main.py): a hook or MCP request for a session not registered yet
+# waits this long for the registration, then gets its 401. The secret is checked as always.
+REGISTRATION_WAIT_S = 2.0
+MAX_REGISTRATION_WAITERS = 32  # more requests for unknown sessions get their 401 at once
 SLOT_CHECK_S = 2.0  # how often the service checks that its socket and record are still there
 
 
@@ -65,13 +70,30 @@ class Service:
     control: socket.socket | None = None
     run_lock: int | None = None  # fd of run.lock, flocked while this service holds the slot
     control_ino: int = 0  # the inode of the socket file we bound (fstat of a socket says another)
+    registered: threading.Condition | None = None  # notified at each register (on ``lock``)
+    waiters: int = 0  # requests waiting in ``lookup`` for their session's registration
+
+    def __post_init__(self) -> None:
+        self.registered = threading.Condition(self.lock)
 
     # --- the registry ---------------------------------------------------------------------
 
-    def lookup(self, session_id: str, token: str | None) -> Registered | None:
-        """The session, if ``token`` is its secret (compared in constant time)."""
+    def lookup(self, session_id: str, token: str | None, wait: float = REGISTRATION_WAIT_S) -> Registered | None:
+        """The session, if ``token`` is its secret (compared in constant time). A session not
+        registered (yet) is waited for up to ``wait`` seconds: its launcher may still be
+        registering it while its CLI already runs."""
+        assert self.registered is not None
         with self.lock:
             reg = self.sessions.get(session_id)
+            if reg is None and token is not None and wait > 0 and self.waiters < MAX_REGISTRATION_WAITERS:
+                self.waiters += 1
+                try:
+                    deadline = time.monotonic() + wait
+                    while reg is None and not self.stopping.is_set() and (left := deadline - time.monotonic()) > 0:
+                        self.registered.wait(left)
+                        reg = self.sessions.get(session_id)
+                finally:
+                    self.waiters -= 1
         if reg is None or token is None or not hmac.compare_digest(reg.token.encode(), token.encode()):
             return None
         return reg
@@ -100,6 +122,7 @@ class Service:
                 watch.end(old, ...)  # registered again on another connection: that one asks anew
             self.sessions[sid] = Registered(session, token, kind, time.time(), owner if kind == "foreground" else None,
                                             old.keeper if old is not None else None)
+            self.registered.notify_all()  # type: ignore[union-attr]
         return {"ok": True, "port": self.port, "version": self.version, "pid": os.getpid()}
 
     def attach(self, session_id: str) -> dict:
@@ -207,7 +230,8 @@ class Service:
                          "agent_view": reg.session.snapshot.get("agent_view")}  # type: ignore[attr-defined]
                         for sid, reg in self.sessions.items()]
         return {"ok": True, "pid": os.getpid(), "version": self.version, "port": self.port, "started": self.started,
-                "retired": self.retired, "idle_exit": self.idle_exit, "sessions": sessions}
+                "retired": self.retired, "idle_exit": self.idle_exit, "sessions": sessions,
+                "waiting": self.waiters}
 
     # --- the control socket ---------------------------------------------------------------
 

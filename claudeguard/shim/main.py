@@ -179,7 +179,7 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int: 
         snapshot["log_dir"] = log_dir_text()  # the service answers for many launchers' environments
         write_atomic(session_dir / "session.json", json.dumps(snapshot))
         registration, http = _register_with_service(session_id, str(session_dir))
-        if registration is None:
+        if http is None:
             snapshot["hooks"] = "command"
             write_atomic(session_dir / "session.json", json.dumps(snapshot))
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(cwd), http=http)
@@ -196,13 +196,15 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int: 
 
             sup = Supervisor(plan.argv, env, tap_stdout=True)
         child_pid = sup.start()
+        if http is not None and registration is None:
+            registration = _register_started(session_id, str(session_dir), http)
         from claudeguard.shim.settings_sources import Watch
 
         settings_watch = Watch(args, cfg, str(cwd), child_pid).start()  # a settings file written mid-session
         # After start(): the supervisor has blocked the forwarded signals, and the gate's threads
         # must inherit that mask (only its signal thread may take them). A hook that comes before
         # the server listens decides in its own process.
-        gate = _start_gate_server(str(session_dir), session_id) if registration is None else None
+        gate = _start_gate_server(str(session_dir), session_id) if http is None else None
         monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, plan.argv, registration)
         keeper = _start_keeper(session_id, str(session_dir), snapshot_text, gate)
         if use_pty:
@@ -241,16 +243,26 @@ def _use_service() -> bool:
 
 
 def _register_with_service(session_id: str, session_dir: str):  # type: ignore[no-untyped-def]
-    """Register the session with the resident service (started if needed) and return it with
-    the HTTP hooks to inject; (None, None) when the service is off (CLAUDEGUARD_SERVICE=0) or
-    cannot be had: then the hooks are commands answered by this process's gate server, with
-    the same answers, only slower (one line says why under CLAUDEGUARD_DEBUG)."""
+    """The HTTP hooks to inject, and the session's registration with the resident service.
+
+    When a live service of this version is known from its record, (None, hooks): the CLI
+    starts at once and ``_register_started`` registers while it starts (~5 ms sooner; the
+    service holds the session's first requests until then, server.REGISTRATION_WAIT_S). Else
+    the service is started if needed and the session registered first: (registration, hooks).
+    (None, None) when the service is off (CLAUDEGUARD_SERVICE=0) or cannot be had: then the
+    hooks are commands answered by this process's gate server, with the same answers, only
+    slower (one line says why under CLAUDEGUARD_DEBUG)."""
     if not _use_service():
         return None, None
-    from claudeguard.service.client import Registration, ServiceError
+    from claudeguard.service.files import known_port
     from claudeguard.shim.command import HttpHooks
 
     token = os.urandom(24).hex()  # 192 bits; what secrets.token_hex does, without its imports
+    port = known_port()
+    if port is not None:
+        return None, HttpHooks(port, token)
+    from claudeguard.service.client import Registration, ServiceError
+
     registration = Registration(session_id, session_dir, token)
     try:
         port = registration.open()
@@ -259,6 +271,15 @@ def _register_with_service(session_id: str, session_dir: str):  # type: ignore[n
             print(f"claudeguard: no guard service ({exc}); hooks run as commands", file=sys.stderr)
         return None, None
     return registration, HttpHooks(port, token)
+
+
+def _register_started(session_id: str, session_dir: str, http):  # type: ignore[no-untyped-def]
+    """Register a session whose CLI already runs (see ``_register_with_service``)."""
+    from claudeguard.service.client import Registration
+
+    registration = Registration(session_id, session_dir, http.token)
+    registration.open_started(int(http.port))
+    return registration
 
 
 def _start_gate_server(session_dir: str, session_id: str):  # type: ignore[no-untyped-def]
