@@ -24,12 +24,31 @@ def _settings(tmp_path, *argv: str, service: bool = True) -> dict:
     return json.loads(value)
 
 
+EVERY_EVENT = ["PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "Notification", "SubagentStart",
+               "SubagentStop", "UserPromptSubmit", "Stop"]
+# -p leaves out what nothing consumes there: PermissionRequest (the prompt tool owns that decision;
+# the hook answers nothing in print mode) and Notification (dialogs and idle prompts of a TUI).
+PRINT_EVENTS = [e for e in EVERY_EVENT if e not in ("PermissionRequest", "Notification")]
+SESSION_KINDS = {
+    "print": (["-p", "x"], PRINT_EVENTS),
+    "print-stream-json": (["-p", "--input-format", "stream-json", "--output-format", "stream-json"], PRINT_EVENTS),
+    "interactive": (["fix the tests"], EVERY_EVENT),
+    "headless-stream-json": (["--input-format", "stream-json", "--output-format", "stream-json"], EVERY_EVENT),
+}
+
+
+@pytest.mark.parametrize("kind", SESSION_KINDS)
+@pytest.mark.parametrize("service", [True, False], ids=["http", "command"])
+def test_the_exact_hook_events_of_each_session_kind(tmp_path, service, kind):
+    argv, events = SESSION_KINDS[kind]
+    assert list(_settings(tmp_path, *argv, service=service)["hooks"]) == events
+
+
 @pytest.mark.parametrize("service", [True, False], ids=["http", "command"])
 def test_every_hook_is_registered_and_blocks(tmp_path, service):
     hooks = _settings(tmp_path, "-p", "x", service=service)["hooks"]
     entries = {event: groups[0]["hooks"][0] for event, groups in hooks.items()}
-    assert set(entries) == {"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "Notification",
-                            "SubagentStart", "SubagentStop", "UserPromptSubmit", "Stop"}
+    assert list(entries) == PRINT_EVENTS
     for event, entry in entries.items():
         if service:
             # The dry run starts no service: the port is a placeholder; the secret is in no argv.

@@ -26,6 +26,17 @@ PROMPT_TOOL = f"mcp__{MCP_SERVER_NAME}__approve"
 # make the CLI drop the whole settings value). Tool events take a matcher, the others none.
 TOOL_HOOK_EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure")
 OTHER_HOOK_EVENTS = ("Notification", "SubagentStart", "SubagentStop", "UserPromptSubmit", "Stop")
+# What a -p session leaves out, as nothing of the guard consumes it there: PermissionRequest
+# (fired by 2.1.330 beside the permission-prompt tool, which owns that decision: gate/hook.py
+# answers nothing in print mode) and Notification (a dialog or an idle prompt on screen: the
+# watchdog's notes for a TUI). Each event that fires costs the CLI an HTTP round trip.
+PRINT_MODE_SKIPPED = ("PermissionRequest", "Notification")
+
+
+def hook_events(print_mode: bool) -> tuple[str, ...]:
+    """The events registered for a session: every one, less PRINT_MODE_SKIPPED under -p."""
+    events = TOOL_HOOK_EVENTS + OTHER_HOOK_EVENTS
+    return tuple(e for e in events if e not in PRINT_MODE_SKIPPED) if print_mode else events
 BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
 
 
@@ -130,13 +141,17 @@ def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None
             "headers": {"Authorization": f"Bearer ${TOKEN_VAR}"}, "allowedEnvVars": [TOKEN_VAR], "timeout": timeout}
 
 
-def guard_settings(cfg: Config, ctl: list[str], cwd: str, http: HttpHooks | None = None, session_id: str = "") -> dict:
+def guard_settings(cfg: Config, ctl: list[str], cwd: str, http: HttpHooks | None = None, session_id: str = "",
+                   print_mode: bool = False) -> dict:
     timeout = int(cfg.get("approval.timeout")) + 30  # the guard, not the CLI, must decide
     # Every hook blocks, the ones the guard only records too: "async": true (known to both pinned
     # versions) saves ~35 ms a hook on 2.1.197 but makes 2.1.330 wait longer at the end of a run
     # (three 0.2 s async hooks: +1.3 s against +0.6 s sync; bench notes in bench/RESULTS.md).
-    hooks: dict = {event: [{"matcher": "*", "hooks": [_hook_entry(event, ctl, timeout, http, session_id)]}] for event in TOOL_HOOK_EVENTS}
-    hooks.update({event: [{"hooks": [_hook_entry(event, ctl, timeout, http, session_id)]}] for event in OTHER_HOOK_EVENTS})
+    hooks: dict = {}
+    for event in hook_events(print_mode):
+        group: dict = {"matcher": "*"} if event in TOOL_HOOK_EVENTS else {}
+        group["hooks"] = [_hook_entry(event, ctl, timeout, http, session_id)]
+        hooks[event] = [group]
     # The policy's ask rules are NOT given to the CLI: the hook asks the human itself, and the
     # CLI's own copy of an ask rule would ask a second time after the human's allow (the prompt
     # tool, or a dialog), and on 2.1.197 deny a background subagent's call outright. What keeps
@@ -217,7 +232,7 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     if deny:
         front.append("--disallowedTools=" + ",".join(deny))
 
-    ours = guard_settings(cfg, ctl, cwd, http, session_id)
+    ours = guard_settings(cfg, ctl, cwd, http, session_id, print_mode=args.print_mode)
     rest = list(args.argv)
     settings_at = [index for index, _ in args.options.get("--settings", [])]
     if settings_file is not None:
