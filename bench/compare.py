@@ -34,16 +34,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from session import SCENARIO, scripted_home  # bench/session.py: the same scripted session
+
 from claudeguard.testing.cli_install import cli_path, install_cli
 from claudeguard.testing.model_server import ModelServer
-from claudeguard.testing.offline_home import offline_env, prepare_home
 from claudeguard.testing.services import stop_services
 
-KEY = "sk-ant-bench-0123456789abcdefghijklmnopqrstuv"
-SCENARIO = [
-    {"match": "say hello", "turns": [{"text": "hello"}]},
-    {"match": "run a tool", "turns": [{"tool_use": {"name": "Bash", "input": {"command": "echo tool-ran"}}}, {"text": "done"}]},
-]
 KINDS = ("claude", "text", "tool", "own", "until")
 
 
@@ -72,14 +68,7 @@ def main() -> int:
     only = set(args.only.split(","))
     versions = args.versions.split(",")
     with tempfile.TemporaryDirectory() as tmp, ModelServer(SCENARIO) as server:
-        home, cwd = Path(tmp, "home"), Path(tmp, "work")
-        cwd.mkdir()
-        (cwd / ".git").mkdir()
-        prepare_home(home, cwd=cwd, api_key=KEY)
-        base = offline_env(home, server.url, KEY)
-        config = Path(base["XDG_CONFIG_HOME"], "claudeguard", "config.toml")
-        config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text('[permissions]\nallow = ["Bash(echo *)"]\n')
+        cwd, base = scripted_home(tmp, server.url)
         stamp = Path(tmp, "stamp")
         stamp.write_text("#!/bin/sh\nexec date +%s.%N\n")
         stamp.chmod(0o755)

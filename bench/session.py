@@ -66,6 +66,20 @@ def _until_child(guard: str, env: dict[str, str], cwd: Path, tmp: Path, runs: in
     return round(statistics.median(delays) * 1000, 1)
 
 
+def scripted_home(tmp: str, server_url: str) -> tuple[Path, dict[str, str]]:
+    """The work dir (a fresh repository) and the environment of an isolated HOME against the
+    scripted model server, with a user config that allows the scenario's Bash call."""
+    home, cwd = Path(tmp, "home"), Path(tmp, "work")
+    cwd.mkdir()
+    (cwd / ".git").mkdir()
+    prepare_home(home, cwd=cwd, api_key=KEY)
+    env = offline_env(home, server_url, KEY)
+    config = Path(env["XDG_CONFIG_HOME"], "claudeguard", "config.toml")
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[permissions]\nallow = ["Bash(echo *)"]\n')
+    return cwd, env
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
@@ -75,15 +89,8 @@ def main() -> int:
     guard = str(Path(sys.executable).with_name("claudeguard"))
     out: dict[str, object] = {"version": args.version, "runs": args.runs}
     with tempfile.TemporaryDirectory() as tmp, ModelServer(SCENARIO) as server:
-        home, cwd = Path(tmp, "home"), Path(tmp, "work")
-        cwd.mkdir()
-        (cwd / ".git").mkdir()
-        prepare_home(home, cwd=cwd, api_key=KEY)
-        env = offline_env(home, server.url, KEY)
+        cwd, env = scripted_home(tmp, server.url)
         env["CLAUDEGUARD_CLAUDE"] = real
-        config = Path(env["XDG_CONFIG_HOME"], "claudeguard", "config.toml")
-        config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text('[permissions]\nallow = ["Bash(echo *)"]\n')
         # The command-hook form: the HTTP form's URL needs a live service and a registered session.
         plan = json.loads(subprocess.run([guard, "--guard-dry-run", "-p", "x"], env=dict(env, CLAUDEGUARD_SERVICE="0"), cwd=cwd,
                                          capture_output=True, text=True, check=True).stdout)["argv"]
