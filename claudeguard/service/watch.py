@@ -32,7 +32,7 @@ import sys
 import threading
 
 from claudeguard.watchdog.monitor import Monitor, WatchConfig
-from claudeguard.watchdog.state import StreamMsg, Verdict
+from claudeguard.watchdog.state import StallVerdict, StreamMsg
 
 
 class Link:
@@ -58,14 +58,14 @@ class ServiceMonitor(Monitor):
 
     link: Link
 
-    def _tick(self) -> Verdict | None:
+    def _tick(self) -> StallVerdict | None:
         was = self.tracker.in_stall
         verdict = super()._tick()
         if was and not self.tracker.in_stall:
             self.link.send({"event": "calm", "session_id": self.session_id, "carry": self.stall_state()})
         return verdict
 
-    def _act(self, v: Verdict) -> None:
+    def _act(self, v: StallVerdict) -> None:
         diagnosis, action, stall = self._stall(v)
         sent = self.link.send({"event": "stall", "session_id": self.session_id, "diagnosis": diagnosis, "action": action,
                                "stall": stall, "notify": self._notify_args(diagnosis, v), "carry": self.stall_state()})

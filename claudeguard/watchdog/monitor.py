@@ -27,7 +27,7 @@ from typing import Callable
 from claudeguard.files import read_json
 from claudeguard.procs import fill, spawn_detached
 from claudeguard.watchdog import sampler
-from claudeguard.watchdog.state import TOOL, Limits, StreamMsg, Tracker, Verdict, stall_line
+from claudeguard.watchdog.state import TOOL, Limits, StallVerdict, StreamMsg, Tracker, stall_line
 from claudeguard.watchdog.status import process_start, prompt_words, write_status
 
 ACTIONS = ("warn", "interrupt", "kill")
@@ -115,7 +115,7 @@ class Monitor:
         self._lock = threading.Lock()  # one tick at a time (the thread's, or stop()'s last one)
         self._killed = False
         self._errors_reported: set[str] = set()
-        self.last_verdict: Verdict | None = None
+        self.last_verdict: StallVerdict | None = None
         self.diagnosis: str | None = None
         self.stalls: list[dict] = []  # one per stall episode, for the end-of-run report
         self.log_dir: str | None = None  # the session's log dir, when not this process's own
@@ -235,7 +235,7 @@ class Monitor:
             if self._stop.wait(delay):
                 return
 
-    def _tick(self) -> Verdict | None:
+    def _tick(self) -> StallVerdict | None:
         self._drain()
         verdict = self.tracker.sample(self.sampler.sample())
         self.last_verdict = verdict
@@ -316,7 +316,7 @@ class Monitor:
     def _wall(self, t: float) -> float:
         return time.time() - (self.clock() - t)
 
-    def _write(self, v: Verdict) -> None:
+    def _write(self, v: StallVerdict) -> None:
         tr = self.tracker
         status = {
             "session_id": self.session_id,
@@ -370,7 +370,7 @@ class Monitor:
             pass
 
     # -- a stall ---------------------------------------------------------------------------
-    def _stall(self, v: Verdict) -> tuple[str, str, dict]:
+    def _stall(self, v: StallVerdict) -> tuple[str, str, dict]:
         """The diagnosis, the action and the report's record of a new stall."""
         from claudeguard.channel.audit import now_iso
 
@@ -379,7 +379,7 @@ class Monitor:
         action = self.config.on_stall if self.config.on_stall in ACTIONS else "warn"
         return diagnosis, action, {"time": now_iso(), "state": v.base, "diagnosis": diagnosis, "action": action}
 
-    def _act(self, v: Verdict) -> None:
+    def _act(self, v: StallVerdict) -> None:
         diagnosis, action, stall = self._stall(v)
         say_stall(diagnosis, action)
         self.stalls.append(stall)
@@ -409,7 +409,7 @@ class Monitor:
         except AttributeError:  # "approval" is not an object
             return []
 
-    def _notify(self, diagnosis: str, v: Verdict) -> None:
+    def _notify(self, diagnosis: str, v: StallVerdict) -> None:
         args = self._notify_args(diagnosis, v)
         if not args:
             return
@@ -418,7 +418,7 @@ class Monitor:
         except OSError as exc:
             self._report_error(exc)
 
-    def _notify_args(self, diagnosis: str, v: Verdict) -> list[str]:
+    def _notify_args(self, diagnosis: str, v: StallVerdict) -> list[str]:
         cmd = self._notify_command()
         if not cmd:
             return []
@@ -431,7 +431,7 @@ class Monitor:
     def _reap_notifiers(self) -> None:
         self._notifiers = reap(self._notifiers)
 
-    def _audit(self, diagnosis: str, v: Verdict, action: str) -> None:
+    def _audit(self, diagnosis: str, v: StallVerdict, action: str) -> None:
         try:
             from claudeguard.channel import audit  # type: ignore[attr-defined]
 

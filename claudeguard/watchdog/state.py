@@ -10,7 +10,7 @@ recorded or synthetic runs instantly. ``Tracker`` takes
 - guard events (the hook's ``events.jsonl`` records), the number of pending approval requests,
   activity and screen hints from a pty relay, and the child's exit;
 
-and ``sample()`` answers with a ``Verdict``.
+and ``sample()`` answers with a ``StallVerdict``.
 
 A stall is no progress for longer than the threshold of the current state. Progress is output,
 a stream message, a token count that moved, a guard event, a change of pending requests, or CPU
@@ -133,7 +133,10 @@ class Task:
 
 
 @dataclass
-class Verdict:
+class StallVerdict:
+    """What one sample says about the session: its state, and whether (and why) it is stalled.
+    Not a permission decision (those are ``claudeguard.decision.Decision``)."""
+
     time: float
     state: str  # what ps shows: the base state, or "stalled"
     base: str  # the state underneath a stall
@@ -373,7 +376,7 @@ class Tracker:
                 self.awaiting_user = True
 
     # -- samples ---------------------------------------------------------------------------
-    def sample(self, s: Sample) -> Verdict:
+    def sample(self, s: Sample) -> StallVerdict:
         lim = self.limits
         prev = self._prev
         dt = max(1e-3, s.time - prev.time) if prev is not None else lim.interval
@@ -523,7 +526,7 @@ class Tracker:
             return self.limits.tool_stall_after
         return self.limits.stall_after
 
-    def verdict(self, now: float) -> Verdict:
+    def verdict(self, now: float) -> StallVerdict:
         base, detail = self._base(now)
         threshold = self.threshold(base)
         if threshold is None:
@@ -535,7 +538,7 @@ class Tracker:
             self.stall_count += 1
         self.in_stall = stalled
         diagnosis = self._diagnose(base, detail, quiet, now) if stalled else None
-        return Verdict(
+        return StallVerdict(
             time=now,
             state=STALLED if stalled else base,
             base=base,
