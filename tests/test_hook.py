@@ -121,12 +121,13 @@ def test_audit_line_per_decision(env, tmp_path):
 
 
 def test_an_answer_is_reused_once_by_the_second_asker_of_the_same_call(tmp_path):
-    from claudeguard.gate.decide import Verdict, answer_record, reuse_answer
+    from claudeguard.decision import Decision
+    from claudeguard.gate.decide import answer_record, reuse_answer
     from claudeguard.gate.session import Session, record_answer
 
     session = Session("s", str(tmp_path), {})
     call = {"command": "git push"}
-    verdict = Verdict("allow", "approved by a human (once)", "human", scope="once", request_id="r1")
+    verdict = Decision("allow", "approved by a human (once)", decided_by="human", scope="once", request_id="r1")
     record_answer(session, "toolu_1", {"agent_id": "a1", "agent_type": "x", "tool": "Bash"}, answer_record(verdict, call))
     assert reuse_answer(session, "Bash", {"command": "git push --force"}, "a1", "toolu_1") is None  # other input
     again = reuse_answer(session, "Bash", call, "a1", "toolu_1")
@@ -136,3 +137,24 @@ def test_an_answer_is_reused_once_by_the_second_asker_of_the_same_call(tmp_path)
     assert reuse_answer(session, "Bash", call, "a1", None) is None  # by digest: the same agent only
     assert reuse_answer(session, "Bash", call, "a2", None).request_id == "r1"
     assert not [n for n in os.listdir(tmp_path / "calls") if n.endswith(".tmp")]
+
+
+def test_the_gate_names_what_the_cli_decides_leave_and_what_the_keyboard_decided_keyboard(tmp_path, monkeypatch):
+    """The gate's two silences have their own words, are not audited and post nothing; a policy
+    "none" under undecided="deny" is an audited deny by default."""
+    from claudeguard.gate.decide import decide_call
+    from claudeguard.gate.session import Session
+
+    monkeypatch.setenv("CLAUDEGUARD_LOG_DIR", str(tmp_path / "log"))
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp_path / "rt"))
+    session = Session("s", str(tmp_path), {"policy": {"permissions": {"deny": ["Bash(rm *)"]}}})
+    call = dict(tool="Bash", tool_input={"command": "ls"}, agent_type=None, agent_id=None, cwd=str(tmp_path), via="hook")
+    left = decide_call(session, undecided="leave", **call)
+    assert (left.decision, left.decided_by, left.request_id) == ("leave", "default", None)
+    keyboard = decide_call(session, undecided="ask", delay_s=5.0, still_wanted=lambda: False, **call)
+    assert (keyboard.decision, keyboard.decided_by, keyboard.request_id) == ("keyboard", "keyboard", None)
+    assert not (tmp_path / "log").exists() and not (tmp_path / "rt").exists()  # nothing logged, nothing posted
+    denied = decide_call(session, undecided="deny", **call)
+    assert (denied.decision, denied.decided_by) == ("deny", "default")
+    [line] = (tmp_path / "log" / "audit.jsonl").read_text().splitlines()
+    assert (json.loads(line)["decision"], json.loads(line)["decided_by"]) == ("deny", "default")

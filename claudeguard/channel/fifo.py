@@ -20,6 +20,12 @@ import time
 
 from claudeguard.channel.model import DECISIONS, SCOPES, Answer
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from claudeguard.decision import Scope
+
 PIPE_BUF = getattr(select, "PIPE_BUF", 512)  # POSIX guarantees at least 512
 LINE_MAX = PIPE_BUF - 1  # bytes of one answer line, newline included, so one write is atomic
 BY_MAX = 200
@@ -57,7 +63,7 @@ def encode_answer(rid: str, answer: Answer) -> bytes:
     return line
 
 
-def _line(data: dict) -> bytes:
+def _line(data: dict[str, Any]) -> bytes:
     return (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
@@ -72,7 +78,7 @@ def decode_answer(rid: str, line: bytes) -> Answer:
         return Answer("deny", message="claudeguard: unreadable answer on the approval channel; denied", decided_by="error")
     if data.get("id") != rid or data.get("decision") not in DECISIONS:
         return Answer("deny", message="claudeguard: a malformed or misrouted answer reached this request; denied", decided_by="error")
-    scope = data.get("scope") if data.get("scope") in SCOPES else "once"
+    scope: Scope = data["scope"] if data.get("scope") in SCOPES else "once"
     return Answer(
         decision=data["decision"],
         scope=scope,

@@ -11,8 +11,16 @@ import secrets
 import time
 from dataclasses import asdict, dataclass, field, fields
 
-DECISIONS = ("allow", "deny")
-SCOPES = ("once", "agent", "session", "forever")
+from claudeguard.decision import PERMISSIONS as DECISIONS
+from claudeguard.decision import SCOPES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from claudeguard.decision import AnsweredBy, Permission, Scope
+
+__all__ = ["DECISIONS", "SCOPES", "KINDS", "ID_MIN_PREFIX", "Request", "Answer", "new_id", "is_id_text"]
 KINDS = ("permission", "dialog")
 ID_MIN_PREFIX = 6
 
@@ -37,7 +45,7 @@ class Request:
     agent_type: str | None
     agent_id: str | None
     tool: str
-    input: dict
+    input: dict[str, Any]
     summary: str
     cwd: str
     created: float  # wall clock (time.time()): compared across processes
@@ -45,7 +53,7 @@ class Request:
     pid: int  # the waiting process
     kind: str = "permission"  # or "dialog" (a TUI dialog; then `choices` lists its options)
     choices: list[str] | None = None
-    extra: dict = field(default_factory=dict)  # e.g. {"tool_use_id": ..., "rule": ...}
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. {"tool_use_id": ..., "rule": ...}
 
     @property
     def age_s(self) -> float:
@@ -56,11 +64,11 @@ class Request:
         """Seconds left before the request ends with ``on_timeout``."""
         return max(0.0, self.deadline - time.time())
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Request":
+    def from_dict(cls, data: dict[str, Any]) -> Request:
         # Tolerate fields added by a newer claudeguard writing the same runtime dir.
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
@@ -68,9 +76,12 @@ class Request:
 
 @dataclass
 class Answer:
-    decision: str  # "allow" | "deny"
-    scope: str = "once"  # once | agent | session | forever
+    """A human's answer (or the request's end) as it travels the channel; the gate turns it into
+    a ``claudeguard.decision.Decision``."""
+
+    decision: Permission
+    scope: Scope = "once"
     message: str | None = None
-    decided_by: str = "human"  # human | timeout | withdrawn | error
+    decided_by: AnsweredBy = "human"
     choice: str | None = None  # for dialogs
     by: str | None = None  # who answered (e.g. "claudeguardctl approve", "console")

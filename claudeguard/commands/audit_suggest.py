@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from claudeguard.decision import PERMISSIONS
 from claudeguard.errors import UsageError
 
 # Commands whose arguments are programs: a prefix rule on them allows anything.
@@ -140,7 +141,7 @@ def asked_calls(events, *, since: float | None = None, session: str | None = Non
     for event in events:
         if event.get("event") or event.get("decided_by") not in ("human", "timeout"):
             continue
-        if event.get("decision") not in ("allow", "deny") or str(event.get("tool", "")).startswith("dialog:"):
+        if event.get("decision") not in PERMISSIONS or str(event.get("tool", "")).startswith("dialog:"):
             continue
         if session and not str(event.get("session_id") or "").startswith(session):
             continue

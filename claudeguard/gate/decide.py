@@ -1,9 +1,10 @@
-"""One tool call to one verdict: policy and grants first, then a human through the channel.
+"""One tool call to one ``claudeguard.decision.Decision``: policy and grants first, then a human
+through the channel.
 
 Order: the session's deny/allow/ask grants and the policy are evaluated together (deny > ask >
 allow); a policy ``ask`` or an undecided call that needs a human goes to the approval channel
-and waits there until an answer or the deadline (``approval.on_timeout``). Every verdict is one
-line in the audit log. Anything that fails on the way is a deny with a readable reason.
+and waits there until an answer or the deadline (``approval.on_timeout``). Every allow and deny
+is one line in the audit log. Anything that fails on the way is a deny with a readable reason.
 """
 
 from __future__ import annotations
@@ -11,13 +12,17 @@ from __future__ import annotations
 import os
 import time
 
+from claudeguard.decision import PERMISSIONS, Decision, audit_row
 from claudeguard.gate.session import Session, add_grants, load_grants
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Any, Callable
 
+    from claudeguard.channel.model import Answer
     from claudeguard.channel.requests import Pending
+    from claudeguard.decision import Permission, Undecided
+    from claudeguard.policy.decide import SourcedRule
 
 # Tools the CLI runs without asking in every mode: a subagent's call to them is left to the CLI.
 NO_PERMISSION_TOOLS = frozenset(
@@ -26,29 +31,11 @@ NO_PERMISSION_TOOLS = frozenset(
 )
 
 
-class Verdict:
-    """What the gate answers: ``decision`` "allow" | "deny" | "none" (leave it to the CLI), the
-    ``reason`` the model sees, and for the audit log who decided (rule | human | timeout |
-    default), by which rule, in which scope, after how long. A plain class: see policy.decide."""
-
-    def __init__(self, decision: str, reason: str, decided_by: str = "rule", rule: str | None = None, source: str | None = None,
-                 scope: str | None = None, waited_s: float = 0.0, request_id: str | None = None, by: str | None = None) -> None:
-        self.decision = decision
-        self.reason = reason
-        self.decided_by = decided_by
-        self.rule = rule
-        self.source = source
-        self.scope = scope
-        self.waited_s = waited_s
-        self.request_id = request_id
-        self.by = by
-
-
-def _extra_rules(session: Session, agent_type: str | None) -> list:
+def _extra_rules(session: Session, agent_type: str | None) -> list[SourcedRule]:
     from claudeguard.policy.decide import SourcedRule
     from claudeguard.policy.rules import parse_rule
 
-    out = []
+    out: list[SourcedRule] = []
     for grant in load_grants(session):
         if grant.get("scope") == "agent" and grant.get("agent_type") != agent_type:
             continue
@@ -61,7 +48,7 @@ def _extra_rules(session: Session, agent_type: str | None) -> list:
     return out
 
 
-def needs_human(tool: str, tool_input: dict, permission_mode: str | None, cwd: str) -> bool:
+def needs_human(tool: str, tool_input: dict[str, Any], permission_mode: str | None, cwd: str) -> bool:
     """Would the CLI stop to ask about this call? (A subagent cannot show the dialog.)"""
     from claudeguard.policy.rules import EDIT_TOOLS
 
@@ -76,7 +63,8 @@ def needs_human(tool: str, tool_input: dict, permission_mode: str | None, cwd: s
     return True
 
 
-def policy_decision(session: Session, tool: str, tool_input: dict, agent_type: str | None, cwd: str):  # type: ignore[no-untyped-def]
+def policy_decision(session: Session, tool: str, tool_input: dict[str, Any], agent_type: str | None,
+                    cwd: str) -> Decision:
     from claudeguard.policy.decide import decide, policy_from_spec
 
     policy = policy_from_spec(session.policy_spec)
@@ -87,24 +75,25 @@ def decide_call(
     session: Session,
     *,
     tool: str,
-    tool_input: dict,
+    tool_input: dict[str, Any],
     agent_type: str | None,
     agent_id: str | None,
     cwd: str,
     via: str,
-    undecided: str,  # what "none" becomes: "leave" (to the CLI), "ask" (a human), "deny"
+    undecided: Undecided,  # what the policy's "none" becomes
     tool_use_id: str | None = None,
     delay_s: float = 0.0,
     still_wanted: "Callable[[], bool] | None" = None,
     unseen_by_hook: bool = False,
     held: bool = False,
-) -> Verdict:
-    """``delay_s``: an interactive dialog's head start for the person at the keyboard before the
-    request is posted; ``still_wanted``: checked while waiting (a caller gone: the request is
-    withdrawn and the verdict is "none"); ``held``: the request stands for a dialog on a pty
-    session's screen, whose router owns it: posted held, released by the router when the
-    keyboard's head start is over, dropped when the dialog was answered at the keyboard
-    (verdict "none")."""
+) -> Decision:
+    """The gate's decision: ``allow`` | ``deny``, or ``leave`` (no rule decides and ``undecided``
+    is "leave": the CLI asks) or ``keyboard`` (answered at the keyboard first, or the caller went
+    away). ``delay_s``: an interactive dialog's head start for the person at the keyboard before
+    the request is posted; ``still_wanted``: checked while waiting (a caller gone: the request is
+    withdrawn); ``held``: the request stands for a dialog on a pty session's screen, whose router
+    owns it: posted held, released by the router when the keyboard's head start is over, dropped
+    when the dialog was answered at the keyboard (``keyboard``)."""
     started = time.monotonic()
     decision = policy_decision(session, tool, tool_input, agent_type, cwd)
     if decision.decision == "allow" and unseen_by_hook:
@@ -114,21 +103,22 @@ def decide_call(
         verdict = ask_human(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
                             cwd=cwd, via=via, rule=decision.rule, source=decision.source, tool_use_id=tool_use_id,
                             still_wanted=still_wanted)
-        if verdict.decision == "none":
+        if verdict.decision == "keyboard":
             return verdict
-    elif decision.decision in ("allow", "deny"):
-        verdict = Verdict(decision.decision, decision.reason, "rule", decision.rule, decision.source)
+    elif decision.decision in PERMISSIONS:
+        verdict = Decision(decision.decision, decision.reason, rule=decision.rule, source=decision.source)
     elif decision.decision == "none" and undecided == "leave":
-        return Verdict("none", "no rule decides; left to Claude Code", "default")
+        return Decision("leave", "no rule decides; left to Claude Code", decided_by="default")
     elif decision.decision == "none" and undecided == "deny":
-        verdict = Verdict("deny", f"claudeguard: {tool} needs approval and subagents.background = \"deny\"", "default")
+        verdict = Decision("deny", f"claudeguard: {tool} needs approval and subagents.background = \"deny\"",
+                           decided_by="default")
     else:
         if delay_s > 0 and not _head_start(delay_s, still_wanted):
-            return Verdict("none", "answered at the keyboard", "keyboard")
+            return Decision("keyboard", "answered at the keyboard", decided_by="keyboard")
         verdict = ask_human(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
                             cwd=cwd, via=via, rule=decision.rule, source=decision.source, tool_use_id=tool_use_id,
                             still_wanted=still_wanted, held=held)
-        if verdict.decision == "none":
+        if verdict.decision == "keyboard":
             return verdict
     verdict.waited_s = round(time.monotonic() - started, 3)
     ask_rule = (decision.rule, decision.source) if decision.decision == "ask" else None
@@ -154,15 +144,15 @@ def _head_start(delay_s: float, still_wanted: "Callable[[], bool] | None") -> bo
         time.sleep(min(left, SCREEN_CHECK_S))
 
 
-def ask_human(session: Session, *, tool: str, tool_input: dict, agent_type: str | None, agent_id: str | None,
+def ask_human(session: Session, *, tool: str, tool_input: dict[str, Any], agent_type: str | None, agent_id: str | None,
               cwd: str, via: str, rule: str | None, source: str | None, tool_use_id: str | None,
-              still_wanted: "Callable[[], bool] | None" = None, held: bool = False) -> Verdict:
+              still_wanted: "Callable[[], bool] | None" = None, held: bool = False) -> Decision:
     from claudeguard import channel
     from claudeguard.policy.decide import grant_rules_for_call, summarize_call
 
     approval = session.approval
     timeout = float(approval.get("timeout") or 600)
-    on_timeout = approval.get("on_timeout") or "deny"
+    on_timeout: Permission = "allow" if approval.get("on_timeout") == "allow" else "deny"
     extra = {"via": via, "tool_use_id": tool_use_id, "rule": rule, "rule_source": source, "guard_pid": session.snapshot.get("pid")}
     if session.snapshot.get("cli_short_id"):  # a --bg session: the id `claude agents` shows
         extra["cli_short_id"] = session.snapshot["cli_short_id"]
@@ -172,7 +162,8 @@ def ask_human(session: Session, *, tool: str, tool_input: dict, agent_type: str 
         notify=approval.get("notify") or None, held=held,
     )
     if held and not _hold(pending, still_wanted, session.snapshot.get("pid")):
-        return Verdict("none", "answered at the keyboard; request withdrawn", "keyboard", request_id=pending.request.id)
+        return Decision("keyboard", "answered at the keyboard; request withdrawn", decided_by="keyboard",
+                        request_id=pending.request.id)
     record_pending(session, pending.request.id, +1)
     try:
         answer = pending.poll() if pending.done else _wait(pending, on_timeout, still_wanted)
@@ -180,14 +171,15 @@ def ask_human(session: Session, *, tool: str, tool_input: dict, agent_type: str 
         record_pending(session, pending.request.id, -1)
     request_id = pending.request.id
     if answer is None:
-        return Verdict("none", "answered at the keyboard; request withdrawn", "keyboard", request_id=request_id)
+        return Decision("keyboard", "answered at the keyboard; request withdrawn", decided_by="keyboard",
+                        request_id=request_id)
     if answer.decided_by == "timeout":
         word = "allowed" if answer.decision == "allow" else "denied"
         reason = f"claudeguard: no answer within {timeout:g} s; {word} by approval.on_timeout (request {request_id})"
-        return Verdict(answer.decision, reason, "timeout", request_id=request_id)
+        return Decision(answer.decision, reason, decided_by="timeout", request_id=request_id)
     if answer.decided_by != "human":
         reason = answer.message or f"claudeguard: the approval channel failed ({answer.decided_by}); denied"
-        return Verdict("deny", reason, "default", request_id=request_id)
+        return Decision("deny", reason, decided_by="default", request_id=request_id)
     scope = answer.scope or "once"
     if scope in ("agent", "session", "forever"):
         rules = grant_rules_for_call(tool, tool_input, cwd=cwd)
@@ -197,7 +189,7 @@ def ask_human(session: Session, *, tool: str, tool_input: dict, agent_type: str 
         reason = f"claudeguard: approved by a human ({scope})"
     else:
         reason = answer.message or f"claudeguard: denied by a human ({scope})"
-    return Verdict(answer.decision, reason, "human", scope=scope, request_id=request_id)
+    return Decision(answer.decision, reason, decided_by="human", scope=scope, request_id=request_id)
 
 
 HOLD_CHECK_S = 0.2  # how often a held request looks for its dialog owner's word
@@ -232,7 +224,7 @@ def _alive(pid: int | None) -> bool:
     return True
 
 
-def _wait(pending, on_timeout: str, still_wanted: "Callable[[], bool] | None"):  # type: ignore[no-untyped-def]
+def _wait(pending: Pending, on_timeout: Permission, still_wanted: Callable[[], bool] | None) -> Answer | None:
     """The channel's answer; None when the dialog was answered at the keyboard first."""
     if still_wanted is None and not pending.owned:
         return pending.wait(on_timeout=on_timeout)
@@ -256,7 +248,7 @@ def _wait(pending, on_timeout: str, still_wanted: "Callable[[], bool] | None"): 
             return answer  # an answer that arrived just before the keyboard's still counts
 
 
-def answer_record(verdict: Verdict, tool_input: dict) -> dict:
+def answer_record(verdict: Decision, tool_input: dict[str, Any]) -> dict[str, Any]:
     """What ``session.record_answer`` keeps of a channel verdict (see ``reuse_answer``)."""
     from claudeguard.channel.audit import input_digest
 
@@ -264,17 +256,18 @@ def answer_record(verdict: Verdict, tool_input: dict) -> dict:
             "scope": verdict.scope, "request_id": verdict.request_id, "digest": input_digest(tool_input), "time": time.time()}
 
 
-def reuse_answer(session: Session, tool: str, tool_input: dict, agent_id: str | None, tool_use_id: str | None) -> Verdict | None:
+def reuse_answer(session: Session, tool: str, tool_input: dict[str, Any], agent_id: str | None,
+                 tool_use_id: str | None) -> Decision | None:
     """The answer the PreToolUse hook already got for this very call (same tool_use_id, or same
     agent and input), taken once: the second asker of one call never posts a second request."""
     from claudeguard.channel.audit import input_digest
     from claudeguard.gate.session import take_answer
 
     answer = take_answer(session, tool_use_id, input_digest(tool_input), agent_id)
-    if answer is None or answer.get("decision") not in ("allow", "deny"):
+    if answer is None or answer.get("decision") not in PERMISSIONS:
         return None
-    return Verdict(answer["decision"], answer.get("reason") or "", answer.get("decided_by") or "human",
-                   scope=answer.get("scope"), request_id=answer.get("request_id"))
+    return Decision(answer["decision"], answer.get("reason") or "", decided_by=answer.get("decided_by") or "human",
+                    scope=answer.get("scope"), request_id=answer.get("request_id"))
 
 
 def record_pending(session: Session, request_id: str, delta: int) -> None:
@@ -283,8 +276,9 @@ def record_pending(session: Session, request_id: str, delta: int) -> None:
     record_event(session, "approval-wait" if delta > 0 else "approval-done", request_id=request_id)
 
 
-def audit(session: Session, verdict: Verdict, *, tool: str, tool_input: dict, agent_type: str | None,
-          agent_id: str | None, via: str, cwd: str | None = None, ask_rule: tuple | None = None) -> None:
+def audit(session: Session, verdict: Decision, *, tool: str, tool_input: dict[str, Any], agent_type: str | None,
+          agent_id: str | None, via: str, cwd: str | None = None,
+          ask_rule: tuple[str | None, str | None] | None = None) -> None:
     try:
         from claudeguard.channel import audit as audit_log
         from claudeguard.policy.decide import grant_rules_for_call, summarize_call
@@ -293,25 +287,13 @@ def audit(session: Session, verdict: Verdict, *, tool: str, tool_input: dict, ag
         # decided it, worked out here where cwd and HOME are the call's: `audit --suggest`
         # reads them. An empty list: the call cannot be turned into a rule (no safe split).
         rules = grant_rules_for_call(tool, tool_input, cwd=cwd or "/") if verdict.decided_by in ("human", "timeout") else None
-        audit_log.record({
-            "session_id": session.id,
-            "agent_type": agent_type,
-            "agent_id": agent_id,
-            "tool": tool,
-            "summary": summarize_call(tool, tool_input),
-            "input_digest": audit_log.input_digest(tool_input),
-            "decision": verdict.decision,
-            "decided_by": verdict.decided_by,
-            "scope": verdict.scope,
-            "waited_s": verdict.waited_s,
-            "rule": verdict.rule,
-            "source": verdict.source,
-            "request_id": verdict.request_id,
-            "via": via,
+        audit_log.record(audit_row(
+            verdict, session_id=session.id, agent_type=agent_type, agent_id=agent_id, tool=tool,
+            summary=summarize_call(tool, tool_input), input_digest=audit_log.input_digest(tool_input), via=via,
             **({"rules": rules} if rules is not None else {}),
             **({"cli_short_id": session.snapshot["cli_short_id"]} if session.snapshot.get("cli_short_id") else {}),
             # The ask rule that sent it to a human: an allow rule never overrides it.
             **({"ask_rule": ask_rule[0], "ask_source": ask_rule[1]} if ask_rule else {}),
-        })
+        ))
     except Exception:  # noqa: BLE001 - the audit log never blocks a decision
         pass

@@ -17,39 +17,27 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Any, Callable
+
+    from claudeguard.decision import Undecided
+    from claudeguard.gate.session import Session
 
 DECISION_EVENTS = ("PreToolUse", "PermissionRequest")
 
 
-def _emit(obj: dict) -> None:
+def _emit(obj: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(obj))
     sys.stdout.flush()
 
 
-def _pre_tool_use(decision: str, reason: str) -> dict:
-    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": decision, "permissionDecisionReason": reason}}
+def deny_output(event_name: str | None, reason: str) -> dict[str, Any] | None:
+    """A decision event's deny in its own shape (fail closed); None for any other event."""
+    from claudeguard.decision import failure, hook_output
+
+    return hook_output(event_name, failure(reason))
 
 
-def _permission_request(decision: str, reason: str, tool_input: dict | None = None) -> dict:
-    body: dict = {"behavior": decision}
-    if decision == "allow":
-        if tool_input is not None:
-            body["updatedInput"] = tool_input
-    else:
-        body["message"] = reason
-    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": body}}
-
-
-def deny_output(event_name: str | None, reason: str) -> dict | None:
-    if event_name == "PermissionRequest":
-        return _permission_request("deny", reason)
-    if event_name == "PreToolUse" or event_name is None:
-        return _pre_tool_use("deny", reason)
-    return None
-
-
-def run(stdin_text: str, client_alive: "Callable[[], bool] | None" = None) -> dict | None:
+def run(stdin_text: str, client_alive: "Callable[[], bool] | None" = None) -> dict[str, Any] | None:
     """The hook's answer to one event. ``client_alive``: when served by the gate server, whether
     the hook process that asked is still there (a request it waits on is withdrawn otherwise)."""
     try:
@@ -68,7 +56,8 @@ def run(stdin_text: str, client_alive: "Callable[[], bool] | None" = None) -> di
         return None
 
 
-def run_event(body: bytes, event_name: str, session: object, client_alive: "Callable[[], bool] | None" = None) -> dict | None:
+def run_event(body: bytes, event_name: str, session: Session,
+              client_alive: "Callable[[], bool] | None" = None) -> dict[str, Any] | None:
     """The answer to one event posted to the resident service (``claudeguard.service.http``) for
     a registered ``session``; ``event_name`` comes from the URL, so even a body that cannot be
     read is answered in the right shape (a deny for a decision event)."""
@@ -81,7 +70,7 @@ def run_event(body: bytes, event_name: str, session: object, client_alive: "Call
     name = event.get("hook_event_name") or event_name
     from claudeguard.channel.audit import session_log
 
-    session_log.set(session.snapshot.get("log_dir"))  # type: ignore[attr-defined]
+    session_log.set(session.snapshot.get("log_dir"))
     try:
         return handle(event, client_alive, session)
     except Exception as exc:  # noqa: BLE001 - fail closed with a reason
@@ -93,7 +82,8 @@ def run_event(body: bytes, event_name: str, session: object, client_alive: "Call
         session_log.set(None)
 
 
-def handle(event: dict, client_alive: "Callable[[], bool] | None" = None, session=None) -> dict | None:  # type: ignore[no-untyped-def]
+def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = None,
+           session: Session | None = None) -> dict[str, Any] | None:
     from claudeguard.gate.session import current_session, forget_call, record_answer, record_event, remember_call
 
     name = event.get("hook_event_name")
@@ -125,12 +115,13 @@ def handle(event: dict, client_alive: "Callable[[], bool] | None" = None, sessio
     if not isinstance(tool, str) or not isinstance(tool_input, dict):
         return deny_output(name, "claudeguard: hook input without tool_name/tool_input; denied")
 
+    from claudeguard.decision import SILENT, permission_request_output, pre_tool_use_output
     from claudeguard.gate.decide import answer_record, decide_call, needs_human, reuse_answer
 
     if name == "PreToolUse":
         record_event(session, "tool-start", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id, agent_type=agent_type)
-        remember_call(session, tool_use_id, {"agent_type": agent_type, "agent_id": agent_id, "tool": tool})
-        undecided = "leave"
+        remember_call(session, tool_use_id or "", {"agent_type": agent_type, "agent_id": agent_id, "tool": tool})
+        undecided: Undecided = "leave"
         # A subagent's prompt, or any prompt of a --bg session, is seen by nobody: the channel.
         unseen = agent_type or session.snapshot.get("kind") == "background"
         if unseen and needs_human(tool, tool_input, event.get("permission_mode"), cwd):
@@ -138,7 +129,7 @@ def handle(event: dict, client_alive: "Callable[[], bool] | None" = None, sessio
             undecided = "deny" if background == "deny" else "ask"
         verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
                               cwd=cwd, via="hook", undecided=undecided, tool_use_id=tool_use_id, still_wanted=client_alive)
-        if verdict.decision == "none":
+        if verdict.decision in SILENT:
             return None
         if verdict.request_id:
             # A human (or the deadline) answered this call. The CLI's own copy of the ask rule
@@ -149,7 +140,7 @@ def handle(event: dict, client_alive: "Callable[[], bool] | None" = None, sessio
             # no PostToolUse follows a denied call: tell the watchdog it is not in flight
             forget_call(session, tool_use_id)
             record_event(session, "tool-end", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id, failed=True)
-        return _pre_tool_use(verdict.decision, verdict.reason)
+        return pre_tool_use_output(verdict)
 
     # PermissionRequest: the CLI is about to show (or shows) its dialog. In -p runs 2.1.330 also
     # fires it, in parallel with the permission-prompt tool: the prompt tool (ours, or the
@@ -158,7 +149,7 @@ def handle(event: dict, client_alive: "Callable[[], bool] | None" = None, sessio
         return None
     earlier = reuse_answer(session, tool, tool_input, agent_id, None)
     if earlier is not None:
-        return _permission_request(earlier.decision, earlier.reason, tool_input)
+        return permission_request_output(earlier, tool_input)
     # In a pty session the dialog on the screen is the router's (the launcher's): the request is
     # posted held, the router releases it when the keyboard's head start is over and drops it
     # when the keyboard answered (shim/dialogs/handshake.py). Elsewhere the head start is a sleep.
@@ -167,9 +158,8 @@ def handle(event: dict, client_alive: "Callable[[], bool] | None" = None, sessio
     verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
                           cwd=cwd, via="dialog", undecided="ask", tool_use_id=tool_use_id, delay_s=delay,
                           still_wanted=client_alive, held=held)
-    if verdict.decision == "none":
-        return None  # the person at the keyboard answered; the CLI has moved on
-    return _permission_request(verdict.decision, verdict.reason, tool_input)
+    # None for "keyboard": the person at the keyboard answered; the CLI has moved on
+    return permission_request_output(verdict, tool_input)
 
 
 def main() -> int:

@@ -14,9 +14,12 @@ import json
 import os
 import sys
 import threading
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 from claudeguard import __version__
+
+if TYPE_CHECKING:
+    from claudeguard.gate.session import Session
 
 TOOL_NAME = "approve"
 SUPPORTED_PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -41,13 +44,13 @@ class Server:
         self.lock = threading.Lock()
         self.threads: list[threading.Thread] = []
 
-    def send(self, message: dict) -> None:
+    def send(self, message: dict[str, Any]) -> None:
         line = json.dumps(message, separators=(",", ":"))
         with self.lock:
             self.out.write(line + "\n")
             self.out.flush()
 
-    def result(self, msg_id: object, result: dict) -> None:
+    def result(self, msg_id: object, result: dict[str, Any]) -> None:
         self.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
 
     def error(self, msg_id: object, code: int, message: str) -> None:
@@ -77,11 +80,11 @@ class Server:
             self.send(answer)
 
 
-def respond(msg: object, session: object = None) -> dict | None:
+def respond(msg: object, session: Session | None = None) -> dict[str, Any] | None:
     """The JSON-RPC answer to one message; None for a notification or a response. The same for
     the stdio server and the service's HTTP endpoint (``service.http``, ``session`` given);
     ``tools/call`` decides here and may wait for a human."""
-    def error(msg_id: object, code: int, message: str) -> dict:
+    def error(msg_id: object, code: int, message: str) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
 
     if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
@@ -94,7 +97,7 @@ def respond(msg: object, session: object = None) -> dict | None:
     if method == "initialize":
         asked = params.get("protocolVersion")
         version = asked if asked in SUPPORTED_PROTOCOLS else SUPPORTED_PROTOCOLS[0]
-        result: dict = {
+        result: dict[str, Any] = {
             "protocolVersion": version,
             "capabilities": {"tools": {"listChanged": False}},
             "serverInfo": {"name": "claudeguard", "version": __version__},
@@ -106,20 +109,23 @@ def respond(msg: object, session: object = None) -> dict | None:
     elif method == "tools/call":
         if params.get("name") != TOOL_NAME:
             return error(msg_id, -32602, f"unknown tool: {params.get('name')}")
-        answer = decide_prompt(params.get("arguments") or {}, session)
-        result = {"content": [{"type": "text", "text": json.dumps(answer)}]}
+        from claudeguard.decision import prompt_tool_result
+
+        result = prompt_tool_result(decide_prompt(params.get("arguments") or {}, session))
     else:
         return error(msg_id, -32601, f"method not found: {method}")
     return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 
 
-def decide_prompt(args: dict, session: object = None) -> dict:
+def decide_prompt(args: dict[str, Any], session: Session | None = None) -> dict[str, Any]:
     """The prompt tool's answer; any failure is a deny with the reason (fail closed). The stdio
     server finds its session from the environment; the service passes the registered one."""
+    from claudeguard.decision import failure, prompt_tool_answer
+
     tool = args.get("tool_name")
     tool_input = args.get("input")
     if not isinstance(tool, str) or not isinstance(tool_input, dict):
-        return {"behavior": "deny", "message": "claudeguard: prompt-tool call without tool_name/input; denied"}
+        return prompt_tool_answer(failure("claudeguard: prompt-tool call without tool_name/input; denied"), {})
     try:
         from claudeguard.gate.decide import decide_call, reuse_answer
         from claudeguard.gate.session import current_session, recall_call
@@ -137,10 +143,8 @@ def decide_prompt(args: dict, session: object = None) -> dict:
         )
     except Exception as exc:  # noqa: BLE001
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return {"behavior": "deny", "message": f"claudeguard: the guard could not decide ({detail}); denied"}
-    if verdict.decision == "allow":
-        return {"behavior": "allow", "updatedInput": tool_input}
-    return {"behavior": "deny", "message": verdict.reason}
+        verdict = failure(f"claudeguard: the guard could not decide ({detail}); denied")
+    return prompt_tool_answer(verdict, tool_input)
 
 
 def serve(stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:

@@ -18,7 +18,14 @@ import os
 import re
 from collections import namedtuple
 
+from claudeguard.decision import Decision, PartDecision
 from claudeguard.policy.rules import EDIT_TOOLS, Rule, canonical_tool, parse_rule, rule_matches
+
+TYPE_CHECKING = False  # typing stays off the hook's path (bench/importtime.py); checkers see these
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+
+    from claudeguard.decision import PolicyOutcome, RuleKind
 
 __all__ = [
     "SourcedRule",
@@ -40,43 +47,19 @@ BLOCKED_SOURCE = "subagents.blocked_tools"
 READ_ONLY_SOURCE = "subagents.read_only_types"
 
 
-# Named tuples and a plain class rather than dataclasses: this module is on the hook's path,
-# which starts a new Python for every tool call, and dataclasses cost ~10 ms to import.
+if TYPE_CHECKING:
+    class SourcedRule(NamedTuple):
+        rule: Rule
+        kind: RuleKind
+        source: str
+        root: str
+else:
+    class SourcedRule(namedtuple("SourcedRule", "rule kind source root")):
+        """A rule with where it came from: ``kind`` allow | deny | ask; ``source``
+        "path/to/file.toml:12", "default", "grant (session)", "--allowedTools" ...; ``root`` the
+        directory that anchors "/p" path rules (the config file's directory)."""
 
-
-class SourcedRule(namedtuple("SourcedRule", "rule kind source root")):
-    """A rule with where it came from: ``kind`` "allow" | "deny" | "ask"; ``source``
-    "path/to/file.toml:12", "default", "grant (session)", "--allowedTools" ...; ``root`` the
-    directory that anchors "/p" path rules (the config file's directory)."""
-
-    __slots__ = ()
-
-
-class PartDecision(namedtuple("PartDecision", "part decision rule source")):
-    """One split part of a Bash command and its own decision."""
-
-    __slots__ = ()
-
-
-class Decision:
-    """``decision`` "allow" | "deny" | "ask" | "none"; ``rule`` the deciding rule's text and its
-    ``source``; ``reason`` one readable sentence for the model and the user; ``parts`` each split
-    part of a Bash command ([] otherwise)."""
-
-    __slots__ = ("decision", "rule", "source", "reason", "parts")
-
-    def __init__(self, decision: str, rule: str | None, source: str | None, reason: str, parts: list | None = None) -> None:
-        self.decision = decision
-        self.rule = rule
-        self.source = source
-        self.reason = reason
-        self.parts: list[PartDecision] = parts if parts is not None else []
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Decision) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
-
-    def __repr__(self) -> str:
-        return "Decision(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
+        __slots__ = ()
 
 
 class _AgentRules:
@@ -127,9 +110,9 @@ class Policy:
         return deny, ask, allow
 
 
-def _sourced(entries: object, kind: str, where: str, *, strict: bool) -> list[SourcedRule]:
+def _sourced(entries: list[Any] | None, kind: RuleKind, where: str, *, strict: bool) -> list[SourcedRule]:
     out: list[SourcedRule] = []
-    for index, entry in enumerate(entries or []):  # type: ignore[union-attr]
+    for index, entry in enumerate(entries or []):
         if isinstance(entry, str):
             entry = {"rule": entry}
         if not isinstance(entry, dict) or not isinstance(entry.get("rule"), str):
@@ -147,7 +130,7 @@ def _sourced(entries: object, kind: str, where: str, *, strict: bool) -> list[So
     return out
 
 
-def policy_from_spec(spec: dict) -> Policy:
+def policy_from_spec(spec: dict[str, Any]) -> Policy:
     """Build a Policy from the spec dict; ValueError for a malformed policy rule."""
     spec = spec or {}
     perms = spec.get("permissions") or {}
@@ -175,7 +158,7 @@ def policy_from_spec(spec: dict) -> Policy:
     return policy
 
 
-def _matches(sr: SourcedRule, tool: str, tool_input: dict, cwd: str, home: str, broad: bool) -> bool:
+def _matches(sr: SourcedRule, tool: str, tool_input: dict[str, Any], cwd: str, home: str, broad: bool) -> bool:
     return rule_matches(sr.rule, tool, tool_input, cwd=cwd, home=home, root=sr.root or cwd, broad=broad)
 
 
@@ -183,8 +166,8 @@ def _where(rule: str | None, source: str | None) -> str:
     return f"{rule} ({source})" if source else str(rule)
 
 
-def decide(policy: Policy, tool: str, tool_input: dict, *, agent_type: str | None, cwd: str,
-           home: str | None = None, extra: list[SourcedRule] | tuple = ()) -> Decision:
+def decide(policy: Policy, tool: str, tool_input: dict[str, Any], *, agent_type: str | None, cwd: str,
+           home: str | None = None, extra: list[SourcedRule] | tuple[SourcedRule, ...] = ()) -> Decision:
     """The decision for one call. ``agent_type`` None is the main agent; ``extra`` are grants."""
     tool = canonical_tool(tool)
     if not isinstance(tool_input, dict):
@@ -210,22 +193,22 @@ def decide(policy: Policy, tool: str, tool_input: dict, *, agent_type: str | Non
                 reason = f"claudeguard: subagents may not use {tool} ({BLOCKED_SOURCE})."
             else:
                 reason = f"claudeguard: {tool} denied by {_where(sr.rule.text, sr.source)}."
-            return Decision("deny", sr.rule.text, sr.source, reason)
+            return Decision("deny", reason, rule=sr.rule.text, source=sr.source)
     if read_only and tool in EDIT_TOOLS:
-        return Decision("deny", tool, READ_ONLY_SOURCE,
-                        f"claudeguard: {agent_type} agents are read-only and may not use {tool} ({READ_ONLY_SOURCE}).")
+        return Decision("deny", f"claudeguard: {agent_type} agents are read-only and may not use {tool} "
+                        f"({READ_ONLY_SOURCE}).", rule=tool, source=READ_ONLY_SOURCE)
     for sr in ask:
         if _matches(sr, tool, tool_input, cwd, home, broad=True):
-            return Decision("ask", sr.rule.text, sr.source,
-                            f"claudeguard: {tool} needs a human decision by {_where(sr.rule.text, sr.source)}.")
+            return Decision("ask", f"claudeguard: {tool} needs a human decision by {_where(sr.rule.text, sr.source)}.",
+                            rule=sr.rule.text, source=sr.source)
     for sr in allow:
         if _matches(sr, tool, tool_input, cwd, home, broad=False):
-            return Decision("allow", sr.rule.text, sr.source,
-                            f"claudeguard: {tool} allowed by {_where(sr.rule.text, sr.source)}.")
-    return Decision("none", None, None, f"claudeguard: no rule matches this {tool} call.")
+            return Decision("allow", f"claudeguard: {tool} allowed by {_where(sr.rule.text, sr.source)}.",
+                            rule=sr.rule.text, source=sr.source)
+    return Decision("none", f"claudeguard: no rule matches this {tool} call.")
 
 
-def _decide_bash(tool_input: dict, deny: list[SourcedRule], ask: list[SourcedRule], allow: list[SourcedRule],
+def _decide_bash(tool_input: dict[str, Any], deny: list[SourcedRule], ask: list[SourcedRule], allow: list[SourcedRule],
                  read_only_type: str | None) -> Decision:
     from claudeguard.policy import bash
 
@@ -265,7 +248,7 @@ def _decide_bash(tool_input: dict, deny: list[SourcedRule], ask: list[SourcedRul
         else:
             parts.append(PartDecision(p.text, "none", None, None))
 
-    def first_part(decision: str, rules: list[SourcedRule]) -> PartDecision | None:
+    def first_part(decision: PolicyOutcome, rules: list[SourcedRule]) -> PartDecision | None:
         """The first part so decided; else the raw command and, when it could not be parsed, its
         crude pieces: deny and ask rules are never escaped by text the splitter could not read."""
         found = next((pd for pd in parts if pd.decision == decision), None)
@@ -286,45 +269,42 @@ def _decide_bash(tool_input: dict, deny: list[SourcedRule], ask: list[SourcedRul
                       f"writes ({READ_ONLY_SOURCE}).")
         else:
             reason = f"claudeguard: `{_one_line(denied.part, 60)}` is denied by {_where(denied.rule, denied.source)}."
-        return Decision("deny", denied.rule, denied.source, reason, parts)
+        return Decision("deny", reason, rule=denied.rule, source=denied.source, parts=parts)
     if read_only_type and not split.ok:
         reason = (f"claudeguard: {read_only_type} agents are read-only and this command cannot be checked "
                   f"for writes ({split.reason}).")
-        return Decision("deny", "Bash (writes)", READ_ONLY_SOURCE, reason, parts)
+        return Decision("deny", reason, rule="Bash (writes)", source=READ_ONLY_SOURCE, parts=parts)
     asked = first_part("ask", bash_ask)
     if asked is not None:
-        return Decision("ask", asked.rule, asked.source,
-                        f"claudeguard: `{_one_line(asked.part, 60)}` needs a human decision by "
-                        f"{_where(asked.rule, asked.source)}.", parts)
+        return Decision("ask", f"claudeguard: `{_one_line(asked.part, 60)}` needs a human decision by "
+                        f"{_where(asked.rule, asked.source)}.", rule=asked.rule, source=asked.source, parts=parts)
     # A bare Bash allow rule allows every command, readable or not.
     bare = first(bash_allow, lambda sr: sr.rule.specifier is None)
     if not split.ok:
         if bare:
-            return Decision("allow", bare.rule.text, bare.source,
-                            f"claudeguard: Bash allowed by {_where(bare.rule.text, bare.source)}.", parts)
-        return Decision("none", None, None,
-                        f"claudeguard: `{shown}` cannot be read with confidence ({split.reason}); "
-                        "no allow rule applies.", parts)
+            return Decision("allow", f"claudeguard: Bash allowed by {_where(bare.rule.text, bare.source)}.",
+                            rule=bare.rule.text, source=bare.source, parts=parts)
+        return Decision("none", f"claudeguard: `{shown}` cannot be read with confidence ({split.reason}); "
+                        "no allow rule applies.", parts=parts)
     if not parts:
         if bare:
-            return Decision("allow", bare.rule.text, bare.source,
-                            f"claudeguard: Bash allowed by {_where(bare.rule.text, bare.source)}.", parts)
-        return Decision("none", None, None, "claudeguard: the command is empty; no rule applies.", parts)
+            return Decision("allow", f"claudeguard: Bash allowed by {_where(bare.rule.text, bare.source)}.",
+                            rule=bare.rule.text, source=bare.source, parts=parts)
+        return Decision("none", "claudeguard: the command is empty; no rule applies.", parts=parts)
     if all(pd.decision == "allow" for pd in parts):
         rules = list(dict.fromkeys(_where(pd.rule, pd.source) for pd in parts))
-        return Decision("allow", parts[0].rule, parts[0].source,
-                        f"claudeguard: every part of `{shown}` is allowed ({'; '.join(rules)}).", parts)
+        return Decision("allow", f"claudeguard: every part of `{shown}` is allowed ({'; '.join(rules)}).",
+                        rule=parts[0].rule, source=parts[0].source, parts=parts)
     missing = [pd.part for pd in parts if pd.decision != "allow"]
-    return Decision("none", None, None,
-                    f"claudeguard: no rule allows `{_one_line(missing[0], 60)}`"
-                    + (f" (and {len(missing) - 1} more part(s))" if len(missing) > 1 else "") + ".", parts)
+    return Decision("none", f"claudeguard: no rule allows `{_one_line(missing[0], 60)}`"
+                    + (f" (and {len(missing) - 1} more part(s))" if len(missing) > 1 else "") + ".", parts=parts)
 
 
 # --------------------------------------------------------------------------------------------
 # Grants, explain, summaries
 
 
-def grant_rules_for_call(tool: str, tool_input: dict, *, cwd: str) -> list[str]:
+def grant_rules_for_call(tool: str, tool_input: dict[str, Any], *, cwd: str) -> list[str]:
     """The rules a "don't ask again" for this call adds (exactly this call, nothing wider)."""
     from claudeguard.policy.pathrules import escape_path, normalize_path
     from claudeguard.policy.rules import call_path, url_hosts
@@ -364,7 +344,7 @@ def grant_rules_for_call(tool: str, tool_input: dict, *, cwd: str) -> list[str]:
 _CALL_RE = r"\s*([A-Za-z_][A-Za-z0-9_.\-]*)\s*(?:\((.*)\))?\s*"  # compiled on use: import time matters
 
 
-def call_from_rule_like(text: str) -> tuple[str, dict]:
+def call_from_rule_like(text: str) -> tuple[str, dict[str, Any]]:
     """A tool call written like a rule (``'Bash(git push --force)'``) as (tool, tool_input)."""
     m = re.fullmatch(_CALL_RE, text or "", re.S)
     if not m:
@@ -422,7 +402,7 @@ def _one_line(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(limit - 1, 1)] + "\u2026"
 
 
-def summarize_call(tool: str, tool_input: dict, limit: int = 120) -> str:
+def summarize_call(tool: str, tool_input: dict[str, Any], limit: int = 120) -> str:
     """One line for people, e.g. ``Bash: git push --force`` / ``Write: src/a.py (120 bytes)``."""
     if not isinstance(tool_input, dict):
         tool_input = {}

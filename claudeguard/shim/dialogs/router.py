@@ -223,16 +223,17 @@ class DialogRouter:
         except Exception:  # noqa: BLE001
             pass
 
-    def _audit(self, d: Dialog, answer, choice: Choice | None, request_id: str) -> None:  # type: ignore[no-untyped-def]
+    def _audit(self, d: Dialog, answer: Answer, choice: Choice | None, request_id: str) -> None:
         try:
             from claudeguard.channel import audit
+            from claudeguard.decision import Decision, audit_row
 
-            audit.record({
-                "session_id": self.s.session_id, "agent_type": None, "agent_id": None, "tool": f"dialog:{d.kind}",
-                "summary": d.summary(), "decision": answer.decision, "decided_by": answer.decided_by,
-                "scope": "once", "waited_s": round(self._clock() - self._posted_at, 3), "request_id": request_id,
-                "via": "screen", "choice": choice.label if choice else None,
-            })
+            if answer.decided_by not in ("human", "timeout"):
+                return  # the caller audits typed answers only (this also narrows decided_by for the type)
+            decision = Decision(answer.decision, answer.message or "", decided_by=answer.decided_by, scope="once",
+                                waited_s=round(self._clock() - self._posted_at, 3), request_id=request_id)
+            audit.record(audit_row(decision, session_id=self.s.session_id, tool=f"dialog:{d.kind}", summary=d.summary(),
+                                   via="screen", choice=choice.label if choice else None))
         except Exception:  # noqa: BLE001 - the log never blocks an answer
             pass
 

@@ -13,6 +13,12 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from claudeguard.decision import dialog_role
+
+if TYPE_CHECKING:
+    from claudeguard.decision import Permission
 
 MARK = "❯"
 UP, DOWN, ENTER, ESC, SHIFT_TAB = "\x1b[A", "\x1b[B", "\r", "\x1b", "\x1b[Z"
@@ -54,7 +60,7 @@ class Dialog:
         text = f"{self.title}: {' · '.join(picked)}" if picked else self.title
         return text if len(text) <= 160 else text[:159] + "…"
 
-    def pick(self, decision: str, choice: str | None = None) -> Choice | None:
+    def pick(self, decision: Permission, choice: str | None = None) -> Choice | None:
         """The option an answer stands for: its ``choice`` (a label, or its 1-based number) when
         given, else the yes option for allow and the no option for deny."""
         if choice:
@@ -69,7 +75,7 @@ class Dialog:
                 if c.label.casefold() == folded:
                     return c
             return None
-        role = "yes" if decision == "allow" else "no"
+        role = dialog_role(decision)
         for c in self.choices:
             if c.role == role:
                 return c
