@@ -31,6 +31,29 @@ from claudeguard.watchdog.state import TOOL, Limits, StallVerdict, StreamMsg, Tr
 from claudeguard.watchdog.status import process_start, prompt_words, write_status
 
 ACTIONS = ("warn", "interrupt", "kill")
+# status.json is rewritten when something in it changes, and otherwise this often (its
+# ``updated``): an idle session's file differs only in its clocks from one sample to the next,
+# and writing it (a temp file renamed over the old one) was half of an idle sample's cost.
+STATUS_EVERY_S = 10.0
+# What changes at every sample of an idle session: left out of the comparison (``ps`` computes
+# the idle time from ``last_activity``; the monotonic time of the last progress is compared).
+_CLOCKS = frozenset({"updated", "last_activity", "last_activity_s", "cpu_s", "quiet_s", "last_progress_ago_s",
+                     "tree_cpu_s", "quiet_cpu_s", "last_output_ago_s", "last_screen_output_ago_s", "stream_silent_s",
+                     "age_s", "cpu_delta_s", "busy_ago_s"})
+
+
+def _steady(d: dict) -> dict:
+    """``d`` without the fields named in ``_CLOCKS``, in it and in the dicts and lists of dicts in it."""
+    out = {}
+    for k, v in d.items():
+        if k in _CLOCKS:
+            continue
+        if type(v) is dict:
+            v = _steady(v)
+        elif type(v) is list:
+            v = [_steady(x) if type(x) is dict else x for x in v]
+        out[k] = v
+    return out
 
 
 @dataclass
@@ -46,6 +69,41 @@ class WatchConfig:
     notify: list[str] | None = None
     # The CLI draws on a pty nobody reads (a --bg session): its writes are not progress.
     writes_are_screen: bool = False
+
+
+class PendingCounts:
+    """The channel's open requests per session, for every monitor of this process (the service
+    runs one a session): the channel is listed again only when its directory changed (a request
+    posted, answered or removed renames or creates a file in it) or when a request is open (its
+    waiter may die, its deadline pass). An idle sample costs one ``stat`` instead of a listing."""
+
+    QUIET_S = 1.0  # a directory changed this recently may change again within its mtime's granularity
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key: tuple | None = None  # (path, dev, ino, mtime) of a channel listed with nothing open
+
+    def count(self, session_id: str) -> int:
+        from claudeguard.channel import list_pending  # type: ignore[attr-defined]
+        from claudeguard.paths import runtime_root
+
+        path = os.path.join(runtime_root(), "channel")
+        try:
+            st = os.stat(path, follow_symlinks=False)
+            key: tuple | None = (path, st.st_dev, st.st_ino, st.st_mtime_ns)
+        except OSError:
+            key = None
+        with self._lock:
+            if key is not None and key == self._key:
+                return 0
+        requests = list_pending()  # raises when there is no channel, or a broken one
+        quiet = key is not None and not requests and time.time() - st.st_mtime > self.QUIET_S
+        with self._lock:
+            self._key = key if quiet else None
+        return sum(1 for r in requests if r.session_id == session_id)
+
+
+pending_counts = PendingCounts()
 
 
 def reap(pids: list[int]) -> list[int]:
@@ -120,10 +178,12 @@ class Monitor:
         self.stalls: list[dict] = []  # one per stall episode, for the end-of-run report
         self.log_dir: str | None = None  # the session's log dir, when not this process's own
         self.extra_status: dict = {}  # more fields for status.json (a background session's short id)
+        self._status_key: object = None  # what the last status.json said, its clocks left out
+        self._status_at = 0.0
 
     # -- the supervisor's side -------------------------------------------------------------
     def start(self) -> None:
-        self._write(self.tracker.verdict(self.clock()))
+        self._write(self.tracker.verdict(self.clock()), force=True)
         if self.tap is not None:
             self.tap.start()
         self._thread = threading.Thread(target=self._run, name="claudeguard-watchdog", daemon=True)
@@ -176,7 +236,7 @@ class Monitor:
             self._drain()
             self.tracker.exited(now, exit_code)
             verdict = self.tracker.verdict(now)
-            self._write(verdict)
+            self._write(verdict, force=True)
             self._stop_files()
 
     def _stop_files(self) -> None:
@@ -264,9 +324,7 @@ class Monitor:
 
     def _pending(self) -> int | None:
         try:
-            from claudeguard.channel import list_pending  # type: ignore[attr-defined]
-
-            return len(list_pending(self.session_id))
+            return pending_counts.count(self.session_id)
         except Exception:  # noqa: BLE001 - no channel, or a broken one: "unknown"
             return None
 
@@ -316,7 +374,7 @@ class Monitor:
     def _wall(self, t: float) -> float:
         return time.time() - (self.clock() - t)
 
-    def _write(self, v: StallVerdict) -> None:
+    def _write(self, v: StallVerdict, force: bool = False) -> None:
         tr = self.tracker
         status = {
             "session_id": self.session_id,
@@ -353,8 +411,13 @@ class Monitor:
             status["screen_tail"] = self._screen_tail
         if self.tap is not None and self.tap.skipped_bytes:
             status["evidence"]["stream_bytes_not_inspected"] = self.tap.skipped_bytes
+        key = (tr.last_progress, _steady(status))
+        now = self.clock()
+        if not force and key == self._status_key and now - self._status_at < STATUS_EVERY_S:
+            return
         try:
             write_status(self.session_dir, status)
+            self._status_key, self._status_at = key, now
         except OSError as exc:
             self._report_error(exc)
 

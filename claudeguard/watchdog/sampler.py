@@ -27,10 +27,21 @@ _PSUTIL_STATUS = {"running": "R", "sleeping": "S", "disk-sleep": "D", "stopped":
                   "zombie": "Z", "dead": "X", "idle": "I", "waking": "R", "parked": "S"}
 
 
+def _read_bytes(path: str) -> bytes:
+    """The whole file (raw fd calls: a third of what ``open()`` costs on small /proc files)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = [os.read(fd, 8192)]
+        while chunks[-1]:  # a short read is not the end of every /proc file
+            chunks.append(os.read(fd, 65536))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _read(path: str) -> str | None:
     try:
-        with open(path, "rb") as fh:
-            return fh.read().decode("utf-8", "replace")
+        return _read_bytes(path).decode("utf-8", "replace")
     except OSError:
         return None
 
@@ -67,8 +78,7 @@ def _children_linux(pid: int) -> list[int] | None:
     out: list[int] = []
     for tid in tids:
         try:
-            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
-                out.extend(int(x) for x in fh.read().split())
+            out.extend(int(x) for x in _read_bytes(f"/proc/{pid}/task/{tid}/children").split())
         except FileNotFoundError:
             if not os.path.exists(f"/proc/{pid}/task/{tid}"):
                 continue  # the thread just exited
