@@ -166,7 +166,9 @@ def _start_monitor(keeper: Keeper):  # type: ignore[no-untyped-def]
     if keeper.parent:
         monitor.extra_status["agent_view"] = keeper.parent
     monitor.log_dir = keeper.log_dir
-    monitor.start()
+    from claudeguard.service.watch import SCHEDULE
+
+    monitor.start(SCHEDULE)
     return monitor
 
 

@@ -31,8 +31,11 @@ import socket
 import sys
 import threading
 
-from claudeguard.watchdog.monitor import Monitor, WatchConfig
+from claudeguard.watchdog.monitor import Monitor, Schedule, WatchConfig
 from claudeguard.watchdog.state import StallVerdict, StreamMsg
+
+# Every session's monitor in the service (foreground and --bg) samples in this one thread.
+SCHEDULE = Schedule("claudeguard-watchdog")
 
 
 class Link:
@@ -107,7 +110,7 @@ def start(reg: object, msg: dict, link: Link) -> dict:
     old, reg.watch = reg.watch, monitor  # type: ignore[attr-defined]
     if old is not None:
         old.stop(None, final=False)
-    monitor.start()
+    monitor.start(SCHEDULE)
     return {"event": "watching", "ok": True, "pid": os.getpid()}
 
 

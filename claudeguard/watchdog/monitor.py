@@ -16,6 +16,7 @@ supervisor: failures in the sampling thread are reported once and sampling goes 
 from __future__ import annotations
 
 import collections
+import math
 import os
 import sys
 import threading
@@ -72,16 +73,17 @@ class WatchConfig:
 
 
 class PendingCounts:
-    """The channel's open requests per session, for every monitor of this process (the service
-    runs one a session): the channel is listed again only when its directory changed (a request
-    posted, answered or removed renames or creates a file in it) or when a request is open (its
-    waiter may die, its deadline pass). An idle sample costs one ``stat`` instead of a listing."""
+    """The channel's open requests of a session, for every monitor of this process (the service
+    runs one a session): a session's requests are listed again only when the channel directory
+    changed since a listing found none (posting a request creates files in it) or when it has
+    one open (its waiter may die, its deadline pass). An idle sample costs one ``stat``."""
 
     QUIET_S = 1.0  # a directory changed this recently may change again within its mtime's granularity
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._key: tuple | None = None  # (path, dev, ino, mtime) of a channel listed with nothing open
+        # session id -> (path, dev, ino, mtime) of the channel when a listing found nothing open
+        self._none_at: dict[str, tuple] = {}
 
     def count(self, session_id: str) -> int:
         from claudeguard.channel import list_pending  # type: ignore[attr-defined]
@@ -94,13 +96,19 @@ class PendingCounts:
         except OSError:
             key = None
         with self._lock:
-            if key is not None and key == self._key:
+            if key is not None and self._none_at.get(session_id) == key:
                 return 0
-        requests = list_pending()  # raises when there is no channel, or a broken one
-        quiet = key is not None and not requests and time.time() - st.st_mtime > self.QUIET_S
+        n = len(list_pending(session_id))  # raises when there is no channel, or a broken one
         with self._lock:
-            self._key = key if quiet else None
-        return sum(1 for r in requests if r.session_id == session_id)
+            if key is not None and n == 0 and time.time() - st.st_mtime > self.QUIET_S:
+                self._none_at[session_id] = key
+            else:
+                self._none_at.pop(session_id, None)
+        return n
+
+    def forget(self, session_id: str) -> None:
+        with self._lock:
+            self._none_at.pop(session_id, None)
 
 
 pending_counts = PendingCounts()
@@ -170,6 +178,7 @@ class Monitor:
         self._notifiers: list[int] = []  # pids of notify commands not yet reaped
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._act_thread: threading.Thread | None = None  # acting on a stall found by a Schedule
         self._lock = threading.Lock()  # one tick at a time (the thread's, or stop()'s last one)
         self._killed = False
         self._errors_reported: set[str] = set()
@@ -182,10 +191,15 @@ class Monitor:
         self._status_at = 0.0
 
     # -- the supervisor's side -------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, schedule: Schedule | None = None) -> None:
+        """Sample in a thread of its own, or with ``schedule`` in that one thread shared with
+        other monitors (the service's)."""
         self._write(self.tracker.verdict(self.clock()), force=True)
         if self.tap is not None:
             self.tap.start()
+        if schedule is not None:
+            schedule.add(self)
+            return
         self._thread = threading.Thread(target=self._run, name="claudeguard-watchdog", daemon=True)
         self._thread.start()
 
@@ -224,8 +238,10 @@ class Monitor:
         """Stop sampling, write the final ``exited`` status (``ps`` no longer lists it); with
         ``final`` False the session goes on, watched by another monitor: no last status."""
         self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(self.interval + float(self.config.kill_grace) + 5.0)
+        with self._lock:  # a scheduled tick that found a new stall has started its act by now
+            thread = self._thread or self._act_thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(self.interval + float(self.config.kill_grace) + 5.0)
         if self.tap is not None:
             self.tap.stop()
         with self._lock:
@@ -240,6 +256,7 @@ class Monitor:
             self._stop_files()
 
     def _stop_files(self) -> None:
+        pending_counts.forget(self.session_id)
         if self._events_fh is not None:
             self._events_fh.close()
             self._events_fh = None
@@ -506,3 +523,102 @@ class Monitor:
             })
         except Exception:  # noqa: BLE001 - the audit log never blocks the watchdog
             pass
+
+
+class Schedule:
+    """One thread that samples many monitors (the service's: one wake-up a second for every
+    session instead of one thread and one wake-up per session).
+
+    Monitors with the same interval sample on a common grid (multiples of the interval on the
+    monotonic clock), so they are due together and run back to back. A verdict's action (the
+    notify command, a message to the launcher, a kill that waits out its grace period) runs in a
+    thread of its own, and that monitor is not sampled until it is done, as with its own thread:
+    one session's stall never delays another's sample. The thread waits without a timeout while
+    nothing is scheduled."""
+
+    def __init__(self, name: str = "claudeguard-watchdog") -> None:
+        self.name = name
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, Monitor]] = []
+        self._seq = 0
+        self._thread: threading.Thread | None = None
+
+    def add(self, monitor: Monitor, due: float | None = None) -> None:
+        """Sample ``monitor`` at ``due`` (``time.monotonic()``; now when None), then on the grid."""
+        import heapq
+
+        with self._cond:
+            self._seq += 1
+            heapq.heappush(self._heap, (time.monotonic() if due is None else due, self._seq, monitor))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._heap)
+
+    @staticmethod
+    def next_due(interval: float, after: float) -> float:
+        """The first grid point past ``after``."""
+        return (math.floor(after / interval) + 1) * interval
+
+    def _run(self) -> None:
+        import heapq
+
+        from claudeguard.channel.audit import session_log
+
+        while True:
+            with self._cond:
+                while not self._heap:
+                    self._cond.wait()
+                due, _, monitor = self._heap[0]
+                delay = due - time.monotonic()
+                if delay > 0:
+                    self._cond.wait(delay)
+                    continue
+                heapq.heappop(self._heap)
+            if monitor._stop.is_set():
+                continue
+            session_log.set(monitor.log_dir)
+            try:
+                acting = self._tick(monitor)
+            except Exception as exc:  # noqa: BLE001 - never take the other sessions' watch down
+                monitor._report_error(exc)
+                acting = False
+            finally:
+                session_log.set(None)
+            if not acting and not monitor._stop.is_set():
+                # Half an interval at least after this sample (the first one is off the grid);
+                # one that fell behind (a suspended machine) does not catch up in a burst.
+                self.add(monitor, self.next_due(monitor.interval, max(due + monitor.interval / 2, time.monotonic())))
+
+    def _tick(self, monitor: Monitor) -> bool:
+        """One sample; True when it found a new stall, whose action now runs in its own thread."""
+        with monitor._lock:
+            if monitor._stop.is_set():
+                return False
+            try:
+                verdict = monitor._tick()
+            except Exception as exc:  # noqa: BLE001 - reported once; sampling goes on
+                monitor._report_error(exc)
+                return False
+            if verdict is None or not verdict.new_stall:
+                return False
+            # Started under the lock: stop() takes it before it looks for an action to wait for.
+            monitor._act_thread = threading.Thread(target=self._act, args=(monitor, verdict),
+                                                   name=f"{self.name}-act", daemon=True)
+            monitor._act_thread.start()
+            return True
+
+    def _act(self, monitor: Monitor, verdict: StallVerdict) -> None:
+        from claudeguard.channel.audit import session_log
+
+        session_log.set(monitor.log_dir)
+        try:
+            monitor._act(verdict)
+        except Exception as exc:  # noqa: BLE001
+            monitor._report_error(exc)
+        if not monitor._stop.is_set():
+            self.add(monitor, self.next_due(monitor.interval, time.monotonic()))
