@@ -86,10 +86,10 @@ class PendingCounts:
         self._none_at: dict[str, tuple] = {}
 
     def count(self, session_id: str) -> int:
-        from claudeguard.channel import list_pending  # type: ignore[attr-defined]
-        from claudeguard.paths import runtime_root
+        from claudeguard.paths import default_runtime_root
 
-        path = os.path.join(runtime_root(), "channel")
+        # paths.runtime_root() without building a Path: this runs for every session every second.
+        path = os.path.join(os.environ.get("CLAUDEGUARD_RUNTIME_DIR") or default_runtime_root(), "channel")
         try:
             st = os.stat(path, follow_symlinks=False)
             key: tuple | None = (path, st.st_dev, st.st_ino, st.st_mtime_ns)
@@ -98,6 +98,8 @@ class PendingCounts:
         with self._lock:
             if key is not None and self._none_at.get(session_id) == key:
                 return 0
+        from claudeguard.channel import list_pending  # type: ignore[attr-defined]
+
         n = len(list_pending(session_id))  # raises when there is no channel, or a broken one
         with self._lock:
             if key is not None and n == 0 and time.time() - st.st_mtime > self.QUIET_S:
@@ -173,6 +175,7 @@ class Monitor:
 
             self.tap = StreamTap(self._msgs.append)
         self._events_fh = None
+        self._events_path = os.path.join(self.session_dir, "events.jsonl")
         self._events_buf = b""
         self._screen_tail: list[str] | None = None
         self._notifiers: list[int] = []  # pids of notify commands not yet reaped
@@ -257,6 +260,7 @@ class Monitor:
 
     def _stop_files(self) -> None:
         pending_counts.forget(self.session_id)
+        self.sampler.close()
         if self._events_fh is not None:
             self._events_fh.close()
             self._events_fh = None
@@ -347,7 +351,7 @@ class Monitor:
 
     def _events_replaced(self) -> bool:
         try:
-            st = os.stat(self.session_dir / "events.jsonl", follow_symlinks=False)
+            st = os.stat(self._events_path, follow_symlinks=False)
         except OSError:
             return os.fstat(self._events_fh.fileno()).st_nlink == 0  # removed, not yet made again
         mine = os.fstat(self._events_fh.fileno())
@@ -358,7 +362,7 @@ class Monitor:
 
         if self._events_fh is None:
             try:
-                fd = os.open(self.session_dir / "events.jsonl", os.O_RDONLY | os.O_NOFOLLOW)
+                fd = os.open(self._events_path, os.O_RDONLY | os.O_NOFOLLOW)
             except OSError:
                 return
             self._events_fh = os.fdopen(fd, "rb")
@@ -393,6 +397,15 @@ class Monitor:
 
     def _write(self, v: StallVerdict, force: bool = False) -> None:
         tr = self.tracker
+        # What the status below says apart from its clocks and what never changes (a field added
+        # below that can change belongs here too, or it is written only every STATUS_EVERY_S).
+        skipped = self.tap.skipped_bytes if self.tap is not None else 0
+        key = (tr.last_progress, v.state, v.base, v.detail, v.stalled, v.diagnosis, self.diagnosis, tr.tokens,
+               tr.pending_count, tr.stall_count, tr.exit_code, self._screen_tail, dict(self.extra_status), skipped,
+               _steady(v.evidence))
+        now = self.clock()
+        if not force and key == self._status_key and now - self._status_at < STATUS_EVERY_S:
+            return
         status = {
             "session_id": self.session_id,
             "pid": os.getpid(),
@@ -426,12 +439,8 @@ class Monitor:
             status["exit_code"] = tr.exit_code
         if self._screen_tail:
             status["screen_tail"] = self._screen_tail
-        if self.tap is not None and self.tap.skipped_bytes:
-            status["evidence"]["stream_bytes_not_inspected"] = self.tap.skipped_bytes
-        key = (tr.last_progress, _steady(status))
-        now = self.clock()
-        if not force and key == self._status_key and now - self._status_at < STATUS_EVERY_S:
-            return
+        if skipped:
+            status["evidence"]["stream_bytes_not_inspected"] = skipped
         try:
             write_status(self.session_dir, status)
             self._status_key, self._status_at = key, now
