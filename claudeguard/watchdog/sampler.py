@@ -109,12 +109,21 @@ def read_stat(pid: int, text: str | None = None) -> ProcInfo | None:
         return None
 
 
-def _children_linux(pid: int, kept: ProcFiles | None = None) -> list[int] | None:
+def _threads(stat: str) -> int:
+    """The thread count in a /proc/PID/stat text (field 20); 0 when unreadable."""
+    try:
+        return int(stat[stat.rfind(")") + 2:].split()[17])
+    except (IndexError, ValueError):
+        return 0
+
+
+def _children_linux(pid: int, kept: ProcFiles | None = None, threads: int = 0) -> list[int] | None:
     """Children of every thread of ``pid``; None when the kernel has no ``children`` files.
     ``kept``: the process's open files, for its main thread's list (where fork() from the main
-    thread, the usual case, puts children)."""
+    thread, the usual case, puts children); ``threads``: its thread count, when known (one: the
+    main thread alone, no need to list them)."""
     try:
-        tids = os.listdir(f"/proc/{pid}/task")
+        tids = [str(pid)] if threads == 1 else os.listdir(f"/proc/{pid}/task")
     except OSError:
         return []
     out: list[int] = []
@@ -143,9 +152,9 @@ def _ppid_map() -> dict[int, list[int]]:
     return kids
 
 
-def tree_pids(root_pid: int, kept: ProcFiles | None = None) -> list[int]:
+def tree_pids(root_pid: int, kept: ProcFiles | None = None, root_threads: int = 0) -> list[int]:
     """The root and all its descendants, parents before children (``kept``: the root's open
-    /proc files, whose presence the caller checked)."""
+    /proc files, whose presence the caller checked; ``root_threads``: its thread count, if known)."""
     if not LINUX:
         try:
             import psutil
@@ -164,7 +173,12 @@ def tree_pids(root_pid: int, kept: ProcFiles | None = None) -> list[int]:
             continue
         seen.add(pid)
         out.append(pid)
-        kids = _children_linux(pid, kept if pid == root_pid else None) if kids_map is None else None
+        if kids_map is not None:
+            kids = None
+        elif pid == root_pid:
+            kids = _children_linux(pid, kept, root_threads)
+        else:
+            kids = _children_linux(pid)
         if kids is None:
             if kids_map is None:
                 kids_map = _ppid_map()
@@ -238,9 +252,10 @@ class TreeSampler:
         root_stat = root.text("stat")
         if not root_stat:
             return procs  # the root is gone: its pid is never looked up again (it may be reused)
-        for pid in tree_pids(self.root_pid, root):
+        root_info = read_stat(self.root_pid, root_stat)
+        for pid in tree_pids(self.root_pid, root, _threads(root_stat)):
             kept = root if pid == self.root_pid else None
-            info = read_stat(pid, root_stat if kept is not None else None)
+            info = root_info if kept is not None else read_stat(pid)
             if info is None:
                 continue
             io = _io(pid, self.io_fields, kept)
