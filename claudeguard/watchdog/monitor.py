@@ -3,7 +3,9 @@
 Every ``sample_interval`` it feeds the ``Tracker`` everything that happened since the last
 sample (output counts from the relay, stream-json summaries from the tap thread, new lines of
 the hook's ``events.jsonl``, the channel's pending requests, pty activity and screen hints) and a
-fresh sample of the process tree, then writes the status file. At the first verdict of a stall
+fresh sample of the process tree, then writes the status file when it has something new to say
+(or every ``STATUS_EVERY_S``). It samples in a thread of its own, or on a ``Schedule``: one
+thread for the monitors of every session of the resident service. At the first verdict of a stall
 episode it prints one line on stderr, runs the notify command, writes the audit log, acts
 (``warn``: nothing more; ``interrupt``: SIGINT to the CLI; ``kill``: SIGTERM to the whole tree,
 SIGKILL after ``kill_grace``) and calls ``on_stall``.
@@ -36,11 +38,10 @@ ACTIONS = ("warn", "interrupt", "kill")
 # ``updated``): an idle session's file differs only in its clocks from one sample to the next,
 # and writing it (a temp file renamed over the old one) was half of an idle sample's cost.
 STATUS_EVERY_S = 10.0
-# What changes at every sample of an idle session: left out of the comparison (``ps`` computes
-# the idle time from ``last_activity``; the monotonic time of the last progress is compared).
-_CLOCKS = frozenset({"updated", "last_activity", "last_activity_s", "cpu_s", "quiet_s", "last_progress_ago_s",
-                     "tree_cpu_s", "quiet_cpu_s", "last_output_ago_s", "last_screen_output_ago_s", "stream_silent_s",
-                     "age_s", "cpu_delta_s", "busy_ago_s"})
+# The evidence's clocks: they change at every sample of an idle session, and are left out when
+# telling whether status.json has anything new to say.
+_CLOCKS = frozenset({"cpu_s", "quiet_s", "last_progress_ago_s", "tree_cpu_s", "quiet_cpu_s", "last_output_ago_s",
+                     "last_screen_output_ago_s", "stream_silent_s", "age_s", "cpu_delta_s", "busy_ago_s"})
 
 
 def _steady(d: dict) -> dict:

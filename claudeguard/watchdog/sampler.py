@@ -2,7 +2,8 @@
 
 On Linux the tree is read straight from /proc (the ``children`` files of each thread, then
 ``stat``, ``io`` and ``syscall`` per process): a few dozen small reads per sample, no scan of
-every process on the machine, which keeps the supervisor's own CPU far under 1 %. Elsewhere
+every process on the machine; the root's files stay open (``ProcFiles``), read again with
+``pread``. The service samples every session's tree once a second, so this is its idle cost. Elsewhere
 psutil does the same more slowly. Also here: collecting a tree and stopping it (SIGTERM, a
 grace period, SIGKILL for survivors).
 """
