@@ -10,7 +10,9 @@ and came back still answers their hooks. A keeper thread per session:
    id (pid and start time checked, as the CLI records them);
 2. runs the watchdog (``watchdog.monitor.Monitor``) on that process alone: its status file makes
    ``ps`` list the session, and warn/interrupt/kill act on its tree, never on the daemon or
-   another session;
+   another session; the watchdog samples in the service's one sampling thread, and after each
+   sample checks that the process is still the same one, reads its name now and then and puts
+   the session dir back if the runtime dir was removed (the keeper thread sleeps meanwhile);
 3. when the process is gone (or never appeared within ``FIND_TIMEOUT_S``), stops the watchdog,
    drops the session and removes its dir.
 """
@@ -25,8 +27,11 @@ from dataclasses import dataclass, field
 
 RECORD = "background.json"
 FIND_TIMEOUT_S = 60.0  # from the launch until the CLI records the session's process
-POLL_S = 0.5
-NAME_EVERY = 10  # polls between reads of the session's name (5 s)
+POLL_S = 0.5  # while finding the session's process
+NAME_EVERY_S = 5.0  # between reads of the session's name
+# Once found, the checks run with the watchdog's samples (in the service's one sampling thread):
+# the keeper thread itself only wakes this often, for a watchdog that stopped sampling.
+SAFETY_POLL_S = 5.0
 
 
 @dataclass
@@ -47,6 +52,7 @@ class Keeper:
     cli_session: str | None = None
     parent: str | None = None  # the agent view's guard session, for a session dispatched from it
     stop: threading.Event = field(default_factory=threading.Event)
+    gone: bool = False  # the session's process ended (``stop`` is set then too, to wake the keeper)
 
 
 def read_record(directory: str) -> dict | None:
@@ -111,24 +117,35 @@ def keep(keeper: Keeper, on_end) -> None:  # type: ignore[no-untyped-def]
     monitor = None
     if found is not None:
         keeper.pid, start, keeper.short_id = found
-        monitor = _start_monitor(keeper)
         restorer = _dir_keeper(keeper)
-        polls = 0
-        while not keeper.stop.wait(POLL_S):
+        named = [-NAME_EVERY_S]
+        extra: dict = {}  # the monitor's extra_status (the monitor may sample before it is returned)
+
+        def check() -> None:  # after each of the watchdog's samples, in its thread
+            if keeper.stop.is_set():
+                return
             if process_start(keeper.pid) != start:
-                break
-            if polls % NAME_EVERY == 0:  # the CLI renames a session (its auto title) after a while
+                keeper.gone = True
+                keeper.stop.set()
+                return
+            if time.monotonic() - named[0] >= NAME_EVERY_S:  # the CLI renames a session (its auto title)
+                named[0] = time.monotonic()
                 name = session_name(keeper.config_dir, keeper.pid)
                 if name:
-                    monitor.extra_status["name"] = name
-            polls += 1
+                    extra["name"] = name
             try:
                 restorer.check()  # the runtime dir removed under the session: made again
             except Exception as exc:  # noqa: BLE001 - said once by the keeper's own report
                 restorer._report(exc)
+
+        monitor = _start_monitor(keeper, check, extra)
+        while not keeper.stop.wait(SAFETY_POLL_S):
+            if process_start(keeper.pid) != start:
+                keeper.gone = True
+                break
     if monitor is not None:
         monitor.stop(None)
-    if not keeper.stop.is_set():  # the session ended (not the service): forget it for good
+    if keeper.gone or not keeper.stop.is_set():  # the session ended (not the service): forget it for good
         if keeper.report:
             write_report(keeper)
         import shutil
@@ -153,7 +170,7 @@ def _dir_keeper(keeper: Keeper):  # type: ignore[no-untyped-def]
     return SessionKeeper(keeper.session_id, keeper.directory, files)
 
 
-def _start_monitor(keeper: Keeper):  # type: ignore[no-untyped-def]
+def _start_monitor(keeper: Keeper, after_sample=None, extra: dict | None = None):  # type: ignore[no-untyped-def]
     from pathlib import Path
 
     from claudeguard.watchdog.monitor import Monitor, WatchConfig
@@ -162,10 +179,12 @@ def _start_monitor(keeper: Keeper):  # type: ignore[no-untyped-def]
     monitor = Monitor(child_pid=keeper.pid, session_id=keeper.session_id, session_dir=Path(keeper.directory),
                       config=WatchConfig(**known), output_format=None, prompt=keeper.prompt, cwd=keeper.cwd or "/",
                       argv=[], on_stall=lambda diagnosis: None)
-    monitor.extra_status = {"background": True, "short_id": keeper.short_id, "kind": "background"}
+    monitor.extra_status = {} if extra is None else extra
+    monitor.extra_status.update({"background": True, "short_id": keeper.short_id, "kind": "background"})
     if keeper.parent:
         monitor.extra_status["agent_view"] = keeper.parent
     monitor.log_dir = keeper.log_dir
+    monitor.after_sample = after_sample
     from claudeguard.service.watch import SCHEDULE
 
     monitor.start(SCHEDULE)

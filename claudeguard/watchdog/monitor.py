@@ -191,6 +191,7 @@ class Monitor:
         self.stalls: list[dict] = []  # one per stall episode, for the end-of-run report
         self.log_dir: str | None = None  # the session's log dir, when not this process's own
         self.extra_status: dict = {}  # more fields for status.json (a background session's short id)
+        self.after_sample: Callable[[], None] | None = None  # called after each sample, in the sampling thread
         self._status_key: object = None  # what the last status.json said, its clocks left out
         self._status_at = 0.0
 
@@ -323,6 +324,8 @@ class Monitor:
         self.last_verdict = verdict
         self._write(verdict)
         self._reap_notifiers()
+        if self.after_sample is not None:
+            self.after_sample()
         return verdict
 
     def _drain(self) -> None:
