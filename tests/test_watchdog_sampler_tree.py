@@ -273,6 +273,7 @@ def test_channel_is_listed_again_only_when_it_changed(env, monkeypatch):
     monkeypatch.setattr(channel, "list_pending",
                         lambda session_id=None: (calls.append(session_id), list(open_requests))[1])
     monkeypatch.setattr(monitor_mod.PendingCounts, "QUIET_S", 0.0)
+    monkeypatch.setattr(monitor_mod.PendingCounts, "SHARE_S", 0.0)  # a fresh stat at every count
     counts = monitor_mod.PendingCounts()
     chan = runtime_dir("channel")
     past = time.time() - 5

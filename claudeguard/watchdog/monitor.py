@@ -37,7 +37,7 @@ ACTIONS = ("warn", "interrupt", "kill")
 # status.json is rewritten when something in it changes, and otherwise this often (its
 # ``updated``): an idle session's file differs only in its clocks from one sample to the next,
 # and writing it (a temp file renamed over the old one) was half of an idle sample's cost.
-STATUS_EVERY_S = 10.0
+STATUS_EVERY_S = 30.0
 # The evidence's clocks: they change at every sample of an idle session, and are left out when
 # telling whether status.json has anything new to say.
 _CLOCKS = frozenset({"cpu_s", "quiet_s", "last_progress_ago_s", "tree_cpu_s", "quiet_cpu_s", "last_output_ago_s",
@@ -80,9 +80,13 @@ class PendingCounts:
     one open (its waiter may die, its deadline pass). An idle sample costs one ``stat``."""
 
     QUIET_S = 1.0  # a directory changed this recently may change again within its mtime's granularity
+    # One stat serves every session sampled within this long (the service's sessions sample back to
+    # back); a request posted meanwhile is seen at the next sample, as one posted right after a stat.
+    SHARE_S = 0.05
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._stat: tuple[str, float, tuple | None, float] = ("", 0.0, None, 0.0)  # path, when, key, mtime
         # session id -> (path, dev, ino, mtime) of the channel when a listing found nothing open
         self._none_at: dict[str, tuple] = {}
 
@@ -91,11 +95,17 @@ class PendingCounts:
 
         # paths.runtime_root() without building a Path: this runs for every session every second.
         path = os.path.join(os.environ.get("CLAUDEGUARD_RUNTIME_DIR") or default_runtime_root(), "channel")
-        try:
-            st = os.stat(path, follow_symlinks=False)
-            key: tuple | None = (path, st.st_dev, st.st_ino, st.st_mtime_ns)
-        except OSError:
-            key = None
+        now = time.monotonic()
+        with self._lock:
+            seen_path, seen_at, key, mtime = self._stat
+        if seen_path != path or now - seen_at >= self.SHARE_S:
+            try:
+                st = os.stat(path, follow_symlinks=False)
+                key, mtime = (path, st.st_dev, st.st_ino, st.st_mtime_ns), st.st_mtime
+            except OSError:
+                key, mtime = None, 0.0
+            with self._lock:
+                self._stat = (path, now, key, mtime)
         with self._lock:
             if key is not None and self._none_at.get(session_id) == key:
                 return 0
@@ -103,7 +113,7 @@ class PendingCounts:
 
         n = len(list_pending(session_id))  # raises when there is no channel, or a broken one
         with self._lock:
-            if key is not None and n == 0 and time.time() - st.st_mtime > self.QUIET_S:
+            if key is not None and n == 0 and time.time() - mtime > self.QUIET_S:
                 self._none_at[session_id] = key
             else:
                 self._none_at.pop(session_id, None)

@@ -209,15 +209,13 @@ def _reading(pid: int, kept: ProcFiles | None = None) -> str | None:
     return None
 
 
-def _io(pid: int, fields: tuple[str, ...] = ("rchar:", "wchar:"), kept: ProcFiles | None = None) -> int | None:
-    text = kept.text("io") if kept is not None else _read(f"/proc/{pid}/io")
-    if not text:
+def _io(pid: int, fields: tuple[bytes, ...] = (b"rchar:", b"wchar:"), kept: ProcFiles | None = None) -> int | None:
+    """The sum of ``fields`` of /proc/PID/io; None when it cannot be read."""
+    try:
+        words = (kept.read("io") if kept is not None else _read_bytes(f"/proc/{pid}/io")).split()
+        return sum(int(words[i + 1]) for i in range(0, len(words) - 1, 2) if words[i] in fields) if words else None
+    except (OSError, ValueError):
         return None
-    total = 0
-    for line in text.splitlines():
-        if line.startswith(fields):
-            total += int(line.split()[1])
-    return total
 
 
 class TreeSampler:
@@ -228,7 +226,7 @@ class TreeSampler:
         self.root_pid = root_pid
         # A session on a pty nobody reads (Claude Code's --bg sessions) writes its spinner about
         # 1 KB a second: only what the tree reads (the model stream, files, pipes) is progress.
-        self.io_fields = ("rchar:",) if reads_only else ("rchar:", "wchar:")
+        self.io_fields = (b"rchar:",) if reads_only else (b"rchar:", b"wchar:")
         self.clock = clock
         self.check_reads = check_reads and LINUX and bool(_READ_SYSCALLS)
         self._ps: dict[int, object] = {}  # psutil.Process cache for the portable path

@@ -1,10 +1,10 @@
 """Session status files and the session listing behind ``claudeguardctl ps``.
 
 Each guarded session's monitor rewrites ``<runtime>/sessions/<id>/status.json`` at a sample that
-changed something in it, else every 10 s (atomically: a private temp file renamed over the old
-one). ``list_sessions`` reads them all; a session whose supervisor died (pid gone, or reused by another process: the start time tells)
-is listed once as ``supervisor-dead`` and its directory removed. Finished sessions are not
-listed. With ``include_unguarded`` it also looks for Claude CLI processes that no claudeguard
+changed something in it, else every 30 s (atomically: a private temp file renamed over the old
+one). ``list_sessions`` reads them all; a session whose supervisor died (pid gone, or reused by
+another process: the start time tells) is listed once as ``supervisor-dead`` and its directory
+removed. Finished sessions are not listed. With ``include_unguarded`` it also looks for Claude CLI processes that no claudeguard
 started and flags the ones that look hung, from recent evidence (``watchdog.unguarded``).
 """
 
