@@ -124,7 +124,9 @@ def test_hook_events_name_the_tool_and_use_its_threshold(env, procs, monitors):
     assert wait_until(lambda: (read_status(m.session_dir) or {}).get("detail") == "Bash")
     # quiet for three times stall_after, as the monitor itself judged it: a tool is judged by
     # tool_stall_after
-    st = wait_until(lambda: (s := read_status(m.session_dir) or {}).get("last_activity_s", 0) >= 1.5 and s, timeout=10)
+    # (status.json is rewritten when it changes, not for its clocks: the monitor's own verdict)
+    assert wait_until(lambda: m.last_verdict is not None and m.last_verdict.time - m.tracker.last_progress >= 1.5, timeout=10)
+    st = read_status(m.session_dir)
     assert st["state"] == "tool" and not hits
     with events.open("a") as fh:
         fh.write(json.dumps({"time": time.time(), "event": "tool-end", "tool": "Bash", "tool_use_id": "toolu_1"}) + "\n")
@@ -157,8 +159,10 @@ def test_pending_requests_mean_awaiting_approval(env, procs, monitors, monkeypat
     m, hits = make(monitors, child.pid, stall_after=0.5, sample_interval=0.2)
     m.start()
     assert wait_until(lambda: (read_status(m.session_dir) or {}).get("state") == "awaiting-approval")
-    # quiet for twice stall_after, as the monitor judged it
-    st = wait_until(lambda: (s := read_status(m.session_dir) or {}).get("last_activity_s", 0) >= 1.0 and s, timeout=10)
+    # quiet for twice stall_after, as the monitor judged it (its verdict: status.json is
+    # rewritten when it changes, not for its clocks)
+    assert wait_until(lambda: m.last_verdict is not None and m.last_verdict.time - m.tracker.last_progress >= 1.0, timeout=10)
+    st = read_status(m.session_dir)
     assert not hits and st["pending"] == 1 and st["state"] == "awaiting-approval"
 
 
