@@ -19,7 +19,7 @@ from claudeguard.watchdog import sampler
 from claudeguard.watchdog.monitor import Monitor, Schedule, WatchConfig
 from claudeguard.watchdog.status import read_status
 
-from test_watchdog_sampler import gone, start_tree, stop_all, wait_until
+from test_watchdog_sampler import gone, start_tree, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the /proc details are Linux's")
 
@@ -38,13 +38,6 @@ threading.Thread(target=time.sleep, args=(120,), daemon=True).start()  # keeps t
 print(kids[0].pid, main_kid.pid, flush=True)
 time.sleep(120)
 """
-
-
-@pytest.fixture
-def procs():
-    started: list = []
-    yield started
-    stop_all(started)
 
 
 @pytest.fixture
