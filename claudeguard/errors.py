@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-TYPE_CHECKING = False  # typing costs ~5 ms to import; every claude call starts here
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Callable
 

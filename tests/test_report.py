@@ -265,5 +265,5 @@ def test_github_annotations_and_step_summary(log, tmp_path, capsys, monkeypatch)
 
 def test_many_annotations_are_capped():
     calls = [row("deny", "rule", summary=f"Bash: n{i}") for i in range(30)]
-    lines = rp.annotations({"calls": calls, "stalls": []})
+    lines = rp.workflow_commands({"calls": calls, "stalls": []})
     assert len(lines) == rp.MAX_ANNOTATIONS + 1 and lines[-1].endswith("10 more (see the step summary)")

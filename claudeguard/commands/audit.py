@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import argparse
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
 EPILOG = """\
 with --suggest: print, as TOML for [permissions], the narrowest rules (Claude Code syntax) that
 would have decided the calls a human answered or that timed out, each with its count; rules
@@ -18,7 +22,7 @@ examples:
 """
 
 
-def format_event(event: dict) -> str:
+def format_event(event: dict[str, Any]) -> str:
     agent = event.get("agent_type") or "main"
     scope = f" ({event['scope']})" if event.get("scope") else ""
     waited = f" after {event['waited_s']:.1f}s" if event.get("waited_s") else ""

@@ -13,11 +13,15 @@ import os
 import select
 import sys
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
 KEYS = {"y": ("allow", "once"), "a": ("allow", "agent"), "s": ("allow", "session"), "f": ("allow", "forever"), "n": ("deny", "once")}
 HELP = "y once · a agent · s session · f forever · n deny · j/k move · q quit"
 
 
-def _render(requests: list, current: int, note: str) -> str:
+def _render(requests: list[Any], current: int, note: str) -> str:
     lines = ["\x1b[H\x1b[2J" + f"claudeguard console — {len(requests)} pending   ({HELP})", ""]
     if not requests:
         lines.append("  waiting for requests ...")
@@ -71,7 +75,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.write("\n")
 
 
-def _interact(fd: int, saved: list, bell, list_pending) -> int:  # type: ignore[no-untyped-def]
+def _interact(fd: int, saved: list[Any], bell, list_pending) -> int:  # type: ignore[no-untyped-def]
     import termios
     import tty
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
 
-def request_json(req) -> dict:  # type: ignore[no-untyped-def]
+
+def request_json(req) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     return {
         "id": req.id,
         "session_id": req.session_id,

@@ -12,6 +12,10 @@ import json
 
 from claudeguard.errors import UsageError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def main(argv: list[str]) -> int:
     from claudeguard.commands.cli import parser as command_parser
@@ -64,7 +68,7 @@ def _wait_gone(pid: object, directory: str, timeout: float = 5.0) -> None:
         time.sleep(0.05)
 
 
-def _print_status(reply: dict, as_json: bool) -> int:
+def _print_status(reply: dict[str, Any], as_json: bool) -> int:
     if as_json:
         print(json.dumps(dict(reply, running=True), indent=2))
         return 0

@@ -26,6 +26,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
 END_GRACE_S = 5.0  # after agent view exits: a session it just dispatched may not be recorded yet
 POLL_S = 0.5
 _CLI_SESSION = re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}")
@@ -40,7 +44,7 @@ class View:
     settings: str  # the guard's settings file: what every dispatched session's job names
     pid: int | None
     start: str | None
-    watch: dict
+    watch: dict[str, Any]
     children: dict[str, str] = field(default_factory=dict)  # CLI session id -> child session id
     mine: dict[str, str] = field(default_factory=dict)  # CLI session id -> job intent (its prompt)
     read_jobs: set[str] = field(default_factory=set)  # job dirs whose state.json was read
@@ -209,7 +213,7 @@ def keep_view(service, view: View, on_end) -> None:  # type: ignore[no-untyped-d
         shutil.rmtree(view.directory, ignore_errors=True)
 
 
-def start(service, session_id: str, reg, record: dict) -> dict:  # type: ignore[no-untyped-def]
+def start(service, session_id: str, reg, record: dict[str, Any]) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     """``attach`` of a view: its keeper thread starts."""
     spec = record.get("agent_view") or {}
     if not isinstance(spec, dict) or not isinstance(spec.get("settings"), str):

@@ -21,6 +21,10 @@ from pathlib import Path
 
 from claudeguard.errors import UsageError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
 SHORT_ID = re.compile(r"backgrounded\s+·\s+(\S+)")
 
 
@@ -29,7 +33,7 @@ def config_dir(env: dict[str, str]) -> str:
     return env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
 
 
-def watch_settings(cfg) -> dict:  # type: ignore[no-untyped-def]
+def watch_settings(cfg) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     """The watchdog settings the service's keeper applies to a background session."""
     return {"stall_after": cfg.get("watchdog.stall_after"), "tool_stall_after": cfg.get("watchdog.tool_stall_after"),
             "on_stall": cfg.get("watchdog.on_stall"), "sample_interval": cfg.get("watchdog.sample_interval"),

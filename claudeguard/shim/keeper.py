@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Callable
 

@@ -25,6 +25,10 @@ from pathlib import Path
 from claudeguard.errors import UsageError
 from claudeguard.shim.claude_args import ClaudeArgs
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
 # Sub-commands that start (or restart) sessions; the others (stop, rm, logs, ...) never do.
 STARTS_SESSIONS = frozenset({"agents", "respawn", "attach"})
 _BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
@@ -90,7 +94,7 @@ def _config_dir(env: dict[str, str]) -> Path:
     return Path(explicit) if explicit else Path(env.get("HOME") or os.path.expanduser("~")) / ".claude"
 
 
-def _recorded_jobs(env: dict[str, str]) -> list[tuple[str, dict]]:
+def _recorded_jobs(env: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
     """(short id, state.json) of every background session the CLI recorded."""
     jobs = _config_dir(env) / "jobs"
     out = []
@@ -108,7 +112,7 @@ def _recorded_jobs(env: dict[str, str]) -> list[tuple[str, dict]]:
     return out
 
 
-def _matches(word: str, short: str, state: dict) -> bool:
+def _matches(word: str, short: str, state: dict[str, Any]) -> bool:
     """Could ``word`` (an id, a full session id, or part of a name) pick this session? The CLI
     also takes part of a name, so anything it might resolve to counts (fail closed)."""
     low = word.lower()
@@ -117,7 +121,7 @@ def _matches(word: str, short: str, state: dict) -> bool:
             or (bool(low) and low in name.lower()))
 
 
-def _bypass_in(flags: list) -> str | None:
+def _bypass_in(flags: list[Any]) -> str | None:
     words = [str(f) for f in flags]
     for i, word in enumerate(words):
         name, eq, inline = word.partition("=")

@@ -28,6 +28,10 @@ import re
 import time
 from dataclasses import dataclass, field
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
 CLI_NAMES = ("claude", "claude.exe")
 RUNTIMES = ("node", "bun", "nodejs")
 AGENT_TOOLS = frozenset({"Agent", "Task"})
@@ -250,8 +254,8 @@ def diagnosis(ev: Evidence, quiet: float, window_s: float, cpu: float) -> str:
 
 
 # -- the scan ----------------------------------------------------------------------------------
-def unguarded_sessions(guarded: list[dict], *, stall_after: float = 300.0, tool_stall_after: float = 1800.0,
-                       window_s: float = 1.0) -> list[dict]:
+def unguarded_sessions(guarded: list[dict[str, Any]], *, stall_after: float = 300.0, tool_stall_after: float = 1800.0,
+                       window_s: float = 1.0) -> list[dict[str, Any]]:
     import psutil
 
     from claudeguard.watchdog.sampler import TreeSampler
@@ -260,7 +264,7 @@ def unguarded_sessions(guarded: list[dict], *, stall_after: float = 300.0, tool_
     skip = {r.get("pid") for r in guarded} | {r.get("child_pid") for r in guarded}
     uid = os.getuid() if hasattr(os, "getuid") else None
     parents: dict[int, int] = {}
-    found: list = []
+    found: list[Any] = []
     for p in psutil.process_iter(["ppid", "name"]):
         parents[p.pid] = p.info.get("ppid") or 0
         name = p.info.get("name")
@@ -284,7 +288,7 @@ def unguarded_sessions(guarded: list[dict], *, stall_after: float = 300.0, tool_
     # they host (bg_sessions), never as sessions themselves.
     from claudeguard.watchdog.bg_sessions import background_rows, component
 
-    machinery = [(p, cmdline, component(cmdline)) for p, cmdline in candidates if component(cmdline)]
+    machinery = [(p, cmdline, part) for p, cmdline in candidates if (part := component(cmdline))]
     cand_pids = {p.pid for p, _ in candidates}
     candidates = [(p, cmdline) for p, cmdline in candidates if not component(cmdline)]
 
