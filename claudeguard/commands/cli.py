@@ -10,6 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import NoReturn
+
 # One line per command: what it does. `claudeguardctl --help` lists them in this order.
 SUMMARIES = {
     "pending": "List the approval requests waiting in the channel, from every guarded session of this user.",
@@ -94,7 +98,7 @@ def plain_help(name: str) -> str:
 class Parser(argparse.ArgumentParser):
     """argparse with a one-line error (``prog: message (see prog --help)``), exit 2."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(2)
 

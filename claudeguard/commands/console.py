@@ -15,7 +15,10 @@ import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
+
+    from claudeguard.channel.model import Request
+    from claudeguard.channel.requests import Doorbell
 
 KEYS = {"y": ("allow", "once"), "a": ("allow", "agent"), "s": ("allow", "session"), "f": ("allow", "forever"), "n": ("deny", "once")}
 HELP = "y once · a agent · s session · f forever · n deny · j/k move · q quit"
@@ -36,7 +39,7 @@ def _render(requests: list[Any], current: int, note: str) -> str:
     return "\r\n".join(lines)
 
 
-def _answer(req, key: str, message: str | None) -> str:  # type: ignore[no-untyped-def]
+def _answer(req: Request, key: str, message: str | None) -> str:
     from claudeguard.commands.answer import answer_request
     from claudeguard.errors import GuardError
 
@@ -75,7 +78,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.write("\n")
 
 
-def _interact(fd: int, saved: list[Any], bell, list_pending) -> int:  # type: ignore[no-untyped-def]
+def _interact(fd: int, saved: list[Any], bell: Doorbell, list_pending: Callable[[], list[Request]]) -> int:
     import termios
     import tty
 
@@ -116,7 +119,7 @@ def _interact(fd: int, saved: list[Any], bell, list_pending) -> int:  # type: ig
             note = _answer(req, key, message)
 
 
-def _line_mode(list_pending) -> int:  # type: ignore[no-untyped-def]
+def _line_mode(list_pending: Callable[[], list[Request]]) -> int:
     """Scripted use: each input line is `KEY [message]`, applied to the oldest pending request
     (waiting up to LINE_MODE_WAIT_S for one to arrive)."""
     from claudeguard.channel import wait_for_new

@@ -19,6 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Callable
+
+    from claudeguard.channel.model import Request
+
 DEMO_CLI_VERSION = "2.1.330"
 REPORT = "demo-report.txt"
 SCENARIO = [
@@ -81,7 +87,7 @@ def main(argv: list[str]) -> int:
     version = cli_version(claude)
     print(f"claudeguard demo: real Claude Code CLI {claude} ({version}), offline against an embedded scripted model")
     tmp = Path(tempfile.mkdtemp(prefix="claudeguard-demo-"))
-    proc: subprocess.Popen | None = None
+    proc: subprocess.Popen[str] | None = None
     try:
         work = tmp / "work"
         work.mkdir()
@@ -141,7 +147,7 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _wait_for_request(list_pending, proc: subprocess.Popen, timeout: float):  # type: ignore[no-untyped-def]
+def _wait_for_request(list_pending: Callable[[], list[Request]], proc: subprocess.Popen[str], timeout: float) -> Request | None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
         for req in list_pending():
@@ -151,7 +157,7 @@ def _wait_for_request(list_pending, proc: subprocess.Popen, timeout: float):  # 
     return None
 
 
-def _ask(request, auto_after: float, deny: bool) -> str:  # type: ignore[no-untyped-def]
+def _ask(request: Request, auto_after: float, deny: bool) -> str:
     default = "deny" if deny else "allow"
     if not os.isatty(0):
         print(f"    no terminal: answering '{'deny' if deny else 'approve'}' automatically in {auto_after:g} s")

@@ -6,8 +6,10 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Any
 
+    from claudeguard.channel.model import Request
 
-def request_json(req) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+
+def request_json(req: Request) -> dict[str, Any]:
     return {
         "id": req.id,
         "session_id": req.session_id,

@@ -34,8 +34,8 @@ def main(argv: list[str]) -> int:
         reply = client.request(sock, {"op": "status"})
         sock.close()
         return _print_status(reply, args.json)
-    sock = client.live_connection(directory)
-    if sock is None:
+    live = client.live_connection(directory)
+    if live is None:
         if args.json:
             print(json.dumps({"running": False}))
         else:
@@ -43,16 +43,16 @@ def main(argv: list[str]) -> int:
         return 1
     try:
         if args.action == "stop":
-            pid = client.request(sock, {"op": "hello"}).get("pid")
-            reply = client.request(sock, {"op": "stop"})
+            pid = client.request(live, {"op": "hello"}).get("pid")
+            reply = client.request(live, {"op": "stop"})
             if not reply.get("ok"):
                 raise UsageError(f"the service refused to stop: {reply.get('error')}")
             _wait_gone(pid, directory)
             print(f"guard service stopping ({reply.get('sessions', 0)} session(s) lose their hooks)")
             return 0
-        return _print_status(client.request(sock, {"op": "status"}), args.json)
+        return _print_status(client.request(live, {"op": "status"}), args.json)
     finally:
-        sock.close()
+        live.close()
 
 
 def _wait_gone(pid: object, directory: str, timeout: float = 5.0) -> None:

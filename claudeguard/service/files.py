@@ -22,6 +22,8 @@ import os
 
 from claudeguard.files import read_json, write_atomic
 
+    from claudeguard.gate.server import socket_address
+
 RECORD = "service.json"
 CONTROL = "control.sock"
 START_LOCK = "start.lock"
@@ -30,7 +32,7 @@ LOG = "service.log"
 PORT = "port"
 
 
-def socket_path(directory: str, name: str):  # type: ignore[no-untyped-def]
+def socket_path(directory: str, name: str) -> socket_address:
     """``with socket_path(d, CONTROL) as path``: a path to ``name`` in ``directory`` short enough
     for AF_UNIX, as the gate server's own socket is reached (``gate.server.socket_address``: past
     the limit, through ``/proc/self/fd/N`` of the directory)."""

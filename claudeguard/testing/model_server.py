@@ -232,6 +232,8 @@ class ModelServer:
         if self._httpd is None:
             raise RuntimeError("model server not started")
         host, port = self._httpd.server_address[:2]
+        if isinstance(host, bytes):
+            host = host.decode()
         return f"http://{host}:{port}"
 
     # what was seen
@@ -277,7 +279,7 @@ class ModelServer:
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}_{next(self._ids):04d}{uuid.uuid4().hex[:20]}"
 
-    def _plan(self, body: dict[str, Any]) -> tuple[dict[str, Any] | None, int | None, dict]:
+    def _plan(self, body: dict[str, Any]) -> tuple[dict[str, Any] | None, int | None, dict[str, Any]]:
         """(script, turn index, turn) for a Messages request."""
         first = first_user_text(body)
         results = list(_tool_result_blocks(body))

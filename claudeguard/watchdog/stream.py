@@ -54,21 +54,18 @@ def _array(obj: dict[str, Any], key: str) -> list[Any]:
 def _usage(u: object) -> tuple[int, int, int, int] | None:
     if not isinstance(u, dict):
         return None
-    out = []
-    for k in _USAGE_KEYS:
-        v = u.get(k)
-        out.append(v if isinstance(v, int) else 0)
-    return tuple(out)  # type: ignore[return-value]
+    n = [v if isinstance(v, int) else 0 for v in map(u.get, _USAGE_KEYS)]
+    return (n[0], n[1], n[2], n[3])
 
 
 def _usage_scan(window: bytes) -> tuple[int, int, int, int] | None:
     found = False
-    out = []
+    n = []
     for k in _USAGE_KEYS:
         m = _INT_RE[k].search(window)
         found = found or m is not None
-        out.append(int(m.group(1)) if m else 0)
-    return tuple(out) if found else None  # type: ignore[return-value]
+        n.append(int(m.group(1)) if m else 0)
+    return (n[0], n[1], n[2], n[3]) if found else None
 
 
 def _key_values(line: bytes, key: bytes, limit: int = 200) -> list[str]:
@@ -336,7 +333,7 @@ class StreamTap:
                 continue
             self._splitter.feed(data, t)
             if self._delta_at is not None:
-                self._flush_deltas()
+                self._flush_deltas(self._delta_at)
             time.sleep(YIELD_S)  # let the relay thread take the GIL if it wants it
 
     def _line(self, line: bytes, t: float) -> None:
@@ -346,7 +343,7 @@ class StreamTap:
             self._delta_at = t
             return
         if self._delta_at is not None:
-            self._flush_deltas()
+            self._flush_deltas(self._delta_at)
         try:
             msg = summarize_line(line, t, self._ctx)
         except Exception:  # noqa: BLE001 - a strange line must never stop the tap
@@ -363,6 +360,6 @@ class StreamTap:
             self._wake.wait(self.poll)
             self._wake.clear()
 
-    def _flush_deltas(self) -> None:
-        self.sink(StreamMsg(self._delta_at, "partial", partial_event="content_block_delta"))  # type: ignore[arg-type]
+    def _flush_deltas(self, at: float) -> None:
+        self.sink(StreamMsg(at, "partial", partial_event="content_block_delta"))
         self._delta_at = None

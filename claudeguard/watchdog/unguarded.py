@@ -32,6 +32,10 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Any
 
+    import psutil
+
+    from claudeguard.watchdog.state import Sample
+
 CLI_NAMES = ("claude", "claude.exe")
 RUNTIMES = ("node", "bun", "nodejs")
 AGENT_TOOLS = frozenset({"Agent", "Task"})
@@ -148,7 +152,7 @@ def last_tool_in_flight(path: str) -> str | None:
     return None
 
 
-def terminal(p) -> str | None:  # type: ignore[no-untyped-def]
+def terminal(p: psutil.Process) -> str | None:
     """The process's controlling terminal. On Linux from ``tty_nr`` in /proc (psutil maps it
     through a table of /dev it builds once per process, which misses terminals opened later),
     named by the fd that points at it when one does."""
@@ -210,7 +214,7 @@ def gather(pid: int, cmdline: list[str], cwd: str | None, environ: dict[str, str
 
 
 # -- the window --------------------------------------------------------------------------------
-def window_moved(first, second) -> tuple[bool, float, int]:  # type: ignore[no-untyped-def]
+def window_moved(first: Sample, second: Sample) -> tuple[bool, float, int]:
     """Between two samples of one tree: (progress, CPU seconds, io bytes), with the watchdog's
     noise floors (an idle CLI's timers use a little of both)."""
     from claudeguard.watchdog.state import Limits

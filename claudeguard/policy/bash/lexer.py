@@ -34,7 +34,7 @@ class LazyRe:
         self._flags = flags
         self._rx: re.Pattern[str] | None = None
 
-    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+    def __getattr__(self, name: str) -> Any:
         rx = self._rx
         if rx is None:
             rx = self._rx = re.compile(self._pattern, self._flags)
