@@ -33,14 +33,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from claudeguard.watchdog.monitor import Monitor, WatchConfig  # noqa: E402
+from claudeguard.watchdog.monitor import Monitor, WatchConfig  # noqa: E402 - after the sys.path set-up above
 
 PY = sys.executable
 IDLE_CHILD = r"""
@@ -261,7 +260,7 @@ def bench_delay(tmp: Path, label: str, rate: float, batch: int, pad: int, second
             consumer = subprocess.Popen([PY, "-c", CONSUMER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             calls: list[float] = []
 
-            def timed_feed(data: bytes) -> None:
+            def timed_feed(data: bytes, m: Monitor | None = m, calls: list[float] = calls) -> None:
                 t0 = time.perf_counter()
                 m.feed_stdout(data)
                 calls.append(time.perf_counter() - t0)

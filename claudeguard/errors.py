@@ -61,7 +61,7 @@ def run_main(prog: str, fn: Callable[[], int]) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
-    except Exception as exc:  # noqa: BLE001 - a bug still gets one line, not a traceback
+    except Exception as exc:  # a bug still gets one line, not a traceback
         import os
 
         if os.environ.get("CLAUDEGUARD_DEBUG"):

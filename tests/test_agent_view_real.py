@@ -7,7 +7,6 @@ agent view has exited, until it ends (issue 12)."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from claudeguard.testing import bg_daemon as bg

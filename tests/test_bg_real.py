@@ -6,12 +6,10 @@ under ``on_stall = "kill"``), all after the launching command has returned (issu
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from claudeguard.service.files import process_start
 from claudeguard.testing import bg_daemon as bg
-from claudeguard.testing.services import stop_services
 from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, write_user_config
 from tests.shim_helpers import wait_until as shared_wait_until
 
@@ -149,7 +147,7 @@ def test_a_restarted_service_adopts_a_running_bg_session(bg_claude, offline_env,
         req = wait_pending(env, lambda r: "touch adopted.txt" in r["summary"], timeout=30)
     except AssertionError:
         raise AssertionError(f"{bg.job_state(bg.config_dir(env), short)} {service_status(env)} {audit(env)} "
-                             f"{(Path(env['CLAUDEGUARD_RUNTIME_DIR']) / 'service' / 'service.log').read_text()}")
+                             f"{(Path(env['CLAUDEGUARD_RUNTIME_DIR']) / 'service' / 'service.log').read_text()}") from None
     assert not (offline_env.cwd / "adopted.txt").exists()
     assert ctl(env, "approve", req["id"]).returncode == 0
     wait_until(lambda: (offline_env.cwd / "adopted.txt").exists(), what="the approved call to run")

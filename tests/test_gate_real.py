@@ -4,7 +4,6 @@ model received, which files the tools created, and what a second process saw in 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from tests.shim_helpers import Approver, ctl, guarded_env, pending, results_of, run_guarded, wait_pending, write_user_config
 

@@ -8,7 +8,6 @@ a stand-in CLI that prints what it received (argv, its pid and the recursion tok
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys

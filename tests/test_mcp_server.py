@@ -87,10 +87,10 @@ def test_conformance_with_the_official_client(policy_env, tmp_path):
                 return init, tools, denied, allowed
 
     init, tools, denied, allowed = asyncio.run(asyncio.wait_for(session(), 60))
-    info = getattr(init, "server_info", None) or getattr(init, "serverInfo")  # the field was renamed across mcp releases
+    info = getattr(init, "server_info", None) or init.serverInfo  # the field was renamed across mcp releases
     assert info.name == "claudeguard"
     assert [t.name for t in tools.tools] == ["approve"]
-    schema = getattr(tools.tools[0], "input_schema", None) or getattr(tools.tools[0], "inputSchema")
+    schema = getattr(tools.tools[0], "input_schema", None) or tools.tools[0].inputSchema
     assert schema["required"] == ["tool_name", "input"]
     deny = json.loads(denied.content[0].text)
     assert deny == {"behavior": "deny", "message": deny["message"]} and "denied by Bash(rm *)" in deny["message"]

@@ -67,7 +67,8 @@ def test_stream_json_line_by_line_both_ways(real_claude, offline_env, model_serv
         first = read_until_result()
         assert first[0]["type"] == "system" and first[0]["subtype"] == "init"
         assert first[-1]["result"] == "one"
-        scripted = lambda: [r for r in server.requests() if r.get("script") == "FIRST-TURN"]  # noqa: E731
+        def scripted() -> list[dict]:
+            return [r for r in server.requests() if r.get("script") == "FIRST-TURN"]
         assert len(scripted()) == 1
         # The child is still running and asks the model again only after we send a second line:
         # the relay does not buffer until EOF in either direction.

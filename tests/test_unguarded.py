@@ -229,7 +229,7 @@ def test_a_terminal_without_p_may_wait_for_its_user(rt, tmp_path, fake):
             child = pexpect.spawn(str(fake), args, cwd=str(tmp_path), env=dict(os.environ, HOME=str(tmp_path / "home")))
             children.append(child)
             child.expect("up", timeout=10)
-            assert wait_until(lambda: age(child.pid) > 1.0, timeout=10)
+            assert wait_until(lambda child=child: age(child.pid) > 1.0, timeout=10)
             row = row_of(child.pid, stall_after=0.5)
             assert row["tty"] and row["interactive"] is (not flagged) and row["suspect_hung"] is flagged, row
     finally:

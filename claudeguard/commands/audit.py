@@ -3,10 +3,9 @@ the decision log, one line per decision; with ``--suggest``, the rules it teache
 
 from __future__ import annotations
 
-import argparse
-
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    import argparse
     from typing import Any
 
 EPILOG = """\

@@ -247,7 +247,7 @@ def broader_rules(allowed: list[RuleStats], blocked: list[str]) -> list[Broader]
         groups.setdefault(key, []).append((st, argv, part))
     blocked_parts = [p for p in (_bash_part(r) for r in blocked) if p is not None]
     out = []
-    for key, members in groups.items():
+    for members in groups.values():
         if len(members) < 2:
             continue
         prefix = list(members[0][1])

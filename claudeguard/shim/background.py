@@ -17,12 +17,12 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 from claudeguard.errors import UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 SHORT_ID = re.compile(r"backgrounded\s+·\s+(\S+)")

@@ -331,7 +331,7 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass  # the peer or stop() already closed it
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # quiet: tests read the recording, not a request log
 
     # plumbing
@@ -366,19 +366,19 @@ class _Handler(BaseHTTPRequestHandler):
                                        "model": None, "has_tools": False, "session_id": None, "stream": False,
                                        "script": None, "turn": None, "played": played})
 
-    def do_HEAD(self) -> None:  # noqa: N802 - stdlib naming
+    def do_HEAD(self) -> None:
         # The CLI probes reachability with HEAD /.
         self._record_plain("head")
         self.send_response(200)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         root = self.path in ("/", "")
         self._record_plain("get" if root else "404")
         self._send_json(200 if root else 404, {"ok": True} if root else _error("not_found_error", self.path))
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = self._read_body()
         path = self.path.split("?", 1)[0]
         base = {"method": "POST", "path": self.path, "first_user_text": first_user_text(body),

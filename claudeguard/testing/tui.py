@@ -12,11 +12,12 @@ from __future__ import annotations
 import os
 import re
 import weakref
-from pathlib import Path
 from typing import Sequence
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pexpect
 
     from claudeguard.shim.screen import Screen
