@@ -67,5 +67,6 @@ def run_main(prog: str, fn: Callable[[], int]) -> int:
         if os.environ.get("CLAUDEGUARD_DEBUG"):
             raise
         first = str(exc).splitlines()[0] if str(exc) else ""
-        print(f"{prog}: internal error: {type(exc).__name__}: {first} (CLAUDEGUARD_DEBUG=1 shows the traceback)", file=sys.stderr)
+        print(f"{prog}: internal error: {type(exc).__name__}: {first} (CLAUDEGUARD_DEBUG=1 shows the traceback)",
+              file=sys.stderr)
         return 70

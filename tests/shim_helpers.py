@@ -83,7 +83,8 @@ class Approver(threading.Thread):
 
 
 def run_guarded(env: dict, cwd: Path, prompt: str, *extra: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(GUARD + ["-p", prompt, "--output-format", "stream-json", "--verbose", *extra], env=env, cwd=cwd,
+    return subprocess.run(GUARD + ["-p", prompt, "--output-format", "stream-json", "--verbose", *extra],
+                          env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 

@@ -27,7 +27,8 @@ def row(summary: str, rules, decision: str = "allow", by: str = "human", *, sess
     return {"time": iso(time.time() - age_s), "session_id": session, "agent_type": agent, "agent_id": None,
             "tool": summary.split(":", 1)[0], "summary": summary, "decision": decision, "decided_by": by,
             "scope": "once" if by == "human" else None, "waited_s": 1.0, "rule": None, "source": None,
-            "request_id": rid or f"req{next(_ids):013d}", "via": "hook", **({"rules": rules} if rules is not None else {}), **extra}
+            "request_id": rid or f"req{next(_ids):013d}", "via": "hook",
+            **({"rules": rules} if rules is not None else {}), **extra}
 
 
 @pytest.fixture
@@ -93,7 +94,8 @@ def test_suggest_json(env):
     out = run(env, "--json")
     data = json.loads(out.stdout)
     assert [(r["rule"], r["calls"], r["approved"], r["denied"], r["timed_out"]) for r in data["allow"]] == [
-        ("Bash(npm test)", 3, 2, 0, 1), ("Bash(make a)", 1, 1, 0, 0), ("Bash(make b)", 1, 1, 0, 0), ("Read(//etc/hosts)", 1, 1, 0, 0)]
+        ("Bash(npm test)", 3, 2, 0, 1), ("Bash(make a)", 1, 1, 0, 0), ("Bash(make b)", 1, 1, 0, 0),
+        ("Read(//etc/hosts)", 1, 1, 0, 0)]
     assert [r["rule"] for r in data["deny"]] == ["Bash(git push --force)"]
     assert [r["rule"] for r in data["conflicts"]] == ["Bash(curl x)"]
     assert data["calls"] == 13 and data["outcomes"] == {"approved": 8, "denied": 3, "timed_out": 2}
@@ -135,7 +137,8 @@ def test_apply_keeps_comments_and_adds_no_duplicates(env):
     assert text.startswith('# my config\n[permissions]  # all agents\nallow = [\n  "Read(//etc/hosts)",  # mine\n')
     assert "timeout = 30  # short" in text
     assert '  "Bash(npm test)", # 3 calls: approved 2, timed out 1' in text
-    assert tomllib.loads(text) == {"permissions": {"allow": ["Read(//etc/hosts)", "Bash(npm test)", "Bash(make a)", "Bash(make b)"],
+    assert tomllib.loads(text) == {"permissions": {"allow": ["Read(//etc/hosts)", "Bash(npm test)", "Bash(make a)",
+                                                             "Bash(make b)"],
                                                    "deny": ["Bash(git push --force)"]}, "approval": {"timeout": 30}}
     again = run(env, "--apply")
     assert again.returncode == 0 and again.stderr == f"nothing to add to [permissions] in {path}\n"
@@ -230,7 +233,8 @@ def test_real_run_learns_a_rule_and_the_next_run_is_not_asked(real_claude, offli
     assert (offline_env.cwd / "a.txt").read_text() == "learned\n" and not (offline_env.cwd / "nope.txt").exists()
     listed = ctl(env, "audit", "--suggest", "--since", "10m")
     assert listed.returncode == 0, listed.stderr
-    assert tomllib.loads(listed.stdout) == {"permissions": {"allow": ["Bash(echo learned > a.txt)"], "deny": ["Bash(touch nope.txt)"]}}
+    assert tomllib.loads(listed.stdout) == {"permissions": {"allow": ["Bash(echo learned > a.txt)"],
+                                                            "deny": ["Bash(touch nope.txt)"]}}
     assert "1 call: approved 1; asked by main" in listed.stdout
     assert "1 call: timed out 1 (denied by approval.on_timeout); asked by main" in listed.stdout
     applied = ctl(env, "audit", "--suggest", "--apply")

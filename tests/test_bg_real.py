@@ -25,7 +25,8 @@ def wait_until(predicate, timeout: float = 60.0, what: str = "condition"):  # ty
 def launch(env: dict, cwd: Path, prompt: str, *guard: str) -> str:
     import subprocess
 
-    proc = subprocess.run(GUARD + [*guard, "--bg", prompt], env=env, cwd=cwd, capture_output=True, text=True, timeout=90,
+    proc = subprocess.run(GUARD + [*guard, "--bg", prompt], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=90,
                           stdin=subprocess.DEVNULL, start_new_session=True)
     assert proc.returncode == 0, proc.stderr
     short = bg.parse_short_id(proc.stdout)
@@ -106,7 +107,8 @@ def test_a_hung_bg_session_is_flagged_then_killed_alone(bg_claude, offline_env, 
     server = model_server([{"match": "BGHANG", "turns": [{"stall_after_text": "thinking"}]},
                            {"match": "BGFINE", "turns": [{"text": "fine"}]}])
     env = guarded_env(offline_env.use(server), bg_claude)
-    write_user_config(env, '[permissions]\nmode = "default"\n[watchdog]\nstall_after = 3\non_stall = "kill"\nkill_grace = 1\n')
+    write_user_config(env, '[permissions]\nmode = "default"\n[watchdog]\nstall_after = 3\non_stall = '
+                           '"kill"\nkill_grace = 1\n')
     short = launch(env, offline_env.cwd, "BGHANG go")
     held = wait_until(lambda: [s for s in service_status(env)["sessions"] if s["short_id"] == short and s["cli_pid"]],
                       what="the session's process")[0]
@@ -121,7 +123,8 @@ def test_a_hung_bg_session_is_flagged_then_killed_alone(bg_claude, offline_env, 
     stalls = [r for r in audit(env) if r.get("event") == "stall"]
     assert [(r["session_id"], r["decided_by"], r["action"]) for r in stalls] == [(held["session_id"], "watchdog", "kill")], stalls
     # the session is gone: the service forgets it
-    wait_until(lambda: not any(s["short_id"] == short for s in service_status(env)["sessions"]), what="the service to drop it")
+    wait_until(lambda: not any(s["short_id"] == short for s in service_status(env)["sessions"]),
+               what="the service to drop it")
 
 
 def test_a_restarted_service_adopts_a_running_bg_session(bg_claude, offline_env, model_server, bg_daemon):
@@ -157,7 +160,8 @@ def test_a_restarted_service_adopts_a_running_bg_session(bg_claude, offline_env,
 def test_a_bg_session_survives_its_runtime_dir_being_removed(bg_claude, offline_env, model_server, bg_daemon):
     import shutil
 
-    server = model_server([{"match": "BGRMDIR", "turns": [{"tool_use": bash("touch survived.txt")}, {"text": "rm fin"}]}])
+    server = model_server([{"match": "BGRMDIR",
+                            "turns": [{"tool_use": bash("touch survived.txt")}, {"text": "rm fin"}]}])
     env = guarded_env(offline_env.use(server), bg_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
     write_user_config(env, '[permissions]\nmode = "default"\nask = ["Bash(touch *)"]\n')
     short = launch(env, offline_env.cwd, "BGRMDIR go")

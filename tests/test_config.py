@@ -15,7 +15,8 @@ from claudeguard.errors import ConfigError
 def env(tmp_path, monkeypatch):
     xdg = tmp_path / "xdg"
     monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
-    for var in ("CLAUDEGUARD_CONFIG", "CLAUDEGUARD_PROFILE", "CLAUDEGUARD_STALL_AFTER", "CLAUDEGUARD_ON_STALL", "CLAUDEGUARD_APPROVAL_TIMEOUT"):
+    for var in ("CLAUDEGUARD_CONFIG", "CLAUDEGUARD_PROFILE", "CLAUDEGUARD_STALL_AFTER", "CLAUDEGUARD_ON_STALL",
+                "CLAUDEGUARD_APPROVAL_TIMEOUT"):
         monkeypatch.delenv(var, raising=False)
     project = tmp_path / "proj"
     (project / ".git").mkdir(parents=True)

@@ -31,7 +31,8 @@ def R(rule: str, line: int, root: str = CWD) -> dict:
 
 
 def run(spec: dict, tool: str, tool_input: dict, agent_type: str | None = None, extra=()) -> Decision:
-    return decide(policy_from_spec(spec), tool, tool_input, agent_type=agent_type, cwd=CWD, home=HOME, extra=list(extra))
+    return decide(policy_from_spec(spec), tool, tool_input, agent_type=agent_type, cwd=CWD, home=HOME,
+                  extra=list(extra))
 
 
 def bash(command: str) -> dict:
@@ -219,7 +220,8 @@ def test_grant_rules_for_call() -> None:
 
 CALLS = [
     ("Bash", bash("npm test")), ("Bash", bash("ls *.py && echo 'a:*' | grep -v x")),
-    ("Bash", bash("cat <<'EOF' > f.txt\nbody\nEOF")), ("Bash", bash("echo \\*")), ("Bash", bash("git log -n 3 -- 'a b'")),
+    ("Bash", bash("cat <<'EOF' > f.txt\nbody\nEOF")), ("Bash", bash("echo \\*")),
+    ("Bash", bash("git log -n 3 -- 'a b'")),
     ("Read", {"file_path": "/work/repo/a*b?.py"}), ("Write", {"file_path": "x/[y].txt", "content": ""}),
     ("Grep", {"pattern": "x"}), ("Glob", {"pattern": "src/**/*.ts"}), ("WebFetch", {"url": "https://a.example.org/x"}),
     ("mcp__s__t", {}),
@@ -323,7 +325,8 @@ def test_import_is_light() -> None:
     code = (
         "import sys\n"
         "before = set(sys.modules)\n"
-        "import claudeguard.policy.decide, claudeguard.policy.rules, claudeguard.policy.bash, claudeguard.policy.pathrules\n"
+        "import claudeguard.policy.decide, claudeguard.policy.rules, claudeguard.policy.bash, "
+        "claudeguard.policy.pathrules\n"
         "new = set(sys.modules) - before\n"
         "print(sorted(m for m in ('psutil', 'platformdirs', 'tomlkit', 'pexpect', 'urllib.parse', 'json', 'shlex',"
         " 'subprocess', 'pathlib') if m in new))\n"

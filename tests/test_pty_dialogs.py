@@ -325,7 +325,8 @@ def test_several_new_mcp_servers_are_a_checklist():
 def test_auto_mode_dialog_has_fixed_keys_and_only_in_its_version_range():
     d = find_dialog(AUTO_MODE_330, patterns_for("2.1.330"))
     assert d is not None and d.kind == "auto-mode"
-    assert keys_of(d) == {"Stay in auto mode": (ENTER, "yes"), "Leave for accept edits mode and stop": (SHIFT_TAB, "other"),
+    assert keys_of(d) == {"Stay in auto mode": (ENTER, "yes"),
+                          "Leave for accept edits mode and stop": (SHIFT_TAB, "other"),
                           "Cancel": (ESC, "no")}
     assert find_dialog(AUTO_MODE_330, patterns_for("2.1.197")) is None
     assert patterns_for(None) == patterns_for("9.9.9") == patterns_for("2.1.330")
@@ -522,7 +523,8 @@ def test_a_dialog_waits_idle_then_is_posted_and_the_answer_is_typed(rig, tmp_pat
     assert router.step() is None and len(channel.posted) == 1
 
 
-@pytest.mark.parametrize("decision, choice, keys", [("deny", None, "2"), ("allow", "No, exit", "2"), ("allow", "1", "1")])
+@pytest.mark.parametrize("decision, choice, keys",
+                         [("deny", None, "2"), ("allow", "No, exit", "2"), ("allow", "1", "1")])
 def test_answers_map_to_keys(rig, decision, choice, keys):
     clock, channel, make = rig
     router = make(idle=0)

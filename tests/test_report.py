@@ -45,7 +45,8 @@ def test_fail_on_parses(text, words):
     assert rp.parse_fail_on(text, "--guard-fail-on") == frozenset(words)
 
 
-@pytest.mark.parametrize("text,word", [("denyed", "'denyed'"), ("denied,", "''"), ("Denied", "'Denied'"), ("", "empty")])
+@pytest.mark.parametrize("text,word",
+                         [("denyed", "'denyed'"), ("denied,", "''"), ("Denied", "'Denied'"), ("", "empty")])
 def test_fail_on_rejects_unknown_words(text, word):
     with pytest.raises(UsageError) as err:
         rp.parse_fail_on(text, "env CLAUDEGUARD_FAIL_ON")
@@ -105,7 +106,8 @@ def test_session_rows_start_at_the_mark_and_keep_only_this_session(log):
     mark = rp.audit_mark()
     audit.record(row("deny", "rule", summary="mine"))
     audit.record(row("deny", "rule", session_id="s2", summary="other session"))
-    audit.record({"session_id": "s1", "event": "stall", "decision": "stall", "state": "thinking", "summary": "d", "action": "warn"})
+    audit.record({"session_id": "s1", "event": "stall", "decision": "stall", "state": "thinking", "summary": "d",
+                  "action": "warn"})
     rows = rp.session_rows("s1", mark)
     assert [r["summary"] for r in rows] == ["mine", "d"]
     assert [r["summary"] for r in rows if rp.is_call(r)] == ["mine"]
@@ -187,7 +189,8 @@ def test_finish_writes_the_report_and_applies_the_policy(log, tmp_path, capsys, 
     assert set(data) >= {"session_id", "cli_version", "started", "ended", "duration_s", "counts", "calls", "stalls"}
     assert data["started"].endswith("Z") and data["duration_s"] >= 0
     for call in data["calls"]:
-        assert set(call) >= {"time", "session_id", "agent_type", "agent_id", "tool", "summary", "decision", "decided_by", "scope", "waited_s"}
+        assert set(call) >= {"time", "session_id", "agent_type", "agent_id", "tool", "summary", "decision",
+                             "decided_by", "scope", "waited_s"}
     assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["log", "r.json"]  # no temp file left
     err = capsys.readouterr().err.splitlines()
@@ -203,7 +206,8 @@ def test_a_failed_or_killed_child_keeps_its_code(log, tmp_path, capsys):
         run.stalls = [{"time": "t", "state": "thinking", "diagnosis": "stalled: thinking", "action": "kill"}]
         assert run.finish(ours) == ours
         data = json.loads((tmp_path / "r.json").read_text())
-        assert (data["exit_code"], data["child_exit_code"], data["counts"]["stalls"], data["fail_on"]) == (ours, child, 1, [])
+        assert (data["exit_code"], data["child_exit_code"], data["counts"]["stalls"],
+                data["fail_on"]) == (ours, child, 1, [])
         assert data["counts"]["denied_by_rule"] == 1
 
 

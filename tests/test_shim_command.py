@@ -15,7 +15,8 @@ GUARD = [sys.executable, "-m", "claudeguard"]
 def _settings(tmp_path, *argv: str, service: bool = True) -> dict:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
            "CLAUDEGUARD_CLAUDE": "/bin/true", "CLAUDEGUARD_SERVICE": "1" if service else "0"}
-    proc = subprocess.run(GUARD + ["--guard-dry-run", *argv], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(GUARD + ["--guard-dry-run", *argv], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)["argv"]
     values = [a.split("=", 1)[1] for a in out if a.startswith("--settings=")]
@@ -73,8 +74,10 @@ def test_callers_settings_keep_their_hooks_ahead_of_ours(tmp_path):
 def _argv(tmp_path, config: str, *argv: str) -> list[str]:
     (tmp_path / "xdg" / "claudeguard").mkdir(parents=True, exist_ok=True)
     (tmp_path / "xdg" / "claudeguard" / "config.toml").write_text(config)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "CLAUDEGUARD_CLAUDE": "/bin/true"}
-    proc = subprocess.run(GUARD + ["--guard-dry-run", *argv], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+           "CLAUDEGUARD_CLAUDE": "/bin/true"}
+    proc = subprocess.run(GUARD + ["--guard-dry-run", *argv], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)["argv"]
 

@@ -30,7 +30,8 @@ def cli():
     tools: list[int] = []
 
     def start(tool: str = TOOL) -> tuple[subprocess.Popen, int]:
-        proc = subprocess.Popen([sys.executable, "-c", CLI, tool], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen([sys.executable, "-c", CLI, tool], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
         started.append(proc)
         tools.append(int(proc.stdout.readline()))
         return proc, tools[-1]

@@ -126,7 +126,8 @@ def _start_stalled(real_claude, offline_env, model_server, marker: str) -> tuple
 
 # What the real CLI itself exits with after each signal (measured on both pinned versions without
 # the guard): SIGINT ends a -p run cleanly, SIGQUIT kills it (so 128 + 3).
-@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 0), (signal.SIGHUP, 129), (signal.SIGQUIT, 131)])
+@pytest.mark.parametrize("sig, code",
+                         [(signal.SIGTERM, 143), (signal.SIGINT, 0), (signal.SIGHUP, 129), (signal.SIGQUIT, 131)])
 def test_signal_to_guard_reaches_the_child(real_claude, offline_env, model_server, sig, code):
     proc, child = _start_stalled(real_claude, offline_env, model_server, f"SIGNAL-{sig.name}")
     try:
@@ -145,7 +146,9 @@ def test_signal_ends_the_tools_the_cli_leaves_running(real_claude, offline_env, 
     # 2.1.197 leaves a running Bash tool behind on SIGTERM and SIGHUP; the guard stops it.
     marker = f"LEFTOVER-{sig.name}-{os.getpid()}"
     command = f"python3 -c 'import time; time.sleep(300)' {marker}"
-    server = model_server([{"match": marker, "turns": [{"tool_use": {"name": "Bash", "input": {"command": command}}}, {"text": "done"}]}])
+    server = model_server([{"match": marker,
+                            "turns": [{"tool_use": {"name": "Bash", "input": {"command": command}}},
+                                      {"text": "done"}]}])
     env = guarded_env(offline_env.use(server), real_claude)
     write_user_config(env, '[permissions]\nallow = ["Bash(python3 *)"]\n')
     proc = subprocess.Popen(GUARD + ["-p", f"{marker} go"], env=env, cwd=offline_env.cwd, stdin=subprocess.DEVNULL,

@@ -41,7 +41,8 @@ def fake(tmp_path):
 def start(fake, tmp_path, procs, *args: str, stdout=subprocess.PIPE, **env: str) -> subprocess.Popen:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    proc = subprocess.Popen([str(fake), *args], stdout=stdout, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+    proc = subprocess.Popen([str(fake), *args], stdout=stdout, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                            text=True, start_new_session=True,
                             cwd=work, env=dict(os.environ, HOME=str(tmp_path / "home"), **env))
     procs.append(proc)
     if stdout is subprocess.PIPE:
@@ -70,7 +71,8 @@ def transcript(tmp_path, records: list[dict], session: str = SID) -> str:
 
 
 def tool_use(name: str) -> dict:
-    return {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": name, "input": {}}]}}
+    return {"type": "assistant",
+            "message": {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": name, "input": {}}]}}
 
 
 USER = {"type": "user", "message": {"role": "user", "content": "go"}}
@@ -93,7 +95,8 @@ def test_print_mode(argv, expected):
 @pytest.mark.parametrize("records,expected", [
     ([USER, tool_use("Bash")], "Bash"),
     ([USER, tool_use("Bash"), BOOKKEEPING], "Bash"),
-    ([USER, tool_use("Bash"), {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1"}]}}], None),
+    ([USER, tool_use("Bash"),
+      {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1"}]}}], None),
     ([USER, tool_use("Agent")], None),  # a subagent: its own transcript says what it does
     ([USER], None),
     ([], None),
@@ -159,7 +162,8 @@ def test_a_cli_that_worked_then_went_quiet_is_flagged(rt, tmp_path, fake, procs)
     assert wait_until(lambda: age(proc.pid) > 1.2, timeout=10)
     row = row_of(proc.pid, stall_after=1.0)
     assert row["cpu_s"] >= 0.5 and row["cpu_s"] / row["age_s"] > 0.05
-    assert row["suspect_hung"] is True and row["state"] == "suspect-hung", (row["evidence"], row["last_activity_s"], row["age_s"])
+    assert row["suspect_hung"] is True and row["state"] == "suspect-hung", (row["evidence"],
+                                                                            row["last_activity_s"], row["age_s"])
     assert row["diagnosis"].startswith("no progress for ") and "it started, with no transcript write since" in row["diagnosis"]
     assert row["evidence"]["window_s"] == 0.3 and row["evidence"]["window_cpu_s"] < 0.1
     assert row_of(proc.pid, stall_after=60)["suspect_hung"] is False  # the configured threshold decides

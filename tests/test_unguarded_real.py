@@ -66,7 +66,8 @@ def test_a_silent_stream_is_flagged_after_stall_after(real_claude, offline_env, 
 def test_a_long_tool_is_judged_by_tool_stall_after(real_claude, offline_env, model_server):
     server = model_server([{"match": "UNGTOOL", "turns": [
         # Not `sleep 60`: 2.1.330 refuses a bare long sleep without running it.
-        {"tool_use": {"name": "Bash", "input": {"command": "python3 -c 'import time; time.sleep(60)'", "description": "wait"}}},
+        {"tool_use": {"name": "Bash",
+                      "input": {"command": "python3 -c 'import time; time.sleep(60)'", "description": "wait"}}},
         {"text": "slept"}]}])
     env = offline_env.use(server)
     proc = start_cli(real_claude, env, offline_env.cwd, "UNGTOOL go", "--allowedTools", "Bash(python3 *)")

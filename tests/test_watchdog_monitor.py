@@ -127,7 +127,8 @@ def test_hook_events_name_the_tool_and_use_its_threshold(env, procs, monitors):
     st = wait_until(lambda: (s := read_status(m.session_dir) or {}).get("last_activity_s", 0) >= 1.5 and s, timeout=10)
     assert st["state"] == "tool" and not hits
     with events.open("a") as fh:
-        fh.write(json.dumps({"time": time.time(), "event": "tool-end", "tool": "Bash", "tool_use_id": "toolu_1"}) + "\n")
+        fh.write(json.dumps({"time": time.time(), "event": "tool-end", "tool": "Bash",
+                             "tool_use_id": "toolu_1"}) + "\n")
     assert wait_until(lambda: hits, timeout=3)
 
 
@@ -181,7 +182,9 @@ def test_notify_and_audit_on_stall(env, procs, monitors):
 def test_notify_command_from_the_session_snapshot(env, procs, monitors):
     out = env / "n2.txt"
     d = session_dir("s1")
-    (d / "session.json").write_text(json.dumps({"approval": {"notify": [PY, "-c", "import sys; open(sys.argv[1], 'w').write('x')", str(out)]}}))
+    (d / "session.json").write_text(json.dumps({"approval": {"notify": [PY,
+                                                                        "-c", "import sys; open(sys.argv[1], "
+                                                                              "'w').write('x')", str(out)]}}))
     child = sleeper(procs)
     m, hits = make(monitors, child.pid, stall_after=0.5, sample_interval=0.2)
     m.start()

@@ -106,7 +106,8 @@ def test_huge_assistant_line_falls_back_to_a_scan(monkeypatch):
     monkeypatch.setattr(stream, "PARSE_MAX", 1000)
     line = json.dumps({"type": "assistant", "message": {"id": "msg_big", "type": "message", "content": [
         {"type": "tool_use", "id": "toolu_w", "name": "Write", "input": {"file_path": "/p", "content": "y" * 5000}}],
-        "usage": {"input_tokens": 7, "output_tokens": 900, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 2}},
+        "usage": {"input_tokens": 7, "output_tokens": 900, "cache_creation_input_tokens": 0,
+                  "cache_read_input_tokens": 2}},
         "parent_tool_use_id": None}, separators=(",", ":"))
     m = summ(line)
     assert m.kind == "assistant" and m.tool_uses == [("toolu_w", "Write", "")]

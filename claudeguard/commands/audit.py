@@ -37,11 +37,14 @@ def parser() -> argparse.ArgumentParser:
     from claudeguard.commands.cli import parser as command_parser
 
     p = command_parser("audit", epilog=EPILOG)
-    p.add_argument("--follow", "-f", action="store_true", help="keep printing new decisions as they are logged (Ctrl-C ends)")
+    p.add_argument("--follow", "-f", action="store_true",
+                   help="keep printing new decisions as they are logged (Ctrl-C ends)")
     p.add_argument("--json", action="store_true", help="one JSON object per line (with --suggest: one JSON object)")
-    p.add_argument("--since", metavar="DURATION", help="only decisions of the last DURATION: 90s, 30m, 12h, 7d, 2w, 1h30m")
+    p.add_argument("--since", metavar="DURATION",
+                   help="only decisions of the last DURATION: 90s, 30m, 12h, 7d, 2w, 1h30m")
     p.add_argument("--session", metavar="ID", help="only decisions of this session (its id or a prefix of it)")
-    p.add_argument("--suggest", action="store_true", help="print the rules that would have decided the asked calls, with counts")
+    p.add_argument("--suggest", action="store_true",
+                   help="print the rules that would have decided the asked calls, with counts")
     p.add_argument("--apply", action="store_true",
                    help="with --suggest: write the suggested rules into the user config (comments and layout kept, no duplicates)")
     p.add_argument("--file", metavar="FILE", help="with --apply: the config file to write instead of the user file")

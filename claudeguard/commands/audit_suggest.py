@@ -187,7 +187,8 @@ def suggest(events: list[dict[str, Any]], present: set[str] | None = None) -> Su
             out.skipped.setdefault(why, []).append(summary)
             continue
         if event["decision"] == "deny" and len(rules) > 1:
-            out.skipped.setdefault("a compound command denied as a whole (which part was refused is unknown)", []).append(summary)
+            out.skipped.setdefault("a compound command denied as a whole (which part was refused is unknown)",
+                                   []).append(summary)
             continue
         for rule in rules:
             st = stats.setdefault(rule, RuleStats(rule))

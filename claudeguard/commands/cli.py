@@ -20,7 +20,8 @@ SUMMARIES = {
     "approve": "Allow a waiting request: this call only, or this agent type, the whole session, or forever (written to the config).",
     "deny": "Deny a waiting request, with an optional message the model receives as the reason.",
     "console": "Watch requests arrive live and answer each with one key (y a s f n); a bell rings for each new one.",
-    "ps": "List guarded sessions: state, CPU, tokens, last activity, pending requests (--all: unguarded Claude processes too).",
+    "ps": "List guarded sessions: state, CPU, tokens, last activity, pending requests (--all: unguarded Claude "
+          "processes too).",
     "explain": "Show the decision the policy gives a call written like a rule, and the rule (file:line) that decides it.",
     "config": "Show the effective config with the source of every value, list the files searched, or write a starter config.",
     "audit": "Show the decision log; --suggest turns the calls a human answered or that timed out into rules.",

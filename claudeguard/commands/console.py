@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from claudeguard.channel.model import Request
     from claudeguard.channel.requests import Doorbell
 
-KEYS = {"y": ("allow", "once"), "a": ("allow", "agent"), "s": ("allow", "session"), "f": ("allow", "forever"), "n": ("deny", "once")}
+KEYS = {"y": ("allow", "once"), "a": ("allow", "agent"), "s": ("allow", "session"), "f": ("allow", "forever"),
+        "n": ("deny", "once")}
 HELP = "y once · a agent · s session · f forever · n deny · j/k move · q quit"
 
 

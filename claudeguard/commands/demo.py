@@ -72,7 +72,8 @@ def main(argv: list[str]) -> int:
     from claudeguard.commands.cli import parser as command_parser
 
     parser = command_parser("demo")
-    parser.add_argument("--auto-after", type=float, metavar="SECONDS", default=3.0, help="seconds before answering automatically without a terminal")
+    parser.add_argument("--auto-after", type=float, metavar="SECONDS", default=3.0,
+                        help="seconds before answering automatically without a terminal")
     parser.add_argument("--deny", action="store_true", help="answer the request with a deny instead")
     args = parser.parse_args(argv[1:])
 
@@ -112,17 +113,22 @@ def main(argv: list[str]) -> int:
                 print(f"the request never reached the channel; claudeguard said: {err.strip()[-400:]}")
                 return 1
             _step("A background subagent is waiting for approval in the channel (claudeguardctl pending):")
-            print(f"    id       {request.id}\n    session  {request.session_id}\n    agent    {request.agent_type} ({request.agent_id})\n"
+            print(f"    id       {request.id}\n    session  {request.session_id}\n    agent    {request.agent_type} "
+                  f"({request.agent_id})\n"
                   f"    tool     {request.tool}\n    summary  {request.summary}\n    deadline {request.deadline_s:.0f} s")
             decision = _ask(request, args.auto_after, args.deny)
             from claudeguard.commands.answer import answer_request
 
-            answer_request(request.id, decision, scope="once", message="not in the demo" if decision == "deny" else None,
+            answer_request(request.id, decision, scope="once",
+                           message="not in the demo" if decision == "deny" else None,
                            file=None, by="claudeguardctl demo", quiet=True)
-            print(f"    answered: {'approve' if decision == 'allow' else 'deny'} (claudeguardctl {'approve' if decision == 'allow' else 'deny'} {request.id})")
+            print(f"    answered: {'approve' if decision == 'allow' else 'deny'} (claudeguardctl "
+                  f"{'approve' if decision == 'allow' else 'deny'} {request.id})")
             out, err = proc.communicate(timeout=120)
         _step("What happened")
-        results = [m for m in (json.loads(line) for line in out.splitlines() if line.startswith("{")) if m.get("type") == "result"]
+        results = [m
+                   for m in (json.loads(line) for line in out.splitlines() if line.startswith("{"))
+                   if m.get("type") == "result"]
         report = work / REPORT
         print(f"    claude exited {proc.returncode}; final answer: {results[-1].get('result') if results else '?'}")
         if report.exists():
@@ -133,7 +139,8 @@ def main(argv: list[str]) -> int:
         events = [e for e in audit.read_events() if e.get("session_id") == session]
         print(f"    audit log: {audit.audit_path()}  ({len(events)} decisions for this session; `claudeguardctl audit`)")
         for event in events:
-            print(f"      {event.get('decision'):5} by {event.get('decided_by'):7} {event.get('agent_type') or 'main':16} {event.get('summary')}")
+            print(f"      {event.get('decision'):5} by {event.get('decided_by'):7} "
+                  f"{event.get('agent_type') or 'main':16} {event.get('summary')}")
         ok = proc.returncode == 0 and (report.exists() == (decision == "allow"))
         return 0 if ok else 1
     finally:
@@ -147,7 +154,8 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _wait_for_request(list_pending: Callable[[], list[Request]], proc: subprocess.Popen[str], timeout: float) -> Request | None:
+def _wait_for_request(list_pending: Callable[[], list[Request]], proc: subprocess.Popen[str],
+                      timeout: float) -> Request | None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
         for req in list_pending():

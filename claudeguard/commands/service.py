@@ -72,7 +72,8 @@ def _print_status(reply: dict[str, Any], as_json: bool) -> int:
     if as_json:
         print(json.dumps(dict(reply, running=True), indent=2))
         return 0
-    print(f"guard service pid {reply.get('pid')}, version {reply.get('version')}, hooks on 127.0.0.1:{reply.get('port')}"
+    print(f"guard service pid {reply.get('pid')}, version {reply.get('version')}, hooks on "
+          f"127.0.0.1:{reply.get('port')}"
           + (", retiring" if reply.get("retired") else ""))
     sessions = reply.get("sessions") or []
     if not sessions:

@@ -83,7 +83,8 @@ def locate(text: str) -> dict[tuple[Any, ...], int]:
     return found
 
 
-def line_of(found: dict[tuple[Any, ...], int], path: tuple[Any, ...], value: str | None = None, index: int | None = None) -> int | None:
+def line_of(found: dict[tuple[Any, ...], int], path: tuple[Any, ...], value: str | None = None,
+            index: int | None = None) -> int | None:
     """Line of ``path`` (a key) or, given ``value``/``index``, of that array element."""
     if value is not None and index is not None:
         hit = found.get(path + (index, value))

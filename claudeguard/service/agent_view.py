@@ -78,7 +78,8 @@ def session_for(service, reg, body: bytes):  # type: ignore[no-untyped-def]
             known = cli in view.mine
             if not known and cli not in view.strangers:
                 view.strangers.add(cli)
-                print(f"claudeguard service: agent view {view.session_id}: {str(event)[:40]} of CLI session {cli}, which it did not "
+                print(f"claudeguard service: agent view {view.session_id}: {str(event)[:40]} of CLI session {cli}, "
+                      f"which it did not "
                       "dispatch, is decided by the view itself", file=sys.stderr, flush=True)
     if not known:
         return reg.session

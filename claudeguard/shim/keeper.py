@@ -83,6 +83,7 @@ class SessionKeeper:
             return
         self._reported.add(key)
         try:
-            print(f"claudeguard: session dir {self.session_dir} could not be restored: {key}", file=sys.stderr, flush=True)
+            print(f"claudeguard: session dir {self.session_dir} could not be restored: {key}",
+                  file=sys.stderr, flush=True)
         except Exception:  # noqa: BLE001 - stderr may be gone
             pass

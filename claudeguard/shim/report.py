@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from typing import Iterable, Mapping
 
 FAIL_ON_WORDS = ("denied", "timeout", "stall", "asked")
-COUNT_KEYS = ("allowed_by_rule", "denied_by_rule", "asked", "approved_by_human", "denied_by_human", "timed_out", "stalls")
+COUNT_KEYS = ("allowed_by_rule", "denied_by_rule", "asked", "approved_by_human", "denied_by_human",
+              "timed_out", "stalls")
 EXIT_FAIL_ON = 3
 MAX_ANNOTATIONS = 20  # GitHub shows only the first few per step anyway; the rest are counted
 
@@ -214,7 +215,8 @@ class Run:
         if self.stalls is not None:
             stalls = [dict(s) for s in self.stalls]
         else:
-            stalls = [{"time": r.get("time"), "state": r.get("state"), "diagnosis": r.get("summary"), "action": r.get("action")}
+            stalls = [{"time": r.get("time"), "state": r.get("state"), "diagnosis": r.get("summary"),
+                       "action": r.get("action")}
                       for r in rows if r.get("event") == "stall"]
         return {
             "session_id": self.session_id,
@@ -313,7 +315,8 @@ def annotations(report: dict) -> list[str]:
         message = f"{row.get('tool')}: {row.get('summary')}{rule}"
         out.append(f"::warning title={_escape_property(title)}::{_escape_data(message)}")
     for stall in report["stalls"]:
-        out.append(f"::warning title={_escape_property('claudeguard: stall')}::{_escape_data(str(stall.get('diagnosis')))}")
+        out.append(f"::warning "
+                   f"title={_escape_property('claudeguard: stall')}::{_escape_data(str(stall.get('diagnosis')))}")
     if len(out) > MAX_ANNOTATIONS:
         out = out[:MAX_ANNOTATIONS] + [f"::warning title=claudeguard::{len(out) - MAX_ANNOTATIONS} more (see the step summary)"]
     return out
@@ -322,18 +325,21 @@ def annotations(report: dict) -> list[str]:
 def step_summary(report: dict) -> str:
     c = report["counts"]
     lines = [f"### claudeguard: session `{report['session_id']}`", "",
-             f"exit {report['exit_code']} (Claude: {report['child_exit_code']}), {report['duration_s']:.0f} s, CLI {report['cli_version']}", "",
+             f"exit {report['exit_code']} (Claude: {report['child_exit_code']}), {report['duration_s']:.0f} s, CLI "
+             f"{report['cli_version']}", "",
              "| " + " | ".join(COUNT_KEYS) + " |", "|" + "---:|" * len(COUNT_KEYS),
              "| " + " | ".join(str(c[k]) for k in COUNT_KEYS) + " |", ""]
     flagged = [r for r in report["calls"] if r.get("decision") == "deny" or r.get("decided_by") == "timeout"]
     if flagged:
         lines += ["| time | agent | tool | call | decision | by |", "|---|---|---|---|---|---|"]
         lines += [f"| {_cell(r.get('time'))} | {_cell(r.get('agent_type') or 'main')} | {_cell(r.get('tool'))} | "
-                  f"{_cell(r.get('summary'))} | {_cell(r.get('decision'))} | {_cell(r.get('decided_by'))} |" for r in flagged[:100]]
+                  f"{_cell(r.get('summary'))} | {_cell(r.get('decision'))} | {_cell(r.get('decided_by'))} |"
+                  for r in flagged[:100]]
         lines.append("")
     if report["stalls"]:
         lines += ["| time | state | diagnosis | action |", "|---|---|---|---|"]
-        lines += [f"| {_cell(s.get('time'))} | {_cell(s.get('state'))} | {_cell(s.get('diagnosis'))} | {_cell(s.get('action'))} |"
+        lines += [f"| {_cell(s.get('time'))} | {_cell(s.get('state'))} | {_cell(s.get('diagnosis'))} | "
+                  f"{_cell(s.get('action'))} |"
                   for s in report["stalls"]]
         lines.append("")
     return "\n".join(lines) + "\n"

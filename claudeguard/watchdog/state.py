@@ -48,7 +48,8 @@ EXITED = "exited"
 # Tools that run a subagent: while only these are in flight the subagent is waiting on the model.
 AGENT_TOOLS = frozenset({"Agent", "Task"})
 # Kernel states worth naming in evidence.
-ODD_STATES = {"D": "in uninterruptible sleep (disk or NFS)", "T": "stopped (SIGSTOP)", "t": "stopped by a tracer", "Z": "a zombie"}
+ODD_STATES = {"D": "in uninterruptible sleep (disk or NFS)", "T": "stopped (SIGSTOP)", "t": "stopped by a tracer",
+              "Z": "a zombie"}
 
 
 @dataclass(frozen=True)

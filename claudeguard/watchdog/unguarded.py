@@ -193,7 +193,8 @@ def output_write(pid: int) -> float | None:
 
 def gather(pid: int, cmdline: list[str], cwd: str | None, environ: dict[str, str], started: float) -> Evidence:
     ev = Evidence(started=started, output_write=output_write(pid))
-    config_dir = environ.get("CLAUDE_CONFIG_DIR") or (os.path.join(environ["HOME"], ".claude") if environ.get("HOME") else None)
+    config_dir = environ.get("CLAUDE_CONFIG_DIR") or (os.path.join(environ["HOME"], ".claude")
+                                                      if environ.get("HOME") else None)
     if cwd is None or config_dir is None:
         ev.notes.append("transcript unknown (no cwd or HOME)")
         return ev
@@ -328,13 +329,16 @@ def unguarded_sessions(guarded: list[dict[str, Any]], *, stall_after: float = 30
             continue
         ev = gather(p.pid, cmdline, cwd, environ, started)
         interactive = tty is not None and not print_mode(cmdline)
-        look, quiet, threshold = judge(ev, now, interactive=interactive, stall_after=stall_after, tool_stall_after=tool_stall_after)
+        look, quiet, threshold = judge(ev, now, interactive=interactive, stall_after=stall_after,
+                                       tool_stall_after=tool_stall_after)
         row = {"pid": p.pid, "child_pid": None, "guarded": False, "cwd": cwd, "state": "unguarded",
-               "cpu_s": round(t.user + t.system, 2), "tokens": None, "last_activity_s": round(quiet, 1), "pending": None,
+               "cpu_s": round(t.user + t.system, 2), "tokens": None, "last_activity_s": round(quiet, 1),
+               "pending": None,
                "prompt": prompt_words(prompt_of(cmdline)), "tty": tty, "interactive": interactive,
                "age_s": round(max(0.0, now - started), 1), "suspect_hung": False,
                "evidence": {"transcript": ev.transcript,
-                            "transcript_write_s": None if ev.transcript_write is None else round(now - ev.transcript_write, 1),
+                            "transcript_write_s": None
+                            if ev.transcript_write is None else round(now - ev.transcript_write, 1),
                             "output_write_s": None if ev.output_write is None else round(now - ev.output_write, 1),
                             "tool_in_flight": ev.tool, "threshold_s": threshold, "notes": ev.notes}}
         rows.append(row)
