@@ -25,7 +25,8 @@ from pathlib import Path
 EVENT = {"hook_event_name": "PreToolUse", "session_id": "bench", "cwd": "/tmp", "tool_name": "Bash",
          "tool_input": {"command": "git status && rm -rf build"}, "tool_use_id": "toolu_bench",
          "permission_mode": "default"}
-CONFIG = '[permissions]\nallow = ["Bash(git status)", "Bash(git diff *)", "Read"]\ndeny = ["Bash(rm -rf *)", "Read(./.env)"]\nask = ["Bash(git push *)"]\n'
+CONFIG = ('[permissions]\nallow = ["Bash(git status)", "Bash(git diff *)", "Read"]\n'
+          'deny = ["Bash(rm -rf *)", "Read(./.env)"]\nask = ["Bash(git push *)"]\n')
 
 
 def main() -> int:

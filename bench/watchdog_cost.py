@@ -209,7 +209,8 @@ PRODUCER = r"""
 import os, sys, time, json
 rate, seconds, batch_bytes = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 pad = "x" * int(sys.argv[4])
-line_tpl = '{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"%s"}},"ts":%d}\n'
+line_tpl = ('{"type":"stream_event","event":{"type":"content_block_delta","index":0,'
+                '"delta":{"type":"text_delta","text":"%s"}},"ts":%d}\n')
 end = time.monotonic() + seconds
 period = 1.0 / rate
 next_t = time.monotonic()
@@ -252,7 +253,8 @@ def bench_delay(tmp: Path, label: str, rate: float, batch: int, pad: int, second
     sleeper = subprocess.Popen([PY, "-c", "import time; time.sleep(3600)"])
     try:
         for with_monitor in (False, True):
-            m = new_monitor(tmp, sleeper.pid, f"d{label[:3]}{int(with_monitor)}", "stream-json") if with_monitor else None
+            m = (new_monitor(tmp, sleeper.pid, f"d{label[:3]}{int(with_monitor)}", "stream-json")
+                 if with_monitor else None)
             if m is not None:
                 m.start()
             producer = subprocess.Popen([PY, "-c", PRODUCER, str(rate), str(seconds), str(batch), str(pad)],

@@ -83,7 +83,8 @@ def test_sessions_dispatched_from_agent_view_are_guarded(bg_claude, offline_env,
     held = service_sessions(env)
     views = [s for s in held if s["agent_view"] is None]
     assert len(views) == 1 and len(held) == 3, held
-    assert sorted(s["short_id"] for s in held if s["agent_view"] == views[0]["session_id"]) == sorted([short_one, short_two])
+    held_here = [s["short_id"] for s in held if s["agent_view"] == views[0]["session_id"]]
+    assert sorted(held_here) == sorted([short_one, short_two])
     by_session = {r["session_id"]: r["short_id"] for r in rows}
     audit = [json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines()]
     assert [(by_session[r["session_id"]], r["summary"], r["decision"], r["decided_by"]) for r in audit] == [

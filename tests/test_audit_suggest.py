@@ -76,14 +76,17 @@ def test_suggest_groups_counts_and_skips(env):
     assert doc == {"permissions": {"allow": ["Bash(npm test)", "Bash(make a)", "Bash(make b)", "Read(//etc/hosts)"],
                                    "deny": ["Bash(git push --force)"]}}
     lines = out.stdout.splitlines()
-    assert lines[0].startswith("# claudeguardctl audit --suggest: 13 calls asked a human in the whole audit log in 1 session: "
-                               "8 approved, 3 denied, 2 timed out.")
-    assert '    "Bash(npm test)",  # 3 calls: approved 2, timed out 1 (denied by approval.on_timeout); asked by Explore, main' in lines
-    assert '    "Bash(git push --force)",  # 2 calls: denied 1, timed out 1 (denied by approval.on_timeout); asked by main' in lines
+    assert lines[0].startswith("# claudeguardctl audit --suggest: 13 calls asked a human in the whole audit log "
+                               "in 1 session: 8 approved, 3 denied, 2 timed out.")
+    assert ('    "Bash(npm test)",  # 3 calls: approved 2, timed out 1 (denied by approval.on_timeout); '
+            'asked by Explore, main') in lines
+    assert ('    "Bash(git push --force)",  # 2 calls: denied 1, timed out 1 (denied by approval.on_timeout); '
+            'asked by main') in lines
     text = out.stdout
     assert "# not suggested, answered both ways: Bash(curl x)" in text
     assert "# not suggested, cannot be split safely into rules: 1 call: Bash: eval $x" in text
-    assert "# not suggested, a compound command denied as a whole (which part was refused is unknown): 1 call: Bash: ls && rm -rf build" in text
+    assert ("# not suggested, a compound command denied as a whole (which part was refused is unknown): "
+            "1 call: Bash: ls && rm -rf build") in text
     assert "# not suggested, logged without its rules (by an older claudeguard): 1 call: Bash: old" in text
     assert "asked because of the ask rule Bash(echo *) (config.toml:3)" in text
     assert not user_file(env).exists()  # listing writes nothing
@@ -105,8 +108,10 @@ def test_since_and_session_filter(env):
     write_log(env, [row("Bash: a1", ["Bash(a1)"], age_s=3 * 3600), row("Bash: a2", ["Bash(a2)"], age_s=600),
                     row("Bash: a3", ["Bash(a3)"], age_s=30, session="otherbbbb2222333")])
     assert tomllib.loads(run(env, "--since", "1h").stdout)["permissions"]["allow"] == ["Bash(a2)", "Bash(a3)"]
-    assert tomllib.loads(run(env, "--since", "1h30m", "--session", "sessaaaa").stdout)["permissions"]["allow"] == ["Bash(a2)"]
-    assert tomllib.loads(run(env, "--since", "4h").stdout)["permissions"]["allow"] == ["Bash(a1)", "Bash(a2)", "Bash(a3)"]
+    recent = run(env, "--since", "1h30m", "--session", "sessaaaa").stdout
+    assert tomllib.loads(recent)["permissions"]["allow"] == ["Bash(a2)"]
+    assert tomllib.loads(run(env, "--since", "4h").stdout)["permissions"]["allow"] == ["Bash(a1)", "Bash(a2)",
+                                                                                      "Bash(a3)"]
     assert tomllib.loads(run(env, "--since", "20s").stdout) == {}
     # The plain listing takes the same filters.
     listed = ctl(env, "audit", "--json", "--since", "15m")
@@ -118,7 +123,8 @@ def test_bad_since_is_one_line_and_exit_2(env, since):
     write_log(env, MIXED)
     out = run(env, "--since", since, "--apply")
     assert out.returncode == 2 and out.stdout == ""
-    assert out.stderr.startswith("claudeguardctl") and "--since" in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith("claudeguardctl") and "--since" in out.stderr, out.stderr
+    assert out.stderr.count("\n") == 1, out.stderr
     assert not user_file(env).exists()
 
 

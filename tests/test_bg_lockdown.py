@@ -192,7 +192,8 @@ def test_respawn_and_attach_of_a_real_bypass_session_are_refused(bg_claude, mode
         proc = _run(argv, guarded, offline_env.cwd)
         assert proc.returncode == 2, (argv, proc.stderr)
         assert proc.stderr.count("\n") == 1
-        assert f"{launch.short_id} is refused: that background session was started with --dangerously-skip-permissions" in proc.stderr
+        assert (f"{launch.short_id} is refused: that background session was started with "
+                "--dangerously-skip-permissions") in proc.stderr
         assert bg.daemon_pid(cfg) is None and bg.live_processes(env) == []
         assert live_services(short_runtime) == []
         assert not bg.socket_dir(cfg).exists()
@@ -238,7 +239,8 @@ def test_agent_view_with_the_service_runs_guarded_under_lockdown(tmp_path, offli
                                                         for r in deny[1:])  # + the guard's own files
     assert settings["hooks"]["Stop"][0]["hooks"][0] == {"type": "command", "command": "true"}  # the caller's kept
     [hook] = settings["hooks"]["PreToolUse"][0]["hooks"]
-    assert hook["type"] == "http" and hook["headers"]["Authorization"].startswith("Bearer ") and "$" not in hook["headers"]["Authorization"]
+    auth = hook["headers"]["Authorization"]
+    assert hook["type"] == "http" and auth.startswith("Bearer ") and "$" not in auth
     assert hook["headers"]["Authorization"][7:] not in " ".join(argv)  # the secret is in the file, not in argv
 
 

@@ -121,7 +121,8 @@ def test_a_hung_bg_session_is_flagged_then_killed_alone(bg_claude, offline_env, 
         raise AssertionError(f"not killed; ps: {ctl(env, 'ps', '--json').stdout}") from None
     assert process_start(daemon) is not None
     stalls = [r for r in audit(env) if r.get("event") == "stall"]
-    assert [(r["session_id"], r["decided_by"], r["action"]) for r in stalls] == [(held["session_id"], "watchdog", "kill")], stalls
+    assert [(r["session_id"], r["decided_by"], r["action"]) for r in stalls] == [
+        (held["session_id"], "watchdog", "kill")], stalls
     # the session is gone: the service forgets it
     wait_until(lambda: not any(s["short_id"] == short for s in service_status(env)["sessions"]),
                what="the service to drop it")
@@ -149,8 +150,9 @@ def test_a_restarted_service_adopts_a_running_bg_session(bg_claude, offline_env,
     try:
         req = wait_pending(env, lambda r: "touch adopted.txt" in r["summary"], timeout=30)
     except AssertionError:
+        log = Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "service" / "service.log"
         raise AssertionError(f"{bg.job_state(bg.config_dir(env), short)} {service_status(env)} {audit(env)} "
-                             f"{(Path(env['CLAUDEGUARD_RUNTIME_DIR']) / 'service' / 'service.log').read_text()}") from None
+                             f"{log.read_text()}") from None
     assert not (offline_env.cwd / "adopted.txt").exists()
     assert ctl(env, "approve", req["id"]).returncode == 0
     wait_until(lambda: (offline_env.cwd / "adopted.txt").exists(), what="the approved call to run")

@@ -446,7 +446,8 @@ def test_stale_doorbell_of_a_dead_console_is_removed(chan):
 
 def test_notify_runs_detached_with_placeholders(chan, tmp_path):
     out = tmp_path / "notified"
-    script = "import os,sys; open(sys.argv[1],'w').write(str(os.getpid())+' '+str(os.getsid(0)==os.getpid())+' '+sys.argv[2])"
+    script = ("import os,sys; "
+              "open(sys.argv[1],'w').write(str(os.getpid())+' '+str(os.getsid(0)==os.getpid())+' '+sys.argv[2])")
     pending = post(agent_type="Explore",
                    notify=[sys.executable, "-c", script, str(out), "{id}|{tool}|{session}|{agent}|{summary}|{other}"])
     try:

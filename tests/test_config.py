@@ -171,7 +171,8 @@ def test_starter_loads_and_refuses_overwrite(env):
 
 def test_add_rule_keeps_comments_and_layout(env):
     user, project = env
-    user.write_text('# my notes\n[permissions]  # inline\nallow = ["Read"]  # keep me\n\n[approval]\ntimeout = 5 # five\n')
+    user.write_text('# my notes\n[permissions]  # inline\nallow = ["Read"]  # keep '
+                    'me\n\n[approval]\ntimeout = 5 # five\n')
     assert add_rule(user, "allow", "Bash(npm test)") is True
     text = user.read_text()
     assert "# my notes" in text and "# inline" in text and "timeout = 5 # five" in text

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
-from tests.shim_helpers import Approver, ctl, guarded_env, pending, results_of, run_guarded, wait_pending, write_user_config
+from tests.shim_helpers import (
+    Approver, ctl, guarded_env, pending, results_of, run_guarded, wait_pending, write_user_config,
+)
 
 
 def py_write(name: str) -> dict:

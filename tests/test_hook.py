@@ -116,7 +116,8 @@ def test_audit_line_per_decision(env, tmp_path):
     lines = (tmp_path / "log" / "audit.jsonl").read_text().splitlines()
     event = json.loads(lines[-1])
     assert event["decision"] == "deny" and event["decided_by"] == "rule" and event["rule"] == "Bash(rm *)"
-    assert event["tool"] == "Bash" and event["summary"].startswith("Bash: rm -rf /") and len(event["input_digest"]) == 16
+    assert event["tool"] == "Bash" and event["summary"].startswith("Bash: rm -rf /")
+    assert len(event["input_digest"]) == 16
 
 
 def test_an_answer_is_reused_once_by_the_second_asker_of_the_same_call(tmp_path):

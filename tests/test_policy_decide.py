@@ -84,7 +84,8 @@ def test_bash_parts_each_have_their_decision() -> None:
     d = run(spec, "Bash", bash("ls && git push"))
     assert d.decision == "ask" and d.rule == "Bash(git push *)"
     d = run(spec, "Bash", bash("ls && cat x"))
-    assert d.decision == "allow" and d.rule == "Bash(ls *)" and {p.rule for p in d.parts} == {"Bash(ls *)", "Bash(cat *)"}
+    assert d.decision == "allow" and d.rule == "Bash(ls *)"
+    assert {p.rule for p in d.parts} == {"Bash(ls *)", "Bash(cat *)"}
 
 
 def test_path_rules_are_anchored_at_their_config_files_directory() -> None:
@@ -205,10 +206,12 @@ def test_grant_rules_for_call() -> None:
     assert grant_rules_for_call("Bash", bash("eval x"), cwd=CWD) == []
     assert grant_rules_for_call("Bash", bash(""), cwd=CWD) == []
     assert grant_rules_for_call("Read", {"file_path": "/etc/passwd"}, cwd=CWD) == ["Read(//etc/passwd)"]
-    assert grant_rules_for_call("Write", {"file_path": "src/a.py", "content": "x"}, cwd=CWD) == ["Edit(//work/repo/src/a.py)"]
+    write = {"file_path": "src/a.py", "content": "x"}
+    assert grant_rules_for_call("Write", write, cwd=CWD) == ["Edit(//work/repo/src/a.py)"]
     assert grant_rules_for_call("Edit", {"file_path": "/work/repo/../x[1].py"}, cwd=CWD) == ["Edit(//work/x\\[1\\].py)"]
     assert grant_rules_for_call("NotebookEdit", {"notebook_path": "/n.ipynb"}, cwd=CWD) == ["Edit(//n.ipynb)"]
-    assert grant_rules_for_call("WebFetch", {"url": "https://Docs.Example.com/a"}, cwd=CWD) == ["WebFetch(domain:docs.example.com)"]
+    fetch = {"url": "https://Docs.Example.com/a"}
+    assert grant_rules_for_call("WebFetch", fetch, cwd=CWD) == ["WebFetch(domain:docs.example.com)"]
     assert grant_rules_for_call("WebFetch", {"url": "https://a.b\\@c.d/"}, cwd=CWD) == []
     assert grant_rules_for_call("mcp__github__create_issue", {"title": "x"}, cwd=CWD) == ["mcp__github__create_issue"]
     assert grant_rules_for_call("Agent", {"subagent_type": "Explore"}, cwd=CWD) == ["Agent"]

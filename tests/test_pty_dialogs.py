@@ -121,7 +121,8 @@ TRUST_197 = screen(f"""
  Enter to confirm · Esc to cancel
 """)
 
-TRUST_330 = [line.replace("❯ 1. Yes, I trust this folder", "❯ No, exit").replace("  2. No, exit", "  Yes, I trust this folder")
+TRUST_330 = [line.replace("❯ 1. Yes, I trust this folder", "❯ No, exit").replace("  2. No, exit", "  Yes, I "
+                                                                                                  "trust this folder")
              for line in TRUST_197]
 
 BYPASS_197 = screen(f"""
@@ -507,7 +508,8 @@ def test_a_dialog_waits_idle_then_is_posted_and_the_answer_is_typed(rig, tmp_pat
     clock.advance(0.2)
     router.step()
     [(kw, pending)] = channel.posted
-    assert kw["kind"] == "dialog" and kw["tool"] == "dialog:trust" and kw["choices"] == ["Yes, I trust this folder", "No, exit"]
+    assert kw["kind"] == "dialog" and kw["tool"] == "dialog:trust"
+    assert kw["choices"] == ["Yes, I trust this folder", "No, exit"]
     assert kw["input"]["title"] == "Trust this folder?" and "/home/user/new-folder" in kw["input"]["text"]
     assert kw["extra"] == {"via": "screen", "dialog": "trust"} and kw["session_id"] == "s1"
     assert router.state()["request"] == "r0" and router.state()["dialog"] == "Trust this folder?"

@@ -194,7 +194,8 @@ def test_finish_writes_the_report_and_applies_the_policy(log, tmp_path, capsys, 
     assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["log", "r.json"]  # no temp file left
     err = capsys.readouterr().err.splitlines()
-    assert err == ["claudeguard: session s1: 2 calls denied by rule, 1 call denied by a human, 2 calls timed out unanswered; "
+    assert err == ["claudeguard: session s1: 2 calls denied by rule, 1 call denied by a human, 2 calls timed "
+                   "out unanswered; "
                    "exit 3 (--guard-fail-on denied) (claudeguardctl audit --json for details)"]
 
 

@@ -84,7 +84,8 @@ def test_report_counts_every_kind_of_decision_and_fail_on_exits_3(real_claude, c
     # One line for cron's mail, and nothing else of ours on stderr.
     ours = [line for line in proc.stderr.splitlines() if line.startswith("claudeguard:")]
     assert ours == [f"claudeguard: session {report['session_id']}: 1 call denied by rule, 1 call denied by a human, "
-                    "1 call timed out unanswered; exit 3 (--guard-fail-on timeout) (claudeguardctl audit --json for details)"]
+                    "1 call timed out unanswered; exit 3 (--guard-fail-on timeout) (claudeguardctl audit "
+                    "--json for details)"]
 
 
 def test_a_clean_run_exits_0_with_every_fail_on_word_from_the_environment(real_claude, offline_env, model_server):

@@ -152,7 +152,8 @@ def test_an_older_root_still_in_use_is_named(shared_tmp, tmp_path):
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": str(tmp_path / "run-user")}
     out = _ctl_at(shared_tmp, env, "pending")
     assert out.returncode == 0 and out.stdout == "no pending requests\n"
-    assert out.stderr == (f"claudeguardctl: note: {tmp_path / 'run-user' / 'claudeguard'} holds sessions or requests of an older "
+    assert out.stderr == (f"claudeguardctl: note: {tmp_path / 'run-user' / 'claudeguard'} holds sessions or "
+                          f"requests of an older "
                           f"claudeguard (default then: $XDG_RUNTIME_DIR/claudeguard); see them with "
                           f"CLAUDEGUARD_RUNTIME_DIR={tmp_path / 'run-user' / 'claudeguard'}\n")
     (old / "abcdefabcdefabcd.json").unlink()

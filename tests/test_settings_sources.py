@@ -55,7 +55,8 @@ def place(tmp_path):
         srcs = ss.sources(args, str(work), dict(env, **(extra_env or {})), str(managed))
         return [(f.source, f.key, f.action) for f in ss.findings(args, srcs, mode_chosen=mode)]
 
-    def check(*argv: str, lockdown: bool = False, override: bool = False, mode: str | None = None, extra_env: dict | None = None):  # type: ignore[no-untyped-def]
+    def check(*argv: str, lockdown: bool = False, override: bool = False, mode: str | None = None,  # type: ignore[no-untyped-def]
+              extra_env: dict | None = None):
         cfg = FakeConfig(_Locked(lockdown), {"security.allow_settings_override": override, "permissions.mode": mode})
         return ss.check(parse_claude_args(list(argv) or ["-p", "x"]), cfg, str(work),
                         dict(env, **(extra_env or {})), str(managed))

@@ -87,7 +87,9 @@ def test_every_kind_of_session_is_refused(real_claude, offline_env, model_server
     path, _ = place("local", env, offline_env.cwd, OFF)
     proc = run_claude(GUARD + argv, env, offline_env.cwd, timeout=60)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert proc.stderr == f"claudeguard: {path}: disableAllHooks: silences every hook the guard registers: refused by lockdown ({Path(env['XDG_CONFIG_HOME']) / 'claudeguard' / 'config.toml'}:2)\n"
+    config = Path(env["XDG_CONFIG_HOME"]) / "claudeguard" / "config.toml"
+    assert proc.stderr == (f"claudeguard: {path}: disableAllHooks: silences every hook the guard registers: "
+                           f"refused by lockdown ({config}:2)\n")
     assert server.requests() == []
 
 
@@ -101,7 +103,8 @@ def test_opt_out_runs_and_the_cli_really_silences_the_guard(real_claude, offline
     # hooks the caller's own --allowedTools lets the main agent's Write run, and the scribe's too.
     proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN go", *extra, "--allowedTools", "Write")
     assert proc.returncode == 0, proc.stderr
-    assert f"claudeguard: warning: {path}: disableAllHooks: silences every hook the guard registers (allowed by security.allow_settings_override)\n" in proc.stderr
+    assert (f"claudeguard: warning: {path}: disableAllHooks: silences every hook the guard registers "
+            "(allowed by security.allow_settings_override)\n") in proc.stderr
     assert scribe.exists()
 
 
@@ -143,7 +146,8 @@ def test_doctor_reports_each_source(real_claude, offline_env, model_server, run_
     proc = run_claude(CTL + ["doctor"], env, offline_env.cwd, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"user {user} (loaded); project {project} (loaded)" in proc.stdout
-    assert f"FAIL  Claude settings: {project}: disableAllHooks: silences every hook the guard registers: claudeguard refuses to start here\n" in proc.stdout
+    assert (f"FAIL  Claude settings: {project}: disableAllHooks: silences every hook the guard registers: "
+            "claudeguard refuses to start here\n") in proc.stdout
     assert f"FAIL  Claude settings: {user}: allowedHttpHookUrls: blocks the guard's HTTP hooks" in proc.stdout
     assert "ok    hooks fire" in proc.stdout  # its probe runs in a directory of its own
 
@@ -261,8 +265,9 @@ def test_a_settings_file_written_by_bash_stops_the_session(real_claude, offline_
     proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN go")
     assert target.exists()  # Bash wrote it: no rule can see every shell write
     assert proc.returncode != 0
-    assert (f"claudeguard: {target}: disableAllHooks: silences every hook the guard registers: refused (set [security] "
-            "allow_settings_override = true to run anyway); written during the session: stopping the CLI\n") in proc.stderr
+    assert (f"claudeguard: {target}: disableAllHooks: silences every hook the guard registers: refused "
+            "(set [security] allow_settings_override = true to run anyway); written during the session: "
+            "stopping the CLI\n") in proc.stderr
     assert not scribe.exists()
 
 

@@ -86,7 +86,8 @@ def test_ask_rules_stay_out_of_the_cli_and_allow_rules_of_their_tools_too(tmp_pa
     # The CLI's own copy of an ask rule would ask a second time after the hook's human answer;
     # an allow rule of the same tool would let an ask call run unanswered if the hook failed.
     argv = _argv(tmp_path, '[permissions]\nallow = ["Bash(git *)", "Read", "Write", "mcp__gh__list", "mcp__db"]\n'
-                           'ask = ["Bash(git push *)", "Edit(./src/**)", "mcp__gh"]\ndeny = ["Bash(rm *)"]\n', "-p", "x")
+                           'ask = ["Bash(git push *)", "Edit(./src/**)", "mcp__gh"]\ndeny = ["Bash(rm *)"]\n',
+                 "-p", "x")
     settings = json.loads(next(a for a in argv if a.startswith("--settings=")).split("=", 1)[1])
     assert "permissions" not in settings
     assert [a for a in argv if a.startswith("--allowedTools=")] == ["--allowedTools=Read,mcp__db"]

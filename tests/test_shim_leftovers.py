@@ -21,7 +21,8 @@ print(tool.pid, flush=True)
 sys.stdin.read()
 """
 TOOL = "import time\nwhile True: time.sleep(1)"
-STUBBORN = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\nwhile True: time.sleep(1)"
+STUBBORN = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\n"
+            "while True: time.sleep(1)")
 
 
 @pytest.fixture

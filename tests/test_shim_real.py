@@ -257,7 +257,8 @@ def test_recursion_token_stops_a_guard_started_by_a_guard(offline_env, run_claud
 
 def _argv_printer(tmp_path: Path) -> Path:
     fake = tmp_path / "print-argv"
-    fake.write_text(f"#!{os.sys.executable}\nimport json, os, sys\nprint(json.dumps({{'argv': sys.argv[1:], 'session': os.environ.get('CLAUDEGUARD_SESSION')}}))\n")
+    fake.write_text(f"#!{os.sys.executable}\nimport json, os, sys\n"
+                    "print(json.dumps({'argv': sys.argv[1:], 'session': os.environ.get('CLAUDEGUARD_SESSION')}))\n")
     fake.chmod(0o755)
     return fake
 

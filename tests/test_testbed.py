@@ -52,7 +52,8 @@ def _messages(prompt: str, *, results: int = 0, reminder_after: bool = True) -> 
     return msgs
 
 
-def _post(server: ModelServer, body: dict, path: str = "/v1/messages?beta=true") -> tuple[int, list[tuple[str, dict]] | dict]:
+def _post(server: ModelServer, body: dict,
+          path: str = "/v1/messages?beta=true") -> tuple[int, list[tuple[str, dict]] | dict]:
     """POST and return (status, SSE events) for streams, (status, JSON) otherwise."""
     conn = _conn(server)
     try:

@@ -103,7 +103,8 @@ def test_print_mode(argv, expected):
 ])
 def test_last_tool_in_flight(tmp_path, records, expected):
     path = tmp_path / "t.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in records) + '{"type": "assistant", "mess')  # a line being written
+    being_written = '{"type": "assistant", "mess'
+    path.write_text("".join(json.dumps(r) + "\n" for r in records) + being_written)
     assert ug.last_tool_in_flight(str(path)) == expected
 
 
@@ -151,7 +152,8 @@ def test_unguarded_claude_is_listed_and_a_guarded_one_is_not(rt, tmp_path, fake,
     assert row["guarded"] is False and row["child_pid"] is None and row["cwd"] == str(tmp_path / "work")
     assert row["prompt"] == "summarize the logs from yesterday"
     assert row["suspect_hung"] is False and row["state"] == "unguarded"  # quiet for seconds, not 300
-    assert row["evidence"]["threshold_s"] == 300 and row["evidence"]["notes"] == ["no transcript written since it started"]
+    assert row["evidence"]["threshold_s"] == 300 and row["evidence"]["notes"] == ["no transcript written "
+                                                                                  "since it started"]
     assert 0 <= row["last_activity_s"] < 60
 
 
@@ -164,7 +166,8 @@ def test_a_cli_that_worked_then_went_quiet_is_flagged(rt, tmp_path, fake, procs)
     assert row["cpu_s"] >= 0.5 and row["cpu_s"] / row["age_s"] > 0.05
     assert row["suspect_hung"] is True and row["state"] == "suspect-hung", (row["evidence"],
                                                                             row["last_activity_s"], row["age_s"])
-    assert row["diagnosis"].startswith("no progress for ") and "it started, with no transcript write since" in row["diagnosis"]
+    assert row["diagnosis"].startswith("no progress for ")
+    assert "it started, with no transcript write since" in row["diagnosis"]
     assert row["evidence"]["window_s"] == 0.3 and row["evidence"]["window_cpu_s"] < 0.1
     assert row_of(proc.pid, stall_after=60)["suspect_hung"] is False  # the configured threshold decides
 

@@ -49,7 +49,8 @@ def test_a_silent_stream_is_flagged_after_stall_after(real_claude, offline_env, 
         young = row_of(env, proc.pid, "--stall-after", "30")
         assert young["guarded"] is False and young["suspect_hung"] is False and young["tty"] is None
         transcript = young["evidence"]["transcript"]
-        assert transcript and transcript.startswith(str(offline_env.home / ".claude" / "projects")) and transcript.endswith(".jsonl")
+        assert transcript and transcript.startswith(str(offline_env.home / ".claude" / "projects"))
+        assert transcript.endswith(".jsonl")
         assert young["evidence"]["threshold_s"] == 30 and young["evidence"]["tool_in_flight"] is None
         row = wait_row(env, proc.pid, lambda r: r["suspect_hung"], "--stall-after", "3")
         assert row["suspect_hung"] is True and row["state"] == "suspect-hung", row

@@ -104,7 +104,8 @@ def test_kill_action_leaves_no_process_of_the_tree(env, tmp_path, procs, monitor
 
 
 def test_interrupt_action_sends_sigint(env, procs, monitors):
-    code = "import time\ntry:\n    print('up', flush=True)\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    raise SystemExit(7)\n"
+    code = ("import time\ntry:\n    print('up', flush=True)\n    time.sleep(60)\n"
+            "except KeyboardInterrupt:\n    raise SystemExit(7)\n")
     child = subprocess.Popen([PY, "-c", code], stdout=subprocess.PIPE, text=True)
     procs.append(child)
     assert child.stdout.readline() == "up\n"

@@ -26,10 +26,13 @@ MSG_START = ('{"type":"stream_event","event":{"type":"message_start","message":{
 DELTA = ('{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta",'
          '"text":"all good"}},"session_id":"%s","parent_tool_use_id":null,"uuid":"u2"}' % SID)
 MSG_DELTA = ('{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"tool_use",'
-             '"stop_sequence":null},"usage":{"output_tokens":24}},"session_id":"%s","parent_tool_use_id":null,"uuid":"u3"}' % SID)
-MSG_STOP = '{"type":"stream_event","event":{"type":"message_stop"},"session_id":"%s","parent_tool_use_id":null,"uuid":"u4"}' % SID
-ASSISTANT = ('{"type":"assistant","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-opus-4-8",'
-             '"content":[{"type":"tool_use","id":"toolu_01","name":"Bash","input":{"command":"echo hi; sleep 1",'
+             '"stop_sequence":null},"usage":{"output_tokens":24}},"session_id":"%s","parent_tool_use_id":null,'
+             '"uuid":"u3"}' % SID)
+MSG_STOP = ('{"type":"stream_event","event":{"type":"message_stop"},"session_id":"%s","parent_tool_use_id":null,'
+            '"uuid":"u4"}' % SID)
+ASSISTANT = ('{"type":"assistant","message":{"id":"msg_01","type":"message","role":"assistant",'
+             '"model":"claude-opus-4-8","content":[{"type":"tool_use","id":"toolu_01","name":"Bash",'
+             '"input":{"command":"echo hi; sleep 1",'
              '"description":"say hi"}}],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":4420,'
              '"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"context_management":null},'
              '"parent_tool_use_id":null,"session_id":"%s","uuid":"u5"}' % SID)
@@ -43,10 +46,12 @@ RESULT = ('{"duration_api_ms":131,"stop_reason":"end_turn","session_id":"%s","to
           '"server_tool_use":{"web_search_requests":0}},"permission_denials":[],"is_error":false,"num_turns":4,'
           '"subtype":"success","result":"all good","type":"result","uuid":"u7"}' % SID)
 TASK_STARTED = ('{"type":"system","subtype":"task_started","task_id":"t1","tool_use_id":"toolu_02",'
-                '"description":"watch logs","subagent_type":"general-purpose","is_backgrounded":true,"session_id":"%s"}' % SID)
+                '"description":"watch logs","subagent_type":"general-purpose","is_backgrounded":true,'
+                '"session_id":"%s"}' % SID)
 TASK_DONE = ('{"type":"system","subtype":"task_notification","task_id":"t1","tool_use_id":"toolu_02",'
              '"status":"completed","output_file":"","summary":"done","session_id":"%s"}' % SID)
-CONTROL = '{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{}}}'
+CONTROL = ('{"type":"control_request","request_id":"r1",'
+           '"request":{"subtype":"can_use_tool","tool_name":"Bash","input":{}}}')
 
 
 def summ(line: str, ctx: Context | None = None):

@@ -23,8 +23,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("id",
                         help="the request id from `claudeguardctl pending` (a unique prefix of 6+ characters will do)")
     parser.add_argument("--scope", choices=SCOPES, default="once",
-                        help=f"once (default): this call only; agent: also {word} this call for the asking agent type in this "
-                             f"session; session: for every agent of the session; forever: also write the {word} rule into "
+                        help=f"once (default): this call only; agent: also {word} this call for the asking "
+                             f"agent type in this "
+                             f"session; session: for every agent of the session; forever: also write the "
+                             f"{word} rule into "
                              "the config file (comments and layout kept)")
     if verb == "deny":
         parser.add_argument("--message", "-m",

@@ -46,7 +46,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--suggest", action="store_true",
                    help="print the rules that would have decided the asked calls, with counts")
     p.add_argument("--apply", action="store_true",
-                   help="with --suggest: write the suggested rules into the user config (comments and layout kept, no duplicates)")
+                   help="with --suggest: write the suggested rules into the user config (comments and layout kept, "
+                        "no duplicates)")
     p.add_argument("--file", metavar="FILE", help="with --apply: the config file to write instead of the user file")
     p.add_argument("--broader", action="store_true",
                    help="with --apply: write the offered Bash prefix rules instead of the narrow rules they cover")

@@ -141,7 +141,8 @@ class Suggestions:
     sessions: set[str | None] = field(default_factory=set)
 
 
-def asked_calls(events: Iterable[dict[str, Any]], *, since: float | None = None, session: str | None = None) -> list[dict[str, Any]]:
+def asked_calls(events: Iterable[dict[str, Any]], *, since: float | None = None,
+                session: str | None = None) -> list[dict[str, Any]]:
     """The audit lines of calls a human answered or that timed out, one per request."""
     seen: set[Any] = set()
     out = []
@@ -183,7 +184,8 @@ def suggest(events: list[dict[str, Any]], present: set[str] | None = None) -> Su
             continue
         if event["decision"] == "allow" and event.get("ask_rule"):
             # deny > ask > allow: an allow rule would not have decided it; the ask rule did.
-            why = f"asked because of the ask rule {event['ask_rule']} ({event.get('ask_source') or '?'}), which an allow rule does not override"
+            why = (f"asked because of the ask rule {event['ask_rule']} ({event.get('ask_source') or '?'}), "
+                   "which an allow rule does not override")
             out.skipped.setdefault(why, []).append(summary)
             continue
         if event["decision"] == "deny" and len(rules) > 1:
@@ -294,7 +296,8 @@ def render_toml(s: Suggestions, *, scope: str, target: Path) -> str:
         lines.append("# no new rules to suggest")
     if s.broader:
         lines.append("")
-        lines.append("# Broader prefix rules, offered as such (`--apply --broader` writes each instead of the rules it covers):")
+        lines.append("# Broader prefix rules, offered as such (`--apply --broader` writes each instead of the "
+                     "rules it covers):")
         for b in s.broader:
             lines.append(f"# allow = [{_toml_string(b.rule)}]  # covers {', '.join(b.covers)}: {b.calls} calls")
     if s.present:
@@ -368,6 +371,6 @@ def run(args: argparse.Namespace) -> int:
     added = add_rules(target, {"allow": allow, "deny": [(st.rule, st.note()) for st in s.deny]})
     total = sum(len(v) for v in added.values())
     detail = ", ".join(f"{kind} {len(v)}" for kind, v in added.items() if v)
-    print(f"{'added ' + str(total) + ' rule' + ('s' if total != 1 else '') + ' (' + detail + ')' if total else 'nothing to add'}"
-          f" to [permissions] in {target}", file=sys.stderr)
+    what = f"added {total} rule{'s' if total != 1 else ''} ({detail})" if total else "nothing to add"
+    print(f"{what} to [permissions] in {target}", file=sys.stderr)
     return 0

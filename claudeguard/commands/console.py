@@ -35,7 +35,8 @@ def _render(requests: list[Any], current: int, note: str) -> str:
         short = (req.extra or {}).get("cli_short_id")
         if short:  # a --bg session: the id `claude agents` shows
             agent = f"bg {short} {agent}"
-        lines.append(f"{mark} {req.id}  {agent:18.18} {req.summary[:90]}  ({req.age_s:.0f}s, {req.deadline_s:.0f}s left)")
+        lines.append(f"{mark} {req.id}  {agent:18.18} {req.summary[:90]}  ({req.age_s:.0f}s, "
+                     f"{req.deadline_s:.0f}s left)")
     lines += ["", note]
     return "\r\n".join(lines)
 

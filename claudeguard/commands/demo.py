@@ -63,7 +63,8 @@ def _find_cli() -> str:
 
     path = cli_path(DEMO_CLI_VERSION)
     if path is None:
-        print(f"No `claude` found: installing Claude Code {DEMO_CLI_VERSION} with npm into {cli_root()} (one time) ...", flush=True)
+        print(f"No `claude` found: installing Claude Code {DEMO_CLI_VERSION} with npm into {cli_root()} (one time) ...",
+              flush=True)
         path = install_cli(DEMO_CLI_VERSION)
     return str(path)
 
@@ -115,7 +116,8 @@ def main(argv: list[str]) -> int:
             _step("A background subagent is waiting for approval in the channel (claudeguardctl pending):")
             print(f"    id       {request.id}\n    session  {request.session_id}\n    agent    {request.agent_type} "
                   f"({request.agent_id})\n"
-                  f"    tool     {request.tool}\n    summary  {request.summary}\n    deadline {request.deadline_s:.0f} s")
+                  f"    tool     {request.tool}\n    summary  {request.summary}\n    deadline "
+                  f"{request.deadline_s:.0f} s")
             decision = _ask(request, args.auto_after, args.deny)
             from claudeguard.commands.answer import answer_request
 
@@ -137,7 +139,8 @@ def main(argv: list[str]) -> int:
             print(f"    the subagent's command did not run ({REPORT} was not written)")
         session = request.session_id
         events = [e for e in audit.read_events() if e.get("session_id") == session]
-        print(f"    audit log: {audit.audit_path()}  ({len(events)} decisions for this session; `claudeguardctl audit`)")
+        print(f"    audit log: {audit.audit_path()}  "
+              f"({len(events)} decisions for this session; `claudeguardctl audit`)")
         for event in events:
             print(f"      {event.get('decision'):5} by {event.get('decided_by'):7} "
                   f"{event.get('agent_type') or 'main':16} {event.get('summary')}")

@@ -33,7 +33,8 @@ def main(argv: list[str]) -> int:
     parser = command_parser("pending",
                             epilog="An id may be shortened to a unique prefix of 6 or more characters when answering.")
     parser.add_argument("--json", action="store_true",
-                        help="a JSON list: id, session_id, agent_type, agent_id, tool, input (full), summary, age_s, deadline_s")
+                        help="a JSON list: id, session_id, agent_type, agent_id, tool, input (full), summary, "
+                             "age_s, deadline_s")
     args = parser.parse_args(argv[1:])
     from claudeguard.channel import list_pending
 

@@ -23,7 +23,8 @@ def main(argv: list[str]) -> int:
     parser = command_parser("service")
     parser.add_argument("action", choices=("status", "start", "stop"),
                         help="status: pid, version, hook port and sessions (exit 1 when none runs); start: start it "
-                             "now instead of at the first launch; stop: ask it to exit (its sessions' hooks go unanswered)")
+                             "now instead of at the first launch; stop: ask it to exit (its sessions' hooks "
+                             "go unanswered)")
     parser.add_argument("--json", action="store_true", help="print the status as JSON")
     args = parser.parse_args(argv[1:])
     from claudeguard.service import client, files

@@ -59,4 +59,5 @@ def project_root(cwd: str) -> str:
 
 def any_config(cwd: str) -> bool:
     """Is there any config file (or CLAUDEGUARD_CONFIG) to read at all?"""
-    return bool(os.environ.get("CLAUDEGUARD_CONFIG")) or os.path.exists(user_config_file()) or project_config_file(cwd) is not None
+    return (bool(os.environ.get("CLAUDEGUARD_CONFIG")) or os.path.exists(user_config_file())
+            or project_config_file(cwd) is not None)

@@ -49,7 +49,8 @@ def run_background(real: str, args, cfg, cwd: Path, session_id: str, end=None) -
     from claudeguard.shim.command import HttpHooks, build_plan, session_snapshot
 
     if os.environ.get("CLAUDEGUARD_SERVICE", "1") == "0":
-        raise UsageError("--bg needs the guard service (CLAUDEGUARD_SERVICE=0): the session would outlive every guard; refused")
+        raise UsageError("--bg needs the guard service (CLAUDEGUARD_SERVICE=0): the session would outlive every "
+                         "guard; refused")
     session_dir = runtime_dir("sessions", session_id)
     token = os.urandom(24).hex()
     registration = None

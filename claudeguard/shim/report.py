@@ -276,7 +276,8 @@ def summary_line(report: dict, hits: list[str]) -> str | None:
         parts.append(_plural(c["stalls"], "stall"))
     if not parts:
         return None
-    tail = f"; exit {EXIT_FAIL_ON} (--guard-fail-on {','.join(hits)})" if hits and report["exit_code"] == EXIT_FAIL_ON else ""
+    failed = hits and report["exit_code"] == EXIT_FAIL_ON
+    tail = f"; exit {EXIT_FAIL_ON} (--guard-fail-on {','.join(hits)})" if failed else ""
     return f"session {report['session_id']}: {', '.join(parts)}{tail} (claudeguardctl audit --json for details)"
 
 
@@ -318,7 +319,8 @@ def annotations(report: dict) -> list[str]:
         out.append(f"::warning "
                    f"title={_escape_property('claudeguard: stall')}::{_escape_data(str(stall.get('diagnosis')))}")
     if len(out) > MAX_ANNOTATIONS:
-        out = out[:MAX_ANNOTATIONS] + [f"::warning title=claudeguard::{len(out) - MAX_ANNOTATIONS} more (see the step summary)"]
+        out = out[:MAX_ANNOTATIONS] + [f"::warning title=claudeguard::{len(out) - MAX_ANNOTATIONS} more (see "
+                                       f"the step summary)"]
     return out
 
 

@@ -231,7 +231,8 @@ def findings(args: ClaudeArgs, srcs: list[Source], *, mode_chosen: str | None) -
             out.append(Finding(s.name, s.where, "strictPluginOnlyCustomization", "only managed hooks run: the guard's are dropped", REFUSE))
         if is_managed and data.get("allowManagedPermissionRulesOnly") is True:
             out.append(Finding(s.name, s.where, "allowManagedPermissionRulesOnly",
-                               "the guard's --allowedTools/--disallowedTools are ignored (its hooks still decide)", REPORT))
+                               "the guard's --allowedTools/--disallowedTools are ignored (its hooks still decide)",
+                               REPORT))
         perms = data.get("permissions")
         if isinstance(perms, dict) and perms.get("defaultMode") == "bypassPermissions":
             if mode_chosen:
@@ -278,7 +279,8 @@ def check(args: ClaudeArgs, cfg: Config, cwd: str, env: dict[str, str] | None = 
     would silence the guard or loosen the mode: always under lockdown; otherwise unless
     ``[security] allow_settings_override`` is on. Returns the findings let through (to warn)."""
     env = dict(os.environ) if env is None else env
-    found = findings(args, sources(args, cwd, env, managed), mode_chosen=mode_chosen(args, cfg)) + env_findings(args, env)
+    found = findings(args, sources(args, cwd, env, managed), mode_chosen=mode_chosen(args, cfg))
+    found += env_findings(args, env)
     lockdown = bool(cfg.lockdown.value)
     for f in found:
         if f.action == REFUSE or (f.action == STRICT and lockdown):

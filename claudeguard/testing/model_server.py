@@ -15,8 +15,8 @@ turn, turn k plays after k results. Turn kinds::
     {"slow": {"text": "...", "chunk_delay": 0.5}}       stream the text word by word
 
 Past the last turn the conversation gets "done"; requests that match no script, and requests that
-offer no tools (the CLI's side requests: titles, summaries, quota probes), get "ok". Every request and every tool result is
-recorded, in memory and optionally as JSON lines in a file.
+offer no tools (the CLI's side requests: titles, summaries, quota probes), get "ok". Every request
+and every tool result is recorded, in memory and optionally as JSON lines in a file.
 
 Stdlib only, so a user's test suite (and ``claudeguardctl demo``) can use it without extras. Also a
 command: ``python -m claudeguard.testing.model_server --scenario FILE.json [--port N] [--record FILE]``

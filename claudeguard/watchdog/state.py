@@ -398,8 +398,8 @@ class Tracker:
         else:
             credit: dict[int, float] = {}
             for pid, q in prev.procs.items():
-                now = s.procs.get(pid)
-                if now is None or now.start != q.start:
+                cur = s.procs.get(pid)
+                if cur is None or cur.start != q.start:
                     # Exited since: its parent's reaped-children time will include all of it.
                     credit[q.ppid] = credit.get(q.ppid, 0.0) + q.cpu + q.cpu_children
             for pid, p in s.procs.items():
@@ -605,20 +605,23 @@ class Tracker:
                     server = c.name.split("__")[1] if c.name.count("__") >= 2 else c.name
                     return (f"stalled: tool {c.name} ({c.id}){who} for {_secs(quiet)}: MCP server {server} idle "
                             f"with a request outstanding, {cpu}{tail}")
-                procs = self._tree_words({p for p in self.last_sample.procs if p != self.last_sample.root_pid}) if self.last_sample else ""
+                last = self.last_sample
+                procs = self._tree_words({p for p in last.procs if p != last.root_pid}) if last else ""
                 return (f"stalled: tool {c.name} ({c.id}){who} for {_secs(quiet)} with no CPU in its processes"
                         f" ({procs or 'none left'}), {cpu}{tail}")
             return f"stalled: {detail} for {_secs(quiet)} with no CPU in its processes, {cpu}{tail}"
         if base == BLOCKED:
             readers = self._tty_readers()
             if self.screen_hint or self.dialog_note or not readers:
-                return f"stalled: blocked reading its terminal: a prompt is waiting ({detail}) for {_secs(quiet)}, {cpu}{tail}"
+                return (f"stalled: blocked reading its terminal: a prompt is waiting ({detail}) for {_secs(quiet)}, "
+                        f"{cpu}{tail}")
             return f"stalled: blocked reading its terminal: {detail} for {_secs(quiet)}, {cpu}{tail}"
         if base == STARTING:
             return f"stalled: starting for {_secs(quiet)}: no output and no hook event yet, {cpu}{tail}"
         if base == FINISHING:
             left = self._tree_words()
-            return (f"stalled: finishing for {_secs(quiet)}: the result came {_secs(now - (self.result_at or now))} ago "
+            return (f"stalled: finishing for {_secs(quiet)}: the result came "
+                    f"{_secs(now - (self.result_at or now))} ago "
                     f"but the CLI has not exited ({left}), {cpu}{tail}")
         silent = self.stream_silent(now)
         mid = " mid-answer" if self.partial_open else ""

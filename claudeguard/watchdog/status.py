@@ -70,7 +70,8 @@ def _row(st: dict, now: float) -> dict:
     row = {k: st.get(k) for k in FIELDS}
     row["guarded"] = True
     last = st.get("last_activity")
-    row["last_activity_s"] = round(max(0.0, now - last), 1) if isinstance(last, (int, float)) else st.get("last_activity_s")
+    row["last_activity_s"] = (round(max(0.0, now - last), 1) if isinstance(last, (int, float))
+                              else st.get("last_activity_s"))
     updated = st.get("updated")
     row["status_age_s"] = round(max(0.0, now - updated), 1) if isinstance(updated, (int, float)) else None
     for key in ("session_id", "started", "base_state", "detail", "stalled", "diagnosis", "evidence", "screen_tail",

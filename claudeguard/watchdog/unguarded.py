@@ -146,7 +146,9 @@ def last_tool_in_flight(path: str) -> str | None:
         if record["type"] == "user":
             return None
         content = (record.get("message") or {}).get("content")
-        tools = [b.get("name") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"] if isinstance(content, list) else []
+        if not isinstance(content, list):
+            content = []
+        tools = [b.get("name") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
         named = [t for t in tools if isinstance(t, str) and t not in AGENT_TOOLS]
         return named[0] if named else None
     return None
@@ -240,7 +242,8 @@ def window_moved(first: Sample, second: Sample) -> tuple[bool, float, int]:
     return moved, round(cpu_total, 3), io_total
 
 
-def judge(ev: Evidence, now: float, *, interactive: bool, stall_after: float, tool_stall_after: float) -> tuple[bool, float, float]:
+def judge(ev: Evidence, now: float, *, interactive: bool, stall_after: float,
+          tool_stall_after: float) -> tuple[bool, float, float]:
     """Before the window: (worth a look, quiet seconds, threshold)."""
     quiet = max(0.0, now - ev.last_progress())
     threshold = tool_stall_after if ev.tool else stall_after
