@@ -20,6 +20,10 @@ import time
 
 from claudeguard.service import files
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
 START_TIMEOUT_S = 10.0
 SEND_TIMEOUT_S = 2  # seconds a line to the service may wait for room in the socket
 
@@ -39,7 +43,7 @@ def _connect_control(directory: str) -> socket.socket:
     return sock
 
 
-def request(sock: socket.socket, msg: dict, timeout: float = 10.0) -> dict:
+def request(sock: socket.socket, msg: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
     """One control request and its one-line answer."""
     sock.settimeout(timeout)
     try:

@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from claudeguard.files import read_json
 from claudeguard.procs import fill, spawn_detached
@@ -117,9 +117,9 @@ class Monitor:
         self._errors_reported: set[str] = set()
         self.last_verdict: StallVerdict | None = None
         self.diagnosis: str | None = None
-        self.stalls: list[dict] = []  # one per stall episode, for the end-of-run report
+        self.stalls: list[dict[str, Any]] = []  # one per stall episode, for the end-of-run report
         self.log_dir: str | None = None  # the session's log dir, when not this process's own
-        self.extra_status: dict = {}  # more fields for status.json (a background session's short id)
+        self.extra_status: dict[str, Any] = {}  # more fields for status.json (a background session's short id)
 
     # -- the supervisor's side -------------------------------------------------------------
     def start(self) -> None:
