@@ -68,10 +68,13 @@ def input_digest(tool_input: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of a tool input, first 16 hex chars: the same call always
     digests the same, whatever the key order."""
     canonical = json.dumps(tool_input, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    try:
-        from _sha256 import sha256  # the builtin module: hashlib's OpenSSL load costs ~4 ms per hook
-    except ImportError:
+    if TYPE_CHECKING:
         from hashlib import sha256
+    else:
+        try:
+            from _sha256 import sha256  # the builtin module: hashlib's OpenSSL load costs ~4 ms per hook
+        except ImportError:
+            from hashlib import sha256
     return sha256(canonical.encode()).hexdigest()[:16]
 
 

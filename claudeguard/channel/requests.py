@@ -402,8 +402,8 @@ def list_pending(session_id: str | None = None, *, held: bool = False) -> list[R
             if session_id is None or request.session_id == session_id:
                 out.append(request)
         for name in names:
-            rid = request_id_of(name)
-            if rid is not None and rid not in published and (ch.age_s(name) or 0) > ORPHAN_AGE_S:
+            owner = request_id_of(name)
+            if owner is not None and owner not in published and (ch.age_s(name) or 0) > ORPHAN_AGE_S:
                 ch.unlink(name)  # a file of a request that crashed before publishing or while ending
     out.sort(key=lambda r: (r.created, r.id))
     return out

@@ -221,6 +221,8 @@ def start(service, session_id: str, reg, record: dict[str, Any]) -> dict[str, An
         return {"ok": False, "error": "background.json: agent_view has no settings file"}
     if isinstance(reg.keeper, View):
         return {"ok": True}
+    if reg.session.dir is None:
+        return {"ok": False, "error": "agent view's session has no directory"}
     pid = spec.get("pid")
     view = View(session_id, reg.session.dir, reg.token, str(record.get("config_dir") or ""), spec["settings"],
                 pid if isinstance(pid, int) else None, spec.get("start"), record.get("watch") or {})

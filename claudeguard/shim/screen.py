@@ -317,8 +317,8 @@ class Screen:
             elif final == "u" and params[0] == ">":
                 self.kitty_pushes += 1
             elif final == "u" and params[0] == "<":
-                n = params[1:]
-                self.kitty_pushes = max(0, self.kitty_pushes - (int(n) if n.isdigit() and int(n) else 1))
+                pops = params[1:]
+                self.kitty_pushes = max(0, self.kitty_pushes - (int(pops) if pops.isdigit() and int(pops) else 1))
             return
         args = [int(p) if p.isdigit() else 0 for p in params.split(";")] if params else []
 
