@@ -13,10 +13,10 @@ import os
 import sys
 import time
 
-TYPE_CHECKING = False  # the hook writes here on every decision: keep typing/datetime/pathlib off its path
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any, Iterator
+    from typing import IO, Any, Iterator
 
 FILE_NAME = "audit.jsonl"
 FOLLOW_POLL_S = 0.2  # `audit --follow` is a reader of a regular file: a short poll is fine there
@@ -155,7 +155,7 @@ def read_events(follow: bool = False) -> Iterator[dict[str, Any]]:
             f.close()
 
 
-def _replaced(path: Path, f) -> bool:  # type: ignore[no-untyped-def]
+def _replaced(path: Path, f: IO[bytes]) -> bool:
     """The log was rotated (another inode at the path) or truncated below our position."""
     try:
         st = os.stat(path)
