@@ -71,13 +71,16 @@ class Server:
     def handle(self, msg: object) -> None:
         if isinstance(msg, dict) and msg.get("jsonrpc") == "2.0" and msg.get("method") == "tools/call" and msg.get("id") is not None:
             # Each call on its own thread: one may wait minutes for a human.
-            thread = threading.Thread(target=lambda: self.send(respond(msg)), daemon=True)  # type: ignore[arg-type]
+            thread = threading.Thread(target=self.answer, args=(msg,), daemon=True)
             self.threads.append(thread)
             thread.start()
             return
-        answer = respond(msg)
-        if answer is not None:
-            self.send(answer)
+        self.answer(msg)
+
+    def answer(self, msg: object) -> None:
+        out = respond(msg)
+        if out is not None:
+            self.send(out)
 
 
 def respond(msg: object, session: Session | None = None) -> dict[str, Any] | None:
