@@ -25,7 +25,8 @@ TOOL_NAME = "approve"
 SUPPORTED_PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 TOOL = {
     "name": TOOL_NAME,
-    "description": "claudeguard: decides a Claude Code permission prompt by policy or by asking a human through the approval channel",
+    "description": "claudeguard: decides a Claude Code permission prompt by policy or by asking a human through the "
+                   "approval channel",
     "inputSchema": {
         "type": "object",
         "properties": {
@@ -69,7 +70,8 @@ class Server:
         self.handle(msg)
 
     def handle(self, msg: object) -> None:
-        if isinstance(msg, dict) and msg.get("jsonrpc") == "2.0" and msg.get("method") == "tools/call" and msg.get("id") is not None:
+        if (isinstance(msg, dict) and msg.get("jsonrpc") == "2.0" and msg.get("method") == "tools/call"
+                and msg.get("id") is not None):
             # Each call on its own thread: one may wait minutes for a human.
             thread = threading.Thread(target=self.answer, args=(msg,), daemon=True)
             self.threads.append(thread)
@@ -144,7 +146,7 @@ def decide_prompt(args: dict[str, Any], session: Session | None = None) -> dict[
             # call without that note is one the service did not answer (down, or restarting).
             unseen_by_hook=not who and session.snapshot.get("hooks") == "http",
         )
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - fail closed with a reason
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         verdict = failure(f"claudeguard: the guard could not decide ({detail}); denied")
     return prompt_tool_answer(verdict, tool_input)

@@ -115,7 +115,8 @@ def connect(directory: str | None = None) -> socket.socket:
             if sock is not None:
                 return sock
             time.sleep(0.02)
-        raise ServiceError(f"the guard service did not start within {START_TIMEOUT_S:g} s (see {os.path.join(directory, files.LOG)})")
+        raise ServiceError(f"the guard service did not start within {START_TIMEOUT_S:g} s (see "
+                           f"{os.path.join(directory, files.LOG)})")
     finally:
         os.close(lock)
 
@@ -125,7 +126,8 @@ def _start(directory: str) -> None:
 
     log = os.open(os.path.join(directory, files.LOG), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDEGUARD_SESSION", "CLAUDEGUARD_HOOK_TOKEN"))}
+        env = {k: v for k,
+               v in os.environ.items() if not k.startswith(("CLAUDEGUARD_SESSION", "CLAUDEGUARD_HOOK_TOKEN"))}
         # -E -S like the hook entry would be wrong here: the service imports the package the
         # normal way, once, and lives on.
         first = subprocess.Popen([sys.executable, "-m", "claudeguard.service", "--detach"], stdin=subprocess.DEVNULL,

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from claudeguard.service.server import Registered, Service
 
 MAX_BODY = 8 * 1024 * 1024
-REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed", 413: "Payload Too Large"}
+REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
+           413: "Payload Too Large"}
 
 
 class HookHandler(BaseHTTPRequestHandler):
@@ -40,7 +41,8 @@ class HookHandler(BaseHTTPRequestHandler):
     def reply(self, status: int, body: object) -> None:
         data = json.dumps(body, separators=(",", ":")).encode()
         head = (f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(data)}\r\n{'Connection: close' + chr(13) + chr(10) if self.close_connection else ''}\r\n")
+                f"Content-Length: "
+                f"{len(data)}\r\n{'Connection: close' + chr(13) + chr(10) if self.close_connection else ''}\r\n")
         self.wfile.write(head.encode() + data)
 
     def do_GET(self) -> None:  # http.server's naming
@@ -82,7 +84,10 @@ class HookHandler(BaseHTTPRequestHandler):
         length = self._body_length()
         if length is None:
             self.close_connection = True
-            self.reply(200, deny_output(event_name, f"claudeguard: hook event of {self.headers.get('Content-Length')} bytes refused (limit {MAX_BODY}); denied") or {})
+            self.reply(200,
+                       deny_output(event_name,
+                                   f"claudeguard: hook event of {self.headers.get('Content-Length')} bytes refused "
+                                   f"(limit {MAX_BODY}); denied") or {})
             return
         body = self.rfile.read(length)
         session = self.server.service.session_for(reg, body)
@@ -110,7 +115,9 @@ class HookHandler(BaseHTTPRequestHandler):
         length = self._body_length()
         if length is None:
             self.close_connection = True
-            self.reply(413, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": f"body over {MAX_BODY} bytes"}})
+            self.reply(413,
+                       {"jsonrpc": "2.0", "id": None,
+                        "error": {"code": -32600, "message": f"body over {MAX_BODY} bytes"}})
             return
         try:
             msg = json.loads(self.rfile.read(length))
@@ -121,7 +128,9 @@ class HookHandler(BaseHTTPRequestHandler):
 
         session_log.set(reg.session.snapshot.get("log_dir"))
         try:
-            answers = [a for a in (respond(m, reg.session) for m in (msg if isinstance(msg, list) else [msg])) if a is not None]
+            answers = [a
+                       for a in (respond(m, reg.session) for m in (msg if isinstance(msg, list) else [msg]))
+                       if a is not None]
         finally:
             session_log.set(None)
         if not answers:

@@ -366,7 +366,7 @@ class Monitor:
         try:
             sys.stderr.write(f"claudeguard: watchdog: {key}\n")
             sys.stderr.flush()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - stderr may be gone; the watchdog goes on
             pass
 
     # -- a stall ---------------------------------------------------------------------------
@@ -397,7 +397,7 @@ class Monitor:
     def _call_back(self, diagnosis: str) -> None:
         try:
             self.on_stall_cb(diagnosis)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - the caller's callback must not stop the watchdog
             self._report_error(exc)
 
     def _notify_command(self) -> list[str]:

@@ -228,7 +228,7 @@ def _identity(pid: int) -> tuple[int, float] | None:
         import psutil
 
         return (pid, psutil.Process(pid).create_time())
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - gone, or not ours to read: nothing to stop
         return None
 
 
@@ -243,7 +243,7 @@ def _alive(ident: tuple[int, float]) -> bool:
 
         p = psutil.Process(pid)
         return p.create_time() == start and p.status() != psutil.STATUS_ZOMBIE
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - gone, or not ours to read: not alive
         return False
 
 
