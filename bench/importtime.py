@@ -148,8 +148,8 @@ def measure(runs: int) -> list[Path_]:
         os.mkdir(os.path.join(tmp, ".git"))  # the cwd is a repository with no project config
         session_dir = os.path.join(tmp, "session")
         os.mkdir(session_dir, 0o700)
-        env = {k: v for k,
-               v in os.environ.items() if not k.startswith(("CLAUDEGUARD_", "PYTHON")) and k != "XDG_RUNTIME_DIR"}
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("CLAUDEGUARD_", "PYTHON")) and k != "XDG_RUNTIME_DIR"}
         env.update(HOME=tmp, XDG_CONFIG_HOME=os.path.join(tmp, "config"), XDG_STATE_HOME=os.path.join(tmp, "state"),
                    CLAUDEGUARD_RUNTIME_DIR=os.path.join(tmp, "rt"), CLAUDEGUARD_LOG_DIR=os.path.join(tmp, "log"),
                    CLAUDEGUARD_CLAUDE=shutil.which("true") or "/bin/true")

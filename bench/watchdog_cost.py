@@ -329,11 +329,14 @@ def bench_launcher(tmp: Path, seconds: float) -> None:
         for mode in ("local", "service"):
             d = tmp / "rt" / "sessions" / f"probe-{mode}"
             d.mkdir(parents=True, mode=0o700)
-            out = subprocess.run([PY, "-c", LAUNCHER_PROBE, str(child.pid), str(seconds), mode, str(d)], capture_output=True,
+            out = subprocess.run([PY, "-c", LAUNCHER_PROBE, str(child.pid), str(seconds), mode, str(d)],
+                                 capture_output=True,
                                  text=True, check=True, cwd=str(ROOT)).stdout
             r = json.loads(out)
-            print(f"launcher, {mode} watch: {r['cpu_pct']:.2f} % of one core over {seconds:.0f} s, RSS {r['rss_mb']:.1f} MB, "
-                  f"psutil imported: {r['psutil']}, sampler imported: {r['sampler']}, lines to the service: {r['lines']}")
+            print(f"launcher, {mode} watch: {r['cpu_pct']:.2f} % of one core over {seconds:.0f} s, RSS "
+                  f"{r['rss_mb']:.1f} MB, "
+                  f"psutil imported: {r['psutil']}, sampler imported: {r['sampler']}, lines to the "
+                  f"service: {r['lines']}")
     finally:
         stop(child)
 

@@ -377,7 +377,8 @@ def test_the_service_watches_a_registered_child_and_refuses_a_reused_pid(env, mo
         assert link.send(dict(watch, child_start=process_start(child.pid)))
         wait_until(lambda: len(heard.events) == 2, what="the answer")
         assert heard.events[1]["ok"] is True and heard.events[1]["pid"] == record(env)["pid"]
-        status = wait_until(lambda: (directory / "status.json").exists() and json.loads((directory / "status.json").read_text()),
+        status = wait_until(lambda: (directory / "status.json").exists()
+                            and json.loads((directory / "status.json").read_text()),
                             what="the service's status file")
         assert (status["watcher"], status["watcher_pid"], status["pid"], status["child_pid"]) == \
                ("service", record(env)["pid"], os.getpid(), child.pid)
