@@ -625,7 +625,8 @@ def test_permission_dialog_without_a_hook_is_posted_after_the_grace(rig):
 
 
 def _held(channel: FakeChannel, clock: Clock, rid: str = "h1") -> FakeRequest:
-    request = FakeRequest(rid, clock.wall + 600, kind="permission", extra={"via": "dialog"}, created=clock.wall, held=True)
+    request = FakeRequest(rid, clock.wall + 600, kind="permission", extra={"via": "dialog"},
+                          created=clock.wall, held=True)
     channel.hook_requests.append(request)
     return request
 
