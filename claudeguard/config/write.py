@@ -3,12 +3,12 @@ layout. Used by ``approve/deny --scope forever`` (add one rule) and ``config ini
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from claudeguard.errors import ConfigError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tomlkit import TOMLDocument
 
 STARTER = '''\

@@ -22,6 +22,10 @@ import os
 
 from claudeguard.files import read_json, write_atomic
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
     from claudeguard.gate.server import socket_address
 
 RECORD = "service.json"
@@ -74,7 +78,7 @@ def process_start(pid: int) -> str | None:
     return start(pid)
 
 
-def read_record(directory: str) -> dict | None:
+def read_record(directory: str) -> dict[str, Any] | None:
     """The live service's record, or None (missing, unreadable, or stale)."""
     record = read_json(os.path.join(directory, RECORD))
     if record is None or not isinstance(record.get("pid"), int):
@@ -112,5 +116,5 @@ def write_port(directory: str, port: int) -> None:
     write_atomic(os.path.join(directory, PORT), f"{port}\n")
 
 
-def write_record(directory: str, record: dict) -> None:
+def write_record(directory: str, record: dict[str, Any]) -> None:
     write_atomic(os.path.join(directory, RECORD), json.dumps(record))
