@@ -55,7 +55,8 @@ class Path_:
 
 PATHS = [
     Path_("launcher", 4.0, LAUNCHER_OUT + DEPENDENCIES),
-    Path_("session", 60.0, DEPENDENCIES + ("secrets", "shutil", "asyncio", "email", "http.client", "dataclasses", "inspect",
+    Path_("session", 60.0,
+          DEPENDENCIES + ("secrets", "shutil", "asyncio", "email", "http.client", "dataclasses", "inspect",
                                           "typing")),
     # `-S` leaves os out of the bare interpreter; the hook's client needs it and _socket, no more.
     Path_("hook-gate", 3.0, only=("_socket", "os", "stat", "_stat", "posixpath", "genericpath", "_collections_abc"),

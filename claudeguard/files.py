@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import stat
 
-TYPE_CHECKING = False  # typing stays off the hook's path
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any, Union
 

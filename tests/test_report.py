@@ -159,7 +159,8 @@ def _run(tmp_path, fail_on=frozenset(), report=True, non_interactive=True):
     return run
 
 
-@pytest.mark.parametrize("report, github", [(False, False), (True, False), (False, True)], ids=["none", "file", "github"])
+@pytest.mark.parametrize("report, github", [(False, False), (True, False), (False, True)],
+                         ids=["none", "file", "github"])
 def test_the_cli_version_is_looked_up_only_for_a_report_or_a_step_summary(log, tmp_path, monkeypatch, report, github):
     # Looking it up imports shim.dialogs or runs `claude --version`: not for a run that shows no report.
     looked = []

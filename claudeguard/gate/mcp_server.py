@@ -14,10 +14,11 @@ import json
 import os
 import sys
 import threading
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from claudeguard import __version__
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from claudeguard.gate.session import Session
 

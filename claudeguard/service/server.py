@@ -132,7 +132,7 @@ class Service:
                 watch.end(old, ...)  # registered again on another connection: that one asks anew
             self.sessions[sid] = Registered(session, token, kind, time.time(), owner if kind == "foreground" else None,
                                             old.keeper if old is not None else None)
-            self.registered.notify_all()  # type: ignore[union-attr]
+            self.registered.notify_all()  # type: ignore[union-attr]  # made by __post_init__
         return {"ok": True, "port": self.port, "version": self.version, "pid": os.getpid()}
 
     def attach(self, session_id: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import threading
 
 from claudeguard.shim.child import SI_USER, ChildProcess, write_all
 
-TYPE_CHECKING = False  # typing costs every session's start ~3 ms (bench/RESULTS.md)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any
 

@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, BinaryIO, Callable
 
 from claudeguard.files import read_json
 from claudeguard.procs import fill, spawn_detached
@@ -71,7 +71,7 @@ def say_stall(diagnosis: str, action: str) -> None:
 
 
 class Monitor:
-    def __init__(self, *, child_pid: int, session_id: str, session_dir: Path, config: WatchConfig,
+    def __init__(self, *, child_pid: int, session_id: str, session_dir: str | Path, config: WatchConfig,
                  output_format: str | None, prompt: str | None, cwd: str, argv: list[str],
                  on_stall: Callable[[str], None], clock: Callable[[], float] = time.monotonic,
                  stream_tap: bool = True) -> None:
@@ -106,7 +106,7 @@ class Monitor:
             from claudeguard.watchdog.stream import StreamTap
 
             self.tap = StreamTap(self._msgs.append)
-        self._events_fh = None
+        self._events_fh: BinaryIO | None = None
         self._events_buf = b""
         self._screen_tail: list[str] | None = None
         self._notifiers: list[int] = []  # pids of notify commands not yet reaped
@@ -197,7 +197,7 @@ class Monitor:
                 tr.last_progress = tr._hold = since
             tr.in_stall = True
 
-    def stall_state(self) -> dict:
+    def stall_state(self) -> dict[str, Any]:
         """What ``carry_stall`` of the next monitor needs."""
         tr = self.tracker
         return {"in_stall": tr.in_stall, "stall_count": tr.stall_count, "since": tr.last_progress}
@@ -256,42 +256,43 @@ class Monitor:
             if kind == "activity":
                 tr.activity(t, str(value))
             elif kind == "screen":
-                tr.screen(t, value)  # type: ignore[arg-type]
+                tr.screen(t, value if isinstance(value, str) else None)  # queued by set_screen_hint: a str or None
             elif kind == "messages":
-                tr.messages += int(value)  # type: ignore[call-overload]
+                tr.messages += value if isinstance(value, int) else 0  # queued by feed_stream: an int
         self._read_events()
         tr.pending(self.clock(), self._pending())
 
     def _pending(self) -> int | None:
         try:
-            from claudeguard.channel import list_pending  # type: ignore[attr-defined]
+            from claudeguard.channel import list_pending
 
             return len(list_pending(self.session_id))
         except Exception:  # noqa: BLE001 - no channel, or a broken one: "unknown"
             return None
 
-    def _events_replaced(self) -> bool:
+    def _events_replaced(self, fh: BinaryIO) -> bool:
         try:
             st = os.stat(self.session_dir / "events.jsonl", follow_symlinks=False)
         except OSError:
-            return os.fstat(self._events_fh.fileno()).st_nlink == 0  # removed, not yet made again
-        mine = os.fstat(self._events_fh.fileno())
+            return os.fstat(fh.fileno()).st_nlink == 0  # removed, not yet made again
+        mine = os.fstat(fh.fileno())
         return (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino)
 
     def _read_events(self) -> None:
         import json
 
-        if self._events_fh is None:
+        fh = self._events_fh
+        if fh is None:
             try:
                 fd = os.open(self.session_dir / "events.jsonl", os.O_RDONLY | os.O_NOFOLLOW)
             except OSError:
                 return
-            self._events_fh = os.fdopen(fd, "rb")
-        data = self._events_fh.read(1 << 20)
+            fh = self._events_fh = os.fdopen(fd, "rb")
+        data = fh.read(1 << 20)
         if not data:
-            if self._events_replaced():
+            if self._events_replaced(fh):
                 # The session dir was removed and made again (shim/keeper.py): read the new file.
-                self._events_fh.close()
+                fh.close()
                 self._events_fh, self._events_buf = None, b""
             return
         data = self._events_buf + data
@@ -318,7 +319,7 @@ class Monitor:
 
     def _write(self, v: StallVerdict) -> None:
         tr = self.tracker
-        status = {
+        status: dict[str, Any] = {
             "session_id": self.session_id,
             "pid": os.getpid(),
             "pid_start": self._pid_start,
@@ -370,7 +371,7 @@ class Monitor:
             pass
 
     # -- a stall ---------------------------------------------------------------------------
-    def _stall(self, v: StallVerdict) -> tuple[str, str, dict]:
+    def _stall(self, v: StallVerdict) -> tuple[str, str, dict[str, Any]]:
         """The diagnosis, the action and the report's record of a new stall."""
         from claudeguard.channel.audit import now_iso
 
@@ -433,7 +434,7 @@ class Monitor:
 
     def _audit(self, diagnosis: str, v: StallVerdict, action: str) -> None:
         try:
-            from claudeguard.channel import audit  # type: ignore[attr-defined]
+            from claudeguard.channel import audit
 
             audit.record({
                 "session_id": self.session_id, "event": "stall", "agent_type": None, "agent_id": None,
