@@ -130,7 +130,8 @@ def main() -> int:
           f"{os.cpu_count()} CPUs, channel under {parent or tempfile.gettempdir()}")
     for key in ("post", "delivery", "round trip"):
         values = [r[key] for r in results]
-        print(f"{key:10}  median {statistics.median(values):6.2f} ms   p99 {percentile(values, 99):6.2f} ms   max {max(values):6.2f} ms")
+        print(f"{key:10}  median {statistics.median(values):6.2f} ms   p99 {percentile(values, 99):6.2f} ms   max "
+              f"{max(values):6.2f} ms")
     return 0
 
 

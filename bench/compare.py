@@ -85,7 +85,8 @@ def main() -> int:
                 cases[f"{version} claude text"] = ([real, allow, "-p", "say hello"], base, "hello", False)
                 cases[f"{version} claude tool"] = ([real, allow, "-p", "run a tool"], base, "done", False)
             for name, root in trees.items():
-                env = dict(base, PYTHONPATH=root, CLAUDEGUARD_RUNTIME_DIR=str(Path(tmp, f"runtime-{name}")), CLAUDEGUARD_CLAUDE=real)
+                env = dict(base, PYTHONPATH=root, CLAUDEGUARD_RUNTIME_DIR=str(Path(tmp, f"runtime-{name}")),
+                           CLAUDEGUARD_CLAUDE=real)
                 guard = [sys.executable, str(Path(root, "bin", "claudeguard"))]
                 if "text" in only:
                     cases[f"{version} {name} text"] = (guard + ["-p", "say hello"], env, "hello", False)

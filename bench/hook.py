@@ -23,8 +23,10 @@ import time
 from pathlib import Path
 
 EVENT = {"hook_event_name": "PreToolUse", "session_id": "bench", "cwd": "/tmp", "tool_name": "Bash",
-         "tool_input": {"command": "git status && rm -rf build"}, "tool_use_id": "toolu_bench", "permission_mode": "default"}
-CONFIG = '[permissions]\nallow = ["Bash(git status)", "Bash(git diff *)", "Read"]\ndeny = ["Bash(rm -rf *)", "Read(./.env)"]\nask = ["Bash(git push *)"]\n'
+         "tool_input": {"command": "git status && rm -rf build"}, "tool_use_id": "toolu_bench",
+         "permission_mode": "default"}
+CONFIG = ('[permissions]\nallow = ["Bash(git status)", "Bash(git diff *)", "Read"]\n'
+          'deny = ["Bash(rm -rf *)", "Read(./.env)"]\nask = ["Bash(git push *)"]\n')
 
 
 def main() -> int:
@@ -52,10 +54,12 @@ def main() -> int:
             "from claudeguard.paths import runtime_dir\n"
             "cfg = load_config(Path('/tmp'))\n"
             "d = runtime_dir('sessions', 'bench')\n"
-            "(d / 'session.json').write_text(json.dumps(session_snapshot(cfg, parse_claude_args(['-p', 'x']), session_id='bench', cwd='/tmp', interactive=False)))\n"
+            "(d / 'session.json').write_text(json.dumps(session_snapshot(cfg, parse_claude_args(['-p', 'x']), "
+            "session_id='bench', cwd='/tmp', interactive=False)))\n"
             "print(d)\n"
         )
-        session_dir = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True).stdout.strip()
+        session_dir = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                                     check=True).stdout.strip()
         env.update(CLAUDEGUARD_SESSION="bench", CLAUDEGUARD_SESSION_DIR=session_dir)
         payload = json.dumps(EVENT).encode()
         out = subprocess.run([*ctl_argv, "hook"], input=payload, env=env, capture_output=True, check=True).stdout
@@ -69,13 +73,15 @@ def main() -> int:
         from claudeguard.gate.server import GateServer
 
         os.environ.update(CLAUDEGUARD_SESSION="bench", CLAUDEGUARD_SESSION_DIR=session_dir,
-                          CLAUDEGUARD_RUNTIME_DIR=env["CLAUDEGUARD_RUNTIME_DIR"], CLAUDEGUARD_LOG_DIR=env["CLAUDEGUARD_LOG_DIR"])
+                          CLAUDEGUARD_RUNTIME_DIR=env["CLAUDEGUARD_RUNTIME_DIR"],
+                          CLAUDEGUARD_LOG_DIR=env["CLAUDEGUARD_LOG_DIR"])
         server = GateServer(session_dir)
         served_out = b""
         bare, hook, standalone = [], [], []
         try:
             server.start()
-            served_out = subprocess.run([*ctl_argv, "hook"], input=payload, env=env, capture_output=True, check=True).stdout
+            served_out = subprocess.run([*ctl_argv, "hook"], input=payload, env=env, capture_output=True,
+                                        check=True).stdout
             for _ in range(3):
                 timed([sys.executable, "-c", "pass"], None)
                 timed([*ctl_argv, "hook"], payload)
@@ -89,7 +95,8 @@ def main() -> int:
         for _ in range(args.runs):
             standalone.append(timed([*ctl_argv, "hook"], payload))
         if args.importtime:
-            trace = subprocess.run([ctl_argv[0], "-X", "importtime", *ctl_argv[1:], "hook"], input=payload, env=env, capture_output=True).stderr
+            trace = subprocess.run([ctl_argv[0], "-X", "importtime", *ctl_argv[1:], "hook"], input=payload, env=env,
+                                   capture_output=True).stderr
             Path(__file__).with_name("hook-importtime.txt").write_bytes(trace)
     b, h, alone = statistics.median(bare), statistics.median(hook), statistics.median(standalone)
     assert json.loads(served_out) == json.loads(out), "the server and the standalone hook disagree"

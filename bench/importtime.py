@@ -55,7 +55,8 @@ class Path_:
 
 PATHS = [
     Path_("launcher", 4.0, LAUNCHER_OUT + DEPENDENCIES),
-    Path_("session", 60.0, DEPENDENCIES + ("secrets", "shutil", "asyncio", "email", "http.client", "dataclasses", "inspect",
+    Path_("session", 60.0,
+          DEPENDENCIES + ("secrets", "shutil", "asyncio", "email", "http.client", "dataclasses", "inspect",
                                           "typing")),
     # `-S` leaves os out of the bare interpreter; the hook's client needs it and _socket, no more.
     Path_("hook-gate", 3.0, only=("_socket", "os", "stat", "_stat", "posixpath", "genericpath", "_collections_abc"),
@@ -148,7 +149,8 @@ def measure(runs: int) -> list[Path_]:
         os.mkdir(os.path.join(tmp, ".git"))  # the cwd is a repository with no project config
         session_dir = os.path.join(tmp, "session")
         os.mkdir(session_dir, 0o700)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDEGUARD_", "PYTHON")) and k != "XDG_RUNTIME_DIR"}
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("CLAUDEGUARD_", "PYTHON")) and k != "XDG_RUNTIME_DIR"}
         env.update(HOME=tmp, XDG_CONFIG_HOME=os.path.join(tmp, "config"), XDG_STATE_HOME=os.path.join(tmp, "state"),
                    CLAUDEGUARD_RUNTIME_DIR=os.path.join(tmp, "rt"), CLAUDEGUARD_LOG_DIR=os.path.join(tmp, "log"),
                    CLAUDEGUARD_CLAUDE=shutil.which("true") or "/bin/true")

@@ -26,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from claudeguard.shim.dialogs.parse import find_dialog  # noqa: E402
-from claudeguard.shim.dialogs.tables import patterns_for  # noqa: E402
-from claudeguard.shim.screen import Screen  # noqa: E402
+from claudeguard.shim.dialogs.parse import find_dialog  # noqa: E402 - after the sys.path set-up above
+from claudeguard.shim.dialogs.tables import patterns_for  # noqa: E402 - after the sys.path set-up above
+from claudeguard.shim.screen import Screen  # noqa: E402 - after the sys.path set-up above
 
 ROWS, COLS = 40, 120
 KEY = "sk-ant-api03-offline-bench-key-0123456789abcdef"
@@ -112,7 +112,7 @@ def compare(chunks: list[bytes], version: str) -> dict:
         if a != b:
             differ += 1
             if example is None:
-                row = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
+                row = next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
                 example = (row, a[row], b[row])
         da, db = _dialog(a, version), _dialog(b, version)
         dialogs_ours.add(da)

@@ -54,14 +54,16 @@ def main() -> int:
                     child = subprocess.Popen(["sleep", "600"])
                     children.append(child)
                     link.send({"op": "watch", "session_id": sid, "pid": os.getpid(), "child_pid": child.pid,
-                               "child_start": process_start(child.pid), "config": {"sample_interval": 1.0}, "cwd": tmp, "argv": []})
+                               "child_start": process_start(child.pid), "config": {"sample_interval": 1.0},
+                               "cwd": tmp, "argv": []})
             proc = psutil.Process(read_record(service_dir())["pid"])
             time.sleep(1.0)  # let start-up work settle before the window
             before = proc.cpu_times()
             time.sleep(args.seconds)
             after = proc.cpu_times()
             cpu = (after.user + after.system - before.user - before.system) / args.seconds * 100
-            out = {"sessions": args.sessions, "watched": args.watched, "seconds": args.seconds, "cpu_percent": round(cpu, 3),
+            out = {"sessions": args.sessions, "watched": args.watched, "seconds": args.seconds,
+                   "cpu_percent": round(cpu, 3),
                    "rss_mb": round(proc.memory_info().rss / 2**20, 1), "threads": proc.num_threads()}
         finally:
             for link in links:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -38,7 +37,8 @@ from claudeguard.testing.offline_home import offline_env, prepare_home
 KEY = "sk-ant-bench-0123456789abcdefghijklmnopqrstuv"
 SCENARIO = [
     {"match": "say hello", "turns": [{"text": "hello"}]},
-    {"match": "run a tool", "turns": [{"tool_use": {"name": "Bash", "input": {"command": "echo tool-ran"}}}, {"text": "done"}]},
+    {"match": "run a tool",
+     "turns": [{"tool_use": {"name": "Bash", "input": {"command": "echo tool-ran"}}}, {"text": "done"}]},
 ]
 
 
@@ -92,7 +92,8 @@ def main() -> int:
         cwd, env = scripted_home(tmp, server.url)
         env["CLAUDEGUARD_CLAUDE"] = real
         # The command-hook form: the HTTP form's URL needs a live service and a registered session.
-        plan = json.loads(subprocess.run([guard, "--guard-dry-run", "-p", "x"], env=dict(env, CLAUDEGUARD_SERVICE="0"), cwd=cwd,
+        plan = json.loads(subprocess.run([guard, "--guard-dry-run", "-p", "x"],
+                                         env=dict(env, CLAUDEGUARD_SERVICE="0"), cwd=cwd,
                                          capture_output=True, text=True, check=True).stdout)["argv"]
         settings = [a for a in plan if a.startswith("--settings=")]
         mcp = [a for a in plan if a.startswith(("--mcp-config=", "--permission-prompt-tool="))]

@@ -33,14 +33,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from claudeguard.watchdog.monitor import Monitor, WatchConfig  # noqa: E402
+from claudeguard.watchdog.monitor import Monitor, WatchConfig  # noqa: E402 - after the sys.path set-up above
 
 PY = sys.executable
 IDLE_CHILD = r"""
@@ -210,7 +209,8 @@ PRODUCER = r"""
 import os, sys, time, json
 rate, seconds, batch_bytes = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 pad = "x" * int(sys.argv[4])
-line_tpl = '{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"%s"}},"ts":%d}\n'
+line_tpl = ('{"type":"stream_event","event":{"type":"content_block_delta","index":0,'
+                '"delta":{"type":"text_delta","text":"%s"}},"ts":%d}\n')
 end = time.monotonic() + seconds
 period = 1.0 / rate
 next_t = time.monotonic()
@@ -253,7 +253,8 @@ def bench_delay(tmp: Path, label: str, rate: float, batch: int, pad: int, second
     sleeper = subprocess.Popen([PY, "-c", "import time; time.sleep(3600)"])
     try:
         for with_monitor in (False, True):
-            m = new_monitor(tmp, sleeper.pid, f"d{label[:3]}{int(with_monitor)}", "stream-json") if with_monitor else None
+            m = (new_monitor(tmp, sleeper.pid, f"d{label[:3]}{int(with_monitor)}", "stream-json")
+                 if with_monitor else None)
             if m is not None:
                 m.start()
             producer = subprocess.Popen([PY, "-c", PRODUCER, str(rate), str(seconds), str(batch), str(pad)],
@@ -261,7 +262,7 @@ def bench_delay(tmp: Path, label: str, rate: float, batch: int, pad: int, second
             consumer = subprocess.Popen([PY, "-c", CONSUMER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             calls: list[float] = []
 
-            def timed_feed(data: bytes) -> None:
+            def timed_feed(data: bytes, m: Monitor | None = m, calls: list[float] = calls) -> None:
                 t0 = time.perf_counter()
                 m.feed_stdout(data)
                 calls.append(time.perf_counter() - t0)
@@ -328,11 +329,14 @@ def bench_launcher(tmp: Path, seconds: float) -> None:
         for mode in ("local", "service"):
             d = tmp / "rt" / "sessions" / f"probe-{mode}"
             d.mkdir(parents=True, mode=0o700)
-            out = subprocess.run([PY, "-c", LAUNCHER_PROBE, str(child.pid), str(seconds), mode, str(d)], capture_output=True,
+            out = subprocess.run([PY, "-c", LAUNCHER_PROBE, str(child.pid), str(seconds), mode, str(d)],
+                                 capture_output=True,
                                  text=True, check=True, cwd=str(ROOT)).stdout
             r = json.loads(out)
-            print(f"launcher, {mode} watch: {r['cpu_pct']:.2f} % of one core over {seconds:.0f} s, RSS {r['rss_mb']:.1f} MB, "
-                  f"psutil imported: {r['psutil']}, sampler imported: {r['sampler']}, lines to the service: {r['lines']}")
+            print(f"launcher, {mode} watch: {r['cpu_pct']:.2f} % of one core over {seconds:.0f} s, RSS "
+                  f"{r['rss_mb']:.1f} MB, "
+                  f"psutil imported: {r['psutil']}, sampler imported: {r['sampler']}, lines to the "
+                  f"service: {r['lines']}")
     finally:
         stop(child)
 

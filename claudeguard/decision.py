@@ -23,7 +23,7 @@ from collections import namedtuple
 
 # Types only: the hook's own-process path (bench/importtime.py) imports this module, and neither
 # `typing` (~4 ms) nor `dataclasses` (~10 ms with inspect) need load there; checkers see these.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Literal, NamedTuple
 

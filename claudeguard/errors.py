@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-TYPE_CHECKING = False  # typing costs ~5 ms to import; every claude call starts here
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Callable
 
@@ -61,11 +61,12 @@ def run_main(prog: str, fn: Callable[[], int]) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
-    except Exception as exc:  # noqa: BLE001 - a bug still gets one line, not a traceback
+    except Exception as exc:  # a bug still gets one line, not a traceback
         import os
 
         if os.environ.get("CLAUDEGUARD_DEBUG"):
             raise
         first = str(exc).splitlines()[0] if str(exc) else ""
-        print(f"{prog}: internal error: {type(exc).__name__}: {first} (CLAUDEGUARD_DEBUG=1 shows the traceback)", file=sys.stderr)
+        print(f"{prog}: internal error: {type(exc).__name__}: {first} (CLAUDEGUARD_DEBUG=1 shows the traceback)",
+              file=sys.stderr)
         return 70

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import stat
 
-TYPE_CHECKING = False  # typing stays off the hook's path
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Union
+    from typing import Any, Union
 
     StrPath = Union[str, "os.PathLike[str]"]
 
@@ -109,7 +109,7 @@ def _write(fd: int, data: bytes) -> int:
     return os.write(fd, data)  # one call, one O_APPEND write: a whole line or an error
 
 
-def read_json(path: StrPath) -> dict | None:
+def read_json(path: StrPath) -> dict[str, Any] | None:
     """The JSON object in ``path``, or None: missing, unreadable, a link (never followed), not
     JSON, or not an object. For records other processes replace whole (``write_atomic``)."""
     import json  # lazy: the launcher's pass-through path stays without json

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 
 from claudeguard.errors import InsecurePathError
 
-TYPE_CHECKING = False  # pathlib and typing stay off the hook's path (see log_dir_text)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Union
+    from typing import TypeVar, Union
 
     StrPath = Union[str, "os.PathLike[str]"]
+    AnyPath = TypeVar("AnyPath", str, Path)  # private_dir gives back what it was given
 
 APP = "claudeguard"
 
@@ -89,7 +91,7 @@ def log_dir_text() -> str:
     env = os.environ.get("CLAUDEGUARD_LOG_DIR")
     if env:
         return env
-    if os.sys.platform.startswith("linux"):
+    if sys.platform.startswith("linux"):
         state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
         return os.path.join(state, APP, "log")  # what platformdirs.user_log_dir gives on Linux
     import platformdirs
@@ -140,7 +142,7 @@ def check_private_dir(path: StrPath) -> None:
         raise InsecurePathError(f"{path}: mode {stat.S_IMODE(st.st_mode):04o} lets others in; expected 0700")
 
 
-def private_dir(path: StrPath) -> StrPath:
+def private_dir(path: AnyPath) -> AnyPath:
     """Create (0700) or verify a private directory, including missing parents, and return it
     (a str or a Path, whichever was given: the hook's path avoids pathlib)."""
     uid = os.getuid()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
-from claudeguard.testing.wait import wait_until  # noqa: F401 - the tests' one wait (re-exported)
+from claudeguard.testing.wait import wait_until  # the tests' one wait (re-exported)
 
 REPO = Path(__file__).resolve().parent.parent
 GUARD = [sys.executable, "-m", "claudeguard"]
@@ -19,10 +22,6 @@ def guarded_env(env: dict, real_claude: Path, **extra: str) -> dict:
     out.update(extra)
     return out
 
-
-import json
-import subprocess
-import threading
 
 
 def plain_env(tmp_path: Path, config: str | None = None, **extra: str) -> dict:
@@ -83,7 +82,8 @@ class Approver(threading.Thread):
 
 
 def run_guarded(env: dict, cwd: Path, prompt: str, *extra: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(GUARD + ["-p", prompt, "--output-format", "stream-json", "--verbose", *extra], env=env, cwd=cwd,
+    return subprocess.run(GUARD + ["-p", prompt, "--output-format", "stream-json", "--verbose", *extra],
+                          env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 

@@ -7,7 +7,6 @@ agent view has exited, until it ends (issue 12)."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from claudeguard.testing import bg_daemon as bg
@@ -48,7 +47,8 @@ def service_sessions(env: dict) -> list[dict]:
 
 def test_sessions_dispatched_from_agent_view_are_guarded(bg_claude, offline_env, model_server, bg_daemon, spawn_tui):
     server = model_server([
-        {"match": "AVONE", "turns": [{"tool_use": bash("echo allowed > allowed.txt")}, {"tool_use": bash("rm -f keep.txt")},
+        {"match": "AVONE",
+         "turns": [{"tool_use": bash("echo allowed > allowed.txt")}, {"tool_use": bash("rm -f keep.txt")},
                                      {"tool_use": bash("touch asked.txt")}, {"text": "one fin"}]},
         {"match": "AVTWO", "turns": [{"tool_use": bash("echo two > two.txt")}, {"text": "two fin"}]}])
     env = guarded_env(offline_env.use(server), bg_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
@@ -63,7 +63,8 @@ def test_sessions_dispatched_from_agent_view_are_guarded(bg_claude, offline_env,
     assert (offline_env.cwd / "allowed.txt").read_text() == "allowed\n"  # the allow rule ran
     assert (offline_env.cwd / "keep.txt").read_text() == "kept\n"  # the deny rule held
     assert not (offline_env.cwd / "asked.txt").exists()  # the ask waits on the channel
-    one = wait_until(lambda: [r for r in ps_rows(env) if r["pending"] == 1], timeout=15, what="ps to show the session waiting")
+    one = wait_until(lambda: [r for r in ps_rows(env) if r["pending"] == 1], timeout=15,
+                     what="ps to show the session waiting")
     assert len(one) == 1 and one[0]["state"] == "awaiting-approval" and one[0]["session_id"] == req["session_id"]
     short_one = one[0]["short_id"]
     assert short_one and bg.job_state(cfg, short_one)["intent"] == "AVONE go"
@@ -82,12 +83,15 @@ def test_sessions_dispatched_from_agent_view_are_guarded(bg_claude, offline_env,
     held = service_sessions(env)
     views = [s for s in held if s["agent_view"] is None]
     assert len(views) == 1 and len(held) == 3, held
-    assert sorted(s["short_id"] for s in held if s["agent_view"] == views[0]["session_id"]) == sorted([short_one, short_two])
+    held_here = [s["short_id"] for s in held if s["agent_view"] == views[0]["session_id"]]
+    assert sorted(held_here) == sorted([short_one, short_two])
     by_session = {r["session_id"]: r["short_id"] for r in rows}
     audit = [json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines()]
     assert [(by_session[r["session_id"]], r["summary"], r["decision"], r["decided_by"]) for r in audit] == [
-        (short_one, "Bash: echo allowed > allowed.txt", "allow", "rule"), (short_one, "Bash: rm -f keep.txt", "deny", "rule"),
-        (short_one, "Bash: touch asked.txt", "allow", "human"), (short_two, "Bash: echo two > two.txt", "allow", "rule")], audit
+        (short_one, "Bash: echo allowed > allowed.txt", "allow", "rule"),
+        (short_one, "Bash: rm -f keep.txt", "deny", "rule"),
+        (short_one, "Bash: touch asked.txt", "allow", "human"),
+        (short_two, "Bash: echo two > two.txt", "allow", "rule")], audit
     assert pending(env) == []
 
     # agent view exits; its sessions live on under the daemon, still guarded and listed
@@ -100,7 +104,8 @@ def test_sessions_dispatched_from_agent_view_are_guarded(bg_claude, offline_env,
     wait_until(lambda: list(sessions_dir.iterdir()) == [], timeout=10, what="the session dirs to go")
 
 
-def test_a_restarted_service_adopts_agent_view_and_its_sessions(bg_claude, offline_env, model_server, bg_daemon, spawn_tui):
+def test_a_restarted_service_adopts_agent_view_and_its_sessions(bg_claude, offline_env, model_server,
+                                                                bg_daemon, spawn_tui):
     server = model_server([{"match": "AVADOPT", "turns": [
         {"tool_use": bash("python3 -c 'import time; time.sleep(6)'")}, {"tool_use": bash("touch adopted.txt")},
         {"text": "adopt fin"}]}])
@@ -113,16 +118,19 @@ def test_a_restarted_service_adopts_agent_view_and_its_sessions(bg_claude, offli
                        what="the dispatched session's process")[0]
     # while its first tool runs (allowed by the rule: a hook the stopped service missed would leave
     # the call to the session's own dialog, which nobody sees)
-    wait_until(lambda: any("python3" in r["summary"] for r in map(json.loads, ctl(env, "audit", "--json").stdout.splitlines())),
+    wait_until(lambda: any("python3" in r["summary"]
+                           for r in map(json.loads, ctl(env, "audit", "--json").stdout.splitlines())),
                what="the first call's decision")
     assert ctl(env, "service", "stop").returncode == 0
     assert ctl(env, "service", "start").returncode == 0
-    again = wait_until(lambda: [s for s in service_sessions(env) if s["agent_view"]], timeout=15, what="the session adopted")
+    again = wait_until(lambda: [s for s in service_sessions(env) if s["agent_view"]], timeout=15,
+                       what="the session adopted")
     def why() -> str:
         jobs = {p.parent.name: json.loads(p.read_text()).get("sessionId") for p in (cfg / "jobs").glob("*/state.json")}
         log = (Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "service" / "service.log").read_text()[-1500:]
         return f"{service_sessions(env)} records={bg.session_records(cfg)} jobs={jobs} log={log}"
-    assert [(s["session_id"], s["short_id"], s["cli_pid"]) for s in again] == [(first["session_id"], first["short_id"], first["cli_pid"])], why()
+    assert [(s["session_id"], s["short_id"], s["cli_pid"]) for s in again] == [(first["session_id"], first["short_id"],
+                                                                                first["cli_pid"])], why()
     try:
         req = wait_pending(env, lambda r: "touch adopted.txt" in r["summary"], timeout=30)
     except AssertionError:
@@ -139,7 +147,8 @@ def test_a_hung_dispatched_session_is_killed_alone(bg_claude, offline_env, model
     server = model_server([{"match": "AVFINE", "turns": [{"text": "fine fin"}]},
                            {"match": "AVHANG", "turns": [{"stall_after_text": "thinking"}]}])
     env = guarded_env(offline_env.use(server), bg_claude)
-    write_user_config(env, '[permissions]\nmode = "default"\n[watchdog]\nstall_after = 3\non_stall = "kill"\nkill_grace = 1\n')
+    write_user_config(env, '[permissions]\nmode = "default"\n[watchdog]\nstall_after = 3\non_stall = '
+                           '"kill"\nkill_grace = 1\n')
     cfg = bg.config_dir(env)
     view = spawn_tui(GUARD + ["agents"], env, offline_env.cwd)
     dispatch(view, "AVFINE go")

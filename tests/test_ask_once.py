@@ -15,7 +15,9 @@ def echo(word: str) -> dict:
 
 
 def agent(prompt: str, background: bool) -> dict:
-    return {"name": "Agent", "input": {"description": "helper", "prompt": prompt, "subagent_type": "general-purpose", "run_in_background": background}}
+    return {"name": "Agent",
+            "input": {"description": "helper", "prompt": prompt, "subagent_type": "general-purpose",
+                      "run_in_background": background}}
 
 
 def _audit(env: dict) -> list[dict]:
@@ -81,7 +83,8 @@ def test_torture_sessions_and_two_approvers_never_post_or_answer_twice(real_clau
     for approver in approvers:
         approver.start()
     procs = [subprocess.Popen(GUARD + ["-p", f"TORTURE{n}X go", "--output-format", "stream-json", "--verbose"], env=env,
-                              cwd=offline_env.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              cwd=offline_env.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
              for n in range(sessions)]
     try:
         codes = [proc.wait(timeout=120) for proc in procs]

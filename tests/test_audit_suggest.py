@@ -27,7 +27,8 @@ def row(summary: str, rules, decision: str = "allow", by: str = "human", *, sess
     return {"time": iso(time.time() - age_s), "session_id": session, "agent_type": agent, "agent_id": None,
             "tool": summary.split(":", 1)[0], "summary": summary, "decision": decision, "decided_by": by,
             "scope": "once" if by == "human" else None, "waited_s": 1.0, "rule": None, "source": None,
-            "request_id": rid or f"req{next(_ids):013d}", "via": "hook", **({"rules": rules} if rules is not None else {}), **extra}
+            "request_id": rid or f"req{next(_ids):013d}", "via": "hook",
+            **({"rules": rules} if rules is not None else {}), **extra}
 
 
 @pytest.fixture
@@ -75,14 +76,17 @@ def test_suggest_groups_counts_and_skips(env):
     assert doc == {"permissions": {"allow": ["Bash(npm test)", "Bash(make a)", "Bash(make b)", "Read(//etc/hosts)"],
                                    "deny": ["Bash(git push --force)"]}}
     lines = out.stdout.splitlines()
-    assert lines[0].startswith("# claudeguardctl audit --suggest: 13 calls asked a human in the whole audit log in 1 session: "
-                               "8 approved, 3 denied, 2 timed out.")
-    assert '    "Bash(npm test)",  # 3 calls: approved 2, timed out 1 (denied by approval.on_timeout); asked by Explore, main' in lines
-    assert '    "Bash(git push --force)",  # 2 calls: denied 1, timed out 1 (denied by approval.on_timeout); asked by main' in lines
+    assert lines[0].startswith("# claudeguardctl audit --suggest: 13 calls asked a human in the whole audit log "
+                               "in 1 session: 8 approved, 3 denied, 2 timed out.")
+    assert ('    "Bash(npm test)",  # 3 calls: approved 2, timed out 1 (denied by approval.on_timeout); '
+            'asked by Explore, main') in lines
+    assert ('    "Bash(git push --force)",  # 2 calls: denied 1, timed out 1 (denied by approval.on_timeout); '
+            'asked by main') in lines
     text = out.stdout
     assert "# not suggested, answered both ways: Bash(curl x)" in text
     assert "# not suggested, cannot be split safely into rules: 1 call: Bash: eval $x" in text
-    assert "# not suggested, a compound command denied as a whole (which part was refused is unknown): 1 call: Bash: ls && rm -rf build" in text
+    assert ("# not suggested, a compound command denied as a whole (which part was refused is unknown): "
+            "1 call: Bash: ls && rm -rf build") in text
     assert "# not suggested, logged without its rules (by an older claudeguard): 1 call: Bash: old" in text
     assert "asked because of the ask rule Bash(echo *) (config.toml:3)" in text
     assert not user_file(env).exists()  # listing writes nothing
@@ -93,7 +97,8 @@ def test_suggest_json(env):
     out = run(env, "--json")
     data = json.loads(out.stdout)
     assert [(r["rule"], r["calls"], r["approved"], r["denied"], r["timed_out"]) for r in data["allow"]] == [
-        ("Bash(npm test)", 3, 2, 0, 1), ("Bash(make a)", 1, 1, 0, 0), ("Bash(make b)", 1, 1, 0, 0), ("Read(//etc/hosts)", 1, 1, 0, 0)]
+        ("Bash(npm test)", 3, 2, 0, 1), ("Bash(make a)", 1, 1, 0, 0), ("Bash(make b)", 1, 1, 0, 0),
+        ("Read(//etc/hosts)", 1, 1, 0, 0)]
     assert [r["rule"] for r in data["deny"]] == ["Bash(git push --force)"]
     assert [r["rule"] for r in data["conflicts"]] == ["Bash(curl x)"]
     assert data["calls"] == 13 and data["outcomes"] == {"approved": 8, "denied": 3, "timed_out": 2}
@@ -103,8 +108,10 @@ def test_since_and_session_filter(env):
     write_log(env, [row("Bash: a1", ["Bash(a1)"], age_s=3 * 3600), row("Bash: a2", ["Bash(a2)"], age_s=600),
                     row("Bash: a3", ["Bash(a3)"], age_s=30, session="otherbbbb2222333")])
     assert tomllib.loads(run(env, "--since", "1h").stdout)["permissions"]["allow"] == ["Bash(a2)", "Bash(a3)"]
-    assert tomllib.loads(run(env, "--since", "1h30m", "--session", "sessaaaa").stdout)["permissions"]["allow"] == ["Bash(a2)"]
-    assert tomllib.loads(run(env, "--since", "4h").stdout)["permissions"]["allow"] == ["Bash(a1)", "Bash(a2)", "Bash(a3)"]
+    recent = run(env, "--since", "1h30m", "--session", "sessaaaa").stdout
+    assert tomllib.loads(recent)["permissions"]["allow"] == ["Bash(a2)"]
+    assert tomllib.loads(run(env, "--since", "4h").stdout)["permissions"]["allow"] == ["Bash(a1)", "Bash(a2)",
+                                                                                      "Bash(a3)"]
     assert tomllib.loads(run(env, "--since", "20s").stdout) == {}
     # The plain listing takes the same filters.
     listed = ctl(env, "audit", "--json", "--since", "15m")
@@ -116,7 +123,8 @@ def test_bad_since_is_one_line_and_exit_2(env, since):
     write_log(env, MIXED)
     out = run(env, "--since", since, "--apply")
     assert out.returncode == 2 and out.stdout == ""
-    assert out.stderr.startswith("claudeguardctl") and "--since" in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith("claudeguardctl") and "--since" in out.stderr, out.stderr
+    assert out.stderr.count("\n") == 1, out.stderr
     assert not user_file(env).exists()
 
 
@@ -135,7 +143,8 @@ def test_apply_keeps_comments_and_adds_no_duplicates(env):
     assert text.startswith('# my config\n[permissions]  # all agents\nallow = [\n  "Read(//etc/hosts)",  # mine\n')
     assert "timeout = 30  # short" in text
     assert '  "Bash(npm test)", # 3 calls: approved 2, timed out 1' in text
-    assert tomllib.loads(text) == {"permissions": {"allow": ["Read(//etc/hosts)", "Bash(npm test)", "Bash(make a)", "Bash(make b)"],
+    assert tomllib.loads(text) == {"permissions": {"allow": ["Read(//etc/hosts)", "Bash(npm test)", "Bash(make a)",
+                                                             "Bash(make b)"],
                                                    "deny": ["Bash(git push --force)"]}, "approval": {"timeout": 30}}
     again = run(env, "--apply")
     assert again.returncode == 0 and again.stderr == f"nothing to add to [permissions] in {path}\n"
@@ -230,7 +239,8 @@ def test_real_run_learns_a_rule_and_the_next_run_is_not_asked(real_claude, offli
     assert (offline_env.cwd / "a.txt").read_text() == "learned\n" and not (offline_env.cwd / "nope.txt").exists()
     listed = ctl(env, "audit", "--suggest", "--since", "10m")
     assert listed.returncode == 0, listed.stderr
-    assert tomllib.loads(listed.stdout) == {"permissions": {"allow": ["Bash(echo learned > a.txt)"], "deny": ["Bash(touch nope.txt)"]}}
+    assert tomllib.loads(listed.stdout) == {"permissions": {"allow": ["Bash(echo learned > a.txt)"],
+                                                            "deny": ["Bash(touch nope.txt)"]}}
     assert "1 call: approved 1; asked by main" in listed.stdout
     assert "1 call: timed out 1 (denied by approval.on_timeout); asked by main" in listed.stdout
     applied = ctl(env, "audit", "--suggest", "--apply")

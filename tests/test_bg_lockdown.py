@@ -28,14 +28,18 @@ REFUSED = [
     (["agents", "--allow-dangerously-skip-permissions"], "agents: --allow-dangerously-skip-permissions is refused"),
     (["agents", "--permission-mode", "bypassPermissions"], "agents: --permission-mode bypassPermissions is refused"),
     (["agents", "--permission-mode=bypassPermissions"], "agents: --permission-mode bypassPermissions is refused"),
-    (["agents", "--model", "x", "--permission-mode", "bypassPermissions", "--json"], "--permission-mode bypassPermissions is refused"),
+    (["agents", "--model", "x", "--permission-mode", "bypassPermissions", "--json"],
+     "--permission-mode bypassPermissions is refused"),
     (["agents", "--settings", BYPASS_SETTINGS], "agents: --settings sets permissions.defaultMode bypassPermissions"),
     (["--bg", "--dangerously-skip-permissions", "hello"], "--dangerously-skip-permissions is refused"),
     (["--bg", "--allow-dangerously-skip-permissions", "hello"], "--allow-dangerously-skip-permissions is refused"),
     (["--bg", "--permission-mode", "bypassPermissions", "hello"], "--permission-mode bypassPermissions is refused"),
-    (["--background", "--permission-mode=bypassPermissions", "hello"], "--permission-mode bypassPermissions is refused"),
-    (["--resume", RESUME_ID, "--bg", "--permission-mode", "bypassPermissions", "again"], "--permission-mode bypassPermissions is refused"),
-    (["--bg", "--settings", BYPASS_SETTINGS, "hello"], "--settings (inline JSON): permissions.defaultMode: bypassPermissions"),
+    (["--background", "--permission-mode=bypassPermissions", "hello"],
+     "--permission-mode bypassPermissions is refused"),
+    (["--resume", RESUME_ID, "--bg", "--permission-mode", "bypassPermissions", "again"],
+     "--permission-mode bypassPermissions is refused"),
+    (["--bg", "--settings", BYPASS_SETTINGS, "hello"],
+     "--settings (inline JSON): permissions.defaultMode: bypassPermissions"),
 ]
 
 IDS = [" ".join(a if not a.startswith("{") else "BYPASS-SETTINGS" for a in argv) for argv, _ in REFUSED]
@@ -188,7 +192,8 @@ def test_respawn_and_attach_of_a_real_bypass_session_are_refused(bg_claude, mode
         proc = _run(argv, guarded, offline_env.cwd)
         assert proc.returncode == 2, (argv, proc.stderr)
         assert proc.stderr.count("\n") == 1
-        assert f"{launch.short_id} is refused: that background session was started with --dangerously-skip-permissions" in proc.stderr
+        assert (f"{launch.short_id} is refused: that background session was started with "
+                "--dangerously-skip-permissions") in proc.stderr
         assert bg.daemon_pid(cfg) is None and bg.live_processes(env) == []
         assert live_services(short_runtime) == []
         assert not bg.socket_dir(cfg).exists()
@@ -216,9 +221,11 @@ def test_agent_view_with_the_service_runs_guarded_under_lockdown(tmp_path, offli
     cli.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/argv\nfor a; do case "$a" in --settings=*) '
                    f'cp "${{a#--settings=}}" {copy}; stat -c %a "${{a#--settings=}}" > {tmp_path}/mode;; esac; done\n')
     cli.chmod(0o755)
-    write_user_config(offline_env, LOCKDOWN + '[permissions]\nmode = "default"\nallow = ["Bash(echo *)"]\ndeny = ["Bash(rm *)"]\n')
+    write_user_config(offline_env,
+                      LOCKDOWN + '[permissions]\nmode = "default"\nallow = ["Bash(echo *)"]\ndeny = ["Bash(rm *)"]\n')
     env = dict(offline_env, CLAUDEGUARD_CLAUDE=str(cli))
-    caller = json.dumps({"permissions": {"allow": ["Read"]}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}})
+    caller = json.dumps({"permissions": {"allow": ["Read"]},
+                         "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}})
     proc = _run(["agents", "--settings", caller, "--model", "x"], env, offline_env.cwd)
     assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
     argv = (tmp_path / "argv").read_text().split()
@@ -228,10 +235,12 @@ def test_agent_view_with_the_service_runs_guarded_under_lockdown(tmp_path, offli
     settings = json.loads(copy.read_text())
     assert settings["permissions"]["allow"] == ["Read", "Bash(echo *)"]
     deny = settings["permissions"]["deny"]
-    assert deny[0] == "Bash(rm *)" and deny[1:] and all(r.startswith("Edit(//") for r in deny[1:])  # + the guard's own files
+    assert deny[0] == "Bash(rm *)" and deny[1:] and all(r.startswith("Edit(//")
+                                                        for r in deny[1:])  # + the guard's own files
     assert settings["hooks"]["Stop"][0]["hooks"][0] == {"type": "command", "command": "true"}  # the caller's kept
     [hook] = settings["hooks"]["PreToolUse"][0]["hooks"]
-    assert hook["type"] == "http" and hook["headers"]["Authorization"].startswith("Bearer ") and "$" not in hook["headers"]["Authorization"]
+    auth = hook["headers"]["Authorization"]
+    assert hook["type"] == "http" and auth.startswith("Bearer ") and "$" not in auth
     assert hook["headers"]["Authorization"][7:] not in " ".join(argv)  # the secret is in the file, not in argv
 
 
@@ -247,6 +256,7 @@ def test_agent_view_bad_settings_and_dry_run(tmp_path, offline_env):
     proc = _run(["--guard-dry-run", "agents", "--model", "x"], env, offline_env.cwd)
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
-    assert plan["guarded"] is True and plan["argv"][1:] == ["agents", "--settings=<session dir>/settings.json", "--model", "x"]
+    assert plan["guarded"] is True and plan["argv"][1:] == ["agents", "--settings=<session dir>/settings.json",
+                                                            "--model", "x"]
     assert plan["settings"]["hooks"]["PreToolUse"][0]["hooks"][0]["type"] == "http"
     assert not (tmp_path / "started").exists()

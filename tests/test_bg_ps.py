@@ -29,7 +29,8 @@ def test_ps_all_lists_background_sessions_not_the_daemon(bg_claude, model_server
     for tag in ("one", "two"):
         launch = bg.launch_bg([bg_claude, "--bg", f"hello-{tag}"], env, offline_env.cwd)
         assert launch.returncode == 0 and launch.short_id, launch.stderr
-        wait_until(lambda: f"{tag} is done" in bg.job_texts(cfg, launch.short_id), 60, what=f"session {tag}'s reply")
+        wait_until(lambda tag=tag, launch=launch: f"{tag} is done" in bg.job_texts(cfg, launch.short_id), 60,
+                   what=f"session {tag}'s reply")
         shorts.append(launch.short_id)
     daemon = bg.wait_for_daemon(cfg)
     agents = {a["id"]: a["pid"] for a in bg.list_agents(bg_claude, env, offline_env.cwd)}

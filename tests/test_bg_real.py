@@ -6,12 +6,10 @@ under ``on_stall = "kill"``), all after the launching command has returned (issu
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from claudeguard.service.files import process_start
 from claudeguard.testing import bg_daemon as bg
-from claudeguard.testing.services import stop_services
 from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, write_user_config
 from tests.shim_helpers import wait_until as shared_wait_until
 
@@ -27,7 +25,8 @@ def wait_until(predicate, timeout: float = 60.0, what: str = "condition"):  # ty
 def launch(env: dict, cwd: Path, prompt: str, *guard: str) -> str:
     import subprocess
 
-    proc = subprocess.run(GUARD + [*guard, "--bg", prompt], env=env, cwd=cwd, capture_output=True, text=True, timeout=90,
+    proc = subprocess.run(GUARD + [*guard, "--bg", prompt], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=90,
                           stdin=subprocess.DEVNULL, start_new_session=True)
     assert proc.returncode == 0, proc.stderr
     short = bg.parse_short_id(proc.stdout)
@@ -108,7 +107,8 @@ def test_a_hung_bg_session_is_flagged_then_killed_alone(bg_claude, offline_env, 
     server = model_server([{"match": "BGHANG", "turns": [{"stall_after_text": "thinking"}]},
                            {"match": "BGFINE", "turns": [{"text": "fine"}]}])
     env = guarded_env(offline_env.use(server), bg_claude)
-    write_user_config(env, '[permissions]\nmode = "default"\n[watchdog]\nstall_after = 3\non_stall = "kill"\nkill_grace = 1\n')
+    write_user_config(env, '[permissions]\nmode = "default"\n[watchdog]\nstall_after = 3\non_stall = '
+                           '"kill"\nkill_grace = 1\n')
     short = launch(env, offline_env.cwd, "BGHANG go")
     held = wait_until(lambda: [s for s in service_status(env)["sessions"] if s["short_id"] == short and s["cli_pid"]],
                       what="the session's process")[0]
@@ -121,9 +121,11 @@ def test_a_hung_bg_session_is_flagged_then_killed_alone(bg_claude, offline_env, 
         raise AssertionError(f"not killed; ps: {ctl(env, 'ps', '--json').stdout}") from None
     assert process_start(daemon) is not None
     stalls = [r for r in audit(env) if r.get("event") == "stall"]
-    assert [(r["session_id"], r["decided_by"], r["action"]) for r in stalls] == [(held["session_id"], "watchdog", "kill")], stalls
+    assert [(r["session_id"], r["decided_by"], r["action"]) for r in stalls] == [
+        (held["session_id"], "watchdog", "kill")], stalls
     # the session is gone: the service forgets it
-    wait_until(lambda: not any(s["short_id"] == short for s in service_status(env)["sessions"]), what="the service to drop it")
+    wait_until(lambda: not any(s["short_id"] == short for s in service_status(env)["sessions"]),
+               what="the service to drop it")
 
 
 def test_a_restarted_service_adopts_a_running_bg_session(bg_claude, offline_env, model_server, bg_daemon):
@@ -148,8 +150,9 @@ def test_a_restarted_service_adopts_a_running_bg_session(bg_claude, offline_env,
     try:
         req = wait_pending(env, lambda r: "touch adopted.txt" in r["summary"], timeout=30)
     except AssertionError:
+        log = Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "service" / "service.log"
         raise AssertionError(f"{bg.job_state(bg.config_dir(env), short)} {service_status(env)} {audit(env)} "
-                             f"{(Path(env['CLAUDEGUARD_RUNTIME_DIR']) / 'service' / 'service.log').read_text()}")
+                             f"{log.read_text()}") from None
     assert not (offline_env.cwd / "adopted.txt").exists()
     assert ctl(env, "approve", req["id"]).returncode == 0
     wait_until(lambda: (offline_env.cwd / "adopted.txt").exists(), what="the approved call to run")
@@ -159,7 +162,8 @@ def test_a_restarted_service_adopts_a_running_bg_session(bg_claude, offline_env,
 def test_a_bg_session_survives_its_runtime_dir_being_removed(bg_claude, offline_env, model_server, bg_daemon):
     import shutil
 
-    server = model_server([{"match": "BGRMDIR", "turns": [{"tool_use": bash("touch survived.txt")}, {"text": "rm fin"}]}])
+    server = model_server([{"match": "BGRMDIR",
+                            "turns": [{"tool_use": bash("touch survived.txt")}, {"text": "rm fin"}]}])
     env = guarded_env(offline_env.use(server), bg_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
     write_user_config(env, '[permissions]\nmode = "default"\nask = ["Bash(touch *)"]\n')
     short = launch(env, offline_env.cwd, "BGRMDIR go")

@@ -112,7 +112,8 @@ def test_symlinked_log_is_refused(log, tmp_path, capsys):
 
 
 def test_concurrent_writers_never_interleave(log):
-    writer = "from claudeguard.channel import audit\nimport sys\nfor n in range(200): audit.record({'w': int(sys.argv[1]), 'n': n, 'summary': 'x' * 3000})"
+    writer = ("from claudeguard.channel import audit\nimport sys\n"
+              "for n in range(200): audit.record({'w': int(sys.argv[1]), 'n': n, 'summary': 'x' * 3000})")
     procs = [subprocess.Popen([sys.executable, "-c", writer, str(w)]) for w in range(4)]
     try:
         for proc in procs:
@@ -133,7 +134,8 @@ def test_read_events_without_log(log):
 
 
 def test_follow_sees_new_lines_and_rotation(log):
-    follower = "from claudeguard.channel import audit\nfor e in audit.read_events(follow=True): print(e['n'], flush=True)"
+    follower = ("from claudeguard.channel import audit\n"
+                "for e in audit.read_events(follow=True): print(e['n'], flush=True)")
     proc = subprocess.Popen([sys.executable, "-c", follower], stdout=subprocess.PIPE, text=True)
     try:
         def next_line() -> str:

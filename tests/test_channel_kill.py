@@ -94,7 +94,8 @@ def request_files(chan: Path, rid: str) -> list[str]:
 def leftovers(chan: Path) -> list[str]:
     if not chan.exists():
         return []
-    return [n for n in os.listdir(chan) if n != "bells"] + (os.listdir(chan / "bells") if (chan / "bells").exists() else [])
+    return [n for n in os.listdir(chan) if n != "bells"] + (os.listdir(chan / "bells")
+                                                            if (chan / "bells").exists() else [])
 
 
 def until(cond, timeout: float):  # type: ignore[no-untyped-def]
@@ -282,14 +283,16 @@ def test_stale_files_of_crashed_sessions_are_cleaned(chan, procs):
     os.chmod(chan / "reusedpidreused2.json", 0o600)
     # Leftovers of a crash before publishing or while ending, old enough not to be a post in flight.
     old = time.time() - 60
-    for name in ("orphanorphanorph.fifo", "orphanorphanorph.lock", ".halfhalfhalfhalf.json.tmp", "junkjunkjunkjunk.json"):
+    for name in ("orphanorphanorph.fifo", "orphanorphanorph.lock", ".halfhalfhalfhalf.json.tmp",
+                 "junkjunkjunkjunk.json"):
         path = chan / name
         os.mkfifo(path, 0o600) if name.endswith(".fifo") else path.write_text("{not json")
         os.utime(path, (old, old), follow_symlinks=False)
     young = chan / "youngyoungyoungy.fifo"
     os.mkfifo(young, 0o600)  # could be a post() between mkfifo and publishing: kept
     assert [r.id for r in channel.list_pending()] == [live.request.id]
-    assert sorted(leftovers(chan)) == sorted([f"{live.request.id}{s}" for s in (".json", ".fifo", ".lock")] + [young.name])
+    assert sorted(leftovers(chan)) == sorted([f"{live.request.id}{s}"
+                                              for s in (".json", ".fifo", ".lock")] + [young.name])
     live.withdraw()
     young.unlink()
     assert leftovers(chan) == []

@@ -446,14 +446,17 @@ def test_stale_doorbell_of_a_dead_console_is_removed(chan):
 
 def test_notify_runs_detached_with_placeholders(chan, tmp_path):
     out = tmp_path / "notified"
-    script = "import os,sys; open(sys.argv[1],'w').write(str(os.getpid())+' '+str(os.getsid(0)==os.getpid())+' '+sys.argv[2])"
-    pending = post(agent_type="Explore", notify=[sys.executable, "-c", script, str(out), "{id}|{tool}|{session}|{agent}|{summary}|{other}"])
+    script = ("import os,sys; "
+              "open(sys.argv[1],'w').write(str(os.getpid())+' '+str(os.getsid(0)==os.getpid())+' '+sys.argv[2])")
+    pending = post(agent_type="Explore",
+                   notify=[sys.executable, "-c", script, str(out), "{id}|{tool}|{session}|{agent}|{summary}|{other}"])
     try:
         assert until(lambda: out.exists() and out.read_text().count("|") == 5)
         pid, own_session, text = out.read_text().split(" ", 2)
         assert own_session == "True"
         assert text == f"{pending.request.id}|Bash|sess-1|Explore|Bash(git push)|{{other}}"
-        assert until(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[-1][:3])
+        assert until(lambda: not Path(f"/proc/{pid}").exists()
+                     or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[-1][:3])
     finally:
         pending.withdraw()
 

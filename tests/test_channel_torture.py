@@ -59,10 +59,12 @@ def test_torture_exactly_once(tmp_path, monkeypatch):
     stop = tmp_path / "stop"
     procs: list[subprocess.Popen] = []
     try:
-        approvers = [subprocess.Popen([sys.executable, "-c", APPROVER, str(i), str(tmp_path / f"approver{i}.jsonl"), str(stop)])
+        approvers = [subprocess.Popen([sys.executable, "-c", APPROVER, str(i),
+                                       str(tmp_path / f"approver{i}.jsonl"), str(stop)])
                      for i in range(APPROVERS)]
         procs += approvers
-        requesters = [subprocess.Popen([sys.executable, "-c", REQUESTER, str(i), str(PER_REQUESTER), str(tmp_path / f"requester{i}.jsonl")])
+        requesters = [subprocess.Popen([sys.executable, "-c", REQUESTER, str(i), str(PER_REQUESTER),
+                                        str(tmp_path / f"requester{i}.jsonl")])
                       for i in range(REQUESTERS)]
         procs += requesters
         end = time.monotonic() + 45
@@ -77,7 +79,8 @@ def test_torture_exactly_once(tmp_path, monkeypatch):
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait(10)
 
-    got = [json.loads(line) for i in range(REQUESTERS) for line in (tmp_path / f"requester{i}.jsonl").read_text().splitlines()]
+    got = [json.loads(line) for i in range(REQUESTERS)
+           for line in (tmp_path / f"requester{i}.jsonl").read_text().splitlines()]
     assert len(got) == REQUESTERS * PER_REQUESTER
     assert len({g["id"] for g in got}) == len(got)
     answered: dict[str, tuple[int, dict]] = {}

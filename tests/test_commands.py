@@ -14,8 +14,10 @@ from tests.shim_helpers import CTL, plain_env
 @pytest.fixture
 def env(tmp_path):
     return plain_env(tmp_path, (
-        '[permissions]\nallow = ["Bash(git status)", "Read"]\ndeny = ["Bash(git push --force*)", "Read(//etc/shadow)"]\n'
-        'ask = ["Bash(git push *)"]\n\n[agents.Explore]\ndeny = ["WebFetch"]\n\n[profiles.ci]\npermissions.mode = "dontAsk"\n'
+        '[permissions]\nallow = ["Bash(git status)", "Read"]\ndeny = ["Bash(git push --force*)", '
+        '"Read(//etc/shadow)"]\n'
+        'ask = ["Bash(git push *)"]\n\n[agents.Explore]\ndeny = '
+        '["WebFetch"]\n\n[profiles.ci]\npermissions.mode = "dontAsk"\n'
     )), tmp_path / "work"
 
 
@@ -30,7 +32,8 @@ def test_explain_json_names_rule_source_and_parts(env):
     result = json.loads(out.stdout)
     assert result["decision"] == "deny" and result["rule"] == "Bash(git push --force*)"
     assert result["source"].endswith("config.toml:3") and result["agent_type"] is None
-    assert [(p["part"], p["decision"]) for p in result["parts"]] == [("git status", "allow"), ("git push --force origin", "deny")]
+    assert [(p["part"], p["decision"]) for p in result["parts"]] == [("git status", "allow"),
+                                                                     ("git push --force origin", "deny")]
 
 
 @pytest.mark.parametrize("call, agent, decision", [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +15,8 @@ from claudeguard.errors import ConfigError
 def env(tmp_path, monkeypatch):
     xdg = tmp_path / "xdg"
     monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
-    for var in ("CLAUDEGUARD_CONFIG", "CLAUDEGUARD_PROFILE", "CLAUDEGUARD_STALL_AFTER", "CLAUDEGUARD_ON_STALL", "CLAUDEGUARD_APPROVAL_TIMEOUT"):
+    for var in ("CLAUDEGUARD_CONFIG", "CLAUDEGUARD_PROFILE", "CLAUDEGUARD_STALL_AFTER", "CLAUDEGUARD_ON_STALL",
+                "CLAUDEGUARD_APPROVAL_TIMEOUT"):
         monkeypatch.delenv(var, raising=False)
     project = tmp_path / "proj"
     (project / ".git").mkdir(parents=True)
@@ -171,7 +171,8 @@ def test_starter_loads_and_refuses_overwrite(env):
 
 def test_add_rule_keeps_comments_and_layout(env):
     user, project = env
-    user.write_text('# my notes\n[permissions]  # inline\nallow = ["Read"]  # keep me\n\n[approval]\ntimeout = 5 # five\n')
+    user.write_text('# my notes\n[permissions]  # inline\nallow = ["Read"]  # keep '
+                    'me\n\n[approval]\ntimeout = 5 # five\n')
     assert add_rule(user, "allow", "Bash(npm test)") is True
     text = user.read_text()
     assert "# my notes" in text and "# inline" in text and "timeout = 5 # five" in text

@@ -19,7 +19,8 @@ def test_demo_runs_the_whole_flow_offline(real_claude, offline_env, run_claude):
     assert "the subagent's command ran: demo-report.txt" in proc.stdout
     audit = run_claude(CTL + ["audit", "--json"], env, offline_env.cwd, timeout=30)
     events = [json.loads(line) for line in audit.stdout.splitlines()]
-    assert any(e["decided_by"] == "human" and e["agent_type"] == "general-purpose" and e["decision"] == "allow" for e in events)
+    assert any(e["decided_by"] == "human" and e["agent_type"] == "general-purpose" and e["decision"] == "allow"
+               for e in events)
     assert json.loads(run_claude(CTL + ["pending", "--json"], env, offline_env.cwd, timeout=30).stdout) == []
 
 

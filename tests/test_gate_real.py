@@ -4,18 +4,22 @@ model received, which files the tools created, and what a second process saw in 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from tests.shim_helpers import Approver, ctl, guarded_env, pending, results_of, run_guarded, wait_pending, write_user_config
+from tests.shim_helpers import (
+    Approver, ctl, guarded_env, pending, results_of, run_guarded, wait_pending, write_user_config,
+)
 
 
 def py_write(name: str) -> dict:
     """A Bash call that creates `name`; Claude Code asks before it in default mode."""
-    return {"name": "Bash", "input": {"command": f"python3 -c \"open('{name}','w').write('x')\"", "description": f"create {name}"}}
+    return {"name": "Bash",
+            "input": {"command": f"python3 -c \"open('{name}','w').write('x')\"", "description": f"create {name}"}}
 
 
 def agent(prompt: str, background: bool, subagent_type: str = "general-purpose") -> dict:
-    return {"name": "Agent", "input": {"description": "helper", "prompt": prompt, "subagent_type": subagent_type, "run_in_background": background}}
+    return {"name": "Agent",
+            "input": {"description": "helper", "prompt": prompt, "subagent_type": subagent_type,
+                      "run_in_background": background}}
 
 
 def _result_for(server, script: str) -> list[dict]:
@@ -55,14 +59,17 @@ def test_agent_overlay_denies_a_subagent_what_the_main_agent_may_do(real_claude,
     # while the main agent's Write is allowed by [permissions].
     agents = offline_env.cwd / ".claude" / "agents"
     agents.mkdir(parents=True)
-    (agents / "scribe.md").write_text("---\nname: scribe\ndescription: writes files\ntools: Write, Read\n---\nYou write files.\n")
+    (agents / "scribe.md").write_text("---\nname: scribe\ndescription: writes files\ntools: Write, Read\n---\nYou "
+                                      "write files.\n")
     server = model_server([
         {"match": "OVERLAY", "turns": [
-            {"tool_use": {"name": "Write", "input": {"file_path": str(offline_env.cwd / "main.txt"), "content": "main"}}},
+            {"tool_use": {"name": "Write",
+                          "input": {"file_path": str(offline_env.cwd / "main.txt"), "content": "main"}}},
             {"tool_use": agent("SCRIBE-TASK write yours", False, "scribe")},
             {"text": "fin"}]},
         {"match": "SCRIBE-TASK", "turns": [
-            {"tool_use": {"name": "Write", "input": {"file_path": str(offline_env.cwd / "scribe.txt"), "content": "x"}}},
+            {"tool_use": {"name": "Write",
+                          "input": {"file_path": str(offline_env.cwd / "scribe.txt"), "content": "x"}}},
             {"text": "sub done"}]},
     ])
     env = guarded_env(offline_env.use(server), real_claude)
@@ -77,7 +84,8 @@ def test_agent_overlay_denies_a_subagent_what_the_main_agent_may_do(real_claude,
 
 def test_explore_is_read_only(real_claude, offline_env, model_server):
     server = model_server([
-        {"match": "EXPLORE-RO", "turns": [{"tool_use": agent("EXPLORE-SUB look around", False, "Explore")}, {"text": "fin"}]},
+        {"match": "EXPLORE-RO",
+         "turns": [{"tool_use": agent("EXPLORE-SUB look around", False, "Explore")}, {"text": "fin"}]},
         {"match": "EXPLORE-SUB", "turns": [
             {"tool_use": {"name": "Bash", "input": {"command": "echo hi > explore.txt", "description": "write"}}},
             {"text": "sub done"}]},
@@ -99,8 +107,14 @@ def test_foreground_and_background_subagents_follow_the_policy(real_claude, offl
             {"tool_use": agent("FG-SUB do it", False)},
             {"tool_use": agent("BG-SUB do it", True)},
             {"text": "fin"}]},
-        {"match": "FG-SUB", "turns": [{"tool_use": py_write("fg.txt")}, {"tool_use": {"name": "Bash", "input": {"command": "rm -f fg.txt", "description": "rm"}}}, {"text": "fg done"}]},
-        {"match": "BG-SUB", "turns": [{"tool_use": py_write("bg.txt")}, {"tool_use": {"name": "Bash", "input": {"command": "rm -f bg.txt", "description": "rm"}}}, {"text": "bg done"}]},
+        {"match": "FG-SUB",
+         "turns": [{"tool_use": py_write("fg.txt")},
+                   {"tool_use": {"name": "Bash", "input": {"command": "rm -f fg.txt", "description": "rm"}}},
+                   {"text": "fg done"}]},
+        {"match": "BG-SUB",
+         "turns": [{"tool_use": py_write("bg.txt")},
+                   {"tool_use": {"name": "Bash", "input": {"command": "rm -f bg.txt", "description": "rm"}}},
+                   {"text": "bg done"}]},
     ])
     env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="5")
     write_user_config(env, '[permissions]\nallow = ["Bash(python3 -c *)"]\ndeny = ["Bash(rm *)"]\n')
@@ -115,7 +129,8 @@ def test_foreground_and_background_subagents_follow_the_policy(real_claude, offl
 
 def test_callers_own_settings_hooks_still_fire(real_claude, offline_env, model_server, tmp_path):
     marker = tmp_path / "caller-hook-ran"
-    settings = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": f"touch {marker}"}]}]},
+    settings = {"hooks": {"PreToolUse": [{"matcher": "Bash",
+                                          "hooks": [{"type": "command", "command": f"touch {marker}"}]}]},
                 "env": {"CALLER_SETTING": "kept"}}
     server = model_server([{"match": "CALLERHOOK", "turns": [{"tool_use": py_write("x.txt")}, {"text": "fin"}]}])
     env = guarded_env(offline_env.use(server), real_claude)
@@ -131,7 +146,9 @@ def test_callers_own_settings_hooks_still_fire(real_claude, offline_env, model_s
 
 
 def test_headless_main_agent_approve_and_deny_with_message(real_claude, offline_env, model_server):
-    server = model_server([{"match": "MAINASK", "turns": [{"tool_use": py_write("yes.txt")}, {"tool_use": py_write("no.txt")}, {"text": "fin"}]}])
+    server = model_server([{"match": "MAINASK",
+                            "turns": [{"tool_use": py_write("yes.txt")}, {"tool_use": py_write("no.txt")},
+                                      {"text": "fin"}]}])
     env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
     approver = Approver(env, [("approve", []), ("deny", ["--message", "not today: use the staging db"])])
     approver.start()
@@ -151,7 +168,8 @@ def test_headless_main_agent_approve_and_deny_with_message(real_claude, offline_
 def test_background_subagent_approve_and_deny(real_claude, offline_env, model_server):
     server = model_server([
         {"match": "BGASK", "turns": [{"tool_use": agent("SUBTASK-BG write both", True)}, {"text": "launched"}]},
-        {"match": "SUBTASK-BG", "turns": [{"tool_use": py_write("bg-yes.txt")}, {"tool_use": py_write("bg-no.txt")}, {"text": "sub done"}]},
+        {"match": "SUBTASK-BG",
+         "turns": [{"tool_use": py_write("bg-yes.txt")}, {"tool_use": py_write("bg-no.txt")}, {"text": "sub done"}]},
     ])
     env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
     approver = Approver(env, [("approve", []), ("deny", ["--message", "no second file"])])
@@ -171,7 +189,9 @@ def test_background_subagent_approve_and_deny(real_claude, offline_env, model_se
 def test_session_scope_from_a_subagent_covers_main_agent_and_other_subagents(real_claude, offline_env, model_server):
     same = py_write("same.txt")
     server = model_server([
-        {"match": "SCOPE-S", "turns": [{"tool_use": agent("SUB-ONE first", False)}, {"tool_use": same}, {"tool_use": agent("SUB-TWO second", True)}, {"text": "fin"}]},
+        {"match": "SCOPE-S",
+         "turns": [{"tool_use": agent("SUB-ONE first", False)}, {"tool_use": same},
+                   {"tool_use": agent("SUB-TWO second", True)}, {"text": "fin"}]},
         {"match": "SUB-ONE", "turns": [{"tool_use": same}, {"text": "one done"}]},
         {"match": "SUB-TWO", "turns": [{"tool_use": same}, {"text": "two done"}]},
     ])
@@ -196,7 +216,9 @@ def test_session_scope_from_a_subagent_covers_main_agent_and_other_subagents(rea
 def test_agent_scope_covers_only_the_same_agent_type(real_claude, offline_env, model_server):
     same = py_write("agent.txt")
     server = model_server([
-        {"match": "SCOPE-A", "turns": [{"tool_use": agent("ASUB-ONE first", False)}, {"tool_use": agent("ASUB-TWO again", False)}, {"tool_use": same}, {"text": "fin"}]},
+        {"match": "SCOPE-A",
+         "turns": [{"tool_use": agent("ASUB-ONE first", False)}, {"tool_use": agent("ASUB-TWO again", False)},
+                   {"tool_use": same}, {"text": "fin"}]},
         {"match": "ASUB-ONE", "turns": [{"tool_use": same}, {"text": "one"}]},
         {"match": "ASUB-TWO", "turns": [{"tool_use": same}, {"text": "two"}]},
     ])
@@ -212,7 +234,8 @@ def test_agent_scope_covers_only_the_same_agent_type(real_claude, offline_env, m
     assert [r["agent_type"] for r in approver.seen] == ["general-purpose", None]
     main = [r for r in server.tool_results() if r["script"] == "SCOPE-A" and r["tool"] == "Bash"]
     assert main[0]["is_error"] and main[0]["content"] == "main agent: no"
-    assert all(not r["is_error"] for r in server.tool_results() if r["script"] in ("ASUB-ONE", "ASUB-TWO") and r["tool"] == "Bash")
+    assert all(not r["is_error"]
+               for r in server.tool_results() if r["script"] in ("ASUB-ONE", "ASUB-TWO") and r["tool"] == "Bash")
 
 
 def test_forever_scope_writes_the_rule_and_a_new_session_is_not_asked(real_claude, offline_env, model_server):

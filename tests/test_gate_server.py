@@ -22,10 +22,12 @@ def session(tmp_path, monkeypatch):
     # A deep directory: the socket path is longer than a Unix socket address may be.
     session_dir = tmp_path / ("d" * 60) / ("e" * 40) / "session"
     session_dir.mkdir(parents=True, mode=0o700)
-    snapshot = {"session_id": "sess", "cwd": str(tmp_path), "policy": {"permissions": {"deny": [{"rule": "Bash(rm *)", "source": "cfg:1", "root": "/"}]}},
+    snapshot = {"session_id": "sess", "cwd": str(tmp_path),
+                "policy": {"permissions": {"deny": [{"rule": "Bash(rm *)", "source": "cfg:1", "root": "/"}]}},
                 "approval": {"timeout": 30, "on_timeout": "deny"}, "print_mode": True}
     (session_dir / "session.json").write_text(json.dumps(snapshot))
-    env = {"CLAUDEGUARD_SESSION_DIR": str(session_dir), "CLAUDEGUARD_SESSION": "sess", "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"),
+    env = {"CLAUDEGUARD_SESSION_DIR": str(session_dir), "CLAUDEGUARD_SESSION": "sess",
+           "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"),
            "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -52,7 +54,8 @@ def test_hook_is_answered_by_the_server(session):
     server.start()
     try:
         assert oct((session_dir / "gate.sock").stat().st_mode & 0o777) == "0o600"
-        out = subprocess.run([*ctl_command(), "hook"], input=_event("rm -rf /"), env=env, capture_output=True, timeout=30)
+        out = subprocess.run([*ctl_command(), "hook"], input=_event("rm -rf /"), env=env,
+                             capture_output=True, timeout=30)
         assert out.returncode == 0 and out.stderr == b""
         decision = json.loads(out.stdout)["hookSpecificOutput"]
         assert decision["permissionDecision"] == "deny" and "Bash(rm *)" in decision["permissionDecisionReason"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -18,7 +17,8 @@ def env(tmp_path):
     cfg = tmp_path / "guard.toml"
     cfg.write_text('[permissions]\ndeny = ["Bash(rm *)"]\nallow = ["Bash(git status)"]\nask = ["Bash(git push *)"]\n'
                    '[approval]\ntimeout = 1\n[agents.Explore]\ndeny = ["WebFetch"]\n')
-    return {"CLAUDEGUARD_CONFIG": str(cfg), "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"),
+    return {"CLAUDEGUARD_CONFIG": str(cfg), "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"),
+            "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"),
             "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
 
 
@@ -65,9 +65,13 @@ def test_ask_rule_always_goes_to_the_channel(env):
 
 
 def test_agent_overlay_and_blocked_tools(env):
-    verdict, reason = decision(hook(env, pre("WebFetch", {"url": "https://example.com", "prompt": "x"}, agent_type="Explore"))[1])
+    verdict, reason = decision(hook(env,
+                                    pre("WebFetch", {"url": "https://example.com", "prompt": "x"},
+                                        agent_type="Explore"))[1])
     assert verdict == "deny" and "WebFetch" in reason
-    verdict, reason = decision(hook(env, pre("Agent", {"prompt": "x", "subagent_type": "general-purpose"}, agent_type="general-purpose"))[1])
+    verdict, reason = decision(hook(env,
+                                    pre("Agent", {"prompt": "x", "subagent_type": "general-purpose"},
+                                        agent_type="general-purpose"))[1])
     assert verdict == "deny" and "subagents.blocked_tools" in reason
 
 
@@ -117,7 +121,8 @@ def test_audit_line_per_decision(env, tmp_path):
     lines = (tmp_path / "log" / "audit.jsonl").read_text().splitlines()
     event = json.loads(lines[-1])
     assert event["decision"] == "deny" and event["decided_by"] == "rule" and event["rule"] == "Bash(rm *)"
-    assert event["tool"] == "Bash" and event["summary"].startswith("Bash: rm -rf /") and len(event["input_digest"]) == 16
+    assert event["tool"] == "Bash" and event["summary"].startswith("Bash: rm -rf /")
+    assert len(event["input_digest"]) == 16
 
 
 def test_an_answer_is_reused_once_by_the_second_asker_of_the_same_call(tmp_path):
@@ -128,7 +133,8 @@ def test_an_answer_is_reused_once_by_the_second_asker_of_the_same_call(tmp_path)
     session = Session("s", str(tmp_path), {})
     call = {"command": "git push"}
     verdict = Decision("allow", "approved by a human (once)", decided_by="human", scope="once", request_id="r1")
-    record_answer(session, "toolu_1", {"agent_id": "a1", "agent_type": "x", "tool": "Bash"}, answer_record(verdict, call))
+    record_answer(session, "toolu_1", {"agent_id": "a1", "agent_type": "x", "tool": "Bash"},
+                  answer_record(verdict, call))
     assert reuse_answer(session, "Bash", {"command": "git push --force"}, "a1", "toolu_1") is None  # other input
     again = reuse_answer(session, "Bash", call, "a1", "toolu_1")
     assert (again.decision, again.request_id, again.decided_by) == ("allow", "r1", "human")
@@ -148,7 +154,8 @@ def test_the_gate_names_what_the_cli_decides_leave_and_what_the_keyboard_decided
     monkeypatch.setenv("CLAUDEGUARD_LOG_DIR", str(tmp_path / "log"))
     monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp_path / "rt"))
     session = Session("s", str(tmp_path), {"policy": {"permissions": {"deny": ["Bash(rm *)"]}}})
-    call = dict(tool="Bash", tool_input={"command": "ls"}, agent_type=None, agent_id=None, cwd=str(tmp_path), via="hook")
+    call = dict(tool="Bash", tool_input={"command": "ls"}, agent_type=None, agent_id=None,
+                cwd=str(tmp_path), via="hook")
     left = decide_call(session, undecided="leave", **call)
     assert (left.decision, left.decided_by, left.request_id) == ("leave", "default", None)
     keyboard = decide_call(session, undecided="ask", delay_s=5.0, still_wanted=lambda: False, **call)

@@ -24,7 +24,8 @@ import pytest
 from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parents[1]
-SKIP = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.egg-info", "build", "dist", ".pytest_cache", ".hypothesis")
+SKIP = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.egg-info", "build", "dist", ".pytest_cache",
+                              ".hypothesis")
 PIP_ENV = dict(os.environ, PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
 PIP_OFFLINE = ["--no-index", "--no-deps", "--no-build-isolation", "--no-cache-dir", "--quiet"]
 
@@ -158,7 +159,8 @@ def test_installed_without_xdg_runtime_dir(venv, bg_claude, tmp_path):
     proc = _run([bin_dir / "claudeguard", "--version"], env=dict(env, CLAUDEGUARD_CLAUDE=str(bg_claude)), cwd=work)
     assert proc.stdout == _run([bg_claude, "--version"], env=env, cwd=work).stdout
 
-    proc = _run([bin_dir / "claudeguard", "--guard-dry-run", "-p", "x"], env=dict(env, CLAUDEGUARD_CLAUDE=str(bg_claude)), cwd=work)
+    proc = _run([bin_dir / "claudeguard", "--guard-dry-run", "-p", "x"],
+                env=dict(env, CLAUDEGUARD_CLAUDE=str(bg_claude)), cwd=work)
     plan = json.loads(proc.stdout)
     assert plan["guarded"] is True and plan["argv"][0] == str(bg_claude) and plan["argv"][-2:] == ["-p", "x"]
     (mcp_flag,) = [a for a in plan["argv"] if a.startswith("--mcp-config=")]

@@ -8,7 +8,6 @@ a stand-in CLI that prints what it received (argv, its pid and the recursion tok
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -51,7 +50,8 @@ class Bed:
         self.env = {"PATH": f"{self.real_dir}:/usr/bin:/bin", "HOME": str(self.home),
                     "XDG_CONFIG_HOME": str(self.home / "config"), "CLAUDEGUARD_RUNTIME_DIR": str(root / "rt")}
 
-    def run(self, argv: list[str], env: dict[str, str] | None = None, exe: str | None = None) -> subprocess.CompletedProcess:
+    def run(self, argv: list[str], env: dict[str, str] | None = None,
+            exe: str | None = None) -> subprocess.CompletedProcess:
         return subprocess.run([exe or str(self.launcher), *argv], env=env or self.env, cwd=self.cwd,
                               capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
 

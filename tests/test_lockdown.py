@@ -25,7 +25,8 @@ def locked(tmp_path):
 
 
 def run(env: dict, work, argv: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(GUARD + argv, env=env, cwd=work, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    return subprocess.run(GUARD + argv, env=env, cwd=work, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
 
 
 BYPASS = {"permissions": {"defaultMode": "bypassPermissions"}}
@@ -36,7 +37,8 @@ BYPASS = {"permissions": {"defaultMode": "bypassPermissions"}}
     (["--allow-dangerously-skip-permissions", "-p", "x"], "--allow-dangerously-skip-permissions is refused"),
     (["--permission-mode", "bypassPermissions", "-p", "x"], "--permission-mode bypassPermissions is refused"),
     (["--permission-mode=bypassPermissions", "-p", "x"], "--permission-mode bypassPermissions is refused"),
-    (["--settings", json.dumps(BYPASS), "-p", "x"], "--settings (inline JSON): permissions.defaultMode: bypassPermissions"),
+    (["--settings", json.dumps(BYPASS), "-p", "x"],
+     "--settings (inline JSON): permissions.defaultMode: bypassPermissions"),
     (["--settings", json.dumps({"disableAllHooks": True}), "-p", "x"], "disableAllHooks"),
     (["--bare", "-p", "x"], "--bare"),
     (["--guard-profile", "loose", "-p", "x"], "lockdown: replace = true would drop the deny rules"),

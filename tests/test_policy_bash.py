@@ -344,13 +344,16 @@ def test_read_only_agents_are_denied_writing_commands() -> None:
                 "echo x | sudo tee /etc/hosts", "python3 -c 'open(\"x\",\"w\")'", "find . -delete",
                 "sort -o out in", "curl -o x http://a", "ls; echo 'unbalanced", "bash -c \"$X\"",
                 "{ ls; } > out", "tar xzf a.tgz", "git branch new", "git stash", "npm run build"]:
-        assert decide(policy, "Bash", {"command": cmd}, agent_type="Explore", cwd=CWD, home=HOME).decision == "deny", cmd
+        assert decide(policy, "Bash", {"command": cmd}, agent_type="Explore", cwd=CWD,
+                      home=HOME).decision == "deny", cmd
     for cmd in ["ls -la", "git status", "git log --oneline | head", "grep -rn x .", "cat a > /dev/null",
                 "find . -name '*.py'", "wc -l a b", "git diff HEAD~1", "ls 2>&1", "sed -n 1,5p f", "tar tzf a.tgz",
                 "git branch", "git branch -a", "npm ls", "pip list", "echo hi", "rg foo", "git config --get x"]:
-        assert decide(policy, "Bash", {"command": cmd}, agent_type="Explore", cwd=CWD, home=HOME).decision == "allow", cmd
+        d = decide(policy, "Bash", {"command": cmd}, agent_type="Explore", cwd=CWD, home=HOME)
+        assert d.decision == "allow", cmd
     # The same commands are fine for a general-purpose agent.
-    assert decide(policy, "Bash", {"command": "rm x"}, agent_type="general-purpose", cwd=CWD, home=HOME).decision == "allow"
+    assert decide(policy, "Bash", {"command": "rm x"}, agent_type="general-purpose", cwd=CWD,
+                  home=HOME).decision == "allow"
 
 
 def test_command_writes() -> None:

@@ -26,7 +26,8 @@ def test_every_module_has_a_docstring_and_imports_only_the_ones_before_it() -> N
         tree = ast.parse((PACKAGE / f"{name}.py").read_text())
         assert ast.get_docstring(tree), name
         imported = {node.module.rsplit(".", 1)[-1] for node in ast.walk(tree)
-                    if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("claudeguard.policy.bash.")}
+                    if isinstance(node, ast.ImportFrom) and node.module
+                    and node.module.startswith("claudeguard.policy.bash.")}
         if name != "__init__":
             assert imported <= set(MODULES[1:index]), (name, imported)
 
@@ -49,7 +50,9 @@ def test_one_scanning_routine_reads_quotes_dollars_and_backticks() -> None:
 
     readers = [f.name for f in lexer.body if isinstance(f, ast.FunctionDef) and {"$", "`"} <= compared(f)]
     assert readers == ["scan"]
-    assert {"'", '"', "\\"} <= compared(next(f for f in lexer.body if isinstance(f, ast.FunctionDef) and f.name == "scan"))
+    assert {"'", '"', "\\"} <= compared(next(f
+                                             for f in lexer.body
+                                             if isinstance(f, ast.FunctionDef) and f.name == "scan"))
 
 
 @settings(max_examples=500, deadline=None, database=None)

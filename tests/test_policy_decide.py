@@ -31,7 +31,8 @@ def R(rule: str, line: int, root: str = CWD) -> dict:
 
 
 def run(spec: dict, tool: str, tool_input: dict, agent_type: str | None = None, extra=()) -> Decision:
-    return decide(policy_from_spec(spec), tool, tool_input, agent_type=agent_type, cwd=CWD, home=HOME, extra=list(extra))
+    return decide(policy_from_spec(spec), tool, tool_input, agent_type=agent_type, cwd=CWD, home=HOME,
+                  extra=list(extra))
 
 
 def bash(command: str) -> dict:
@@ -83,7 +84,8 @@ def test_bash_parts_each_have_their_decision() -> None:
     d = run(spec, "Bash", bash("ls && git push"))
     assert d.decision == "ask" and d.rule == "Bash(git push *)"
     d = run(spec, "Bash", bash("ls && cat x"))
-    assert d.decision == "allow" and d.rule == "Bash(ls *)" and {p.rule for p in d.parts} == {"Bash(ls *)", "Bash(cat *)"}
+    assert d.decision == "allow" and d.rule == "Bash(ls *)"
+    assert {p.rule for p in d.parts} == {"Bash(ls *)", "Bash(cat *)"}
 
 
 def test_path_rules_are_anchored_at_their_config_files_directory() -> None:
@@ -204,10 +206,12 @@ def test_grant_rules_for_call() -> None:
     assert grant_rules_for_call("Bash", bash("eval x"), cwd=CWD) == []
     assert grant_rules_for_call("Bash", bash(""), cwd=CWD) == []
     assert grant_rules_for_call("Read", {"file_path": "/etc/passwd"}, cwd=CWD) == ["Read(//etc/passwd)"]
-    assert grant_rules_for_call("Write", {"file_path": "src/a.py", "content": "x"}, cwd=CWD) == ["Edit(//work/repo/src/a.py)"]
+    write = {"file_path": "src/a.py", "content": "x"}
+    assert grant_rules_for_call("Write", write, cwd=CWD) == ["Edit(//work/repo/src/a.py)"]
     assert grant_rules_for_call("Edit", {"file_path": "/work/repo/../x[1].py"}, cwd=CWD) == ["Edit(//work/x\\[1\\].py)"]
     assert grant_rules_for_call("NotebookEdit", {"notebook_path": "/n.ipynb"}, cwd=CWD) == ["Edit(//n.ipynb)"]
-    assert grant_rules_for_call("WebFetch", {"url": "https://Docs.Example.com/a"}, cwd=CWD) == ["WebFetch(domain:docs.example.com)"]
+    fetch = {"url": "https://Docs.Example.com/a"}
+    assert grant_rules_for_call("WebFetch", fetch, cwd=CWD) == ["WebFetch(domain:docs.example.com)"]
     assert grant_rules_for_call("WebFetch", {"url": "https://a.b\\@c.d/"}, cwd=CWD) == []
     assert grant_rules_for_call("mcp__github__create_issue", {"title": "x"}, cwd=CWD) == ["mcp__github__create_issue"]
     assert grant_rules_for_call("Agent", {"subagent_type": "Explore"}, cwd=CWD) == ["Agent"]
@@ -219,7 +223,8 @@ def test_grant_rules_for_call() -> None:
 
 CALLS = [
     ("Bash", bash("npm test")), ("Bash", bash("ls *.py && echo 'a:*' | grep -v x")),
-    ("Bash", bash("cat <<'EOF' > f.txt\nbody\nEOF")), ("Bash", bash("echo \\*")), ("Bash", bash("git log -n 3 -- 'a b'")),
+    ("Bash", bash("cat <<'EOF' > f.txt\nbody\nEOF")), ("Bash", bash("echo \\*")),
+    ("Bash", bash("git log -n 3 -- 'a b'")),
     ("Read", {"file_path": "/work/repo/a*b?.py"}), ("Write", {"file_path": "x/[y].txt", "content": ""}),
     ("Grep", {"pattern": "x"}), ("Glob", {"pattern": "src/**/*.ts"}), ("WebFetch", {"url": "https://a.example.org/x"}),
     ("mcp__s__t", {}),
@@ -323,7 +328,8 @@ def test_import_is_light() -> None:
     code = (
         "import sys\n"
         "before = set(sys.modules)\n"
-        "import claudeguard.policy.decide, claudeguard.policy.rules, claudeguard.policy.bash, claudeguard.policy.pathrules\n"
+        "import claudeguard.policy.decide, claudeguard.policy.rules, claudeguard.policy.bash, "
+        "claudeguard.policy.pathrules\n"
         "new = set(sys.modules) - before\n"
         "print(sorted(m for m in ('psutil', 'platformdirs', 'tomlkit', 'pexpect', 'urllib.parse', 'json', 'shlex',"
         " 'subprocess', 'pathlib') if m in new))\n"

@@ -67,8 +67,8 @@ def test_parse_rule_rejects_non_strings() -> None:
 def test_rule_is_frozen_and_hashable() -> None:
     rule = parse_rule("Bash(ls)")
     assert {rule, parse_rule("Bash(ls)")} == {rule}
-    with pytest.raises(Exception):
-        rule.tool = "Read"  # type: ignore[misc]
+    with pytest.raises(AttributeError):  # a namedtuple's fields are read-only
+        rule.tool = "Read"  # type: ignore[misc]  # the assignment is the point
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,7 +25,8 @@ def test_a_detached_command_has_no_signal_blocked_or_ignored_and_its_own_session
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
     previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
-        pid = spawn_detached(["sh", "-c", f"grep -E 'SigBlk|SigIgn' /proc/self/status > {out}; ps -o sid= -p $$ >> {out}"])
+        pid = spawn_detached(["sh", "-c",
+                              f"grep -E 'SigBlk|SigIgn' /proc/self/status > {out}; ps -o sid= -p $$ >> {out}"])
     finally:
         signal.signal(signal.SIGHUP, previous)
         signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -121,7 +121,8 @@ TRUST_197 = screen(f"""
  Enter to confirm · Esc to cancel
 """)
 
-TRUST_330 = [line.replace("❯ 1. Yes, I trust this folder", "❯ No, exit").replace("  2. No, exit", "  Yes, I trust this folder")
+TRUST_330 = [line.replace("❯ 1. Yes, I trust this folder", "❯ No, exit").replace("  2. No, exit", "  Yes, I "
+                                                                                                  "trust this folder")
              for line in TRUST_197]
 
 BYPASS_197 = screen(f"""
@@ -325,7 +326,8 @@ def test_several_new_mcp_servers_are_a_checklist():
 def test_auto_mode_dialog_has_fixed_keys_and_only_in_its_version_range():
     d = find_dialog(AUTO_MODE_330, patterns_for("2.1.330"))
     assert d is not None and d.kind == "auto-mode"
-    assert keys_of(d) == {"Stay in auto mode": (ENTER, "yes"), "Leave for accept edits mode and stop": (SHIFT_TAB, "other"),
+    assert keys_of(d) == {"Stay in auto mode": (ENTER, "yes"),
+                          "Leave for accept edits mode and stop": (SHIFT_TAB, "other"),
                           "Cancel": (ESC, "no")}
     assert find_dialog(AUTO_MODE_330, patterns_for("2.1.197")) is None
     assert patterns_for(None) == patterns_for("9.9.9") == patterns_for("2.1.330")
@@ -506,7 +508,8 @@ def test_a_dialog_waits_idle_then_is_posted_and_the_answer_is_typed(rig, tmp_pat
     clock.advance(0.2)
     router.step()
     [(kw, pending)] = channel.posted
-    assert kw["kind"] == "dialog" and kw["tool"] == "dialog:trust" and kw["choices"] == ["Yes, I trust this folder", "No, exit"]
+    assert kw["kind"] == "dialog" and kw["tool"] == "dialog:trust"
+    assert kw["choices"] == ["Yes, I trust this folder", "No, exit"]
     assert kw["input"]["title"] == "Trust this folder?" and "/home/user/new-folder" in kw["input"]["text"]
     assert kw["extra"] == {"via": "screen", "dialog": "trust"} and kw["session_id"] == "s1"
     assert router.state()["request"] == "r0" and router.state()["dialog"] == "Trust this folder?"
@@ -522,7 +525,8 @@ def test_a_dialog_waits_idle_then_is_posted_and_the_answer_is_typed(rig, tmp_pat
     assert router.step() is None and len(channel.posted) == 1
 
 
-@pytest.mark.parametrize("decision, choice, keys", [("deny", None, "2"), ("allow", "No, exit", "2"), ("allow", "1", "1")])
+@pytest.mark.parametrize("decision, choice, keys",
+                         [("deny", None, "2"), ("allow", "No, exit", "2"), ("allow", "1", "1")])
 def test_answers_map_to_keys(rig, decision, choice, keys):
     clock, channel, make = rig
     router = make(idle=0)
@@ -621,7 +625,8 @@ def test_permission_dialog_without_a_hook_is_posted_after_the_grace(rig):
 
 
 def _held(channel: FakeChannel, clock: Clock, rid: str = "h1") -> FakeRequest:
-    request = FakeRequest(rid, clock.wall + 600, kind="permission", extra={"via": "dialog"}, created=clock.wall, held=True)
+    request = FakeRequest(rid, clock.wall + 600, kind="permission", extra={"via": "dialog"},
+                          created=clock.wall, held=True)
     channel.hook_requests.append(request)
     return request
 

@@ -202,7 +202,8 @@ def test_trust_dialog_for_a_new_folder(guard, offline_env, tmp_path, decision):
 
 @pytest.mark.parametrize("decision", ["allow", "deny"])
 def test_several_new_mcp_servers_are_one_request(guard, offline_env, decision):
-    (offline_env.cwd / ".mcp.json").write_text(json.dumps({"mcpServers": {"one": {"command": "true"}, "two": {"command": "true"}}}))
+    (offline_env.cwd / ".mcp.json").write_text(json.dumps({"mcpServers": {"one": {"command": "true"},
+                                                                          "two": {"command": "true"}}}))
     tui, _, _ = guard(None)
     tui.wait("new MCP servers found")
     [req] = _pending(tui)
@@ -284,7 +285,8 @@ def test_resize_reaches_the_cli(guard):
     tui.raw = b""
     tui.resize(30, 90)
     # The CLI redraws its rules at the new width: a run of exactly 90.
-    tui.until(lambda: re.search("(?<!─)─{90}(?!─)", tui.raw.decode(errors="replace")) is not None, 10, "a redraw at 90 columns")
+    tui.until(lambda: re.search("(?<!─)─{90}(?!─)", tui.raw.decode(errors="replace")) is not None, 10,
+              "a redraw at 90 columns")
     assert tui.leave() == 0
 
 
@@ -308,12 +310,14 @@ def _state(pid: int) -> str:
         return "gone"
 
 
-def test_session_without_a_terminal_completes_with_channel_approval(real_claude, model_server, offline_env, monkeypatch):
+def test_session_without_a_terminal_completes_with_channel_approval(real_claude, model_server,
+                                                                    offline_env, monkeypatch):
     monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", offline_env["CLAUDEGUARD_RUNTIME_DIR"])
     server = model_server([{"match": "run it", "turns": _bash_turns()}])
     env = dict(offline_env.use(server), CLAUDEGUARD_CLAUDE=str(real_claude))
     proc = subprocess.Popen(GUARD + ["--permission-mode", "default", "run it"], env=env, cwd=offline_env.cwd,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
     try:
         reqs = wait_until(lambda: channel.list_pending() or proc.poll() is not None, 20,
                           "a request from the detached session", interval=0.1)
@@ -353,7 +357,8 @@ def test_auto_mode_dialog_then_its_approval_from_the_channel(guard, cli_version,
     tui, _, _ = guard([{"tool_use": {"name": "Bash", "input": risky}}, {"text": "made it"}], "--bare", "run it")
     tui.wait("Enter to stay in auto mode")
     [req] = _pending(tui)
-    assert req.tool == "dialog:auto-mode" and req.choices == ["Stay in auto mode", "Leave for accept edits mode and stop", "Cancel"]
+    assert req.tool == "dialog:auto-mode" and req.choices == ["Stay in auto mode",
+                                                              "Leave for accept edits mode and stop", "Cancel"]
     channel.answer(req.id, "allow")  # Enter: stay, and approve actions one by one
     tui.wait("Do you want to proceed?")
     [req] = _pending(tui, lambda r: r.tool == "dialog:permission")

@@ -175,7 +175,7 @@ def _exit_status(child) -> int:  # type: ignore[no-untyped-def]
 
 
 def test_is_keypress_ignores_terminal_reports():
-    assert is_keypress(b"1") and is_keypress(b"\x1b[A") and is_keypress(b"\x1b") and is_keypress(b"\x1b[200~hi\x1b[201~")
+    assert all(is_keypress(k) for k in (b"1", b"\x1b[A", b"\x1b", b"\x1b[200~hi\x1b[201~"))
     for report in (b"\x1b[<35;10;5M", b"\x1b[I", b"\x1b[O", b"\x1b[?62;22c", b"\x1b[>0;276;0c", b"\x1b[12;40R",
                    b"\x1bP>|xterm(390)\x1b\\", b"\x1b]11;rgb:0000/0000/0000\x07", b"\x1b[?1u", b"\x1b[M #!"):
         assert not is_keypress(report), report

@@ -45,7 +45,8 @@ def test_fail_on_parses(text, words):
     assert rp.parse_fail_on(text, "--guard-fail-on") == frozenset(words)
 
 
-@pytest.mark.parametrize("text,word", [("denyed", "'denyed'"), ("denied,", "''"), ("Denied", "'Denied'"), ("", "empty")])
+@pytest.mark.parametrize("text,word",
+                         [("denyed", "'denyed'"), ("denied,", "''"), ("Denied", "'Denied'"), ("", "empty")])
 def test_fail_on_rejects_unknown_words(text, word):
     with pytest.raises(UsageError) as err:
         rp.parse_fail_on(text, "env CLAUDEGUARD_FAIL_ON")
@@ -105,7 +106,8 @@ def test_session_rows_start_at_the_mark_and_keep_only_this_session(log):
     mark = rp.audit_mark()
     audit.record(row("deny", "rule", summary="mine"))
     audit.record(row("deny", "rule", session_id="s2", summary="other session"))
-    audit.record({"session_id": "s1", "event": "stall", "decision": "stall", "state": "thinking", "summary": "d", "action": "warn"})
+    audit.record({"session_id": "s1", "event": "stall", "decision": "stall", "state": "thinking", "summary": "d",
+                  "action": "warn"})
     rows = rp.session_rows("s1", mark)
     assert [r["summary"] for r in rows] == ["mine", "d"]
     assert [r["summary"] for r in rows if rp.is_call(r)] == ["mine"]
@@ -157,7 +159,8 @@ def _run(tmp_path, fail_on=frozenset(), report=True, non_interactive=True):
     return run
 
 
-@pytest.mark.parametrize("report, github", [(False, False), (True, False), (False, True)], ids=["none", "file", "github"])
+@pytest.mark.parametrize("report, github", [(False, False), (True, False), (False, True)],
+                         ids=["none", "file", "github"])
 def test_the_cli_version_is_looked_up_only_for_a_report_or_a_step_summary(log, tmp_path, monkeypatch, report, github):
     # Looking it up imports shim.dialogs or runs `claude --version`: not for a run that shows no report.
     looked = []
@@ -187,11 +190,13 @@ def test_finish_writes_the_report_and_applies_the_policy(log, tmp_path, capsys, 
     assert set(data) >= {"session_id", "cli_version", "started", "ended", "duration_s", "counts", "calls", "stalls"}
     assert data["started"].endswith("Z") and data["duration_s"] >= 0
     for call in data["calls"]:
-        assert set(call) >= {"time", "session_id", "agent_type", "agent_id", "tool", "summary", "decision", "decided_by", "scope", "waited_s"}
+        assert set(call) >= {"time", "session_id", "agent_type", "agent_id", "tool", "summary", "decision",
+                             "decided_by", "scope", "waited_s"}
     assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["log", "r.json"]  # no temp file left
     err = capsys.readouterr().err.splitlines()
-    assert err == ["claudeguard: session s1: 2 calls denied by rule, 1 call denied by a human, 2 calls timed out unanswered; "
+    assert err == ["claudeguard: session s1: 2 calls denied by rule, 1 call denied by a human, 2 calls timed "
+                   "out unanswered; "
                    "exit 3 (--guard-fail-on denied) (claudeguardctl audit --json for details)"]
 
 
@@ -203,7 +208,8 @@ def test_a_failed_or_killed_child_keeps_its_code(log, tmp_path, capsys):
         run.stalls = [{"time": "t", "state": "thinking", "diagnosis": "stalled: thinking", "action": "kill"}]
         assert run.finish(ours) == ours
         data = json.loads((tmp_path / "r.json").read_text())
-        assert (data["exit_code"], data["child_exit_code"], data["counts"]["stalls"], data["fail_on"]) == (ours, child, 1, [])
+        assert (data["exit_code"], data["child_exit_code"], data["counts"]["stalls"],
+                data["fail_on"]) == (ours, child, 1, [])
         assert data["counts"]["denied_by_rule"] == 1
 
 
@@ -265,5 +271,5 @@ def test_github_annotations_and_step_summary(log, tmp_path, capsys, monkeypatch)
 
 def test_many_annotations_are_capped():
     calls = [row("deny", "rule", summary=f"Bash: n{i}") for i in range(30)]
-    lines = rp.annotations({"calls": calls, "stalls": []})
+    lines = rp.workflow_commands({"calls": calls, "stalls": []})
     assert len(lines) == rp.MAX_ANNOTATIONS + 1 and lines[-1].endswith("10 more (see the step summary)")

@@ -40,7 +40,8 @@ class ByCommand(threading.Thread):
 
 
 def run(env: dict, cwd, prompt: str, *guard: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(GUARD + [*guard, "-p", prompt, "--output-format", "stream-json", "--verbose"], env=env, cwd=cwd,
+    return subprocess.run(GUARD + [*guard, "-p", prompt, "--output-format", "stream-json", "--verbose"],
+                          env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
@@ -59,7 +60,8 @@ def test_report_counts_every_kind_of_decision_and_fail_on_exits_3(real_claude, c
     approver = ByCommand(env)
     approver.start()
     try:
-        proc = run(env, offline_env.cwd, "REPORTALL go", "--guard-report", "run.json", "--guard-fail-on", "timeout,stall")
+        proc = run(env, offline_env.cwd, "REPORTALL go", "--guard-report", "run.json", "--guard-fail-on",
+                   "timeout,stall")
     finally:
         approver.stop.set()
         approver.join(timeout=30)
@@ -82,7 +84,8 @@ def test_report_counts_every_kind_of_decision_and_fail_on_exits_3(real_claude, c
     # One line for cron's mail, and nothing else of ours on stderr.
     ours = [line for line in proc.stderr.splitlines() if line.startswith("claudeguard:")]
     assert ours == [f"claudeguard: session {report['session_id']}: 1 call denied by rule, 1 call denied by a human, "
-                    "1 call timed out unanswered; exit 3 (--guard-fail-on timeout) (claudeguardctl audit --json for details)"]
+                    "1 call timed out unanswered; exit 3 (--guard-fail-on timeout) (claudeguardctl audit "
+                    "--json for details)"]
 
 
 def test_a_clean_run_exits_0_with_every_fail_on_word_from_the_environment(real_claude, offline_env, model_server):
@@ -122,12 +125,15 @@ def test_a_warned_stall_is_reported_and_fails_with_stall(real_claude, offline_en
     assert proc.returncode == 3, proc.stderr
     assert stdout_is_stream_json(proc)[-1]["result"] == "slow answer"
     report = json.loads((offline_env.cwd / "slow.json").read_text())
-    warned = [line[len("claudeguard: "):] for line in proc.stderr.splitlines() if line.startswith("claudeguard: stalled: ")]
+    warned = [line[len("claudeguard: "):]
+              for line in proc.stderr.splitlines() if line.startswith("claudeguard: stalled: ")]
     assert warned and report["counts"]["stalls"] == len(warned) == len(report["stalls"])
     assert [s["diagnosis"] for s in report["stalls"]] == warned  # one entry per episode the watchdog reported
-    assert {s["action"] for s in report["stalls"]} == {"warn"} and all(s["time"].endswith("Z") for s in report["stalls"])
+    assert {s["action"] for s in report["stalls"]} == {"warn"} and all(s["time"].endswith("Z")
+                                                                       for s in report["stalls"])
     assert report["child_exit_code"] == 0 and report["fail_on"] == ["stall"]
-    assert proc.stderr.splitlines()[-1] == (f"claudeguard: session {report['session_id']}: {len(warned)} stall{'s' if len(warned) > 1 else ''}; "
+    assert proc.stderr.splitlines()[-1] == (f"claudeguard: session {report['session_id']}: {len(warned)} "
+                                            f"stall{'s' if len(warned) > 1 else ''}; "
                                             "exit 3 (--guard-fail-on stall) (claudeguardctl audit --json for details)")
 
 

@@ -123,13 +123,15 @@ print(a.decision, a.decided_by, flush=True)
 
 def _ctl_at(base: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
     env = dict(env, PYTHONPATH=os.pathsep.join(sys.path))
-    return subprocess.run([sys.executable, "-c", CTL_AT, str(base), *args], env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-c", CTL_AT, str(base), *args], env=env, capture_output=True,
+                          text=True, timeout=60)
 
 
 def test_a_cron_job_and_an_ssh_shell_meet_in_one_channel(shared_tmp, tmp_path):
     cron = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "SHELL": "/bin/sh", "PYTHONPATH": os.pathsep.join(sys.path)}
     ssh = dict(cron, XDG_RUNTIME_DIR=str(tmp_path / "run-user"), TMPDIR=str(tmp_path / "ssh-tmp"), SSH_CONNECTION="x")
-    poster = subprocess.Popen([sys.executable, "-c", POSTER_AT, str(shared_tmp)], env=cron, stdout=subprocess.PIPE, text=True)
+    poster = subprocess.Popen([sys.executable, "-c", POSTER_AT, str(shared_tmp)], env=cron,
+                              stdout=subprocess.PIPE, text=True)
     try:
         rid = poster.stdout.readline().strip()
         listed = _ctl_at(shared_tmp, ssh, "pending", "--json")
@@ -150,7 +152,8 @@ def test_an_older_root_still_in_use_is_named(shared_tmp, tmp_path):
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": str(tmp_path / "run-user")}
     out = _ctl_at(shared_tmp, env, "pending")
     assert out.returncode == 0 and out.stdout == "no pending requests\n"
-    assert out.stderr == (f"claudeguardctl: note: {tmp_path / 'run-user' / 'claudeguard'} holds sessions or requests of an older "
+    assert out.stderr == (f"claudeguardctl: note: {tmp_path / 'run-user' / 'claudeguard'} holds sessions or "
+                          f"requests of an older "
                           f"claudeguard (default then: $XDG_RUNTIME_DIR/claudeguard); see them with "
                           f"CLAUDEGUARD_RUNTIME_DIR={tmp_path / 'run-user' / 'claudeguard'}\n")
     (old / "abcdefabcdefabcd.json").unlink()
@@ -244,7 +247,8 @@ def test_real_session_survives_its_runtime_dir_removed(real_claude, offline_env,
     runtime = Path(env["CLAUDEGUARD_RUNTIME_DIR"])
     services: list[int] = []
     proc = subprocess.Popen(GUARD + ["-p", "SURVIVE go", "--output-format", "stream-json", "--verbose"], env=env,
-                            cwd=offline_env.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=offline_env.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     try:
         first = wait_pending(env, timeout=60)
         [session] = [s for s in json.loads(ctl(env, "ps", "--json").stdout)]

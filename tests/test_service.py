@@ -38,7 +38,8 @@ def env(tmp_path: Path) -> dict:
     poster.chmod(0o755)
     return {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
             "CLAUDEGUARD_RUNTIME_DIR": str(runtime), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"),
-            "CLAUDEGUARD_CLAUDE": str(poster), "OUT": str(tmp_path / "out.json"), "PYTHONPATH": str(Path(__file__).parent.parent)}
+            "CLAUDEGUARD_CLAUDE": str(poster), "OUT": str(tmp_path / "out.json"),
+            "PYTHONPATH": str(Path(__file__).parent.parent)}
 
 
 def service_dir(env: dict) -> Path:
@@ -69,7 +70,8 @@ def live_pids(env: dict) -> list[int]:
 
 
 def guard(env: dict, posts: list[dict], *argv: str, **extra: str) -> dict:
-    proc = subprocess.run(GUARD + ["-p", "x", *argv], env=dict(env, POSTS=json.dumps(posts), **extra), capture_output=True,
+    proc = subprocess.run(GUARD + ["-p", "x", *argv], env=dict(env, POSTS=json.dumps(posts), **extra),
+                          capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return json.loads(Path(env["OUT"]).read_text())
@@ -133,7 +135,8 @@ def test_an_unknown_session_gets_401(env):
     import http.client
 
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.request("POST", "/hook/0123456789abcdef/PreToolUse", body=b"{}", headers={"Authorization": "Bearer " + "1" * 48})
+    conn.request("POST", "/hook/0123456789abcdef/PreToolUse", body=b"{}",
+                 headers={"Authorization": "Bearer " + "1" * 48})
     assert conn.getresponse().status == 401
     conn.close()
 
@@ -283,9 +286,11 @@ def test_another_user_cannot_reach_the_control_socket(env):
 
 def test_service_off_falls_back_to_command_hooks(env):
     write_config(env, '[permissions]\nallow = ["Bash(echo *)"]\n')
-    proc = subprocess.run(GUARD + ["--guard-dry-run", "-p", "x"], env=dict(env, CLAUDEGUARD_SERVICE="0"), capture_output=True,
+    proc = subprocess.run(GUARD + ["--guard-dry-run", "-p", "x"], env=dict(env, CLAUDEGUARD_SERVICE="0"),
+                          capture_output=True,
                           text=True, timeout=30)
-    settings = json.loads(next(a.split("=", 1)[1] for a in json.loads(proc.stdout)["argv"] if a.startswith("--settings=")))
+    settings = json.loads(next(a.split("=", 1)[1]
+                               for a in json.loads(proc.stdout)["argv"] if a.startswith("--settings=")))
     assert settings["hooks"]["PreToolUse"][0]["hooks"][0]["type"] == "command"
     assert record(env) is None
 
@@ -311,19 +316,25 @@ def test_the_prompt_tool_is_served_over_http_with_the_secret(env):
         if msg_id is not None:
             msg["id"] = msg_id
         return dict({"event": "mcp", "body": msg}, **extra)
-    call = {"name": "approve", "arguments": {"tool_name": "Bash", "input": {"command": "echo hi"}, "tool_use_id": "toolu_9"}}
-    deny = {"name": "approve", "arguments": {"tool_name": "Bash", "input": {"command": "rm x"}, "tool_use_id": "toolu_8"}}
+    call = {"name": "approve",
+            "arguments": {"tool_name": "Bash", "input": {"command": "echo hi"}, "tool_use_id": "toolu_9"}}
+    deny = {"name": "approve",
+            "arguments": {"tool_name": "Bash", "input": {"command": "rm x"}, "tool_use_id": "toolu_8"}}
     seen = pre_tool_use("echo hi")  # the hook notes the call first, as the CLI's PreToolUse does
     seen["body"]["tool_use_id"] = "toolu_9"
-    out = guard(env, [seen, rpc("initialize", {"protocolVersion": "2025-06-18"}), rpc("notifications/initialized", msg_id=None),
+    out = guard(env,
+                [seen, rpc("initialize", {"protocolVersion": "2025-06-18"}),
+                 rpc("notifications/initialized", msg_id=None),
                       rpc("server/discover", msg_id=2), rpc("tools/list", msg_id=3), rpc("tools/call", call, msg_id=4),
-                      rpc("tools/call", deny, msg_id=5), dict(rpc("tools/list"), token="none"), dict(rpc("tools/list"), token="wrong")])
+                      rpc("tools/call", deny, msg_id=5), dict(rpc("tools/list"), token="none"),
+                      dict(rpc("tools/list"), token="wrong")])
     res = out["results"][1:]
     assert [r["status"] for r in res] == [200, 202, 200, 200, 200, 200, 401, 401]
     assert res[0]["answer"]["result"]["serverInfo"]["name"] == "claudeguard" and res[0]["mode"] == "0o600"
     assert res[1]["answer"] is None and res[2]["answer"]["result"] == {}
     assert [t["name"] for t in res[3]["answer"]["result"]["tools"]] == ["approve"]
-    assert json.loads(res[4]["answer"]["result"]["content"][0]["text"]) == {"behavior": "allow", "updatedInput": {"command": "echo hi"}}
+    assert json.loads(res[4]["answer"]["result"]["content"][0]["text"]) == {"behavior": "allow",
+                                                                            "updatedInput": {"command": "echo hi"}}
     assert json.loads(res[5]["answer"]["result"]["content"][0]["text"])["behavior"] == "deny"
     # the secret is in the 0600 file, never in argv
     proc = subprocess.run(GUARD + ["--guard-dry-run", "-p", "x"], env=env, capture_output=True, text=True, timeout=30)
@@ -367,7 +378,8 @@ def test_the_service_watches_a_registered_child_and_refuses_a_reused_pid(env, mo
         assert link.send(dict(watch, child_start=process_start(child.pid)))
         wait_until(lambda: len(heard.events) == 2, what="the answer")
         assert heard.events[1]["ok"] is True and heard.events[1]["pid"] == record(env)["pid"]
-        status = wait_until(lambda: (directory / "status.json").exists() and json.loads((directory / "status.json").read_text()),
+        status = wait_until(lambda: (directory / "status.json").exists()
+                            and json.loads((directory / "status.json").read_text()),
                             what="the service's status file")
         assert (status["watcher"], status["watcher_pid"], status["pid"], status["child_pid"]) == \
                ("service", record(env)["pid"], os.getpid(), child.pid)

@@ -53,7 +53,8 @@ def test_killing_the_service_mid_session_allows_nothing_unanswered(real_claude, 
         os.kill(old["pid"], signal.SIGKILL)  # the service dies while the call waits in it
         wait_until(lambda: process_start(old["pid"]) is None, what="the killed service to go")
         # The launcher starts a new service and registers its session again.
-        new = wait_until(lambda: (r := service_record(env)) and r["pid"] != old["pid"] and process_start(r["pid"]) and r,
+        new = wait_until(lambda: (r := service_record(env)) and r["pid"] != old["pid"]
+                         and process_start(r["pid"]) and r,
                          what="a new service")
         # The call that waited in the dead service is never run without an answer: its hook
         # and its prompt tool (both the service) are gone, and the CLI denies it. The next

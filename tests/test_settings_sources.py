@@ -55,9 +55,11 @@ def place(tmp_path):
         srcs = ss.sources(args, str(work), dict(env, **(extra_env or {})), str(managed))
         return [(f.source, f.key, f.action) for f in ss.findings(args, srcs, mode_chosen=mode)]
 
-    def check(*argv: str, lockdown: bool = False, override: bool = False, mode: str | None = None, extra_env: dict | None = None):  # type: ignore[no-untyped-def]
+    def check(*argv: str, lockdown: bool = False, override: bool = False, mode: str | None = None,  # type: ignore[no-untyped-def]
+              extra_env: dict | None = None):
         cfg = FakeConfig(_Locked(lockdown), {"security.allow_settings_override": override, "permissions.mode": mode})
-        return ss.check(parse_claude_args(list(argv) or ["-p", "x"]), cfg, str(work), dict(env, **(extra_env or {})), str(managed))
+        return ss.check(parse_claude_args(list(argv) or ["-p", "x"]), cfg, str(work),
+                        dict(env, **(extra_env or {})), str(managed))
 
     return put, found, check, tmp_path
 
@@ -65,7 +67,9 @@ def place(tmp_path):
 OFF = {"disableAllHooks": True}
 
 
-@pytest.mark.parametrize("where, source", [("user", "user"), ("project", "project"), ("local", "local"), ("managed", "managed"), ("dropin", "managed")])
+@pytest.mark.parametrize("where, source",
+                         [("user", "user"), ("project", "project"), ("local", "local"), ("managed", "managed"),
+                          ("dropin", "managed")])
 def test_disable_all_hooks_is_found_in_every_file_source(place, where, source):
     put, found, check, _ = place
     path = put(where, OFF)
@@ -98,7 +102,8 @@ def test_setting_sources_leaves_out_project_and_local(place):
 def test_a_later_false_overrides_and_managed_true_does_not(place):
     put, found, check, tmp = place
     put("project", OFF)
-    assert found("-p", "x", "--settings", '{"disableAllHooks": false}') == [("project", "disableAllHooks", ss.OVERRIDDEN)]
+    assert found("-p", "x", "--settings", '{"disableAllHooks": false}') == [("project", "disableAllHooks",
+                                                                             ss.OVERRIDDEN)]
     assert check("-p", "x", "--settings", '{"disableAllHooks": false}', lockdown=True) == []
     put("managed", OFF)
     assert ("managed", "disableAllHooks", ss.REFUSE) in found("-p", "x", "--settings", '{"disableAllHooks": false}')
@@ -114,8 +119,11 @@ def test_settings_file_and_managed_settings_flag(place):
 
 def test_managed_only_keys(place):
     put, found, _, _ = place
-    put("managed", {"allowManagedHooksOnly": True, "strictPluginOnlyCustomization": ["hooks"], "allowManagedPermissionRulesOnly": True})
-    assert found() == [("managed", "allowManagedHooksOnly", ss.REFUSE), ("managed", "strictPluginOnlyCustomization", ss.REFUSE),
+    put("managed",
+        {"allowManagedHooksOnly": True, "strictPluginOnlyCustomization": ["hooks"],
+         "allowManagedPermissionRulesOnly": True})
+    assert found() == [("managed", "allowManagedHooksOnly", ss.REFUSE),
+                       ("managed", "strictPluginOnlyCustomization", ss.REFUSE),
                        ("managed", "allowManagedPermissionRulesOnly", ss.REPORT)]
     put("project", {"allowManagedHooksOnly": True})
     assert ("project", "allowManagedHooksOnly", ss.REPORT) in found()
@@ -182,7 +190,8 @@ def test_unreadable_or_broken_files_are_not_sources(place):
     path.parent.mkdir(parents=True)
     path.write_text("{not json")
     assert found() == []
-    srcs = ss.sources(parse_claude_args(["-p", "x"]), str(tmp / "work"), {"HOME": str(tmp / "home")}, str(tmp / "managed"))
+    srcs = ss.sources(parse_claude_args(["-p", "x"]), str(tmp / "work"), {"HOME": str(tmp / "home")},
+                      str(tmp / "managed"))
     project = next(s for s in srcs if s.name == "project")
     assert not project.loaded and project.note.startswith("not valid JSON")
 

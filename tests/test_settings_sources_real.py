@@ -29,11 +29,13 @@ def scribe_session(offline_env, model_server, real_claude, config: str, first: t
     work = offline_env.cwd
     agents = work / ".claude" / "agents"
     agents.mkdir(parents=True, exist_ok=True)
-    (agents / "scribe.md").write_text("---\nname: scribe\ndescription: writes files\ntools: Write, Read\n---\nYou write files.\n")
+    (agents / "scribe.md").write_text("---\nname: scribe\ndescription: writes files\ntools: Write, Read\n---\nYou "
+                                      "write files.\n")
     server = model_server([
         {"match": "SCRIBE-MAIN", "turns": [*({"tool_use": call} for call in first),
             {"tool_use": {"name": "Write", "input": {"file_path": str(work / "main.txt"), "content": "main"}}},
-            {"tool_use": {"name": "Agent", "input": {"description": "helper", "prompt": "SCRIBE-SUB write", "subagent_type": "scribe"}}},
+            {"tool_use": {"name": "Agent",
+                          "input": {"description": "helper", "prompt": "SCRIBE-SUB write", "subagent_type": "scribe"}}},
             {"text": "fin"}]},
         {"match": "SCRIBE-SUB", "turns": [
             {"tool_use": {"name": "Write", "input": {"file_path": str(work / "scribe.txt"), "content": "x"}}},
@@ -65,7 +67,8 @@ PLACEMENTS = ["user", "configdir", "project", "local", "settings-file"]
 
 @pytest.mark.parametrize("lockdown", [True, False], ids=["lockdown", "no-lockdown"])
 @pytest.mark.parametrize("where", PLACEMENTS)
-def test_every_placement_is_refused_before_the_cli_starts(real_claude, offline_env, model_server, run_claude, where, lockdown):
+def test_every_placement_is_refused_before_the_cli_starts(real_claude, offline_env, model_server, run_claude,
+                                                          where, lockdown):
     env, server, scribe = scribe_session(offline_env, model_server, real_claude, LOCKDOWN if lockdown else "")
     path, extra = place(where, env, offline_env.cwd, OFF)
     proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN go", *extra)
@@ -84,7 +87,9 @@ def test_every_kind_of_session_is_refused(real_claude, offline_env, model_server
     path, _ = place("local", env, offline_env.cwd, OFF)
     proc = run_claude(GUARD + argv, env, offline_env.cwd, timeout=60)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert proc.stderr == f"claudeguard: {path}: disableAllHooks: silences every hook the guard registers: refused by lockdown ({Path(env['XDG_CONFIG_HOME']) / 'claudeguard' / 'config.toml'}:2)\n"
+    config = Path(env["XDG_CONFIG_HOME"]) / "claudeguard" / "config.toml"
+    assert proc.stderr == (f"claudeguard: {path}: disableAllHooks: silences every hook the guard registers: "
+                           f"refused by lockdown ({config}:2)\n")
     assert server.requests() == []
 
 
@@ -98,7 +103,8 @@ def test_opt_out_runs_and_the_cli_really_silences_the_guard(real_claude, offline
     # hooks the caller's own --allowedTools lets the main agent's Write run, and the scribe's too.
     proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN go", *extra, "--allowedTools", "Write")
     assert proc.returncode == 0, proc.stderr
-    assert f"claudeguard: warning: {path}: disableAllHooks: silences every hook the guard registers (allowed by security.allow_settings_override)\n" in proc.stderr
+    assert (f"claudeguard: warning: {path}: disableAllHooks: silences every hook the guard registers "
+            "(allowed by security.allow_settings_override)\n") in proc.stderr
     assert scribe.exists()
 
 
@@ -114,7 +120,8 @@ def test_sources_not_loaded_or_overridden_keep_the_guard(real_claude, offline_en
         place("project", env, work, OFF)
         extra = ["--settings", json.dumps({"disableAllHooks": False})]
     else:  # the mode the policy injects beats a settings file's bypassPermissions (checked)
-        write_user_config(env, LOCKDOWN + '[permissions]\nmode = "acceptEdits"\nallow = ["Write"]\n\n[agents.scribe]\ndeny = ["Write"]\n')
+        write_user_config(env, LOCKDOWN + '[permissions]\nmode = "acceptEdits"\nallow = '
+                                          '["Write"]\n\n[agents.scribe]\ndeny = ["Write"]\n')
         place("project", env, work, {"permissions": {"defaultMode": "bypassPermissions"}})
         extra = []
     proc = run_guarded(env, work, "SCRIBE-MAIN go", *extra)
@@ -139,7 +146,8 @@ def test_doctor_reports_each_source(real_claude, offline_env, model_server, run_
     proc = run_claude(CTL + ["doctor"], env, offline_env.cwd, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"user {user} (loaded); project {project} (loaded)" in proc.stdout
-    assert f"FAIL  Claude settings: {project}: disableAllHooks: silences every hook the guard registers: claudeguard refuses to start here\n" in proc.stdout
+    assert (f"FAIL  Claude settings: {project}: disableAllHooks: silences every hook the guard registers: "
+            "claudeguard refuses to start here\n") in proc.stdout
     assert f"FAIL  Claude settings: {user}: allowedHttpHookUrls: blocks the guard's HTTP hooks" in proc.stdout
     assert "ok    hooks fire" in proc.stdout  # its probe runs in a directory of its own
 
@@ -154,7 +162,7 @@ class _HookServer:
         hits: list[str] = []
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 hits.append(json.loads(body).get("hook_event_name"))
                 out = json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
@@ -181,18 +189,22 @@ class _HookServer:
 
 
 @pytest.mark.parametrize("patterns, blocked", [(["https://hooks.example.invalid/*"], True), ([], True),
-                                               (["http://127.0.0.1:*/hook/*"], False)], ids=["other-host", "empty", "guard-url"])
+                                               (["http://127.0.0.1:*/hook/*"], False)],
+                                               ids=["other-host", "empty", "guard-url"])
 def test_http_hook_allowlist_in_a_project_file(real_claude, offline_env, model_server, run_claude, patterns, blocked):
     # The real CLI first, with an HTTP hook like the resident service's: a project allowlist that
     # does not match it drops the hook without a word, and the call it would deny runs.
     work = offline_env.cwd
     place("project", offline_env, work, {"allowedHttpHookUrls": patterns})
     server = model_server([{"match": "HTTPHOOK", "turns": [
-        {"tool_use": {"name": "Write", "input": {"file_path": str(work / "w.txt"), "content": "x"}}}, {"text": "fin"}]}])
+        {"tool_use": {"name": "Write", "input": {"file_path": str(work / "w.txt"), "content": "x"}}},
+        {"text": "fin"}]}])
     hook = _HookServer()
     try:
-        settings = {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "http", "url": hook.url, "timeout": 10}]}]}}
-        proc = run_claude([str(real_claude), "-p", "HTTPHOOK go", "--settings", json.dumps(settings), "--allowedTools", "Write"],
+        settings = {"hooks": {"PreToolUse": [{"matcher": "*",
+                                              "hooks": [{"type": "http", "url": hook.url, "timeout": 10}]}]}}
+        proc = run_claude([str(real_claude), "-p", "HTTPHOOK go", "--settings", json.dumps(settings),
+                           "--allowedTools", "Write"],
                           offline_env.use(server), work, timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert hook.hits == ([] if blocked else ["PreToolUse"])
@@ -204,8 +216,10 @@ def test_http_hook_allowlist_in_a_project_file(real_claude, offline_env, model_s
     proc = run_claude(GUARD + ["--guard-dry-run", "-p", "x"], env, work, timeout=60)
     assert proc.returncode == (2 if blocked else 0), proc.stderr
     if blocked:
-        assert proc.stderr == (f"claudeguard: {work / '.claude' / 'settings.json'}: allowedHttpHookUrls: blocks the guard's HTTP hooks "
-                               "(http://127.0.0.1:PORT/hook/...): refused (set [security] allow_settings_override = true to run anyway)\n")
+        assert proc.stderr == (f"claudeguard: {work / '.claude' / 'settings.json'}: allowedHttpHookUrls: blocks the "
+                               f"guard's HTTP hooks "
+                               "(http://127.0.0.1:PORT/hook/...): refused (set [security] allow_settings_override = "
+                               "true to run anyway)\n")
 
 
 ALLOW_ALL = {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command":
@@ -223,7 +237,8 @@ def test_a_repository_hook_that_allows_everything(real_claude, offline_env, mode
     write_user_config(env, LOCKDOWN + POLICY)
     proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN again")
     assert proc.returncode == 2
-    assert proc.stderr.startswith(f"claudeguard: {path}: hooks.PreToolUse: 1 hook(s) of its own that can answer before the guard's: refused by lockdown")
+    assert proc.stderr.startswith(f"claudeguard: {path}: hooks.PreToolUse: 1 hook(s) of its own that can answer before "
+                                  f"the guard's: refused by lockdown")
 
 
 def test_the_model_cannot_switch_the_guard_off_during_the_session(real_claude, offline_env, model_server):
@@ -250,8 +265,9 @@ def test_a_settings_file_written_by_bash_stops_the_session(real_claude, offline_
     proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN go")
     assert target.exists()  # Bash wrote it: no rule can see every shell write
     assert proc.returncode != 0
-    assert (f"claudeguard: {target}: disableAllHooks: silences every hook the guard registers: refused (set [security] "
-            "allow_settings_override = true to run anyway); written during the session: stopping the CLI\n") in proc.stderr
+    assert (f"claudeguard: {target}: disableAllHooks: silences every hook the guard registers: refused "
+            "(set [security] allow_settings_override = true to run anyway); written during the session: "
+            "stopping the CLI\n") in proc.stderr
     assert not scribe.exists()
 
 

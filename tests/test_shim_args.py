@@ -11,7 +11,8 @@ from claudeguard.shim.options import split_argv
 
 
 def test_split_keeps_order_and_bytes():
-    argv = ["-p", "a \"quoted\"\nline ünïcödé", "", "--guard-profile", "ci", "--model=x", "--guard-dry-run", "-x", "--", "--guard-profile"]
+    argv = ["-p", "a \"quoted\"\nline ünïcödé", "", "--guard-profile", "ci", "--model=x", "--guard-dry-run", "-x", "--",
+            "--guard-profile"]
     opts, rest = split_argv(argv)
     assert opts.profile == "ci" and opts.dry_run
     assert rest == ["-p", "a \"quoted\"\nline ünïcödé", "", "--model=x", "-x", "--", "--guard-profile"]
@@ -51,7 +52,8 @@ def test_passthrough_detection(argv, passthrough, sub):
 
 
 def test_options_with_values():
-    args = parse_claude_args(["--allowedTools", "Read", "Bash(git *)", "-p", "--permission-mode=plan", "--settings", "{}", "hi there"])
+    args = parse_claude_args(["--allowedTools", "Read", "Bash(git *)", "-p", "--permission-mode=plan", "--settings",
+                              "{}", "hi there"])
     assert args.values("--allowedTools") == ["Read", "Bash(git *)"]
     assert args.print_mode
     assert args.last("--permission-mode") == "plan"

@@ -15,7 +15,8 @@ GUARD = [sys.executable, "-m", "claudeguard"]
 def _settings(tmp_path, *argv: str, service: bool = True) -> dict:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
            "CLAUDEGUARD_CLAUDE": "/bin/true", "CLAUDEGUARD_SERVICE": "1" if service else "0"}
-    proc = subprocess.run(GUARD + ["--guard-dry-run", *argv], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(GUARD + ["--guard-dry-run", *argv], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)["argv"]
     values = [a.split("=", 1)[1] for a in out if a.startswith("--settings=")]
@@ -73,8 +74,10 @@ def test_callers_settings_keep_their_hooks_ahead_of_ours(tmp_path):
 def _argv(tmp_path, config: str, *argv: str) -> list[str]:
     (tmp_path / "xdg" / "claudeguard").mkdir(parents=True, exist_ok=True)
     (tmp_path / "xdg" / "claudeguard" / "config.toml").write_text(config)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "CLAUDEGUARD_CLAUDE": "/bin/true"}
-    proc = subprocess.run(GUARD + ["--guard-dry-run", *argv], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+           "CLAUDEGUARD_CLAUDE": "/bin/true"}
+    proc = subprocess.run(GUARD + ["--guard-dry-run", *argv], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)["argv"]
 
@@ -83,7 +86,8 @@ def test_ask_rules_stay_out_of_the_cli_and_allow_rules_of_their_tools_too(tmp_pa
     # The CLI's own copy of an ask rule would ask a second time after the hook's human answer;
     # an allow rule of the same tool would let an ask call run unanswered if the hook failed.
     argv = _argv(tmp_path, '[permissions]\nallow = ["Bash(git *)", "Read", "Write", "mcp__gh__list", "mcp__db"]\n'
-                           'ask = ["Bash(git push *)", "Edit(./src/**)", "mcp__gh"]\ndeny = ["Bash(rm *)"]\n', "-p", "x")
+                           'ask = ["Bash(git push *)", "Edit(./src/**)", "mcp__gh"]\ndeny = ["Bash(rm *)"]\n',
+                 "-p", "x")
     settings = json.loads(next(a for a in argv if a.startswith("--settings=")).split("=", 1)[1])
     assert "permissions" not in settings
     assert [a for a in argv if a.startswith("--allowedTools=")] == ["--allowedTools=Read,mcp__db"]

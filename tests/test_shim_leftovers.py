@@ -21,7 +21,8 @@ print(tool.pid, flush=True)
 sys.stdin.read()
 """
 TOOL = "import time\nwhile True: time.sleep(1)"
-STUBBORN = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\nwhile True: time.sleep(1)"
+STUBBORN = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\n"
+            "while True: time.sleep(1)")
 
 
 @pytest.fixture
@@ -30,7 +31,8 @@ def cli():
     tools: list[int] = []
 
     def start(tool: str = TOOL) -> tuple[subprocess.Popen, int]:
-        proc = subprocess.Popen([sys.executable, "-c", CLI, tool], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen([sys.executable, "-c", CLI, tool], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
         started.append(proc)
         tools.append(int(proc.stdout.readline()))
         return proc, tools[-1]

@@ -67,7 +67,8 @@ def test_stream_json_line_by_line_both_ways(real_claude, offline_env, model_serv
         first = read_until_result()
         assert first[0]["type"] == "system" and first[0]["subtype"] == "init"
         assert first[-1]["result"] == "one"
-        scripted = lambda: [r for r in server.requests() if r.get("script") == "FIRST-TURN"]  # noqa: E731
+        def scripted() -> list[dict]:
+            return [r for r in server.requests() if r.get("script") == "FIRST-TURN"]
         assert len(scripted()) == 1
         # The child is still running and asks the model again only after we send a second line:
         # the relay does not buffer until EOF in either direction.
@@ -125,7 +126,8 @@ def _start_stalled(real_claude, offline_env, model_server, marker: str) -> tuple
 
 # What the real CLI itself exits with after each signal (measured on both pinned versions without
 # the guard): SIGINT ends a -p run cleanly, SIGQUIT kills it (so 128 + 3).
-@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 0), (signal.SIGHUP, 129), (signal.SIGQUIT, 131)])
+@pytest.mark.parametrize("sig, code",
+                         [(signal.SIGTERM, 143), (signal.SIGINT, 0), (signal.SIGHUP, 129), (signal.SIGQUIT, 131)])
 def test_signal_to_guard_reaches_the_child(real_claude, offline_env, model_server, sig, code):
     proc, child = _start_stalled(real_claude, offline_env, model_server, f"SIGNAL-{sig.name}")
     try:
@@ -144,7 +146,9 @@ def test_signal_ends_the_tools_the_cli_leaves_running(real_claude, offline_env, 
     # 2.1.197 leaves a running Bash tool behind on SIGTERM and SIGHUP; the guard stops it.
     marker = f"LEFTOVER-{sig.name}-{os.getpid()}"
     command = f"python3 -c 'import time; time.sleep(300)' {marker}"
-    server = model_server([{"match": marker, "turns": [{"tool_use": {"name": "Bash", "input": {"command": command}}}, {"text": "done"}]}])
+    server = model_server([{"match": marker,
+                            "turns": [{"tool_use": {"name": "Bash", "input": {"command": command}}},
+                                      {"text": "done"}]}])
     env = guarded_env(offline_env.use(server), real_claude)
     write_user_config(env, '[permissions]\nallow = ["Bash(python3 *)"]\n')
     proc = subprocess.Popen(GUARD + ["-p", f"{marker} go"], env=env, cwd=offline_env.cwd, stdin=subprocess.DEVNULL,
@@ -253,7 +257,8 @@ def test_recursion_token_stops_a_guard_started_by_a_guard(offline_env, run_claud
 
 def _argv_printer(tmp_path: Path) -> Path:
     fake = tmp_path / "print-argv"
-    fake.write_text(f"#!{os.sys.executable}\nimport json, os, sys\nprint(json.dumps({{'argv': sys.argv[1:], 'session': os.environ.get('CLAUDEGUARD_SESSION')}}))\n")
+    fake.write_text(f"#!{os.sys.executable}\nimport json, os, sys\n"
+                    "print(json.dumps({'argv': sys.argv[1:], 'session': os.environ.get('CLAUDEGUARD_SESSION')}))\n")
     fake.chmod(0o755)
     return fake
 

@@ -42,7 +42,8 @@ def _messages(prompt: str, *, results: int = 0, reminder_after: bool = True) -> 
         {"type": "text", "text": "<system-reminder>\ntoday is a day; say hi\n</system-reminder>"},
         {"type": "text", "text": prompt}]}]
     for i in range(results):
-        msgs.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {}}]})
+        msgs.append({"role": "assistant",
+                     "content": [{"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {}}]})
         msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
                                                   "content": [{"type": "text", "text": f"out{i}"}],
                                                   "is_error": i == 1}]})
@@ -51,7 +52,8 @@ def _messages(prompt: str, *, results: int = 0, reminder_after: bool = True) -> 
     return msgs
 
 
-def _post(server: ModelServer, body: dict, path: str = "/v1/messages?beta=true") -> tuple[int, list[tuple[str, dict]] | dict]:
+def _post(server: ModelServer, body: dict,
+          path: str = "/v1/messages?beta=true") -> tuple[int, list[tuple[str, dict]] | dict]:
     """POST and return (status, SSE events) for streams, (status, JSON) otherwise."""
     conn = _conn(server)
     try:
@@ -85,7 +87,8 @@ SCENARIO = [
     {"match": "SUB-7", "turns": [{"text": "sub answer"}]},
     {"match": "say hi", "turns": [
         {"tool_use": {"name": "Bash", "input": {"command": "echo 1"}}},
-        {"tool_uses": [{"name": "Bash", "input": {"command": "echo 2"}}, {"name": "Read", "input": {"file_path": "x"}}]},
+        {"tool_uses": [{"name": "Bash", "input": {"command": "echo 2"}},
+                       {"name": "Read", "input": {"file_path": "x"}}]},
         {"text": "all done here"},
     ]},
 ]
@@ -243,7 +246,8 @@ def test_module_cli_prints_url_records_and_stops_on_sigterm(tmp_path):
         assert url.startswith("http://127.0.0.1:")
         host, port = url.removeprefix("http://").split(":")
         conn = http.client.HTTPConnection(host, int(port), timeout=5)
-        conn.request("POST", "/v1/messages", json.dumps({"model": "m", "tools": TOOLS, "messages": _messages("go", results=1)}))
+        conn.request("POST", "/v1/messages",
+                     json.dumps({"model": "m", "tools": TOOLS, "messages": _messages("go", results=1)}))
         assert json.loads(conn.getresponse().read())["content"][0]["text"] == "fine"
         conn.close()
         proc.send_signal(signal.SIGTERM)
@@ -374,7 +378,8 @@ def test_background_subagent_plays_its_own_script_and_the_run_waits(real_claude,
             # Slow on purpose: the main agent has long finished its own turns by then.
             {"slow": {"text": "subagent finished its work", "chunk_delay": 0.3}}]},
         {"match": "start the agent", "turns": [
-            {"tool_use": {"name": "Agent", "input": {"description": "background job", "prompt": "SUBTASK-42: write sub.txt",
+            {"tool_use": {"name": "Agent",
+                          "input": {"description": "background job", "prompt": "SUBTASK-42: write sub.txt",
                                                      "subagent_type": "general-purpose", "run_in_background": True}}},
             {"text": "launched it"}]},
     ])

@@ -41,7 +41,8 @@ def fake(tmp_path):
 def start(fake, tmp_path, procs, *args: str, stdout=subprocess.PIPE, **env: str) -> subprocess.Popen:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    proc = subprocess.Popen([str(fake), *args], stdout=stdout, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+    proc = subprocess.Popen([str(fake), *args], stdout=stdout, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                            text=True, start_new_session=True,
                             cwd=work, env=dict(os.environ, HOME=str(tmp_path / "home"), **env))
     procs.append(proc)
     if stdout is subprocess.PIPE:
@@ -70,7 +71,8 @@ def transcript(tmp_path, records: list[dict], session: str = SID) -> str:
 
 
 def tool_use(name: str) -> dict:
-    return {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": name, "input": {}}]}}
+    return {"type": "assistant",
+            "message": {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": name, "input": {}}]}}
 
 
 USER = {"type": "user", "message": {"role": "user", "content": "go"}}
@@ -93,14 +95,16 @@ def test_print_mode(argv, expected):
 @pytest.mark.parametrize("records,expected", [
     ([USER, tool_use("Bash")], "Bash"),
     ([USER, tool_use("Bash"), BOOKKEEPING], "Bash"),
-    ([USER, tool_use("Bash"), {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1"}]}}], None),
+    ([USER, tool_use("Bash"),
+      {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1"}]}}], None),
     ([USER, tool_use("Agent")], None),  # a subagent: its own transcript says what it does
     ([USER], None),
     ([], None),
 ])
 def test_last_tool_in_flight(tmp_path, records, expected):
     path = tmp_path / "t.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in records) + '{"type": "assistant", "mess')  # a line being written
+    being_written = '{"type": "assistant", "mess'
+    path.write_text("".join(json.dumps(r) + "\n" for r in records) + being_written)
     assert ug.last_tool_in_flight(str(path)) == expected
 
 
@@ -148,7 +152,8 @@ def test_unguarded_claude_is_listed_and_a_guarded_one_is_not(rt, tmp_path, fake,
     assert row["guarded"] is False and row["child_pid"] is None and row["cwd"] == str(tmp_path / "work")
     assert row["prompt"] == "summarize the logs from yesterday"
     assert row["suspect_hung"] is False and row["state"] == "unguarded"  # quiet for seconds, not 300
-    assert row["evidence"]["threshold_s"] == 300 and row["evidence"]["notes"] == ["no transcript written since it started"]
+    assert row["evidence"]["threshold_s"] == 300 and row["evidence"]["notes"] == ["no transcript written "
+                                                                                  "since it started"]
     assert 0 <= row["last_activity_s"] < 60
 
 
@@ -159,8 +164,10 @@ def test_a_cli_that_worked_then_went_quiet_is_flagged(rt, tmp_path, fake, procs)
     assert wait_until(lambda: age(proc.pid) > 1.2, timeout=10)
     row = row_of(proc.pid, stall_after=1.0)
     assert row["cpu_s"] >= 0.5 and row["cpu_s"] / row["age_s"] > 0.05
-    assert row["suspect_hung"] is True and row["state"] == "suspect-hung", (row["evidence"], row["last_activity_s"], row["age_s"])
-    assert row["diagnosis"].startswith("no progress for ") and "it started, with no transcript write since" in row["diagnosis"]
+    assert row["suspect_hung"] is True and row["state"] == "suspect-hung", (row["evidence"],
+                                                                            row["last_activity_s"], row["age_s"])
+    assert row["diagnosis"].startswith("no progress for ")
+    assert "it started, with no transcript write since" in row["diagnosis"]
     assert row["evidence"]["window_s"] == 0.3 and row["evidence"]["window_cpu_s"] < 0.1
     assert row_of(proc.pid, stall_after=60)["suspect_hung"] is False  # the configured threshold decides
 
@@ -229,7 +236,7 @@ def test_a_terminal_without_p_may_wait_for_its_user(rt, tmp_path, fake):
             child = pexpect.spawn(str(fake), args, cwd=str(tmp_path), env=dict(os.environ, HOME=str(tmp_path / "home")))
             children.append(child)
             child.expect("up", timeout=10)
-            assert wait_until(lambda: age(child.pid) > 1.0, timeout=10)
+            assert wait_until(lambda child=child: age(child.pid) > 1.0, timeout=10)
             row = row_of(child.pid, stall_after=0.5)
             assert row["tty"] and row["interactive"] is (not flagged) and row["suspect_hung"] is flagged, row
     finally:

@@ -49,7 +49,8 @@ def test_a_silent_stream_is_flagged_after_stall_after(real_claude, offline_env, 
         young = row_of(env, proc.pid, "--stall-after", "30")
         assert young["guarded"] is False and young["suspect_hung"] is False and young["tty"] is None
         transcript = young["evidence"]["transcript"]
-        assert transcript and transcript.startswith(str(offline_env.home / ".claude" / "projects")) and transcript.endswith(".jsonl")
+        assert transcript and transcript.startswith(str(offline_env.home / ".claude" / "projects"))
+        assert transcript.endswith(".jsonl")
         assert young["evidence"]["threshold_s"] == 30 and young["evidence"]["tool_in_flight"] is None
         row = wait_row(env, proc.pid, lambda r: r["suspect_hung"], "--stall-after", "3")
         assert row["suspect_hung"] is True and row["state"] == "suspect-hung", row
@@ -66,7 +67,8 @@ def test_a_silent_stream_is_flagged_after_stall_after(real_claude, offline_env, 
 def test_a_long_tool_is_judged_by_tool_stall_after(real_claude, offline_env, model_server):
     server = model_server([{"match": "UNGTOOL", "turns": [
         # Not `sleep 60`: 2.1.330 refuses a bare long sleep without running it.
-        {"tool_use": {"name": "Bash", "input": {"command": "python3 -c 'import time; time.sleep(60)'", "description": "wait"}}},
+        {"tool_use": {"name": "Bash",
+                      "input": {"command": "python3 -c 'import time; time.sleep(60)'", "description": "wait"}}},
         {"text": "slept"}]}])
     env = offline_env.use(server)
     proc = start_cli(real_claude, env, offline_env.cwd, "UNGTOOL go", "--allowedTools", "Bash(python3 *)")

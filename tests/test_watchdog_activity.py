@@ -71,7 +71,7 @@ def stall_event(since: float) -> dict:
             "notify": [], "carry": {"in_stall": True, "stall_count": 1, "since": since}}
 
 
-def test_activity_is_batched_and_the_relay_never_sends(env, procs, capfd):  # noqa: F811
+def test_activity_is_batched_and_the_relay_never_sends(env, procs, capfd):  # noqa: F811 - pytest fixtures imported above
     child = sleeper(procs)
     link = Link()
     f = feed(child.pid, link, output_format="stream-json", sample_interval=0.2).start()
@@ -98,7 +98,7 @@ def test_activity_is_batched_and_the_relay_never_sends(env, procs, capfd):  # no
     assert link.ops("watch-end")[-1]["code"] == 0
 
 
-def test_the_service_verdict_is_carried_out_once(env, procs, capfd):  # noqa: F811
+def test_the_service_verdict_is_carried_out_once(env, procs, capfd):  # noqa: F811 - pytest fixtures imported above
     child = sleeper(procs)
     link = Link()
     f = feed(child.pid, link, on_stall="kill").start()
@@ -113,7 +113,7 @@ def test_the_service_verdict_is_carried_out_once(env, procs, capfd):  # noqa: F8
     assert err.count("claudeguard: ") == 1 and "(stopping it)" in err
 
 
-def test_lost_service_the_local_monitor_carries_the_stall_on(env, procs, capfd):  # noqa: F811
+def test_lost_service_the_local_monitor_carries_the_stall_on(env, procs, capfd):  # noqa: F811 - pytest fixtures imported above
     child = sleeper(procs)
     link = Link()
     f = feed(child.pid, link).start()
@@ -140,7 +140,7 @@ def test_lost_service_the_local_monitor_carries_the_stall_on(env, procs, capfd):
     assert len(f.stalls) == 1
 
 
-def test_without_a_service_the_launcher_watches_and_reports_once(env, procs, capfd):  # noqa: F811
+def test_without_a_service_the_launcher_watches_and_reports_once(env, procs, capfd):  # noqa: F811 - pytest fixtures imported above
     child = sleeper(procs)
     f = feed(child.pid, None).start()
     try:
@@ -180,11 +180,12 @@ feed.message({"event": "watching", "ok": True})
 feed.feed_stdout(b'{"type":"assistant","message":{"id":"m","content":[]}}\\n')
 time.sleep(0.3)
 feed.stop(0)
-print(json.dumps(sorted(m for m in sys.modules if m in ("psutil", "claudeguard.watchdog.sampler", "claudeguard.watchdog.monitor"))))
+heavy = ("psutil", "claudeguard.watchdog.sampler", "claudeguard.watchdog.monitor")
+print(json.dumps(sorted(m for m in sys.modules if m in heavy)))
 """
 
 
-def test_the_launcher_feeding_the_service_imports_no_sampler(env, procs):  # noqa: F811
+def test_the_launcher_feeding_the_service_imports_no_sampler(env, procs):  # noqa: F811 - pytest fixtures imported above
     import json
     import subprocess
     from pathlib import Path

@@ -104,7 +104,8 @@ def test_kill_action_leaves_no_process_of_the_tree(env, tmp_path, procs, monitor
 
 
 def test_interrupt_action_sends_sigint(env, procs, monitors):
-    code = "import time\ntry:\n    print('up', flush=True)\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    raise SystemExit(7)\n"
+    code = ("import time\ntry:\n    print('up', flush=True)\n    time.sleep(60)\n"
+            "except KeyboardInterrupt:\n    raise SystemExit(7)\n")
     child = subprocess.Popen([PY, "-c", code], stdout=subprocess.PIPE, text=True)
     procs.append(child)
     assert child.stdout.readline() == "up\n"
@@ -125,11 +126,13 @@ def test_hook_events_name_the_tool_and_use_its_threshold(env, procs, monitors):
     # quiet for three times stall_after, as the monitor itself judged it: a tool is judged by
     # tool_stall_after
     # (status.json is rewritten when it changes, not for its clocks: the monitor's own verdict)
-    assert wait_until(lambda: m.last_verdict is not None and m.last_verdict.time - m.tracker.last_progress >= 1.5, timeout=10)
+    assert wait_until(lambda: m.last_verdict is not None
+                      and m.last_verdict.time - m.tracker.last_progress >= 1.5, timeout=10)
     st = read_status(m.session_dir)
     assert st["state"] == "tool" and not hits
     with events.open("a") as fh:
-        fh.write(json.dumps({"time": time.time(), "event": "tool-end", "tool": "Bash", "tool_use_id": "toolu_1"}) + "\n")
+        fh.write(json.dumps({"time": time.time(), "event": "tool-end", "tool": "Bash",
+                             "tool_use_id": "toolu_1"}) + "\n")
     assert wait_until(lambda: hits, timeout=3)
 
 
@@ -161,7 +164,8 @@ def test_pending_requests_mean_awaiting_approval(env, procs, monitors, monkeypat
     assert wait_until(lambda: (read_status(m.session_dir) or {}).get("state") == "awaiting-approval")
     # quiet for twice stall_after, as the monitor judged it (its verdict: status.json is
     # rewritten when it changes, not for its clocks)
-    assert wait_until(lambda: m.last_verdict is not None and m.last_verdict.time - m.tracker.last_progress >= 1.0, timeout=10)
+    assert wait_until(lambda: m.last_verdict is not None
+                      and m.last_verdict.time - m.tracker.last_progress >= 1.0, timeout=10)
     st = read_status(m.session_dir)
     assert not hits and st["pending"] == 1 and st["state"] == "awaiting-approval"
 
@@ -185,7 +189,9 @@ def test_notify_and_audit_on_stall(env, procs, monitors):
 def test_notify_command_from_the_session_snapshot(env, procs, monitors):
     out = env / "n2.txt"
     d = session_dir("s1")
-    (d / "session.json").write_text(json.dumps({"approval": {"notify": [PY, "-c", "import sys; open(sys.argv[1], 'w').write('x')", str(out)]}}))
+    (d / "session.json").write_text(json.dumps({"approval": {"notify": [PY,
+                                                                        "-c", "import sys; open(sys.argv[1], "
+                                                                              "'w').write('x')", str(out)]}}))
     child = sleeper(procs)
     m, hits = make(monitors, child.pid, stall_after=0.5, sample_interval=0.2)
     m.start()

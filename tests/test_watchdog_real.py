@@ -18,7 +18,8 @@ INTERVAL = 0.5
 
 
 def start(env: dict, cwd, prompt: str, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen(GUARD + ["-p", prompt, "--output-format", "stream-json", "--verbose", *extra], env=env, cwd=cwd,
+    return subprocess.Popen(GUARD + ["-p", prompt, "--output-format", "stream-json", "--verbose", *extra],
+                            env=env, cwd=cwd,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -77,7 +78,8 @@ def test_stream_silent_mid_answer_is_killed_with_124(real_claude, offline_env, m
 # the CPU even past tool_stall_after.
 QUIET_TOOLS = {
     "sleeping": (f"sleep {int(3 * STALL)}", "Bash(sleep *)", ""),
-    "cpu-busy": (f"python3 -c \"import time; t=time.time()\nwhile time.time()-t < {3 * STALL}: pass\"", "Bash(python3 -c *)",
+    "cpu-busy": (f"python3 -c \"import time; t=time.time()\nwhile time.time()-t < {3 * STALL}: pass\"",
+                 "Bash(python3 -c *)",
                  f"tool_stall_after = {STALL}\n"),
 }
 
@@ -86,7 +88,8 @@ QUIET_TOOLS = {
 def test_a_long_tool_is_not_a_stall(real_claude, offline_env, model_server, tool):
     command, rule, extra = QUIET_TOOLS[tool]
     server = model_server([{"match": "QUIETTOOL", "turns": [
-        {"tool_use": {"name": "Bash", "input": {"command": command, "description": "wait"}}}, {"text": "done waiting"}]}])
+        {"tool_use": {"name": "Bash", "input": {"command": command, "description": "wait"}}},
+        {"text": "done waiting"}]}])
     env = guarded_env(offline_env.use(server), real_claude)
     write_user_config(env, f'[permissions]\nallow = ["{rule}"]\n[watchdog]\nsample_interval = {INTERVAL}\n{extra}')
     proc = start(env, offline_env.cwd, "QUIETTOOL go", "--guard-stall-after", str(STALL), "--guard-on-stall", "kill")
@@ -98,7 +101,8 @@ def test_a_long_tool_is_not_a_stall(real_claude, offline_env, model_server, tool
 
 def test_request_waiting_in_the_channel_is_not_a_stall(real_claude, offline_env, model_server):
     server = model_server([{"match": "WAITING", "turns": [
-        {"tool_use": {"name": "Bash", "input": {"command": "python3 -c \"print(1)\"", "description": "ask"}}}, {"text": "fin"}]}])
+        {"tool_use": {"name": "Bash", "input": {"command": "python3 -c \"print(1)\"", "description": "ask"}}},
+        {"text": "fin"}]}])
     env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT=str(4 * STALL))
     write_user_config(env, f"[watchdog]\nsample_interval = {INTERVAL}\n")
     proc = start(env, offline_env.cwd, "WAITING go", "--guard-stall-after", str(STALL), "--guard-on-stall", "kill")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import pty
-import signal
 import subprocess
 import sys
 import time
@@ -105,7 +104,8 @@ def test_kill_tree_kills_even_a_term_ignoring_grandchild(tmp_path, procs):
 
 
 def test_interrupt_is_sigint_to_the_cli_only(procs):
-    code = "import time\ntry:\n    print('ready', flush=True)\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    raise SystemExit(42)\n"
+    code = ("import time\ntry:\n    print('ready', flush=True)\n    time.sleep(60)\n"
+            "except KeyboardInterrupt:\n    raise SystemExit(42)\n")
     p = subprocess.Popen([PY, "-c", code], stdout=subprocess.PIPE, text=True)
     procs.append(p)
     assert p.stdout.readline() == "ready\n"  # the interpreter's SIGINT handler is in place

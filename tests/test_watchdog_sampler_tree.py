@@ -112,10 +112,10 @@ def test_sample_has_exactly_the_tree_and_its_cpu(tmp_path, procs):
     for tree_root, members in ((root.pid, pids), (forker.pid, [forker.pid, thread_kid, main_kid])):
         ts = sampler.TreeSampler(tree_root)
         try:
-            assert wait_until(lambda: set(ts.sample().procs) == set(members))
+            assert wait_until(lambda ts=ts, members=members: set(ts.sample().procs) == set(members))
             signal_all(members, signal.SIGSTOP)
             try:
-                assert wait_until(lambda: all(sampler.read_stat(pid).status == "T" for pid in members))
+                assert wait_until(lambda members=members: all(sampler.read_stat(pid).status == "T" for pid in members))
                 s = ts.sample()
                 assert sorted(s.procs) == sorted(members)
                 for pid in members:
@@ -123,7 +123,8 @@ def test_sample_has_exactly_the_tree_and_its_cpu(tmp_path, procs):
                     assert s.procs[pid].cpu == pytest.approx(t.user + t.system, abs=1e-9)
                     assert s.procs[pid].start == sampler.read_stat(pid).start
                 total = sum(p.cpu for p in s.procs.values())
-                assert total == pytest.approx(sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in members), abs=1e-9)
+                expected = sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in members)
+                assert total == pytest.approx(expected, abs=1e-9)
             finally:
                 signal_all(members, signal.SIGCONT)
         finally:
@@ -201,7 +202,7 @@ def test_a_kill_in_progress_delays_no_other_session_and_stop_waits_for_it(env, t
         assert time.monotonic() - acted >= 1.0
         assert all(gone(pid) for pid in pids) and killer.killed
         during = [t for t in samples if t >= acted - 0.2]
-        gaps = [b - a for a, b in zip(during, during[1:])]
+        gaps = [b - a for a, b in zip(during, during[1:], strict=False)]
         assert len(during) >= 5 and max(gaps) < 0.2 + 0.25, gaps  # sampled on, every interval
     finally:
         killer.stop(None)

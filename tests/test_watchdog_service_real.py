@@ -73,7 +73,8 @@ def hold_start_lock(env: dict) -> int:
 def test_hung_session_is_found_and_killed_by_the_service(real_claude, offline_env, model_server):
     server, env, proc = stalling_session(offline_env, model_server, real_claude, "kill")
     try:
-        watched = wait_until(lambda: (st := status(env)) and st.get("watcher") == "service" and st, 30, "the service to watch")
+        watched = wait_until(lambda: (st := status(env)) and st.get("watcher") == "service" and st, 30,
+                             "the service to watch")
         assert watched["pid"] == proc.pid and watched["watcher_pid"] == service_pid(env) != proc.pid
         server.wait_for(lambda: any(r.get("script") == "HANG" for r in server.requests()), timeout=30)
         family = tree(proc.pid)
@@ -91,13 +92,15 @@ def test_hung_session_is_found_and_killed_by_the_service(real_claude, offline_en
 
 def test_long_tool_within_tool_stall_after_is_not_reported_by_the_service(real_claude, offline_env, model_server):
     server = model_server([{"match": "SLEEPER", "turns": [
-        {"tool_use": {"name": "Bash", "input": {"command": f"sleep {int(3 * STALL)}", "description": "wait"}}}, {"text": "slept"}]}])
+        {"tool_use": {"name": "Bash", "input": {"command": f"sleep {int(3 * STALL)}", "description": "wait"}}},
+        {"text": "slept"}]}])
     env = guarded_env(offline_env.use(server), real_claude)
     write_user_config(env, f'[permissions]\nallow = ["Bash(sleep *)"]\n[watchdog]\nsample_interval = {INTERVAL}\n')
     proc = start(env, offline_env.cwd, "SLEEPER go", "--guard-stall-after", str(STALL), "--guard-on-stall", "kill")
     try:
         # The sleep is in flight and the service watches it as a tool.
-        wait_until(lambda: (st := status(env)) and st.get("watcher") == "service" and st.get("base_state") == "tool", 40,
+        wait_until(lambda: (st := status(env)) and st.get("watcher") == "service"
+                   and st.get("base_state") == "tool", 40,
                    "the service to see the tool")
     finally:
         code, out, err = finish(proc, timeout=60)

@@ -168,7 +168,8 @@ def test_mcp_tool_stall_names_the_server():
     run.stream("assistant", message_id="m1", tool_uses=[("toolu_m", "mcp__github__create_issue", "")])
     v = run.idle(60)
     assert v.stalled
-    assert "tool mcp__github__create_issue (toolu_m) for 20 s: MCP server github idle with a request outstanding" in v.diagnosis
+    assert ("tool mcp__github__create_issue (toolu_m) for 20 s: MCP server github idle with a request outstanding"
+            in v.diagnosis)
 
 
 def test_awaiting_approval_never_stalls_and_restarts_the_clock():

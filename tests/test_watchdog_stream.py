@@ -26,10 +26,13 @@ MSG_START = ('{"type":"stream_event","event":{"type":"message_start","message":{
 DELTA = ('{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta",'
          '"text":"all good"}},"session_id":"%s","parent_tool_use_id":null,"uuid":"u2"}' % SID)
 MSG_DELTA = ('{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"tool_use",'
-             '"stop_sequence":null},"usage":{"output_tokens":24}},"session_id":"%s","parent_tool_use_id":null,"uuid":"u3"}' % SID)
-MSG_STOP = '{"type":"stream_event","event":{"type":"message_stop"},"session_id":"%s","parent_tool_use_id":null,"uuid":"u4"}' % SID
-ASSISTANT = ('{"type":"assistant","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-opus-4-8",'
-             '"content":[{"type":"tool_use","id":"toolu_01","name":"Bash","input":{"command":"echo hi; sleep 1",'
+             '"stop_sequence":null},"usage":{"output_tokens":24}},"session_id":"%s","parent_tool_use_id":null,'
+             '"uuid":"u3"}' % SID)
+MSG_STOP = ('{"type":"stream_event","event":{"type":"message_stop"},"session_id":"%s","parent_tool_use_id":null,'
+            '"uuid":"u4"}' % SID)
+ASSISTANT = ('{"type":"assistant","message":{"id":"msg_01","type":"message","role":"assistant",'
+             '"model":"claude-opus-4-8","content":[{"type":"tool_use","id":"toolu_01","name":"Bash",'
+             '"input":{"command":"echo hi; sleep 1",'
              '"description":"say hi"}}],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":4420,'
              '"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"context_management":null},'
              '"parent_tool_use_id":null,"session_id":"%s","uuid":"u5"}' % SID)
@@ -43,10 +46,12 @@ RESULT = ('{"duration_api_ms":131,"stop_reason":"end_turn","session_id":"%s","to
           '"server_tool_use":{"web_search_requests":0}},"permission_denials":[],"is_error":false,"num_turns":4,'
           '"subtype":"success","result":"all good","type":"result","uuid":"u7"}' % SID)
 TASK_STARTED = ('{"type":"system","subtype":"task_started","task_id":"t1","tool_use_id":"toolu_02",'
-                '"description":"watch logs","subagent_type":"general-purpose","is_backgrounded":true,"session_id":"%s"}' % SID)
+                '"description":"watch logs","subagent_type":"general-purpose","is_backgrounded":true,'
+                '"session_id":"%s"}' % SID)
 TASK_DONE = ('{"type":"system","subtype":"task_notification","task_id":"t1","tool_use_id":"toolu_02",'
              '"status":"completed","output_file":"","summary":"done","session_id":"%s"}' % SID)
-CONTROL = '{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{}}}'
+CONTROL = ('{"type":"control_request","request_id":"r1",'
+           '"request":{"subtype":"can_use_tool","tool_name":"Bash","input":{}}}')
 
 
 def summ(line: str, ctx: Context | None = None):
@@ -106,7 +111,8 @@ def test_huge_assistant_line_falls_back_to_a_scan(monkeypatch):
     monkeypatch.setattr(stream, "PARSE_MAX", 1000)
     line = json.dumps({"type": "assistant", "message": {"id": "msg_big", "type": "message", "content": [
         {"type": "tool_use", "id": "toolu_w", "name": "Write", "input": {"file_path": "/p", "content": "y" * 5000}}],
-        "usage": {"input_tokens": 7, "output_tokens": 900, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 2}},
+        "usage": {"input_tokens": 7, "output_tokens": 900, "cache_creation_input_tokens": 0,
+                  "cache_read_input_tokens": 2}},
         "parent_tool_use_id": None}, separators=(",", ":"))
     m = summ(line)
     assert m.kind == "assistant" and m.tool_uses == [("toolu_w", "Write", "")]
@@ -123,7 +129,7 @@ def test_any_chunking_gives_the_same_lines(cuts):
     got: list[bytes] = []
     splitter = LineSplitter(lambda line, t: got.append(line))
     points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
-    for a, b in zip(points, points[1:]):
+    for a, b in zip(points, points[1:], strict=False):
         splitter.feed(data[a:b], 0.0)
     assert got == data.split(b"\n")[:-1]
 

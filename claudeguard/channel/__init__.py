@@ -18,8 +18,13 @@ __all__ = ["Answer", "Doorbell", "Pending", "Request", "answer", "list_pending",
 
 _HOMES = {"Answer": "model", "Request": "model"}
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from claudeguard.channel.model import Answer, Request
+    from claudeguard.channel.requests import Doorbell, Pending, answer, list_pending, post, wait_for_new
 
-def __getattr__(name: str):  # type: ignore[no-untyped-def]
+
+def __getattr__(name: str) -> object:
     # Lazy: the hook imports `claudeguard.channel.audit` for every decision and must not pay for
     # the request machinery (dataclasses, fcntl, ...) unless a request is actually posted.
     if name in __all__:

@@ -13,10 +13,10 @@ import os
 import sys
 import time
 
-TYPE_CHECKING = False  # the hook writes here on every decision: keep typing/datetime/pathlib off its path
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Iterator
+    from typing import IO, Any, Iterator
 
 FILE_NAME = "audit.jsonl"
 FOLLOW_POLL_S = 0.2  # `audit --follow` is a reader of a regular file: a short poll is fine there
@@ -64,18 +64,21 @@ def now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
 
 
-def input_digest(tool_input: dict) -> str:
+def input_digest(tool_input: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of a tool input, first 16 hex chars: the same call always
     digests the same, whatever the key order."""
     canonical = json.dumps(tool_input, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    try:
-        from _sha256 import sha256  # the builtin module: hashlib's OpenSSL load costs ~4 ms per hook
-    except ImportError:
+    if TYPE_CHECKING:
         from hashlib import sha256
+    else:
+        try:
+            from _sha256 import sha256  # the builtin module: hashlib's OpenSSL load costs ~4 ms per hook
+        except ImportError:
+            from hashlib import sha256
     return sha256(canonical.encode()).hexdigest()[:16]
 
 
-def record(event: dict) -> None:
+def record(event: dict[str, Any]) -> None:
     """Append one event; fills ``time`` if missing. Never raises."""
     global _reported
     path = "?"
@@ -104,7 +107,7 @@ def _append(path: str, line: bytes) -> None:
     append_line(path, line)
 
 
-def _parse(line: bytes) -> dict | None:
+def _parse(line: bytes) -> dict[str, Any] | None:
     try:
         event = json.loads(line)
     except ValueError:
@@ -112,7 +115,7 @@ def _parse(line: bytes) -> dict | None:
     return event if isinstance(event, dict) else None
 
 
-def read_events(follow: bool = False) -> Iterator[dict]:
+def read_events(follow: bool = False) -> Iterator[dict[str, Any]]:
     """Every logged event in order; with ``follow``, then every new one as it is appended (also
     across the file being rotated or truncated, and before it exists)."""
     path = audit_path()
@@ -152,7 +155,7 @@ def read_events(follow: bool = False) -> Iterator[dict]:
             f.close()
 
 
-def _replaced(path: Path, f) -> bool:  # type: ignore[no-untyped-def]
+def _replaced(path: Path, f: IO[bytes]) -> bool:
     """The log was rotated (another inode at the path) or truncated below our position."""
     try:
         st = os.stat(path)

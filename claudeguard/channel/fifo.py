@@ -20,7 +20,7 @@ import time
 
 from claudeguard.channel.model import DECISIONS, SCOPES, Answer
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any
 
@@ -75,9 +75,11 @@ def decode_answer(rid: str, line: bytes) -> Answer:
         if not isinstance(data, dict):
             raise ValueError("not an object")
     except ValueError:
-        return Answer("deny", message="claudeguard: unreadable answer on the approval channel; denied", decided_by="error")
+        return Answer("deny", message="claudeguard: unreadable answer on the approval channel; denied",
+                      decided_by="error")
     if data.get("id") != rid or data.get("decision") not in DECISIONS:
-        return Answer("deny", message="claudeguard: a malformed or misrouted answer reached this request; denied", decided_by="error")
+        return Answer("deny", message="claudeguard: a malformed or misrouted answer reached this request; denied",
+                      decided_by="error")
     scope: Scope = data["scope"] if data.get("scope") in SCOPES else "once"
     return Answer(
         decision=data["decision"],

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from claudeguard.decision import PERMISSIONS as DECISIONS
 from claudeguard.decision import SCOPES
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 import threading
 
-from claudeguard.channel.model import Request
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from claudeguard.channel.model import Request
 
 
 def substitute(argv: list[str], request: Request) -> list[str]:

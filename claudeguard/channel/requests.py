@@ -19,6 +19,10 @@ from claudeguard.channel.model import DECISIONS, ID_MIN_PREFIX, KINDS, SCOPES, A
 from claudeguard.channel.store import ORPHAN_AGE_S, ChannelDir, process_start, request_id_of, waiter_alive
 from claudeguard.errors import GuardError, NotFoundError, UsageError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
 CHECK_EVERY_S = 1.0  # how often a waiter verifies its files are still in place (not for answers)
 GRACE_S = 5.0  # past its deadline by this much, a request is removed by whoever lists
 END_LOCK_S = 2.0  # longest a waiter waits for an answerer's lock before ending anyway
@@ -35,9 +39,9 @@ REFUSALS = {
 }
 
 
-def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool: str, input: dict,
+def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool: str, input: dict[str, Any],
          summary: str, cwd: str, timeout: float, kind: str = "permission", choices: list[str] | None = None,
-         extra: dict | None = None, notify: list[str] | None = None, held: bool = False) -> "Pending":
+         extra: dict[str, Any] | None = None, notify: list[str] | None = None, held: bool = False) -> "Pending":
     """Publish a request and return the handle to wait on. The FIFO exists and is open for
     reading before the request becomes visible, so no answerer can find it without a reader.
 
@@ -66,7 +70,8 @@ def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool:
         st = os.fstat(fifo_fd)
         if not stat.S_ISFIFO(st.st_mode):
             raise GuardError(f"{ch.path}/{rid}.fifo: not a FIFO")
-        lock_fd = os.open(f"{rid}.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=ch.fd)
+        lock_fd = os.open(f"{rid}.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                          0o600, dir_fd=ch.fd)
         record = _record(request, (st.st_dev, st.st_ino), held)
         ch.write_json_atomic(f"{rid}.json", record)  # from here on the request is visible
     except BaseException as exc:
@@ -87,7 +92,7 @@ def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool:
     return pending
 
 
-def _record(request: Request, fifo_id: tuple[int, int], held: bool) -> dict:
+def _record(request: Request, fifo_id: tuple[int, int], held: bool) -> dict[str, Any]:
     """What ``<id>.json`` holds (see docs/design.md, "The approval channel")."""
     record = {"v": 1, "request": request.to_dict(), "waiter": {"pid": request.pid, "start": process_start(request.pid)},
               "fifo": list(fifo_id)}
@@ -119,7 +124,8 @@ def tell_waiter(request_id: str, word: str) -> None:
         if not ch.exists(f"{request_id}.json"):
             return
         try:
-            fd = os.open(f"{request_id}.{word}", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=ch.fd)
+            fd = os.open(f"{request_id}.{word}", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o600, dir_fd=ch.fd)
         except OSError as exc:
             raise GuardError(f"approval channel {ch.path}: {exc.strerror or exc}") from None
         os.close(fd)
@@ -202,7 +208,8 @@ class Pending:
         answer if one had already arrived through the channel (the caller may prefer it)."""
         if self._answer is not None:
             return self._answer
-        raced = self._end_with("withdrawn", Answer("deny", message="claudeguard: request withdrawn", decided_by="withdrawn"))
+        raced = self._end_with("withdrawn",
+                               Answer("deny", message="claudeguard: request withdrawn", decided_by="withdrawn"))
         return None if raced.decided_by == "withdrawn" else raced
 
     # -- a held request --------------------------------------------------------------------------
@@ -230,7 +237,8 @@ class Pending:
         try:
             self._ch.write_json_atomic(f"{self.request.id}.json", record)
         except OSError as exc:
-            message = f"claudeguard: the approval channel was lost (request {self.request.id}: {exc.strerror or exc}); denied"
+            message = (f"claudeguard: the approval channel was lost (request {self.request.id}: "
+                       f"{exc.strerror or exc}); denied")
             self._end_with("error", Answer("deny", message=message, decided_by="error"))
             return
         _announce(self._ch, self.request, notify)
@@ -241,7 +249,8 @@ class Pending:
         decision = on_timeout if on_timeout in DECISIONS else "deny"
         timeout = self.request.deadline - self.request.created
         word = "allowed" if decision == "allow" else "denied"
-        message = f"claudeguard: no answer within {timeout:g} s; {word} by approval.on_timeout (request {self.request.id})"
+        message = (f"claudeguard: no answer within {timeout:g} s; {word} by approval.on_timeout "
+                   f"(request {self.request.id})")
         return self._end_with("timeout", Answer(decision, message=message, decided_by="timeout"))
 
     def _check_channel(self) -> Answer | None:
@@ -261,7 +270,8 @@ class Pending:
             intact = False
         if intact:
             return None
-        message = f"claudeguard: the approval channel was lost (request {rid}: its FIFO or request file was removed); denied"
+        message = (f"claudeguard: the approval channel was lost (request {rid}: its FIFO or request file was "
+                   "removed); denied")
         return self._end_with("error", Answer("deny", message=message, decided_by="error"))
 
     def check(self) -> Answer | None:
@@ -304,7 +314,8 @@ class Pending:
                 st = os.fstat(fifo_fd)
                 if not stat.S_ISFIFO(st.st_mode):
                     raise OSError(errno.EEXIST, "not a FIFO")
-                lock_fd = os.open(f"{rid}.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=ch.fd)
+                lock_fd = os.open(f"{rid}.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                  0o600, dir_fd=ch.fd)
                 record = dict(_record(self.request, (st.st_dev, st.st_ino), self.held), republished=time.time())
                 ch.write_json_atomic(f"{rid}.json", record)
             except OSError:
@@ -402,8 +413,8 @@ def list_pending(session_id: str | None = None, *, held: bool = False) -> list[R
             if session_id is None or request.session_id == session_id:
                 out.append(request)
         for name in names:
-            rid = request_id_of(name)
-            if rid is not None and rid not in published and (ch.age_s(name) or 0) > ORPHAN_AGE_S:
+            owner = request_id_of(name)
+            if owner is not None and owner not in published and (ch.age_s(name) or 0) > ORPHAN_AGE_S:
                 ch.unlink(name)  # a file of a request that crashed before publishing or while ending
     out.sort(key=lambda r: (r.created, r.id))
     return out
@@ -464,7 +475,7 @@ def answer(id_or_prefix: str, decision: str, *, scope: str = "once", message: st
     return request
 
 
-def _deliver(ch: ChannelDir, rid: str, request: Request, record: dict, line: bytes) -> None:
+def _deliver(ch: ChannelDir, rid: str, request: Request, record: dict[str, Any], line: bytes) -> None:
     """Under the request's lock: check it is still open, then write the one line."""
 
     def refuse_if_ended() -> None:

@@ -18,20 +18,27 @@ def main(argv: list[str]) -> int:
     from claudeguard.commands.cli import parser as command_parser
 
     word = "allow" if verb == "approve" else "deny"
-    parser = command_parser(verb, epilog="A second answer, or an answer to an expired or unknown id, is refused (exit 1).")
-    parser.add_argument("id", help="the request id from `claudeguardctl pending` (a unique prefix of 6+ characters will do)")
+    parser = command_parser(verb,
+                            epilog="A second answer, or an answer to an expired or unknown id, is refused (exit 1).")
+    parser.add_argument("id",
+                        help="the request id from `claudeguardctl pending` (a unique prefix of 6+ characters will do)")
     parser.add_argument("--scope", choices=SCOPES, default="once",
-                        help=f"once (default): this call only; agent: also {word} this call for the asking agent type in this "
-                             f"session; session: for every agent of the session; forever: also write the {word} rule into "
+                        help=f"once (default): this call only; agent: also {word} this call for the asking "
+                             f"agent type in this "
+                             f"session; session: for every agent of the session; forever: also write the "
+                             f"{word} rule into "
                              "the config file (comments and layout kept)")
     if verb == "deny":
-        parser.add_argument("--message", "-m", help="the reason the model receives (default: a short note that a human denied it)")
+        parser.add_argument("--message", "-m",
+                            help="the reason the model receives (default: a short note that a human denied it)")
     parser.add_argument("--file", help="with --scope forever: the config file to write (default: the user file)")
-    parser.add_argument("--choice", help="for a dialog request: the option to pick, by its label or its number (1 = first)")
+    parser.add_argument("--choice",
+                        help="for a dialog request: the option to pick, by its label or its number (1 = first)")
     args = parser.parse_args(argv[1:])
     decision = "allow" if verb == "approve" else "deny"
     message = getattr(args, "message", None)
-    return answer_request(args.id, decision, scope=args.scope, message=message, file=args.file, by=f"claudeguardctl {verb}",
+    return answer_request(args.id, decision, scope=args.scope, message=message, file=args.file,
+                          by=f"claudeguardctl {verb}",
                           choice=args.choice)
 
 
@@ -51,7 +58,8 @@ def answer_request(request_id: str, decision: str, *, scope: str, message: str |
         req = match[0]
         rules = grant_rules_for_call(req.tool, req.input, cwd=req.cwd)
         if not rules:
-            raise GuardError(f"{req.id}: this call cannot be granted beyond once (the command could not be parsed with confidence); use --scope once")
+            raise GuardError(f"{req.id}: this call cannot be granted beyond once (the command could not be parsed with "
+                             f"confidence); use --scope once")
         if scope == "forever":
             from claudeguard.paths import user_config_file
 

@@ -3,7 +3,10 @@ the decision log, one line per decision; with ``--suggest``, the rules it teache
 
 from __future__ import annotations
 
-import argparse
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
 
 EPILOG = """\
 with --suggest: print, as TOML for [permissions], the narrowest rules (Claude Code syntax) that
@@ -18,7 +21,7 @@ examples:
 """
 
 
-def format_event(event: dict) -> str:
+def format_event(event: dict[str, Any]) -> str:
     agent = event.get("agent_type") or "main"
     scope = f" ({event['scope']})" if event.get("scope") else ""
     waited = f" after {event['waited_s']:.1f}s" if event.get("waited_s") else ""
@@ -34,13 +37,17 @@ def parser() -> argparse.ArgumentParser:
     from claudeguard.commands.cli import parser as command_parser
 
     p = command_parser("audit", epilog=EPILOG)
-    p.add_argument("--follow", "-f", action="store_true", help="keep printing new decisions as they are logged (Ctrl-C ends)")
+    p.add_argument("--follow", "-f", action="store_true",
+                   help="keep printing new decisions as they are logged (Ctrl-C ends)")
     p.add_argument("--json", action="store_true", help="one JSON object per line (with --suggest: one JSON object)")
-    p.add_argument("--since", metavar="DURATION", help="only decisions of the last DURATION: 90s, 30m, 12h, 7d, 2w, 1h30m")
+    p.add_argument("--since", metavar="DURATION",
+                   help="only decisions of the last DURATION: 90s, 30m, 12h, 7d, 2w, 1h30m")
     p.add_argument("--session", metavar="ID", help="only decisions of this session (its id or a prefix of it)")
-    p.add_argument("--suggest", action="store_true", help="print the rules that would have decided the asked calls, with counts")
+    p.add_argument("--suggest", action="store_true",
+                   help="print the rules that would have decided the asked calls, with counts")
     p.add_argument("--apply", action="store_true",
-                   help="with --suggest: write the suggested rules into the user config (comments and layout kept, no duplicates)")
+                   help="with --suggest: write the suggested rules into the user config (comments and layout kept, "
+                        "no duplicates)")
     p.add_argument("--file", metavar="FILE", help="with --apply: the config file to write instead of the user file")
     p.add_argument("--broader", action="store_true",
                    help="with --apply: write the offered Bash prefix rules instead of the narrow rules they cover")

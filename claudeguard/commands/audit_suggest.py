@@ -30,6 +30,13 @@ from pathlib import Path
 from claudeguard.decision import PERMISSIONS
 from claudeguard.errors import UsageError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any, Iterable
+
+    from claudeguard.policy.bash.wrappers import Part
+
 # Commands whose arguments are programs: a prefix rule on them allows anything.
 RUNS_ANYTHING = frozenset(
     "sh bash zsh dash ksh fish csh tcsh busybox python python2 python3 pypy node nodejs deno bun perl ruby php lua "
@@ -59,7 +66,7 @@ def parse_duration(text: str) -> float:
     return total
 
 
-def event_epoch(event: dict) -> float | None:
+def event_epoch(event: dict[str, Any]) -> float | None:
     """The ``time`` of an audit line (ISO 8601 UTC) as epoch seconds; None when unreadable."""
     from datetime import datetime, timezone
 
@@ -83,10 +90,10 @@ class RuleStats:
     rule: str
     approved: int = 0  # by a human
     denied: int = 0  # by a human
-    timed_out: dict = field(default_factory=dict)  # decision -> count
-    requests: set = field(default_factory=set)
-    agents: set = field(default_factory=set)
-    sessions: set = field(default_factory=set)
+    timed_out: dict[str, Any] = field(default_factory=dict)  # decision -> count
+    requests: set[Any] = field(default_factory=set)
+    agents: set[Any] = field(default_factory=set)
+    sessions: set[str | None] = field(default_factory=set)
 
     @property
     def calls(self) -> int:
@@ -127,16 +134,17 @@ class Suggestions:
     deny: list[RuleStats] = field(default_factory=list)
     conflicts: list[RuleStats] = field(default_factory=list)
     broader: list[Broader] = field(default_factory=list)
-    skipped: dict = field(default_factory=dict)  # why -> list of summaries
+    skipped: dict[str, list[str]] = field(default_factory=dict)  # why -> summaries
     present: list[str] = field(default_factory=list)  # already in the target file
     calls: int = 0
-    outcomes: dict = field(default_factory=dict)  # approved/denied/timed_out -> count
-    sessions: set = field(default_factory=set)
+    outcomes: dict[str, int] = field(default_factory=dict)  # approved/denied/timed_out -> count
+    sessions: set[str | None] = field(default_factory=set)
 
 
-def asked_calls(events, *, since: float | None = None, session: str | None = None) -> list[dict]:  # type: ignore[no-untyped-def]
+def asked_calls(events: Iterable[dict[str, Any]], *, since: float | None = None,
+                session: str | None = None) -> list[dict[str, Any]]:
     """The audit lines of calls a human answered or that timed out, one per request."""
-    seen: set = set()
+    seen: set[Any] = set()
     out = []
     for event in events:
         if event.get("event") or event.get("decided_by") not in ("human", "timeout"):
@@ -157,7 +165,7 @@ def asked_calls(events, *, since: float | None = None, session: str | None = Non
     return out
 
 
-def suggest(events: list[dict], present: set[str] | None = None) -> Suggestions:
+def suggest(events: list[dict[str, Any]], present: set[str] | None = None) -> Suggestions:
     present = present or set()
     out = Suggestions(calls=len(events))
     stats: dict[str, RuleStats] = {}
@@ -176,11 +184,13 @@ def suggest(events: list[dict], present: set[str] | None = None) -> Suggestions:
             continue
         if event["decision"] == "allow" and event.get("ask_rule"):
             # deny > ask > allow: an allow rule would not have decided it; the ask rule did.
-            why = f"asked because of the ask rule {event['ask_rule']} ({event.get('ask_source') or '?'}), which an allow rule does not override"
+            why = (f"asked because of the ask rule {event['ask_rule']} ({event.get('ask_source') or '?'}), "
+                   "which an allow rule does not override")
             out.skipped.setdefault(why, []).append(summary)
             continue
         if event["decision"] == "deny" and len(rules) > 1:
-            out.skipped.setdefault("a compound command denied as a whole (which part was refused is unknown)", []).append(summary)
+            out.skipped.setdefault("a compound command denied as a whole (which part was refused is unknown)",
+                                   []).append(summary)
             continue
         for rule in rules:
             st = stats.setdefault(rule, RuleStats(rule))
@@ -214,7 +224,7 @@ def _unescape(spec: str) -> str:
     return re.sub(r"\\([\\*])", r"\1", spec)
 
 
-def _bash_part(rule: str):  # type: ignore[no-untyped-def]
+def _bash_part(rule: str) -> Part | None:
     """The one simple command a narrow ``Bash(...)`` rule stands for, or None."""
     from claudeguard.policy.bash import split_command
 
@@ -228,7 +238,7 @@ def broader_rules(allowed: list[RuleStats], blocked: list[str]) -> list[Broader]
     """Prefix rules shared by two or more approved commands (see the module docstring)."""
     from claudeguard.policy.bash import part_allowed_by
 
-    groups: dict[tuple, list[tuple[RuleStats, list[str], object]]] = {}
+    groups: dict[tuple[Any, ...], list[tuple[RuleStats, list[str], Part]]] = {}
     for st in allowed:
         part = _bash_part(st.rule)
         if part is None or not part.argv:
@@ -240,7 +250,7 @@ def broader_rules(allowed: list[RuleStats], blocked: list[str]) -> list[Broader]
         groups.setdefault(key, []).append((st, argv, part))
     blocked_parts = [p for p in (_bash_part(r) for r in blocked) if p is not None]
     out = []
-    for key, members in groups.items():
+    for members in groups.values():
         if len(members) < 2:
             continue
         prefix = list(members[0][1])
@@ -286,7 +296,8 @@ def render_toml(s: Suggestions, *, scope: str, target: Path) -> str:
         lines.append("# no new rules to suggest")
     if s.broader:
         lines.append("")
-        lines.append("# Broader prefix rules, offered as such (`--apply --broader` writes each instead of the rules it covers):")
+        lines.append("# Broader prefix rules, offered as such (`--apply --broader` writes each instead of the "
+                     "rules it covers):")
         for b in s.broader:
             lines.append(f"# allow = [{_toml_string(b.rule)}]  # covers {', '.join(b.covers)}: {b.calls} calls")
     if s.present:
@@ -299,8 +310,8 @@ def render_toml(s: Suggestions, *, scope: str, target: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def as_json(s: Suggestions) -> dict:
-    def row(st: RuleStats) -> dict:
+def as_json(s: Suggestions) -> dict[str, Any]:
+    def row(st: RuleStats) -> dict[str, Any]:
         return {"rule": st.rule, "calls": st.calls, "approved": st.approved, "denied": st.denied,
                 "timed_out": sum(st.timed_out.values()), "agent_types": sorted(st.agents), "sessions": len(st.sessions)}
 
@@ -317,7 +328,7 @@ def as_json(s: Suggestions) -> dict:
 # -- the command -----------------------------------------------------------------------------
 
 
-def run(args) -> int:  # type: ignore[no-untyped-def]
+def run(args: argparse.Namespace) -> int:
     """``args``: the parsed ``audit`` options (``since``, ``session``, ``apply``, ``file``, ``broader``, ``json``)."""
     from claudeguard.channel.audit import read_events
     from claudeguard.config.write import existing_rules
@@ -360,6 +371,6 @@ def run(args) -> int:  # type: ignore[no-untyped-def]
     added = add_rules(target, {"allow": allow, "deny": [(st.rule, st.note()) for st in s.deny]})
     total = sum(len(v) for v in added.values())
     detail = ", ".join(f"{kind} {len(v)}" for kind, v in added.items() if v)
-    print(f"{'added ' + str(total) + ' rule' + ('s' if total != 1 else '') + ' (' + detail + ')' if total else 'nothing to add'}"
-          f" to [permissions] in {target}", file=sys.stderr)
+    what = f"added {total} rule{'s' if total != 1 else ''} ({detail})" if total else "nothing to add"
+    print(f"{what} to [permissions] in {target}", file=sys.stderr)
     return 0

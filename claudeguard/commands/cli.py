@@ -10,17 +10,26 @@ from __future__ import annotations
 import argparse
 import sys
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import NoReturn
+
 # One line per command: what it does. `claudeguardctl --help` lists them in this order.
 SUMMARIES = {
     "pending": "List the approval requests waiting in the channel, from every guarded session of this user.",
-    "approve": "Allow a waiting request: this call only, or this agent type, the whole session, or forever (written to the config).",
+    "approve": "Allow a waiting request: this call only, or this agent type, the whole session, or forever (written "
+               "to the config).",
     "deny": "Deny a waiting request, with an optional message the model receives as the reason.",
     "console": "Watch requests arrive live and answer each with one key (y a s f n); a bell rings for each new one.",
-    "ps": "List guarded sessions: state, CPU, tokens, last activity, pending requests (--all: unguarded Claude processes too).",
-    "explain": "Show the decision the policy gives a call written like a rule, and the rule (file:line) that decides it.",
-    "config": "Show the effective config with the source of every value, list the files searched, or write a starter config.",
+    "ps": "List guarded sessions: state, CPU, tokens, last activity, pending requests (--all: unguarded Claude "
+          "processes too).",
+    "explain": "Show the decision the policy gives a call written like a rule, and the rule (file:line) "
+               "that decides it.",
+    "config": "Show the effective config with the source of every value, list the files searched, or write a "
+              "starter config.",
     "audit": "Show the decision log; --suggest turns the calls a human answered or that timed out into rules.",
-    "doctor": "Check the setup: config, runtime dir (owner, mode), the real CLI and that the injected flags are accepted.",
+    "doctor": "Check the setup: config, runtime dir (owner, mode), the real CLI and that the injected "
+              "flags are accepted.",
     "demo": "Run the whole flow offline on an embedded scripted model: a subagent asks, the request is answered.",
     "service": "Show, start or stop the resident guard service that answers the hooks of this user's sessions.",
     "hook": "Internal: the Claude Code hook command (event JSON on stdin, decision JSON on stdout).",
@@ -94,7 +103,7 @@ def plain_help(name: str) -> str:
 class Parser(argparse.ArgumentParser):
     """argparse with a one-line error (``prog: message (see prog --help)``), exit 2."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(2)
 

@@ -12,8 +12,10 @@ def main(argv: list[str]) -> int:
     parser = command_parser("config")
     sub = parser.add_subparsers(dest="action", required=True, metavar="{show,path,init}", parser_class=Parser)
     show = sub.add_parser("show", help="every effective value and the file:line (or option, or default) it came from",
-                          description="Print every effective config value and the file:line, option or default it came from.")
-    show.add_argument("--profile", metavar="NAME", help="apply [profiles.NAME] as `claudeguard --guard-profile NAME` would")
+                          description="Print every effective config value and the file:line, option or "
+                                      "default it came from.")
+    show.add_argument("--profile", metavar="NAME",
+                      help="apply [profiles.NAME] as `claudeguard --guard-profile NAME` would")
     show.add_argument("--json", action="store_true", help="one JSON object: key -> {value, source}")
     sub.add_parser("path", help="the config files searched, in order, and which exist",
                    description="List the config files searched, in order (later ones win), and which exist.")

@@ -13,11 +13,19 @@ import os
 import select
 import sys
 
-KEYS = {"y": ("allow", "once"), "a": ("allow", "agent"), "s": ("allow", "session"), "f": ("allow", "forever"), "n": ("deny", "once")}
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    from claudeguard.channel.model import Request
+    from claudeguard.channel.requests import Doorbell
+
+KEYS = {"y": ("allow", "once"), "a": ("allow", "agent"), "s": ("allow", "session"), "f": ("allow", "forever"),
+        "n": ("deny", "once")}
 HELP = "y once · a agent · s session · f forever · n deny · j/k move · q quit"
 
 
-def _render(requests: list, current: int, note: str) -> str:
+def _render(requests: list[Any], current: int, note: str) -> str:
     lines = ["\x1b[H\x1b[2J" + f"claudeguard console — {len(requests)} pending   ({HELP})", ""]
     if not requests:
         lines.append("  waiting for requests ...")
@@ -27,12 +35,13 @@ def _render(requests: list, current: int, note: str) -> str:
         short = (req.extra or {}).get("cli_short_id")
         if short:  # a --bg session: the id `claude agents` shows
             agent = f"bg {short} {agent}"
-        lines.append(f"{mark} {req.id}  {agent:18.18} {req.summary[:90]}  ({req.age_s:.0f}s, {req.deadline_s:.0f}s left)")
+        lines.append(f"{mark} {req.id}  {agent:18.18} {req.summary[:90]}  ({req.age_s:.0f}s, "
+                     f"{req.deadline_s:.0f}s left)")
     lines += ["", note]
     return "\r\n".join(lines)
 
 
-def _answer(req, key: str, message: str | None) -> str:  # type: ignore[no-untyped-def]
+def _answer(req: Request, key: str, message: str | None) -> str:
     from claudeguard.commands.answer import answer_request
     from claudeguard.errors import GuardError
 
@@ -71,7 +80,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.write("\n")
 
 
-def _interact(fd: int, saved: list, bell, list_pending) -> int:  # type: ignore[no-untyped-def]
+def _interact(fd: int, saved: list[Any], bell: Doorbell, list_pending: Callable[[], list[Request]]) -> int:
     import termios
     import tty
 
@@ -112,7 +121,7 @@ def _interact(fd: int, saved: list, bell, list_pending) -> int:  # type: ignore[
             note = _answer(req, key, message)
 
 
-def _line_mode(list_pending) -> int:  # type: ignore[no-untyped-def]
+def _line_mode(list_pending: Callable[[], list[Request]]) -> int:
     """Scripted use: each input line is `KEY [message]`, applied to the oldest pending request
     (waiting up to LINE_MODE_WAIT_S for one to arrive)."""
     from claudeguard.channel import wait_for_new

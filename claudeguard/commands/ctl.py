@@ -6,6 +6,10 @@ import sys
 
 from claudeguard.errors import UsageError, run_main
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Callable
+
 COMMANDS = {
     "pending": "pending",
     "approve": "answer",
@@ -55,7 +59,8 @@ def dispatch(argv: list[str]) -> int:
     # __import__ rather than importlib: the hook comes through here on every tool call.
     qualified = f"claudeguard.commands.{name}"
     __import__(qualified)
-    return sys.modules[qualified].main(argv)
+    command_main: Callable[[list[str]], int] = sys.modules[qualified].main
+    return command_main(argv)
 
 
 if __name__ == "__main__":

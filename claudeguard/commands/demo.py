@@ -19,6 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Callable
+
+    from claudeguard.channel.model import Request
+
 DEMO_CLI_VERSION = "2.1.330"
 REPORT = "demo-report.txt"
 SCENARIO = [
@@ -57,7 +63,8 @@ def _find_cli() -> str:
 
     path = cli_path(DEMO_CLI_VERSION)
     if path is None:
-        print(f"No `claude` found: installing Claude Code {DEMO_CLI_VERSION} with npm into {cli_root()} (one time) ...", flush=True)
+        print(f"No `claude` found: installing Claude Code {DEMO_CLI_VERSION} with npm into {cli_root()} (one time) ...",
+              flush=True)
         path = install_cli(DEMO_CLI_VERSION)
     return str(path)
 
@@ -66,7 +73,8 @@ def main(argv: list[str]) -> int:
     from claudeguard.commands.cli import parser as command_parser
 
     parser = command_parser("demo")
-    parser.add_argument("--auto-after", type=float, metavar="SECONDS", default=3.0, help="seconds before answering automatically without a terminal")
+    parser.add_argument("--auto-after", type=float, metavar="SECONDS", default=3.0,
+                        help="seconds before answering automatically without a terminal")
     parser.add_argument("--deny", action="store_true", help="answer the request with a deny instead")
     args = parser.parse_args(argv[1:])
 
@@ -81,7 +89,7 @@ def main(argv: list[str]) -> int:
     version = cli_version(claude)
     print(f"claudeguard demo: real Claude Code CLI {claude} ({version}), offline against an embedded scripted model")
     tmp = Path(tempfile.mkdtemp(prefix="claudeguard-demo-"))
-    proc: subprocess.Popen | None = None
+    proc: subprocess.Popen[str] | None = None
     try:
         work = tmp / "work"
         work.mkdir()
@@ -106,17 +114,23 @@ def main(argv: list[str]) -> int:
                 print(f"the request never reached the channel; claudeguard said: {err.strip()[-400:]}")
                 return 1
             _step("A background subagent is waiting for approval in the channel (claudeguardctl pending):")
-            print(f"    id       {request.id}\n    session  {request.session_id}\n    agent    {request.agent_type} ({request.agent_id})\n"
-                  f"    tool     {request.tool}\n    summary  {request.summary}\n    deadline {request.deadline_s:.0f} s")
+            print(f"    id       {request.id}\n    session  {request.session_id}\n    agent    {request.agent_type} "
+                  f"({request.agent_id})\n"
+                  f"    tool     {request.tool}\n    summary  {request.summary}\n    deadline "
+                  f"{request.deadline_s:.0f} s")
             decision = _ask(request, args.auto_after, args.deny)
             from claudeguard.commands.answer import answer_request
 
-            answer_request(request.id, decision, scope="once", message="not in the demo" if decision == "deny" else None,
+            answer_request(request.id, decision, scope="once",
+                           message="not in the demo" if decision == "deny" else None,
                            file=None, by="claudeguardctl demo", quiet=True)
-            print(f"    answered: {'approve' if decision == 'allow' else 'deny'} (claudeguardctl {'approve' if decision == 'allow' else 'deny'} {request.id})")
+            print(f"    answered: {'approve' if decision == 'allow' else 'deny'} (claudeguardctl "
+                  f"{'approve' if decision == 'allow' else 'deny'} {request.id})")
             out, err = proc.communicate(timeout=120)
         _step("What happened")
-        results = [m for m in (json.loads(line) for line in out.splitlines() if line.startswith("{")) if m.get("type") == "result"]
+        results = [m
+                   for m in (json.loads(line) for line in out.splitlines() if line.startswith("{"))
+                   if m.get("type") == "result"]
         report = work / REPORT
         print(f"    claude exited {proc.returncode}; final answer: {results[-1].get('result') if results else '?'}")
         if report.exists():
@@ -125,9 +139,11 @@ def main(argv: list[str]) -> int:
             print(f"    the subagent's command did not run ({REPORT} was not written)")
         session = request.session_id
         events = [e for e in audit.read_events() if e.get("session_id") == session]
-        print(f"    audit log: {audit.audit_path()}  ({len(events)} decisions for this session; `claudeguardctl audit`)")
+        print(f"    audit log: {audit.audit_path()}  "
+              f"({len(events)} decisions for this session; `claudeguardctl audit`)")
         for event in events:
-            print(f"      {event.get('decision'):5} by {event.get('decided_by'):7} {event.get('agent_type') or 'main':16} {event.get('summary')}")
+            print(f"      {event.get('decision'):5} by {event.get('decided_by'):7} "
+                  f"{event.get('agent_type') or 'main':16} {event.get('summary')}")
         ok = proc.returncode == 0 and (report.exists() == (decision == "allow"))
         return 0 if ok else 1
     finally:
@@ -141,7 +157,8 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _wait_for_request(list_pending, proc: subprocess.Popen, timeout: float):  # type: ignore[no-untyped-def]
+def _wait_for_request(list_pending: Callable[[], list[Request]], proc: subprocess.Popen[str],
+                      timeout: float) -> Request | None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
         for req in list_pending():
@@ -151,7 +168,7 @@ def _wait_for_request(list_pending, proc: subprocess.Popen, timeout: float):  # 
     return None
 
 
-def _ask(request, auto_after: float, deny: bool) -> str:  # type: ignore[no-untyped-def]
+def _ask(request: Request, auto_after: float, deny: bool) -> str:
     default = "deny" if deny else "allow"
     if not os.isatty(0):
         print(f"    no terminal: answering '{'deny' if deny else 'approve'}' automatically in {auto_after:g} s")

@@ -11,6 +11,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
+    from claudeguard.config.load import Config
+
 TESTED_VERSIONS = ("2.1.197", "2.1.330")
 PROBE = "claudeguard-doctor-probe"
 
@@ -66,7 +72,7 @@ def main(argv: list[str]) -> int:
     return 0 if good else 1
 
 
-def settings_sources(cfg) -> bool:  # type: ignore[no-untyped-def]
+def settings_sources(cfg: Config) -> bool:
     """Claude Code's own settings sources for this directory and user, and each key in them that
     would silence the guard or loosen the mode (see claudeguard/shim/settings_sources.py)."""
     from claudeguard.shim import settings_sources as ss
@@ -74,7 +80,8 @@ def settings_sources(cfg) -> bool:  # type: ignore[no-untyped-def]
 
     args = parse_claude_args([])
     srcs = ss.sources(args, os.getcwd(), dict(os.environ))
-    shown = [f"{s.name} {s.where} ({'loaded' if s.loaded else s.note})" for s in srcs if s.loaded or s.note != "missing"]
+    shown = [f"{s.name} {s.where} ({'loaded' if s.loaded else s.note})"
+             for s in srcs if s.loaded or s.note != "missing"]
     print(f"      Claude settings sources: {'; '.join(shown) or 'none'}")
     lockdown = bool(cfg.lockdown.value)
     override = bool(cfg.get("security.allow_settings_override")) and not lockdown
@@ -107,7 +114,7 @@ def _launcher() -> None:
     _say(True, f"launcher: {path}")
 
 
-def probe(real: str, cfg) -> bool:  # type: ignore[no-untyped-def]
+def probe(real: str, cfg: Config) -> bool:
     """Run the real CLI offline with the injected flags against the embedded model."""
     import secrets
 
@@ -119,7 +126,9 @@ def probe(real: str, cfg) -> bool:  # type: ignore[no-untyped-def]
     from claudeguard.testing.offline_home import offline_env, prepare_home
 
     # Read of a file in the working folder: a tool every version has and runs without asking.
-    scenario = [{"match": PROBE, "turns": [{"tool_use": {"name": "Read", "input": {"file_path": "PROBE_FILE"}}}, {"text": "probe-ok"}]}]
+    scenario: list[dict[str, Any]] = [{"match": PROBE,
+                                       "turns": [{"tool_use": {"name": "Read", "input": {"file_path": "PROBE_FILE"}}},
+                                                 {"text": "probe-ok"}]}]
     session_id = "doctor-" + secrets.token_hex(6)
     session_dir = runtime_dir("sessions", session_id)
     tmp = Path(tempfile.mkdtemp(prefix="claudeguard-doctor-"))
@@ -145,16 +154,19 @@ def probe(real: str, cfg) -> bool:  # type: ignore[no-untyped-def]
                     env.pop(var, None)
             env["CLAUDEGUARD_RUNTIME_DIR"] = str(runtime_dir())
             try:
-                proc = subprocess.run(plan.argv, env=env, cwd=work, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
+                proc = subprocess.run(plan.argv, env=env, cwd=work, capture_output=True, text=True, timeout=90,
+                                      stdin=subprocess.DEVNULL)
             except subprocess.TimeoutExpired:
                 return _say(False, "injected flags: the probe run did not finish within 90 s")
         lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-        init = next((m for m in lines if m.get("type") == "system" and m.get("subtype") == "init"), {})
-        result = next((m for m in reversed(lines) if m.get("type") == "result"), {})
+        init: dict[str, Any] = next((m for m in lines if m.get("type") == "system" and m.get("subtype") == "init"), {})
+        result: dict[str, Any] = next((m for m in reversed(lines) if m.get("type") == "result"), {})
         ok = _say(proc.returncode == 0 and result.get("result") == "probe-ok",
-                  f"injected flags accepted (exit {proc.returncode}{'' if proc.returncode == 0 else ': ' + proc.stderr.strip()[-120:]})")
+                  f"injected flags accepted (exit "
+                  f"{proc.returncode}{'' if proc.returncode == 0 else ': ' + proc.stderr.strip()[-120:]})")
         servers = {s.get("name"): s.get("status") for s in init.get("mcp_servers", [])}
-        ok &= _say(servers.get("claudeguard") == "connected", f"permission-prompt MCP server: {servers.get('claudeguard', 'missing')}")
+        ok &= _say(servers.get("claudeguard") == "connected",
+                   f"permission-prompt MCP server: {servers.get('claudeguard', 'missing')}")
         events = (session_dir / "events.jsonl").read_text() if (session_dir / "events.jsonl").exists() else ""
         fired = '"tool-start"' in events and '"Read"' in events
         ok &= _say(fired, "hooks fire (PreToolUse reached claudeguardctl hook)")

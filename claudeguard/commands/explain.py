@@ -14,9 +14,12 @@ def main(argv: list[str]) -> int:
     from claudeguard.commands.cli import parser as command_parser
 
     parser = command_parser("explain")
-    parser.add_argument("--agent", metavar="TYPE", help="decide as this subagent type, e.g. Explore (default: the main agent)")
-    parser.add_argument("--profile", metavar="NAME", help="apply [profiles.NAME] as `claudeguard --guard-profile NAME` would")
-    parser.add_argument("--json", action="store_true", help="one JSON object: decision, rule, source, agent_type, parts")
+    parser.add_argument("--agent", metavar="TYPE",
+                        help="decide as this subagent type, e.g. Explore (default: the main agent)")
+    parser.add_argument("--profile", metavar="NAME",
+                        help="apply [profiles.NAME] as `claudeguard --guard-profile NAME` would")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON object: decision, rule, source, agent_type, parts")
     parser.add_argument("call", help="e.g. 'Bash(git push --force)', 'Read(/etc/passwd)', 'mcp__github__create_issue'")
     args = parser.parse_args(argv[1:])
 
@@ -32,7 +35,8 @@ def main(argv: list[str]) -> int:
         tool, tool_input = call_from_rule_like(args.call)
     except ValueError as exc:
         raise UsageError(f"cannot read the call {args.call!r}: {exc}") from None
-    result = decide(policy_from_spec(cfg.policy_spec()), tool, tool_input, agent_type=args.agent, cwd=str(cwd), home=os.path.expanduser("~"))
+    result = decide(policy_from_spec(cfg.policy_spec()), tool, tool_input, agent_type=args.agent, cwd=str(cwd),
+                    home=os.path.expanduser("~"))
     if args.json:
         import json
 
@@ -44,7 +48,8 @@ def main(argv: list[str]) -> int:
             "source": result.source,
             "agent_type": args.agent,
             "reason": result.reason,
-            "parts": [{"part": p.part, "decision": p.decision, "rule": p.rule, "source": p.source} for p in result.parts],
+            "parts": [{"part": p.part, "decision": p.decision, "rule": p.rule, "source": p.source}
+                      for p in result.parts],
         }, indent=2))
         return 0
     who = f"agent {args.agent}" if args.agent else "main agent"

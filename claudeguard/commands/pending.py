@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
 
-def request_json(req) -> dict:  # type: ignore[no-untyped-def]
+    from claudeguard.channel.model import Request
+
+
+def request_json(req: Request) -> dict[str, Any]:
     return {
         "id": req.id,
         "session_id": req.session_id,
@@ -24,9 +30,11 @@ def request_json(req) -> dict:  # type: ignore[no-untyped-def]
 def main(argv: list[str]) -> int:
     from claudeguard.commands.cli import parser as command_parser
 
-    parser = command_parser("pending", epilog="An id may be shortened to a unique prefix of 6 or more characters when answering.")
+    parser = command_parser("pending",
+                            epilog="An id may be shortened to a unique prefix of 6 or more characters when answering.")
     parser.add_argument("--json", action="store_true",
-                        help="a JSON list: id, session_id, agent_type, agent_id, tool, input (full), summary, age_s, deadline_s")
+                        help="a JSON list: id, session_id, agent_type, agent_id, tool, input (full), summary, "
+                             "age_s, deadline_s")
     args = parser.parse_args(argv[1:])
     from claudeguard.channel import list_pending
 

@@ -4,7 +4,9 @@ with state, CPU, tokens, last activity and pending requests."""
 
 from __future__ import annotations
 
-import argparse
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    import argparse
 
 
 def _limits(args: argparse.Namespace) -> dict[str, float]:

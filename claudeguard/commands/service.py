@@ -12,6 +12,10 @@ import json
 
 from claudeguard.errors import UsageError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def main(argv: list[str]) -> int:
     from claudeguard.commands.cli import parser as command_parser
@@ -19,7 +23,8 @@ def main(argv: list[str]) -> int:
     parser = command_parser("service")
     parser.add_argument("action", choices=("status", "start", "stop"),
                         help="status: pid, version, hook port and sessions (exit 1 when none runs); start: start it "
-                             "now instead of at the first launch; stop: ask it to exit (its sessions' hooks go unanswered)")
+                             "now instead of at the first launch; stop: ask it to exit (its sessions' hooks "
+                             "go unanswered)")
     parser.add_argument("--json", action="store_true", help="print the status as JSON")
     args = parser.parse_args(argv[1:])
     from claudeguard.service import client, files
@@ -30,8 +35,8 @@ def main(argv: list[str]) -> int:
         reply = client.request(sock, {"op": "status"})
         sock.close()
         return _print_status(reply, args.json)
-    sock = client.live_connection(directory)
-    if sock is None:
+    live = client.live_connection(directory)
+    if live is None:
         if args.json:
             print(json.dumps({"running": False}))
         else:
@@ -39,16 +44,16 @@ def main(argv: list[str]) -> int:
         return 1
     try:
         if args.action == "stop":
-            pid = client.request(sock, {"op": "hello"}).get("pid")
-            reply = client.request(sock, {"op": "stop"})
+            pid = client.request(live, {"op": "hello"}).get("pid")
+            reply = client.request(live, {"op": "stop"})
             if not reply.get("ok"):
                 raise UsageError(f"the service refused to stop: {reply.get('error')}")
             _wait_gone(pid, directory)
             print(f"guard service stopping ({reply.get('sessions', 0)} session(s) lose their hooks)")
             return 0
-        return _print_status(client.request(sock, {"op": "status"}), args.json)
+        return _print_status(client.request(live, {"op": "status"}), args.json)
     finally:
-        sock.close()
+        live.close()
 
 
 def _wait_gone(pid: object, directory: str, timeout: float = 5.0) -> None:
@@ -64,11 +69,12 @@ def _wait_gone(pid: object, directory: str, timeout: float = 5.0) -> None:
         time.sleep(0.05)
 
 
-def _print_status(reply: dict, as_json: bool) -> int:
+def _print_status(reply: dict[str, Any], as_json: bool) -> int:
     if as_json:
         print(json.dumps(dict(reply, running=True), indent=2))
         return 0
-    print(f"guard service pid {reply.get('pid')}, version {reply.get('version')}, hooks on 127.0.0.1:{reply.get('port')}"
+    print(f"guard service pid {reply.get('pid')}, version {reply.get('version')}, hooks on "
+          f"127.0.0.1:{reply.get('port')}"
           + (", retiring" if reply.get("retired") else ""))
     sessions = reply.get("sessions") or []
     if not sessions:

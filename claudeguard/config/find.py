@@ -8,6 +8,11 @@ that path is paid by every ``claude`` call.
 from __future__ import annotations
 
 import os
+import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Iterator
 
 PROJECT_FILE = ".claudeguard.toml"
 
@@ -16,7 +21,7 @@ def user_config_file() -> str:
     xdg = os.environ.get("XDG_CONFIG_HOME")
     if xdg:
         return os.path.join(xdg, "claudeguard", "config.toml")
-    if os.sys.platform.startswith("linux"):
+    if sys.platform.startswith("linux"):
         # platformdirs' answer on Linux, without importing it.
         return os.path.join(os.path.expanduser("~"), ".config", "claudeguard", "config.toml")
     import platformdirs
@@ -24,7 +29,7 @@ def user_config_file() -> str:
     return os.path.join(platformdirs.user_config_dir("claudeguard"), "config.toml")
 
 
-def _parents(cwd: str):  # type: ignore[no-untyped-def]
+def _parents(cwd: str) -> Iterator[str]:
     path = os.path.abspath(cwd)
     while True:
         yield path
@@ -54,4 +59,5 @@ def project_root(cwd: str) -> str:
 
 def any_config(cwd: str) -> bool:
     """Is there any config file (or CLAUDEGUARD_CONFIG) to read at all?"""
-    return bool(os.environ.get("CLAUDEGUARD_CONFIG")) or os.path.exists(user_config_file()) or project_config_file(cwd) is not None
+    return (bool(os.environ.get("CLAUDEGUARD_CONFIG")) or os.path.exists(user_config_file())
+            or project_config_file(cwd) is not None)

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import re
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _KEY = re.compile(r"""^\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_\-]+)(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_\-]+))*)\s*=""")
 _STRING = re.compile(r'''"((?:[^"\\]|\\.)*)"|'([^']*)\'''')
@@ -23,14 +27,15 @@ def _unescape(raw: str) -> str:
     try:
         import json
 
-        return json.loads(f'"{raw}"')
+        text: str = json.loads(f'"{raw}"')
+        return text
     except ValueError:
         return raw
 
 
-def locate(text: str) -> dict[tuple, int]:
+def locate(text: str) -> dict[tuple[Any, ...], int]:
     """Map key paths to 1-based lines. Array string elements get ``path + (index, value)``."""
-    found: dict[tuple, int] = {}
+    found: dict[tuple[Any, ...], int] = {}
     table: tuple[str, ...] = ()
     array_path: tuple[str, ...] | None = None
     array_index = 0
@@ -78,7 +83,8 @@ def locate(text: str) -> dict[tuple, int]:
     return found
 
 
-def line_of(found: dict[tuple, int], path: tuple, value: str | None = None, index: int | None = None) -> int | None:
+def line_of(found: dict[tuple[Any, ...], int], path: tuple[Any, ...], value: str | None = None,
+            index: int | None = None) -> int | None:
     """Line of ``path`` (a key) or, given ``value``/``index``, of that array element."""
     if value is not None and index is not None:
         hit = found.get(path + (index, value))

@@ -10,6 +10,7 @@ section sets ``replace = true``; every other value is replaced. Every value keep
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from claudeguard.config import schema
@@ -17,7 +18,7 @@ from claudeguard.errors import ConfigError
 
 from claudeguard.config.find import PROJECT_FILE
 
-TYPE_CHECKING = False  # typing, like dataclasses (inspect, dis, ast: ~10 ms), delays every session's start
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any
 
@@ -47,17 +48,19 @@ class RuleEntry:
         self.root = root  # anchors "/p" path rules
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is RuleEntry and (self.rule, self.source, self.root) == (other.rule, other.source, other.root)
+        return (type(other) is RuleEntry
+                and (self.rule, self.source, self.root) == (other.rule, other.source, other.root))
 
     def __repr__(self) -> str:
         return f"RuleEntry(rule={self.rule!r}, source={self.source!r}, root={self.root!r})"
 
-    def as_spec(self) -> dict:
+    def as_spec(self) -> dict[str, Any]:
         return {"rule": self.rule, "source": self.source, "root": self.root}
 
 
 class Layer:
-    def __init__(self, name: str, path: Path, data: dict, lines: dict, prefix: tuple = (), trusted: bool = False) -> None:
+    def __init__(self, name: str, path: Path, data: dict[str, Any], lines: dict[tuple[Any, ...], int],
+                 prefix: tuple[Any, ...] = (), trusted: bool = False) -> None:
         self.name = name  # "user", "project", "profile NAME", "CLAUDEGUARD_CONFIG", "--guard-config"
         self.path = path
         self.data = data
@@ -65,7 +68,7 @@ class Layer:
         self.prefix = prefix  # where `data` sits in the file: ("profiles", NAME) for a profile layer
         self.trusted = trusted  # may set [security]
 
-    def where(self, keypath: tuple, value: str | None = None, index: int | None = None) -> str:
+    def where(self, keypath: tuple[Any, ...], value: str | None = None, index: int | None = None) -> str:
         from claudeguard.config.lines import line_of
 
         line = line_of(self.lines, self.prefix + keypath, value, index)
@@ -84,7 +87,8 @@ class Overrides:
 
 class Config:
     def __init__(self, values: dict[str, Sourced], rules: dict[str, list[RuleEntry]], agent_replace: dict[str, Sourced],
-                 searched: list[tuple[str, Path, bool]], profile: str | None, lockdown: Sourced, project_root: Path) -> None:
+                 searched: list[tuple[str, Path, bool]], profile: str | None, lockdown: Sourced,
+                 project_root: Path) -> None:
         self.values = values
         self.rules = rules  # "permissions.allow", "agents.Explore.deny", ...
         self.agent_replace = agent_replace
@@ -106,10 +110,11 @@ class Config:
         names |= set(self.agent_replace)
         return sorted(names)
 
-    def policy_spec(self) -> dict:
+    def policy_spec(self) -> dict[str, Any]:
         """The JSON-able policy description that ``claudeguard.policy`` builds a Policy from."""
         spec: dict[str, Any] = {
-            "permissions": {k: [r.as_spec() for r in self.rules.get(f"permissions.{k}", [])] for k in schema.RULE_KINDS},
+            "permissions": {k: [r.as_spec() for r in self.rules.get(f"permissions.{k}", [])]
+                            for k in schema.RULE_KINDS},
             "agents": {},
             "subagents": {
                 "blocked_tools": list(self.get("subagents.blocked_tools")),
@@ -130,11 +135,11 @@ class Config:
 # Finding and reading files
 
 
-def _loads(text: str) -> dict:
-    try:
+def _loads(text: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:
+        import tomli as tomllib
     return tomllib.loads(text)
 
 
@@ -189,10 +194,11 @@ def _type_ok(key: schema.Key, value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
-_TYPE_WORDS = {"str": "a string", "bool": "true or false", "number": "a number", "rules": "a list of rule strings", "strlist": "a list of strings"}
+_TYPE_WORDS = {"str": "a string", "bool": "true or false", "number": "a number", "rules": "a list of rule strings",
+               "strlist": "a list of strings"}
 
 
-def _check_keys(layer: Layer, table: Any, keys: dict[str, schema.Key], path: tuple) -> None:
+def _check_keys(layer: Layer, table: Any, keys: dict[str, schema.Key], path: tuple[Any, ...]) -> None:
     if not isinstance(table, dict):
         raise ConfigError(f"{layer.where(path)}: [{'.'.join(path)}] must be a table")
     for name, value in table.items():
@@ -202,9 +208,11 @@ def _check_keys(layer: Layer, table: Any, keys: dict[str, schema.Key], path: tup
             known = ", ".join(sorted(keys))
             raise ConfigError(f"{layer.where(where)}: unknown key '{'.'.join(where)}' (known here: {known})")
         if not _type_ok(key, value):
-            raise ConfigError(f"{layer.where(where)}: '{'.'.join(where)}' must be {_TYPE_WORDS[key.type]}, not {type(value).__name__}")
+            raise ConfigError(f"{layer.where(where)}: '{'.'.join(where)}' must be {_TYPE_WORDS[key.type]}, not "
+                              f"{type(value).__name__}")
         if key.choices and value not in key.choices:
-            raise ConfigError(f"{layer.where(where)}: '{'.'.join(where)}' is {value!r}; expected one of: {', '.join(key.choices)}")
+            raise ConfigError(f"{layer.where(where)}: '{'.'.join(where)}' is {value!r}; expected one of: "
+                              f"{', '.join(key.choices)}")
         if key.minimum is not None and value < key.minimum:
             raise ConfigError(f"{layer.where(where)}: '{'.'.join(where)}' must be at least {key.minimum:g}")
         if key.type == "rules":
@@ -214,7 +222,8 @@ def _check_keys(layer: Layer, table: Any, keys: dict[str, schema.Key], path: tup
                 try:
                     parse_rule(text)
                 except ValueError as exc:
-                    raise ConfigError(f"{layer.where(where, text, index)}: bad rule {text!r} in '{'.'.join(where)}': {exc}") from None
+                    raise ConfigError(f"{layer.where(where, text, index)}: bad rule {text!r} in "
+                                      f"'{'.'.join(where)}': {exc}") from None
 
 
 def validate(layer: Layer, *, allow_profiles: bool) -> None:
@@ -222,7 +231,8 @@ def validate(layer: Layer, *, allow_profiles: bool) -> None:
         if section in schema.SECTIONS:
             if section == "security" and not layer.trusted:
                 raise ConfigError(
-                    f"{layer.where((section,))}: [security] may only be set in the user config file or CLAUDEGUARD_CONFIG"
+                    f"{layer.where((section,))}: [security] may only be set in the user config file or "
+                    f"CLAUDEGUARD_CONFIG"
                 )
             _check_keys(layer, table, schema.SECTIONS[section], (section,))
         elif section == "agents":
@@ -246,7 +256,8 @@ def validate(layer: Layer, *, allow_profiles: bool) -> None:
                 validate(profile, allow_profiles=False)
         else:
             known = list(schema.SECTIONS) + ["agents"] + (["profiles"] if allow_profiles else [])
-            raise ConfigError(f"{layer.where((section,))}: unknown key '{section}' (known sections: {', '.join(known)})")
+            raise ConfigError(f"{layer.where((section,))}: unknown key '{section}' "
+                              f"(known sections: {', '.join(known)})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,18 +282,21 @@ def _merge(cfg: Config, layer: Layer, root: str, lockdown: bool) -> None:
                 continue
             dotted = f"{section}.{name}"
             if lockdown and dotted == "permissions.mode" and value == "bypassPermissions":
-                raise ConfigError(f"{layer.where((section, name))}: lockdown: permissions.mode = \"bypassPermissions\" is refused")
+                raise ConfigError(f"{layer.where((section, name))}: lockdown: permissions.mode = "
+                                  f"\"bypassPermissions\" is refused")
             if dotted == "security.disable_bypass_permissions":
                 continue  # decided before merging; see load_config
             cfg.values[dotted] = Sourced(value, layer.where((section, name)))
 
 
-def _merge_rules(cfg: Config, layer: Layer, path: tuple, table: dict, root: str, lockdown: bool) -> None:
+def _merge_rules(cfg: Config, layer: Layer, path: tuple[Any, ...], table: dict[str, Any], root: str,
+                 lockdown: bool) -> None:
     prefix = ".".join(path)
     replace = table.get("replace", False)
     if replace:
         if lockdown and cfg.rules.get(f"{prefix}.deny") and layer.name != "user":
-            raise ConfigError(f"{layer.where(path + ('replace',))}: lockdown: replace = true would drop the deny rules of [{prefix}]")
+            raise ConfigError(f"{layer.where(path + ('replace',))}: lockdown: replace = true would drop the deny "
+                              f"rules of [{prefix}]")
         for kind in schema.RULE_KINDS:
             cfg.rules[f"{prefix}.{kind}"] = []
     if path[0] == "agents" and "replace" in table:
@@ -330,20 +344,24 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
         if "disable_bypass_permissions" in sec:
             value = sec["disable_bypass_permissions"]
             if lockdown.value and not value:
-                raise ConfigError(f"{layer.where(('security', 'disable_bypass_permissions'))}: lockdown: may not be turned off once on")
+                raise ConfigError(f"{layer.where(('security', 'disable_bypass_permissions'))}: lockdown: may not be "
+                                  f"turned off once on")
             if value:
                 lockdown = Sourced(True, layer.where(("security", "disable_bypass_permissions")))
 
-    profile_name = overrides.profile.value if overrides.profile else None
+    profile = overrides.profile
+    profile_name = profile.value if profile else None
     profile_layers: list[Layer] = []
-    if profile_name:
+    if profile and profile_name:
         for layer in layers:
             sub = layer.data.get("profiles", {}).get(profile_name)
             if sub is not None:
-                profile_layers.append(Layer(f"profile {profile_name}", layer.path, sub, layer.lines, ("profiles", profile_name)))
+                profile_layers.append(Layer(f"profile {profile_name}", layer.path, sub, layer.lines,
+                                            ("profiles", profile_name)))
         if not profile_layers:
             files = ", ".join(str(lay.path) for lay in layers) or "no config file found"
-            raise ConfigError(f"profile '{profile_name}' ({overrides.profile.source}) is not defined in any config file ({files})")
+            raise ConfigError(f"profile '{profile_name}' ({profile.source}) is not defined in any config "
+                              f"file ({files})")
 
     root = Path(project_root(str(cwd)))
     cfg = Config(

@@ -6,7 +6,7 @@ names are free (``agents.TYPE``, ``profiles.NAME``) are described by a template.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing and dataclasses cost every session's start ~10 ms (bench/RESULTS.md)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any
 
@@ -17,7 +17,8 @@ RULE_KINDS = ("allow", "deny", "ask")
 class Key:
     __slots__ = ("type", "default", "choices", "minimum")
 
-    def __init__(self, type: str, default: Any = None, choices: tuple[str, ...] = (), minimum: float | None = None) -> None:  # noqa: A002
+    def __init__(self, type: str, default: Any = None, choices: tuple[str, ...] = (),
+                 minimum: float | None = None) -> None:
         self.type = type  # "str" | "bool" | "number" | "rules" | "strlist"
         self.default = default
         self.choices = choices

@@ -3,9 +3,13 @@ layout. Used by ``approve/deny --scope forever`` (add one rule) and ``config ini
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from claudeguard.errors import ConfigError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tomlkit import TOMLDocument
 
 STARTER = '''\
 # claudeguard configuration. Layers, later ones winning: this user file, the nearest project
@@ -84,7 +88,7 @@ def add_rule(path: Path, kind: str, rule: str) -> bool:
 KINDS = ("allow", "deny", "ask")
 
 
-def _parse_for_edit(path: Path):  # type: ignore[no-untyped-def]
+def _parse_for_edit(path: Path) -> TOMLDocument:
     import tomlkit
 
     try:

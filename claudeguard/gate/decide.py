@@ -15,7 +15,7 @@ import time
 from claudeguard.decision import PERMISSIONS, Decision, audit_row
 from claudeguard.gate.session import Session, add_grants, load_grants
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any, Callable
 
@@ -43,8 +43,10 @@ def _extra_rules(session: Session, agent_type: str | None) -> list[SourcedRule]:
             rule = parse_rule(grant["rule"])
         except (KeyError, ValueError):
             continue
-        who = f"agent {grant.get('agent_type') or 'main'}" if grant.get("scope") == "agent" else grant.get("scope", "session")
-        out.append(SourcedRule(rule, grant.get("kind", "allow"), f"grant ({who}, request {grant.get('request_id')})", session.snapshot.get("cwd", "/")))
+        who = (f"agent {grant.get('agent_type') or 'main'}" if grant.get("scope") == "agent"
+               else grant.get("scope", "session"))
+        out.append(SourcedRule(rule, grant.get("kind", "allow"), f"grant ({who}, request {grant.get('request_id')})",
+                               session.snapshot.get("cwd", "/")))
     return out
 
 
@@ -122,7 +124,8 @@ def decide_call(
             return verdict
     verdict.waited_s = round(time.monotonic() - started, 3)
     ask_rule = (decision.rule, decision.source) if decision.decision == "ask" else None
-    audit(session, verdict, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id, via=via, cwd=cwd,
+    audit(session, verdict, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
+          via=via, cwd=cwd,
           ask_rule=ask_rule)
     return verdict
 
@@ -153,7 +156,8 @@ def ask_human(session: Session, *, tool: str, tool_input: dict[str, Any], agent_
     approval = session.approval
     timeout = float(approval.get("timeout") or 600)
     on_timeout: Permission = "allow" if approval.get("on_timeout") == "allow" else "deny"
-    extra = {"via": via, "tool_use_id": tool_use_id, "rule": rule, "rule_source": source, "guard_pid": session.snapshot.get("pid")}
+    extra = {"via": via, "tool_use_id": tool_use_id, "rule": rule, "rule_source": source,
+             "guard_pid": session.snapshot.get("pid")}
     if session.snapshot.get("cli_short_id"):  # a --bg session: the id `claude agents` shows
         extra["cli_short_id"] = session.snapshot["cli_short_id"]
     pending = channel.post(
@@ -253,7 +257,8 @@ def answer_record(verdict: Decision, tool_input: dict[str, Any]) -> dict[str, An
     from claudeguard.channel.audit import input_digest
 
     return {"decision": verdict.decision, "reason": verdict.reason, "decided_by": verdict.decided_by,
-            "scope": verdict.scope, "request_id": verdict.request_id, "digest": input_digest(tool_input), "time": time.time()}
+            "scope": verdict.scope, "request_id": verdict.request_id, "digest": input_digest(tool_input),
+            "time": time.time()}
 
 
 def reuse_answer(session: Session, tool: str, tool_input: dict[str, Any], agent_id: str | None,
@@ -286,7 +291,8 @@ def audit(session: Session, verdict: Decision, *, tool: str, tool_input: dict[st
         # A call a human answered (or that timed out) keeps the narrowest rules that would have
         # decided it, worked out here where cwd and HOME are the call's: `audit --suggest`
         # reads them. An empty list: the call cannot be turned into a rule (no safe split).
-        rules = grant_rules_for_call(tool, tool_input, cwd=cwd or "/") if verdict.decided_by in ("human", "timeout") else None
+        asked = verdict.decided_by in ("human", "timeout")
+        rules = grant_rules_for_call(tool, tool_input, cwd=cwd or "/") if asked else None
         audit_log.record(audit_row(
             verdict, session_id=session.id, agent_type=agent_type, agent_id=agent_id, tool=tool,
             summary=summarize_call(tool, tool_input), input_digest=audit_log.input_digest(tool_input), via=via,

@@ -85,6 +85,6 @@ sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__
 # Last, as `site` would put them: the standard library is found first, at no extra cost.
 sys.path.extend(d for d in _site_packages() if d not in sys.path and os.path.isdir(d))
 
-from claudeguard.commands.ctl import main  # noqa: E402
+from claudeguard.commands.ctl import main  # noqa: E402 - after sys.path is set above
 
 sys.exit(main())

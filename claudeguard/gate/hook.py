@@ -15,7 +15,7 @@ import json
 import os
 import sys
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any, Callable
 
@@ -98,16 +98,19 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
 
     if name in ("PostToolUse", "PostToolUseFailure"):
         forget_call(session, tool_use_id)
-        record_event(session, "tool-end", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id, failed=name != "PostToolUse")
+        record_event(session, "tool-end", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id,
+                     failed=name != "PostToolUse")
         return None
     if name == "UserPromptSubmit":
         record_event(session, "prompt")
         return None
     if name in ("SubagentStart", "SubagentStop"):
-        record_event(session, "subagent-start" if name == "SubagentStart" else "subagent-stop", agent_id=agent_id, agent_type=agent_type)
+        record_event(session, "subagent-start" if name == "SubagentStart" else "subagent-stop", agent_id=agent_id,
+                     agent_type=agent_type)
         return None
     if name == "Notification":
-        record_event(session, "notification", notification_type=event.get("notification_type"), message=event.get("message"))
+        record_event(session, "notification", notification_type=event.get("notification_type"),
+                     message=event.get("message"))
         return None
     if name not in DECISION_EVENTS:
         record_event(session, "other", hook_event_name=name)
@@ -119,7 +122,8 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
     from claudeguard.gate.decide import answer_record, decide_call, needs_human, reuse_answer
 
     if name == "PreToolUse":
-        record_event(session, "tool-start", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id, agent_type=agent_type)
+        record_event(session, "tool-start", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id,
+                     agent_type=agent_type)
         remember_call(session, tool_use_id or "", {"agent_type": agent_type, "agent_id": agent_id, "tool": tool})
         undecided: Undecided = "leave"
         # A subagent's prompt, or any prompt of a --bg session, is seen by nobody: the channel.
@@ -128,7 +132,8 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
             background = session.policy_spec.get("subagents", {}).get("background", "like-foreground")
             undecided = "deny" if background == "deny" else "ask"
         verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
-                              cwd=cwd, via="hook", undecided=undecided, tool_use_id=tool_use_id, still_wanted=client_alive)
+                              cwd=cwd, via="hook", undecided=undecided, tool_use_id=tool_use_id,
+                              still_wanted=client_alive)
         if verdict.decision in SILENT:
             return None
         if verdict.request_id:

@@ -14,10 +14,11 @@ import json
 import os
 import sys
 import threading
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from claudeguard import __version__
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from claudeguard.gate.session import Session
 
@@ -25,7 +26,8 @@ TOOL_NAME = "approve"
 SUPPORTED_PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 TOOL = {
     "name": TOOL_NAME,
-    "description": "claudeguard: decides a Claude Code permission prompt by policy or by asking a human through the approval channel",
+    "description": "claudeguard: decides a Claude Code permission prompt by policy or by asking a human through the "
+                   "approval channel",
     "inputSchema": {
         "type": "object",
         "properties": {
@@ -69,15 +71,19 @@ class Server:
         self.handle(msg)
 
     def handle(self, msg: object) -> None:
-        if isinstance(msg, dict) and msg.get("jsonrpc") == "2.0" and msg.get("method") == "tools/call" and msg.get("id") is not None:
+        if (isinstance(msg, dict) and msg.get("jsonrpc") == "2.0" and msg.get("method") == "tools/call"
+                and msg.get("id") is not None):
             # Each call on its own thread: one may wait minutes for a human.
-            thread = threading.Thread(target=lambda: self.send(respond(msg)), daemon=True)  # type: ignore[arg-type]
+            thread = threading.Thread(target=self.answer, args=(msg,), daemon=True)
             self.threads.append(thread)
             thread.start()
             return
-        answer = respond(msg)
-        if answer is not None:
-            self.send(answer)
+        self.answer(msg)
+
+    def answer(self, msg: object) -> None:
+        out = respond(msg)
+        if out is not None:
+            self.send(out)
 
 
 def respond(msg: object, session: Session | None = None) -> dict[str, Any] | None:
@@ -141,7 +147,7 @@ def decide_prompt(args: dict[str, Any], session: Session | None = None) -> dict[
             # call without that note is one the service did not answer (down, or restarting).
             unseen_by_hook=not who and session.snapshot.get("hooks") == "http",
         )
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - fail closed with a reason
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         verdict = failure(f"claudeguard: the guard could not decide ({detail}); denied")
     return prompt_tool_answer(verdict, tool_input)

@@ -14,23 +14,29 @@ import time
 
 from claudeguard.files import append_line, read_json, write_atomic
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
 
 class Session:
     """The session a callback serves (a plain class, and ``dir`` a str: no dataclasses or
     pathlib on the hook's path)."""
 
-    def __init__(self, id: str, dir: str | None, snapshot: dict) -> None:  # noqa: A002
+    def __init__(self, id: str, dir: str | None, snapshot: dict[str, Any]) -> None:
         self.id = id
         self.dir = dir
         self.snapshot = snapshot
 
     @property
-    def approval(self) -> dict:
-        return self.snapshot.get("approval", {})
+    def approval(self) -> dict[str, Any]:
+        approval: dict[str, Any] = self.snapshot.get("approval", {})
+        return approval
 
     @property
-    def policy_spec(self) -> dict:
-        return self.snapshot.get("policy", {})
+    def policy_spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = self.snapshot.get("policy", {})
+        return spec
 
 
 def load_session(directory: str) -> Session:
@@ -68,7 +74,7 @@ def current_session(event_cwd: str | None = None, cli_session_id: str | None = N
     return Session(os.environ.get("CLAUDEGUARD_SESSION") or cli_session_id or "unguarded", None, snapshot)
 
 
-def _append(path: str, record: dict) -> None:
+def _append(path: str, record: dict[str, Any]) -> None:
     append_line(path, (json.dumps(record, separators=(",", ":")) + "\n").encode())
 
 
@@ -82,7 +88,7 @@ def record_event(session: Session, event: str, **fields: object) -> None:
         pass
 
 
-def load_grants(session: Session) -> list[dict]:
+def load_grants(session: Session) -> list[dict[str, Any]]:
     if session.dir is None:
         return []
     try:
@@ -99,7 +105,8 @@ def load_grants(session: Session) -> list[dict]:
         return out
 
 
-def add_grants(session: Session, rules: list[str], *, kind: str, scope: str, agent_type: str | None, request_id: str) -> None:
+def add_grants(session: Session, rules: list[str], *, kind: str, scope: str, agent_type: str | None,
+               request_id: str) -> None:
     if session.dir is None:
         return
     for rule in rules:
@@ -109,7 +116,7 @@ def add_grants(session: Session, rules: list[str], *, kind: str, scope: str, age
         )
 
 
-def remember_call(session: Session, tool_use_id: str, info: dict) -> None:
+def remember_call(session: Session, tool_use_id: str | None, info: dict[str, Any]) -> None:
     """PreToolUse knows which agent asks; the prompt tool only gets the tool_use_id."""
     if session.dir is None or not tool_use_id or "/" in tool_use_id:
         return
@@ -122,20 +129,21 @@ def remember_call(session: Session, tool_use_id: str, info: dict) -> None:
         pass
 
 
-def recall_call(session: Session, tool_use_id: str | None) -> dict:
+def recall_call(session: Session, tool_use_id: str | None) -> dict[str, Any]:
     if session.dir is None or not tool_use_id or "/" in tool_use_id:
         return {}
     return read_json(os.path.join(session.dir, "calls", tool_use_id)) or {}
 
 
-def record_answer(session: Session, tool_use_id: str | None, info: dict, answer: dict) -> None:
+def record_answer(session: Session, tool_use_id: str | None, info: dict[str, Any], answer: dict[str, Any]) -> None:
     """A human's (or the deadline's) answer to this call, kept beside who asked: the CLI may
     ask again for the same call (its own copy of an ``ask`` rule sends it to the prompt tool or
     a dialog after the hook's allow), and that second ask must reuse this answer, not post."""
     remember_call(session, tool_use_id or "", {**info, "answer": answer})
 
 
-def take_answer(session: Session, tool_use_id: str | None, digest: str, agent_id: str | None = None) -> dict | None:
+def take_answer(session: Session, tool_use_id: str | None, digest: str,
+                agent_id: str | None = None) -> dict[str, Any] | None:
     """The answer ``record_answer`` kept for this call, once: by ``tool_use_id`` when the asker
     has one (the prompt tool), else the oldest unused answer with the same input digest and
     agent (the PermissionRequest hook carries no tool_use_id). The answer is consumed."""
@@ -148,7 +156,7 @@ def take_answer(session: Session, tool_use_id: str | None, digest: str, agent_id
             names = os.listdir(os.path.join(session.dir, "calls"))
         except OSError:
             return None
-    found: list[tuple[float, str, dict]] = []
+    found: list[tuple[float, str, dict[str, Any]]] = []
     for name in names:
         info = recall_call(session, name)
         answer = info.get("answer")
@@ -162,7 +170,8 @@ def take_answer(session: Session, tool_use_id: str | None, digest: str, agent_id
     _, name, info = min(found, key=lambda item: item[0])
     info["answer"] = {**info["answer"], "used": True}
     remember_call(session, name, info)
-    return info["answer"]
+    answer_used: dict[str, Any] = info["answer"]
+    return answer_used
 
 
 def forget_call(session: Session, tool_use_id: str | None) -> None:

@@ -21,9 +21,11 @@ from collections import namedtuple
 from claudeguard.decision import Decision, PartDecision
 from claudeguard.policy.rules import EDIT_TOOLS, Rule, canonical_tool, parse_rule, rule_matches
 
-TYPE_CHECKING = False  # typing stays off the hook's path (bench/importtime.py); checkers see these
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any, NamedTuple
+    from typing import Any, Callable, NamedTuple
+
+    from claudeguard.policy.bash.wrappers import Part
 
     from claudeguard.decision import PolicyOutcome, RuleKind
 
@@ -67,7 +69,8 @@ class _AgentRules:
 
     __slots__ = ("replace", "allow", "deny", "ask")
 
-    def __init__(self, replace: bool, allow: list[SourcedRule], deny: list[SourcedRule], ask: list[SourcedRule]) -> None:
+    def __init__(self, replace: bool, allow: list[SourcedRule], deny: list[SourcedRule],
+                 ask: list[SourcedRule]) -> None:
         self.replace = replace
         self.allow = allow
         self.deny = deny
@@ -218,10 +221,14 @@ def _decide_bash(tool_input: dict[str, Any], deny: list[SourcedRule], ask: list[
     chunks = bash.fallback_chunks(command) if not split.ok else []
     raw = bash.normalize_space(command)
 
-    def first(rules: list[SourcedRule], test) -> SourcedRule | None:  # type: ignore[no-untyped-def]
+    def first(rules: list[SourcedRule], test: Callable[[SourcedRule], bool]) -> SourcedRule | None:
         return next((sr for sr in rules if test(sr)), None)
 
-    def broad_on(text: str):  # type: ignore[no-untyped-def]
+    def first_for(part: Part, rules: list[SourcedRule],
+                  test: Callable[[SourcedRule, Part], bool]) -> SourcedRule | None:
+        return next((sr for sr in rules if test(sr, part)), None)
+
+    def broad_on(text: str) -> Callable[[SourcedRule], bool]:
         return lambda sr: sr.rule.specifier is None or bash.pattern_matches(sr.rule.specifier, text)
 
     bash_deny = [sr for sr in deny if sr.rule.tool == "Bash"]
@@ -230,19 +237,21 @@ def _decide_bash(tool_input: dict[str, Any], deny: list[SourcedRule], ask: list[
 
     parts: list[PartDecision] = []
     for p in split.parts:
-        hit = first(bash_deny, lambda sr: sr.rule.specifier is None or bash.part_denied_by(sr.rule.specifier, p))
+        hit = first_for(p, bash_deny, lambda sr, part: sr.rule.specifier is None
+                        or bash.part_denied_by(sr.rule.specifier, part))
         if hit:
             parts.append(PartDecision(p.text, "deny", hit.rule.text, hit.source))
             continue
         if read_only_type and p.writes:
             parts.append(PartDecision(p.text, "deny", "Bash (writes)", READ_ONLY_SOURCE))
             continue
-        hit = first(bash_ask, lambda sr: sr.rule.specifier is None or bash.part_denied_by(sr.rule.specifier, p))
+        hit = first_for(p, bash_ask, lambda sr, part: sr.rule.specifier is None
+                        or bash.part_denied_by(sr.rule.specifier, part))
         if hit:
             parts.append(PartDecision(p.text, "ask", hit.rule.text, hit.source))
             continue
-        hit = first(bash_allow, lambda sr: sr.rule.specifier is None
-                    or (split.ok and bash.part_allowed_by(sr.rule.specifier, p)))
+        hit = first_for(p, bash_allow, lambda sr, part: sr.rule.specifier is None
+                        or (split.ok and bash.part_allowed_by(sr.rule.specifier, part)))
         if hit:
             parts.append(PartDecision(p.text, "allow", hit.rule.text, hit.source))
         else:
@@ -316,7 +325,7 @@ def grant_rules_for_call(tool: str, tool_input: dict[str, Any], *, cwd: str) -> 
     if tool == "Bash":
         from claudeguard.policy.bash import escape_pattern, split_command
 
-        split = split_command(tool_input.get("command"))  # type: ignore[arg-type]
+        split = split_command(tool_input.get("command"))
         if not split.ok or not split.parts:
             return []
         return list(dict.fromkeys(f"Bash({escape_pattern(p.text)})" for p in split.parts))
@@ -373,7 +382,9 @@ def call_from_rule_like(text: str) -> tuple[str, dict[str, Any]]:
         if tool == "MultiEdit":
             return tool, {"file_path": path, "edits": []}
         if tool in ("NotebookEdit", "NotebookRead"):
-            return tool, {"notebook_path": path, "new_source": ""} if tool == "NotebookEdit" else {"notebook_path": path}
+            if tool == "NotebookEdit":
+                return tool, {"notebook_path": path, "new_source": ""}
+            return tool, {"notebook_path": path}
         if tool == "Glob":
             return tool, {"pattern": path}
         return tool, {"pattern": "", "path": path} if tool == "Grep" else {"path": path}

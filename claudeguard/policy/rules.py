@@ -18,6 +18,10 @@ from __future__ import annotations
 import re
 from collections import namedtuple
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["Rule", "parse_rule", "rule_matches", "canonical_tool", "READ_TOOLS", "EDIT_TOOLS", "call_path"]
 
 READ_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
@@ -121,7 +125,7 @@ def _applies(rule_tool: str, tool: str) -> bool:
     return False
 
 
-def call_path(tool: str, tool_input: dict, *, cwd: str) -> str | None:
+def call_path(tool: str, tool_input: dict[str, Any], *, cwd: str) -> str | None:
     """The path a file tool acts on (Glob: its search root plus the pattern's fixed directories)."""
     from claudeguard.policy.pathrules import glob_static_prefix
 
@@ -144,7 +148,7 @@ def call_path(tool: str, tool_input: dict, *, cwd: str) -> str | None:
     return value
 
 
-def rule_matches(rule: Rule, tool: str, tool_input: dict, *, cwd: str, home: str, root: str,
+def rule_matches(rule: Rule, tool: str, tool_input: dict[str, Any], *, cwd: str, home: str, root: str,
                  broad: bool = False) -> bool:
     """Whether ``rule`` matches this call. ``broad``: the fail-closed reading for deny/ask rules."""
     tool = canonical_tool(tool)

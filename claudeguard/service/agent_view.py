@@ -26,6 +26,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    from claudeguard.gate.session import Session
+    from claudeguard.service.server import Registered, Service
+
 END_GRACE_S = 5.0  # after agent view exits: a session it just dispatched may not be recorded yet
 POLL_S = 0.5
 _CLI_SESSION = re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}")
@@ -40,9 +47,9 @@ class View:
     settings: str  # the guard's settings file: what every dispatched session's job names
     pid: int | None
     start: str | None
-    watch: dict
+    watch: dict[str, Any]
     children: dict[str, str] = field(default_factory=dict)  # CLI session id -> child session id
-    mine: dict[str, str] = field(default_factory=dict)  # CLI session id -> job intent (its prompt)
+    mine: dict[str, str | None] = field(default_factory=dict)  # CLI session id -> job intent (its prompt)
     read_jobs: set[str] = field(default_factory=set)  # job dirs whose state.json was read
     strangers: set[str] = field(default_factory=set)  # CLI sessions not dispatched here (said once each)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -53,7 +60,7 @@ def child_id(view: str, cli_session: str) -> str:
     return f"{view}-{cli_session[:8]}"
 
 
-def session_for(service, reg, body: bytes):  # type: ignore[no-untyped-def]
+def session_for(service: Service, reg: Registered, body: bytes) -> Session:
     """The guard session a hook event belongs to: for a view, the child of the event's CLI
     session (made if new); else ``reg``'s own. A body without a usable session id is decided
     by the view itself (same policy; the event is not lost, only not split out)."""
@@ -74,7 +81,8 @@ def session_for(service, reg, body: bytes):  # type: ignore[no-untyped-def]
             known = cli in view.mine
             if not known and cli not in view.strangers:
                 view.strangers.add(cli)
-                print(f"claudeguard service: agent view {view.session_id}: {str(event)[:40]} of CLI session {cli}, which it did not "
+                print(f"claudeguard service: agent view {view.session_id}: {str(event)[:40]} of CLI session {cli}, "
+                      f"which it did not "
                       "dispatch, is decided by the view itself", file=sys.stderr, flush=True)
     if not known:
         return reg.session
@@ -82,7 +90,8 @@ def session_for(service, reg, body: bytes):  # type: ignore[no-untyped-def]
     return child.session if child is not None else reg.session
 
 
-def ensure_child(service, view: View, parent, cli: str, prompt: str | None = None):  # type: ignore[no-untyped-def]
+def ensure_child(service: Service, view: View, parent: Registered, cli: str,
+                 prompt: str | None = None) -> Registered | None:
     """The child guard session of dispatched CLI session ``cli``: registered with the service
     and kept (``background.keep``) until its process ends."""
     from claudeguard.files import write_atomic
@@ -153,7 +162,7 @@ def _scan_jobs(view: View) -> None:
         if view.settings in words or f"--settings={view.settings}" in words:
             cli = state.get("sessionId")
             if isinstance(cli, str) and _CLI_SESSION.fullmatch(cli):
-                view.mine[cli] = str(state.get("intent") or "") or None  # type: ignore[assignment]
+                view.mine[cli] = str(state.get("intent") or "") or None
 
 
 def _live_sessions(config_dir: str) -> set[str]:
@@ -163,7 +172,7 @@ def _live_sessions(config_dir: str) -> set[str]:
     return {rec["sessionId"] for rec, _ in live_records(config_dir) if isinstance(rec.get("sessionId"), str)}
 
 
-def keep_view(service, view: View, on_end) -> None:  # type: ignore[no-untyped-def]
+def keep_view(service: Service, view: View, on_end: Callable[[], None]) -> None:
     """The view's keeper thread: makes a child for every live dispatched session it finds,
     and ends the view when agent view is gone and no child is left."""
     from claudeguard.service.files import process_start
@@ -209,13 +218,15 @@ def keep_view(service, view: View, on_end) -> None:  # type: ignore[no-untyped-d
         shutil.rmtree(view.directory, ignore_errors=True)
 
 
-def start(service, session_id: str, reg, record: dict) -> dict:  # type: ignore[no-untyped-def]
+def start(service: Service, session_id: str, reg: Registered, record: dict[str, Any]) -> dict[str, Any]:
     """``attach`` of a view: its keeper thread starts."""
     spec = record.get("agent_view") or {}
     if not isinstance(spec, dict) or not isinstance(spec.get("settings"), str):
         return {"ok": False, "error": "background.json: agent_view has no settings file"}
     if isinstance(reg.keeper, View):
         return {"ok": True}
+    if reg.session.dir is None:
+        return {"ok": False, "error": "agent view's session has no directory"}
     pid = spec.get("pid")
     view = View(session_id, reg.session.dir, reg.token, str(record.get("config_dir") or ""), spec["settings"],
                 pid if isinstance(pid, int) else None, spec.get("start"), record.get("watch") or {})

@@ -25,6 +25,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator
+
+    from claudeguard.shim.keeper import SessionKeeper
+    from claudeguard.watchdog.monitor import Monitor
+
 RECORD = "background.json"
 FIND_TIMEOUT_S = 60.0  # from the launch until the CLI records the session's process
 POLL_S = 0.5  # while finding the session's process
@@ -40,12 +47,12 @@ class Keeper:
     directory: str
     short_id: str
     config_dir: str
-    watch: dict
+    watch: dict[str, Any]
     prompt: str | None = None
     cwd: str | None = None
     pid: int | None = None
     log_dir: str | None = None
-    report: dict | None = None  # --guard-report of the launch: path, fail_on, started, mark, real_cli
+    report: dict[str, Any] | None = None  # --guard-report of the launch: path, fail_on, started, mark, real_cli
     # A session dispatched from agent view is known by the CLI's session id (from its hooks or
     # its job record) before its short id: found by that, the short id is then read from the
     # CLI's record (service/agent_view.py).
@@ -55,13 +62,13 @@ class Keeper:
     gone: bool = False  # the session's process ended (``stop`` is set then too, to wake the keeper)
 
 
-def read_record(directory: str) -> dict | None:
+def read_record(directory: str) -> dict[str, Any] | None:
     from claudeguard.files import read_json
 
     return read_json(os.path.join(directory, RECORD))
 
 
-def live_records(config_dir: str):  # type: ignore[no-untyped-def]
+def live_records(config_dir: str) -> Iterator[tuple[dict[str, Any], str]]:
     """The CLI's records of its live session processes (``<config dir>/sessions/<pid>.json``),
     each with the process's start time: a record whose pid is gone or now another process's
     (``procStart``) is left out."""
@@ -104,7 +111,7 @@ def session_name(config_dir: str, pid: int) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def keep(keeper: Keeper, on_end) -> None:  # type: ignore[no-untyped-def]
+def keep(keeper: Keeper, on_end: Callable[[], None]) -> None:
     """The keeper thread's body (see the module docstring); ``on_end()`` drops the session."""
     from claudeguard.service.files import process_start
 
@@ -116,21 +123,22 @@ def keep(keeper: Keeper, on_end) -> None:  # type: ignore[no-untyped-def]
             keeper.stop.wait(POLL_S)
     monitor = None
     if found is not None:
-        keeper.pid, start, keeper.short_id = found
+        pid, start, keeper.short_id = found
+        keeper.pid = pid
         restorer = _dir_keeper(keeper)
         named = [-NAME_EVERY_S]
-        extra: dict = {}  # the monitor's extra_status (the monitor may sample before it is returned)
+        extra: dict[str, Any] = {}  # the monitor's extra_status (the monitor may sample before it is returned)
 
         def check() -> None:  # after each of the watchdog's samples, in its thread
             if keeper.stop.is_set():
                 return
-            if process_start(keeper.pid) != start:
+            if process_start(pid) != start:
                 keeper.gone = True
                 keeper.stop.set()
                 return
             if time.monotonic() - named[0] >= NAME_EVERY_S:  # the CLI renames a session (its auto title)
                 named[0] = time.monotonic()
-                name = session_name(keeper.config_dir, keeper.pid)
+                name = session_name(keeper.config_dir, pid)
                 if name:
                     extra["name"] = name
             try:
@@ -138,9 +146,9 @@ def keep(keeper: Keeper, on_end) -> None:  # type: ignore[no-untyped-def]
             except Exception as exc:  # noqa: BLE001 - said once by the keeper's own report
                 restorer._report(exc)
 
-        monitor = _start_monitor(keeper, check, extra)
+        monitor = _start_monitor(keeper, pid, check, extra)
         while not keeper.stop.wait(SAFETY_POLL_S):
-            if process_start(keeper.pid) != start:
+            if process_start(pid) != start:
                 keeper.gone = True
                 break
     if monitor is not None:
@@ -155,7 +163,7 @@ def keep(keeper: Keeper, on_end) -> None:  # type: ignore[no-untyped-def]
         on_end()
 
 
-def _dir_keeper(keeper: Keeper):  # type: ignore[no-untyped-def]
+def _dir_keeper(keeper: Keeper) -> SessionKeeper:
     """What puts the session dir back if the runtime dir is removed (``shim.keeper``): the files
     the launcher wrote, read now, while they are there."""
     from claudeguard.shim.keeper import SessionKeeper
@@ -170,13 +178,14 @@ def _dir_keeper(keeper: Keeper):  # type: ignore[no-untyped-def]
     return SessionKeeper(keeper.session_id, keeper.directory, files)
 
 
-def _start_monitor(keeper: Keeper, after_sample=None, extra: dict | None = None):  # type: ignore[no-untyped-def]
+def _start_monitor(keeper: Keeper, pid: int, after_sample: Callable[[], None] | None = None,
+                   extra: dict[str, Any] | None = None) -> Monitor:
     from pathlib import Path
 
     from claudeguard.watchdog.monitor import Monitor, WatchConfig
 
     known = {k: v for k, v in keeper.watch.items() if k in WatchConfig.__dataclass_fields__}
-    monitor = Monitor(child_pid=keeper.pid, session_id=keeper.session_id, session_dir=Path(keeper.directory),
+    monitor = Monitor(child_pid=pid, session_id=keeper.session_id, session_dir=Path(keeper.directory),
                       config=WatchConfig(**known), output_format=None, prompt=keeper.prompt, cwd=keeper.cwd or "/",
                       argv=[], on_stall=lambda diagnosis: None)
     monitor.extra_status = {} if extra is None else extra
@@ -208,7 +217,7 @@ def write_report(keeper: Keeper) -> None:
                   end=EndOptions(spec.get("path"), frozenset(spec.get("fail_on") or ())), non_interactive=True)
         run.started = float(spec.get("started") or run.started)
         mark = spec.get("mark")
-        run.mark = tuple(mark) if isinstance(mark, list) else None  # type: ignore[assignment]
+        run.mark = tuple(mark) if isinstance(mark, list) else None
         report = run.build(0)
         report["background"] = {"short_id": keeper.short_id, "cli_pid": keeper.pid}
         report["fail_on"] = fail_on_hits(report["counts"], report["calls"], run.end.fail_on)

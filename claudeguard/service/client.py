@@ -20,6 +20,12 @@ import time
 
 from claudeguard.service import files
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
+    from claudeguard.shim.activity import Feed
+
 START_TIMEOUT_S = 10.0
 SEND_TIMEOUT_S = 2  # seconds a line to the service may wait for room in the socket
 
@@ -39,7 +45,7 @@ def _connect_control(directory: str) -> socket.socket:
     return sock
 
 
-def request(sock: socket.socket, msg: dict, timeout: float = 10.0) -> dict:
+def request(sock: socket.socket, msg: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
     """One control request and its one-line answer."""
     sock.settimeout(timeout)
     try:
@@ -111,7 +117,8 @@ def connect(directory: str | None = None) -> socket.socket:
             if sock is not None:
                 return sock
             time.sleep(0.02)
-        raise ServiceError(f"the guard service did not start within {START_TIMEOUT_S:g} s (see {os.path.join(directory, files.LOG)})")
+        raise ServiceError(f"the guard service did not start within {START_TIMEOUT_S:g} s (see "
+                           f"{os.path.join(directory, files.LOG)})")
     finally:
         os.close(lock)
 
@@ -121,7 +128,8 @@ def _start(directory: str) -> None:
 
     log = os.open(os.path.join(directory, files.LOG), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDEGUARD_SESSION", "CLAUDEGUARD_HOOK_TOKEN"))}
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("CLAUDEGUARD_SESSION", "CLAUDEGUARD_HOOK_TOKEN"))}
         # -E -S like the hook entry would be wrong here: the service imports the package the
         # normal way, once, and lives on.
         first = subprocess.Popen([sys.executable, "-m", "claudeguard.service", "--detach"], stdin=subprocess.DEVNULL,
@@ -146,7 +154,7 @@ class Registration:
         self.port = 0
         self.sock: socket.socket | None = None
         self.closed = threading.Event()
-        self.listener = None  # shim.activity.ServiceWatch, once the child runs
+        self.listener: Feed | None = None  # shim.activity's feed, once the child runs
         self._send_lock = threading.Lock()
 
     def open(self) -> int:
@@ -205,7 +213,7 @@ class Registration:
         if old is not None:
             old.close()  # a dead service's connection
 
-    def send(self, msg: dict) -> bool:
+    def send(self, msg: dict[str, Any]) -> bool:
         """One line to the service; False when the connection is gone (the link notices)."""
         sock = self.sock
         if sock is None:

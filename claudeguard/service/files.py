@@ -22,6 +22,12 @@ import os
 
 from claudeguard.files import read_json, write_atomic
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
+    from claudeguard.gate.server import socket_address
+
 RECORD = "service.json"
 CONTROL = "control.sock"
 START_LOCK = "start.lock"
@@ -30,7 +36,7 @@ LOG = "service.log"
 PORT = "port"
 
 
-def socket_path(directory: str, name: str):  # type: ignore[no-untyped-def]
+def socket_path(directory: str, name: str) -> socket_address:
     """``with socket_path(d, CONTROL) as path``: a path to ``name`` in ``directory`` short enough
     for AF_UNIX, as the gate server's own socket is reached (``gate.server.socket_address``: past
     the limit, through ``/proc/self/fd/N`` of the directory)."""
@@ -72,7 +78,7 @@ def process_start(pid: int) -> str | None:
     return start(pid)
 
 
-def read_record(directory: str) -> dict | None:
+def read_record(directory: str) -> dict[str, Any] | None:
     """The live service's record, or None (missing, unreadable, or stale)."""
     record = read_json(os.path.join(directory, RECORD))
     if record is None or not isinstance(record.get("pid"), int):
@@ -110,5 +116,5 @@ def write_port(directory: str, port: int) -> None:
     write_atomic(os.path.join(directory, PORT), f"{port}\n")
 
 
-def write_record(directory: str, record: dict) -> None:
+def write_record(directory: str, record: dict[str, Any]) -> None:
     write_atomic(os.path.join(directory, RECORD), json.dumps(record))

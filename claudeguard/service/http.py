@@ -17,8 +17,13 @@ import json
 import socket
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from claudeguard.service.server import Registered, Service
+
 MAX_BODY = 8 * 1024 * 1024
-REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed", 413: "Payload Too Large"}
+REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
+           413: "Payload Too Large"}
 
 
 class HookHandler(BaseHTTPRequestHandler):
@@ -30,37 +35,38 @@ class HookHandler(BaseHTTPRequestHandler):
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: object) -> None:  # `format`: the base class's name
         pass  # no access log: the audit log records decisions
 
     def reply(self, status: int, body: object) -> None:
         data = json.dumps(body, separators=(",", ":")).encode()
         head = (f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(data)}\r\n{'Connection: close' + chr(13) + chr(10) if self.close_connection else ''}\r\n")
+                f"Content-Length: "
+                f"{len(data)}\r\n{'Connection: close' + chr(13) + chr(10) if self.close_connection else ''}\r\n")
         self.wfile.write(head.encode() + data)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:  # http.server's naming
         # Also an MCP client asking for a server-to-client event stream: none is offered (405,
         # as the transport allows), the answers come in the POST responses.
         self.close_connection = True
         self.reply(405, {"error": "POST hook events to /hook/<session>/<event>, MCP to /mcp/<session>"})
 
-    def do_DELETE(self) -> None:  # noqa: N802 - an MCP client ending its session: nothing to end
+    def do_DELETE(self) -> None:  # an MCP client ending its session: nothing to end
         self.close_connection = True
         self.reply(200, {})
 
-    def _registered(self, session_id: str):  # type: ignore[no-untyped-def]
+    def _registered(self, session_id: str) -> Registered | None:
         """The session if the request carries its secret; else a 401 is sent and None returned
         (the body is not read: nothing of it is posted)."""
         auth = self.headers.get("Authorization") or ""
         token = auth[7:] if auth.startswith("Bearer ") else None
-        reg = self.server.service.lookup(session_id, token)  # type: ignore[attr-defined]
+        reg = self.server.service.lookup(session_id, token)
         if reg is None:
             self.close_connection = True
             self.reply(401, {"error": "unknown session or wrong secret"})
         return reg
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         from claudeguard.gate.hook import deny_output, run_event
 
         parts = self.path.split("?", 1)[0].strip("/").split("/")
@@ -78,10 +84,13 @@ class HookHandler(BaseHTTPRequestHandler):
         length = self._body_length()
         if length is None:
             self.close_connection = True
-            self.reply(200, deny_output(event_name, f"claudeguard: hook event of {self.headers.get('Content-Length')} bytes refused (limit {MAX_BODY}); denied") or {})
+            self.reply(200,
+                       deny_output(event_name,
+                                   f"claudeguard: hook event of {self.headers.get('Content-Length')} bytes refused "
+                                   f"(limit {MAX_BODY}); denied") or {})
             return
         body = self.rfile.read(length)
-        session = self.server.service.session_for(reg, body)  # type: ignore[attr-defined]
+        session = self.server.service.session_for(reg, body)
         out = run_event(body, event_name, session, client_alive=self._client_alive)
         self.reply(200, out if out is not None else {})
 
@@ -106,7 +115,9 @@ class HookHandler(BaseHTTPRequestHandler):
         length = self._body_length()
         if length is None:
             self.close_connection = True
-            self.reply(413, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": f"body over {MAX_BODY} bytes"}})
+            self.reply(413,
+                       {"jsonrpc": "2.0", "id": None,
+                        "error": {"code": -32600, "message": f"body over {MAX_BODY} bytes"}})
             return
         try:
             msg = json.loads(self.rfile.read(length))
@@ -117,7 +128,9 @@ class HookHandler(BaseHTTPRequestHandler):
 
         session_log.set(reg.session.snapshot.get("log_dir"))
         try:
-            answers = [a for a in (respond(m, reg.session) for m in (msg if isinstance(msg, list) else [msg])) if a is not None]
+            answers = [a
+                       for a in (respond(m, reg.session) for m in (msg if isinstance(msg, list) else [msg]))
+                       if a is not None]
         finally:
             session_log.set(None)
         if not answers:
@@ -137,10 +150,10 @@ class HookHandler(BaseHTTPRequestHandler):
 class HookServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True  # a restarted service takes its port back at once (TIME_WAIT)
-    service: object
+    service: Service
 
     @classmethod
-    def bind(cls, service: object, port: int | None) -> HookServer:
+    def bind(cls, service: Service, port: int | None) -> HookServer:
         """Listen on 127.0.0.1: on ``port`` (the one a dead service had, so that the hooks of
         running sessions reach us again) if it is free, else on any port."""
         for candidate in ([port] if port else []) + [0]:

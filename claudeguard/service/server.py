@@ -34,6 +34,15 @@ from dataclasses import dataclass, field
 
 from claudeguard.service import files
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
+    from claudeguard.gate.session import Session
+    from claudeguard.service.agent_view import View
+    from claudeguard.service.background import Keeper
+    from claudeguard.service.watch import Link, ServiceMonitor
+
 DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
 # A launcher that knows the service's port from its record starts the CLI first and registers
 # while the CLI starts (shim/main.py): a hook or MCP request for a session not registered yet
@@ -47,13 +56,13 @@ SLOT_CHECK_S = 2.0  # how often the service checks that its socket and record ar
 class Registered:
     """A session the service answers hooks for."""
 
-    session: object  # claudeguard.gate.session.Session
+    session: Session
     token: str
     kind: str  # "foreground" | "background"
     registered: float
     owner: object | None = None  # the control connection of a foreground session
-    keeper: object | None = None  # a background session's keeper (service.background.Keeper)
-    watch: object | None = None  # a foreground session's monitor (service.watch.ServiceMonitor)
+    keeper: Keeper | View | None = None  # a background session's keeper, or agent view's
+    watch: ServiceMonitor | None = None  # a foreground session's monitor
 
 
 @dataclass
@@ -98,14 +107,15 @@ class Service:
             return None
         return reg
 
-    def register(self, msg: dict, owner: object) -> dict:
+    def register(self, msg: dict[str, Any], owner: object) -> dict[str, Any]:
         from claudeguard.gate.session import load_session
 
         if self.retired:
             return {"ok": False, "error": "retiring: another version took over"}
         sid, directory, token = msg.get("session_id"), msg.get("dir"), msg.get("token")
         kind = msg.get("kind") or "foreground"
-        if not (isinstance(sid, str) and sid and isinstance(directory, str) and isinstance(token, str) and len(token) >= 32):
+        if not (isinstance(sid, str) and sid and isinstance(directory, str) and isinstance(token, str)
+                and len(token) >= 32):
             return {"ok": False, "error": "register needs session_id, dir and a token of 32+ characters"}
         from claudeguard.paths import check_private_dir
 
@@ -122,19 +132,19 @@ class Service:
                 watch.end(old, ...)  # registered again on another connection: that one asks anew
             self.sessions[sid] = Registered(session, token, kind, time.time(), owner if kind == "foreground" else None,
                                             old.keeper if old is not None else None)
-            self.registered.notify_all()  # type: ignore[union-attr]
+            self.registered.notify_all()  # type: ignore[union-attr]  # made by __post_init__
         return {"ok": True, "port": self.port, "version": self.version, "pid": os.getpid()}
 
-    def attach(self, session_id: str) -> dict:
+    def attach(self, session_id: str) -> dict[str, Any]:
         """Start keeping a registered background session, once its launcher knows the CLI's
         short id (written into the session's ``background.json``)."""
         from claudeguard.service.background import Keeper, keep, read_record
 
         with self.lock:
             reg = self.sessions.get(session_id)
-        if reg is None or reg.kind != "background":
+        if reg is None or reg.kind != "background" or reg.session.dir is None:
             return {"ok": False, "error": f"no background session {session_id}"}
-        record = read_record(reg.session.dir)  # type: ignore[attr-defined]
+        record = read_record(reg.session.dir)
         if record is not None and record.get("agent_view"):
             from claudeguard.service import agent_view
 
@@ -143,16 +153,17 @@ class Service:
             return {"ok": False, "error": "background.json has no short_id"}
         if reg.keeper is not None:
             return {"ok": True}
-        reg.session.snapshot["cli_short_id"] = record["short_id"]  # type: ignore[attr-defined]  # shown by pending and audit
-        keeper = Keeper(session_id, reg.session.dir, record["short_id"], record.get("config_dir") or "",  # type: ignore[attr-defined]
-                        record.get("watch") or {}, prompt=record.get("prompt"), cwd=reg.session.snapshot.get("cwd"),  # type: ignore[attr-defined]
-                        log_dir=reg.session.snapshot.get("log_dir"), report=record.get("report"))  # type: ignore[attr-defined]
+        reg.session.snapshot["cli_short_id"] = record["short_id"]  # shown by pending and audit
+        keeper = Keeper(session_id, reg.session.dir, record["short_id"], record.get("config_dir") or "",
+                        record.get("watch") or {}, prompt=record.get("prompt"), cwd=reg.session.snapshot.get("cwd"),
+                        log_dir=reg.session.snapshot.get("log_dir"), report=record.get("report"))
         reg.keeper = keeper
-        threading.Thread(target=keep, args=(keeper, lambda: self.forget(session_id, keeper)), name=f"claudeguard-bg-{session_id}",
+        threading.Thread(target=keep, args=(keeper, lambda: self.forget(session_id, keeper)),
+                         name=f"claudeguard-bg-{session_id}",
                          daemon=True).start()
         return {"ok": True}
 
-    def session_for(self, reg: Registered, body: bytes) -> object:
+    def session_for(self, reg: Registered, body: bytes) -> Session:
         """The session a hook event is decided in: a view's events go to the child of their CLI
         session (``service/agent_view.py``), every other session's to itself."""
         if reg.keeper is None or type(reg.keeper).__name__ != "View":
@@ -185,26 +196,28 @@ class Service:
             if record is None or not (record.get("short_id") or record.get("agent_view")) or record.get("parent") \
                     or not isinstance(record.get("token"), str):
                 continue
-            reply = self.register({"session_id": entry.name, "dir": entry.path, "token": record["token"], "kind": "background"}, None)
+            reply = self.register({"session_id": entry.name, "dir": entry.path, "token": record["token"],
+                                   "kind": "background"}, None)
             if reply.get("ok"):
                 self.attach(entry.name)
 
     def drop_owned_by(self, owner: object) -> None:
         with self.lock:
-            dropped = [self.sessions.pop(sid) for sid in [sid for sid, reg in self.sessions.items() if reg.owner is owner]]
+            dropped = [self.sessions.pop(sid)
+                       for sid in [sid for sid, reg in self.sessions.items() if reg.owner is owner]]
         for reg in dropped:
             if reg.watch is not None:
                 from claudeguard.service import watch
 
                 watch.end(reg, ...)
 
-    def owned(self, msg: dict, owner: object) -> Registered | None:
+    def owned(self, msg: dict[str, Any], owner: object) -> Registered | None:
         """The foreground session ``msg`` names, if ``owner`` (a control connection) registered it."""
         with self.lock:
             reg = self.sessions.get(str(msg.get("session_id")))
         return reg if reg is not None and reg.owner is owner else None
 
-    def watch_op(self, op: str, msg: dict, owner: object) -> dict | None:
+    def watch_op(self, op: str, msg: dict[str, Any], owner: Link | None) -> dict[str, Any] | None:
         """``watch``, ``activity``, ``watch-end`` (``service/watch.py``); None: no answer."""
         from claudeguard.service import watch
 
@@ -212,22 +225,23 @@ class Service:
         if op == "activity":
             monitor = reg.watch if reg is not None else None
             if monitor is not None:
-                watch.activity(monitor, msg)  # type: ignore[arg-type]
+                watch.activity(monitor, msg)
             return None
         if op == "watch":
-            if reg is None:
+            if reg is None or owner is None:
                 return {"event": "watching", "ok": False, "error": "not registered on this connection"}
-            return watch.start(reg, msg, owner)  # type: ignore[arg-type]
+            return watch.start(reg, msg, owner)
         if reg is not None:
             watch.end(reg, msg.get("code") if msg.get("final", True) else ...)
         return {"event": "watch-ended"}
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         with self.lock:
-            sessions = [{"session_id": sid, "kind": reg.kind, "cwd": reg.session.snapshot.get("cwd"),  # type: ignore[attr-defined]
-                         "launcher_pid": reg.session.snapshot.get("pid"), "registered": reg.registered,  # type: ignore[attr-defined]
-                         "short_id": getattr(reg.keeper, "short_id", None) or None, "cli_pid": getattr(reg.keeper, "pid", None),
-                         "agent_view": reg.session.snapshot.get("agent_view")}  # type: ignore[attr-defined]
+            sessions = [{"session_id": sid, "kind": reg.kind, "cwd": reg.session.snapshot.get("cwd"),
+                         "launcher_pid": reg.session.snapshot.get("pid"), "registered": reg.registered,
+                         "short_id": getattr(reg.keeper, "short_id", None) or None,
+                         "cli_pid": getattr(reg.keeper, "pid", None),
+                         "agent_view": reg.session.snapshot.get("agent_view")}
                         for sid, reg in self.sessions.items()]
         return {"ok": True, "pid": os.getpid(), "version": self.version, "port": self.port, "started": self.started,
                 "retired": self.retired, "idle_exit": self.idle_exit, "sessions": sessions,
@@ -270,7 +284,7 @@ class Service:
             reader.close()
             conn.close()
 
-    def control_op(self, msg: dict, conn: object) -> dict | None:
+    def control_op(self, msg: dict[str, Any], conn: Link | None) -> dict[str, Any] | None:
         op = msg.get("op")
         if op == "hello":
             return {"ok": True, "version": self.version, "pid": os.getpid(), "port": self.port, "retired": self.retired}
@@ -339,7 +353,8 @@ class Service:
             pass
         try:
             files.service_dir()  # made again, 0700, checked
-            run_lock = os.open(os.path.join(self.directory, files.RUN_LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            run_lock = os.open(os.path.join(self.directory, files.RUN_LOCK),
+                               os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         except Exception as exc:  # noqa: BLE001 - try again at the next check
             print(f"claudeguard service: cannot publish again: {exc}", file=sys.stderr, flush=True)
             return
@@ -350,7 +365,8 @@ class Service:
             self.retire()  # a successor holds the slot
             return
         try:  # stderr went to the removed log: a new one in the new dir
-            log = os.open(os.path.join(self.directory, files.LOG), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            log = os.open(os.path.join(self.directory, files.LOG),
+                          os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
             os.dup2(log, 2)
             os.close(log)
         except OSError:
@@ -365,7 +381,8 @@ class Service:
         files.write_port(self.directory, self.port)
         files.write_record(self.directory, {"pid": os.getpid(), "start": files.process_start(os.getpid()),
                                             "version": self.version, "port": self.port, "started": self.started})
-        print("claudeguard service: the runtime dir was removed; socket and record published again", file=sys.stderr, flush=True)
+        print("claudeguard service: the runtime dir was removed; socket and record published again",
+              file=sys.stderr, flush=True)
 
     def _bind_control(self) -> None:
         control_path = os.path.join(self.directory, files.CONTROL)
@@ -383,7 +400,8 @@ class Service:
         self.control_ino = os.stat(control_path).st_ino
         control.listen(64)
         self.control = control
-        threading.Thread(target=self._accept_control, args=(control,), name="claudeguard-control-accept", daemon=True).start()
+        threading.Thread(target=self._accept_control, args=(control,), name="claudeguard-control-accept",
+                         daemon=True).start()
 
     # --- life -----------------------------------------------------------------------------
 
@@ -402,9 +420,11 @@ class Service:
         self.port = hooks.server_address[1]
         files.write_port(self.directory, self.port)
         self._bind_control()
-        threading.Thread(target=hooks.serve_forever, kwargs={"poll_interval": 0.5}, name="claudeguard-http", daemon=True).start()
+        threading.Thread(target=hooks.serve_forever, kwargs={"poll_interval": 0.5}, name="claudeguard-http",
+                         daemon=True).start()
         self.adopt()
-        files.write_record(self.directory, {"pid": os.getpid(), "start": files.process_start(os.getpid()), "version": self.version,
+        files.write_record(self.directory,
+                           {"pid": os.getpid(), "start": files.process_start(os.getpid()), "version": self.version,
                                             "port": self.port, "started": self.started})
         idle_since = time.monotonic()
         next_check = time.monotonic() + SLOT_CHECK_S
@@ -423,7 +443,7 @@ class Service:
             with self.lock:
                 keepers = [reg.keeper for reg in self.sessions.values() if reg.keeper is not None]
             for keeper in keepers:
-                keeper.stop.set()  # type: ignore[attr-defined]  # the session lives on: the next service adopts it
+                keeper.stop.set()  # the session lives on: the next service adopts it
             self._release_slot()
             hooks.shutdown()
             hooks.server_close()

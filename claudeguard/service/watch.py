@@ -27,12 +27,18 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import threading
 
 from claudeguard.watchdog.monitor import Monitor, Schedule, WatchConfig
 from claudeguard.watchdog.state import StallVerdict, StreamMsg
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    import socket
+    from typing import Any
+
+    from claudeguard.service.server import Registered
 
 # Every session's monitor in the service (foreground and --bg) samples in this one thread.
 SCHEDULE = Schedule("claudeguard-watchdog")
@@ -46,7 +52,7 @@ class Link:
         self.conn = conn
         self.lock = threading.Lock()
 
-    def send(self, msg: dict) -> bool:
+    def send(self, msg: dict[str, Any]) -> bool:
         data = json.dumps(msg, separators=(",", ":")).encode() + b"\n"
         try:
             with self.lock:
@@ -70,16 +76,18 @@ class ServiceMonitor(Monitor):
 
     def _act(self, v: StallVerdict) -> None:
         diagnosis, action, stall = self._stall(v)
-        sent = self.link.send({"event": "stall", "session_id": self.session_id, "diagnosis": diagnosis, "action": action,
+        sent = self.link.send({"event": "stall", "session_id": self.session_id, "diagnosis": diagnosis,
+                               "action": action,
                                "stall": stall, "notify": self._notify_args(diagnosis, v), "carry": self.stall_state()})
         if not sent:
             return  # the launcher's monitor takes over with the connection's end, and reports it
         self.stalls.append(stall)
         self._audit(diagnosis, v, action)
-        print(f"claudeguard service: session {self.session_id}: {diagnosis} [{action}, by the service]", file=sys.stderr, flush=True)
+        print(f"claudeguard service: session {self.session_id}: {diagnosis} [{action}, by the service]",
+              file=sys.stderr, flush=True)
 
 
-def start(reg: object, msg: dict, link: Link) -> dict:
+def start(reg: Registered, msg: dict[str, Any], link: Link) -> dict[str, Any]:
     """The ``watch`` op: a monitor for the registered session ``reg`` (``service.server.Registered``)."""
     from claudeguard.service.files import process_start
     from claudeguard.watchdog.status import process_start as status_start
@@ -87,15 +95,22 @@ def start(reg: object, msg: dict, link: Link) -> dict:
     child = msg.get("child_pid")
     if not isinstance(child, int) or child <= 0 or process_start(child) != msg.get("child_start"):
         return {"event": "watching", "ok": False, "error": "no such child process"}
-    config = msg.get("config") if isinstance(msg.get("config"), dict) else {}
-    known = {k: v for k, v in config.items() if k in WatchConfig.__dataclass_fields__ and k not in ("notify", "writes_are_screen")}
-    session = reg.session  # type: ignore[attr-defined]
+    config = msg.get("config")
+    if not isinstance(config, dict):
+        config = {}
+    known = {k: v for k, v in config.items()
+             if k in WatchConfig.__dataclass_fields__ and k not in ("notify", "writes_are_screen")}
+    session = reg.session
+    if session.dir is None:
+        return {"event": "watching", "ok": False, "error": "the session has no directory"}
     argv = msg.get("argv")
     try:
         monitor = ServiceMonitor(child_pid=child, session_id=session.id,
-                                 session_dir=session.dir, config=WatchConfig(**known), output_format=msg.get("output_format"),
+                                 session_dir=session.dir, config=WatchConfig(**known),
+                                 output_format=msg.get("output_format"),
                                  prompt=msg.get("prompt"), cwd=str(msg.get("cwd") or "/"),
-                                 argv=[str(a) for a in argv] if isinstance(argv, list) else [], on_stall=lambda d: None, stream_tap=False)
+                                 argv=[str(a) for a in argv] if isinstance(argv, list) else [], on_stall=lambda d: None,
+                                 stream_tap=False)
     except Exception as exc:  # noqa: BLE001 - one line back; the launcher watches itself
         return {"event": "watching", "ok": False, "error": f"{type(exc).__name__}: {exc}"}
     monitor.link = link
@@ -107,14 +122,14 @@ def start(reg: object, msg: dict, link: Link) -> dict:
     carry = msg.get("carry")
     if isinstance(carry, dict):
         monitor.carry_stall(bool(carry.get("in_stall")), int(carry.get("stall_count") or 0), _num(carry.get("since")))
-    old, reg.watch = reg.watch, monitor  # type: ignore[attr-defined]
+    old, reg.watch = reg.watch, monitor
     if old is not None:
         old.stop(None, final=False)
     monitor.start(SCHEDULE)
     return {"event": "watching", "ok": True, "pid": os.getpid()}
 
 
-def activity(monitor: Monitor, msg: dict) -> None:
+def activity(monitor: Monitor, msg: dict[str, Any]) -> None:
     """The ``activity`` op: what the launcher's relay saw since its last one."""
     out = msg.get("out")
     if isinstance(out, list) and len(out) == 2:
@@ -135,7 +150,7 @@ def activity(monitor: Monitor, msg: dict) -> None:
         monitor.set_screen_tail([str(x) for x in tail] if isinstance(tail, list) else None)
 
 
-def stream_msg(d: dict) -> StreamMsg:
+def stream_msg(d: dict[str, Any]) -> StreamMsg:
     """A ``StreamMsg`` back from its JSON form (``shim.activity.compact``)."""
     fields = {k: v for k, v in d.items() if k in StreamMsg.__dataclass_fields__}
     if isinstance(fields.get("tokens"), list):
@@ -145,10 +160,10 @@ def stream_msg(d: dict) -> StreamMsg:
     return StreamMsg(**fields)
 
 
-def end(reg: object, code: object) -> None:
+def end(reg: Registered, code: object) -> None:
     """``watch-end`` (the child exited: the final status, with its code) or the connection's
     end (``code`` is ``...``: the launcher is gone or another service took over; no last status)."""
-    monitor, reg.watch = reg.watch, None  # type: ignore[attr-defined]
+    monitor, reg.watch = reg.watch, None
     if monitor is not None:
         if code is ...:
             monitor.stop(None, final=False)

@@ -26,15 +26,25 @@ import sys
 import threading
 import time
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
+    from claudeguard.config.load import Config
+    from claudeguard.service.client import Registration
+    from claudeguard.shim.claude_args import ClaudeArgs
+    from claudeguard.watchdog.monitor import Monitor
+    from claudeguard.watchdog.state import StreamMsg
+
 CONFIG_KEYS = ("stall_after", "tool_stall_after", "on_stall", "sample_interval", "kill_grace")
 END_WAIT_S = 2.0  # how long the launcher waits for the service's final status at exit
 ANSWER_WAIT_S = 5.0  # a service that has not answered ``watch`` by then: the launcher watches
 
 
-def compact(msgs: list) -> list[dict]:
+def compact(msgs: list[Any]) -> list[dict[str, Any]]:
     """Stream summaries as JSON objects without their empty fields; a run of partial-message
     summaries without usage (one per token) is sent as its last one, with the count left out."""
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     collapsed = 0
     for i, m in enumerate(msgs):
         if m.kind == "partial" and m.tokens is None and i + 1 < len(msgs) and msgs[i + 1].kind == "partial":
@@ -48,8 +58,8 @@ def compact(msgs: list) -> list[dict]:
 
 
 class Feed:
-    def __init__(self, *, child_pid: int, session_id: str, session_dir: str, cfg, args, cwd: str,  # type: ignore[no-untyped-def]
-                 argv: list[str], registration=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, *, child_pid: int, session_id: str, session_dir: str, cfg: Config, args: ClaudeArgs, cwd: str,
+                 argv: list[str], registration: Registration | None = None) -> None:
         self.child_pid = child_pid
         self.session_id = session_id
         self.session_dir = session_dir
@@ -63,9 +73,9 @@ class Feed:
         self.interval = max(0.05, float(self.config["sample_interval"]))
         self.lock = threading.RLock()
         self.mode = "off"  # local | pending (watch asked) | service | ended
-        self.monitor = None  # the local Monitor, in mode "local"
-        self.carry: dict = {"in_stall": False, "stall_count": 0, "since": None}  # the last stall state heard
-        self.stalls: list[dict] = []  # for the end-of-run report, from every monitor in turn
+        self.monitor: Monitor | None = None  # the local one, in mode "local"
+        self.carry: dict[str, Any] = {"in_stall": False, "stall_count": 0, "since": None}  # the last stall state heard
+        self.stalls: list[dict[str, Any]] = []  # for the end-of-run report, from every monitor in turn
         self.killed = False
         self._ended = threading.Event()
         self._notifiers: list[int] = []
@@ -75,8 +85,8 @@ class Feed:
         self._out_bytes = 0
         self._out_last = 0.0
         self._sent_bytes = 0
-        self._msgs: collections.deque = collections.deque()
-        self._calls: collections.deque = collections.deque()
+        self._msgs: collections.deque[StreamMsg] = collections.deque()
+        self._calls: collections.deque[tuple[str, float, object]] = collections.deque()
         self._tail: list[str] | None = None
         self._tail_sent: list[str] | None = None
         self._stop = threading.Event()
@@ -138,7 +148,7 @@ class Feed:
         if self.tap is not None:
             self.tap.feed(data, t)
 
-    def _stream(self, m) -> None:  # type: ignore[no-untyped-def]
+    def _stream(self, m: StreamMsg) -> None:
         mon = self.monitor
         if mon is not None:
             mon.feed_stream(m)
@@ -155,7 +165,7 @@ class Feed:
         t = time.monotonic()
         mon = self.monitor
         if mon is not None:
-            (mon.note_activity if kind == "activity" else mon.set_screen_hint)(value, t)  # type: ignore[operator]
+            _replay(mon, kind, t, value)
         else:
             self._calls.append((kind, t, value))
 
@@ -171,7 +181,11 @@ class Feed:
         from claudeguard.service.files import process_start
 
         self.mode, self._asked = "pending", time.monotonic()
-        ok = self.registration.send({
+        reg = self.registration
+        if reg is None:  # nothing to ask: watch here
+            self._go_local()
+            return
+        ok = reg.send({
             "op": "watch", "session_id": self.session_id, "pid": os.getpid(), "child_pid": self.child_pid,
             "child_start": process_start(self.child_pid), "config": self.config, "output_format": self.output_format,
             "prompt": self.prompt, "cwd": self.cwd, "argv": self.argv, "carry": self.carry})
@@ -189,7 +203,7 @@ class Feed:
 
     def _flush(self) -> None:
         """One ``activity`` line with what happened since the last one; nothing when nothing did."""
-        msg: dict = {"op": "activity", "session_id": self.session_id}
+        msg: dict[str, Any] = {"op": "activity", "session_id": self.session_id}
         if self._out_bytes != self._sent_bytes:
             self._sent_bytes = self._out_bytes
             msg["out"] = [self._sent_bytes, self._out_last]
@@ -198,10 +212,11 @@ class Feed:
             msgs.append(self._msgs.popleft())
         if msgs:
             msg["msgs"] = compact(msgs)
-        calls = []
+        calls: list[list[object]] = []
         while self._calls:
             kind, t, value = self._calls.popleft()
-            if calls and kind == "activity" and value == "output" and calls[-1][0] == "activity" and calls[-1][2] == "output":
+            if (calls and kind == "activity" and value == "output" and calls[-1][0] == "activity"
+                    and calls[-1][2] == "output"):
                 calls[-1] = [kind, t, value]  # screen output: only the latest sign of life counts
             else:
                 calls.append([kind, t, value])
@@ -214,7 +229,7 @@ class Feed:
             self.registration.send(msg)  # lost with a broken connection: the local monitor starts anew
 
     # the link thread's calls (service.client.Registration.listener)
-    def message(self, msg: dict) -> None:
+    def message(self, msg: dict[str, Any]) -> None:
         event = msg.get("event")
         with self.lock:
             if event == "watching":
@@ -251,7 +266,7 @@ class Feed:
             self._ask_service()
 
     # -- acting on the service's verdict ---------------------------------------------------
-    def _act(self, msg: dict) -> None:
+    def _act(self, msg: dict[str, Any]) -> None:
         from claudeguard.watchdog.state import stall_line
 
         diagnosis, action = str(msg.get("diagnosis") or "stalled"), str(msg.get("action") or "warn")
@@ -280,7 +295,8 @@ class Feed:
             from claudeguard.watchdog.sampler import kill_tree
 
             grace = float(self.config["kill_grace"])
-            self._killer = threading.Thread(target=kill_tree, args=(self.child_pid, grace), name="claudeguard-kill", daemon=True)
+            self._killer = threading.Thread(target=kill_tree, args=(self.child_pid, grace),
+                                            name="claudeguard-kill", daemon=True)
             self._killer.start()
 
     def _reap(self) -> None:
@@ -300,7 +316,8 @@ class Feed:
         from pathlib import Path
 
         mon = Monitor(child_pid=self.child_pid, session_id=self.session_id, session_dir=Path(self.session_dir),
-                      config=WatchConfig(**self.config), output_format=self.output_format, prompt=self.prompt, cwd=self.cwd,
+                      config=WatchConfig(**self.config), output_format=self.output_format,
+                      prompt=self.prompt, cwd=self.cwd,
                       argv=self.argv, on_stall=lambda diagnosis: None, stream_tap=False)
         mon.extra_status = {"watcher": "launcher"}
         carry = self.carry
@@ -313,7 +330,7 @@ class Feed:
             mon.feed_stream(self._msgs.popleft())
         while self._calls:
             kind, t, value = self._calls.popleft()
-            (mon.note_activity if kind == "activity" else mon.set_screen_hint)(value, t)
+            _replay(mon, kind, t, value)
         if self._tail:
             mon.set_screen_tail(self._tail)
         mon.start()
@@ -326,3 +343,11 @@ class Feed:
         self.stalls.extend(mon.stalls)
         self.killed = self.killed or mon.killed
         self.carry = mon.stall_state()
+
+
+def _replay(mon: Monitor, kind: str, t: float, value: object) -> None:
+    """One relay call (``note_activity``/``set_screen_hint``), handed to a local monitor."""
+    if kind == "activity":
+        mon.note_activity(str(value), t)
+    else:
+        mon.set_screen_hint(value if isinstance(value, str) else None, t)

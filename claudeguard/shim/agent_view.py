@@ -26,7 +26,16 @@ import sys
 from pathlib import Path
 
 from claudeguard.errors import UsageError
-from claudeguard.shim.claude_args import ClaudeArgs
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    from claudeguard.config.load import Config
+    from claudeguard.service.client import Registration
+    from claudeguard.shim.claude_args import ClaudeArgs
+    from claudeguard.shim.command import HttpHooks
+    from claudeguard.shim.report import EndOptions
 
 SETTINGS = "settings.json"
 
@@ -39,7 +48,8 @@ def opens_agent_view(args: ClaudeArgs) -> bool:
     return not any(w in ("--json", "--help", "-h") for w in args.argv[index + 1 :])
 
 
-def plan(real: str, args: ClaudeArgs, cfg, cwd: str, *, session_id: str, http) -> tuple[list[str], dict]:  # type: ignore[no-untyped-def]
+def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
+         http: HttpHooks) -> tuple[list[str], dict[str, Any]]:
     """Agent view's argv (the guard's ``--settings`` placed after ``agents``, the caller's
     ``--settings`` taken out: merged into ours) and the settings to write."""
     from claudeguard.shim.command import (
@@ -57,11 +67,12 @@ def plan(real: str, args: ClaudeArgs, cfg, cwd: str, *, session_id: str, http) -
     perms = {k: v for k, v in (("allow", cli_allow_rules(cfg, cwd)), ("deny", deny)) if v}
     if perms:
         ours["permissions"] = perms
-    caller: dict = {}
+    caller: dict[str, Any] = {}
     settings_at = [i for i, _ in own.options.get("--settings", [])]
     if settings_at:
         word = tail[settings_at[-1]]
-        value = word.partition("=")[2] if "=" in word else (tail[settings_at[-1] + 1] if settings_at[-1] + 1 < len(tail) else "")
+        value = word.partition("=")[2] if "=" in word else (tail[settings_at[-1] + 1]
+                                                            if settings_at[-1] + 1 < len(tail) else "")
         caller = _load_settings_value(value)
     for i in sorted(settings_at, reverse=True):  # the CLI would keep only the last one
         del tail[i:i + (1 if "=" in tail[i] else 2)]
@@ -72,7 +83,8 @@ def plan(real: str, args: ClaudeArgs, cfg, cwd: str, *, session_id: str, http) -
     return [real, *args.argv[:index], "agents", "<settings>", *front, *tail], merge_settings(caller, ours)
 
 
-def run_agent_view(real: str, args: ClaudeArgs, cfg, cwd: Path, end, *, dry_run: bool = False) -> int:  # type: ignore[no-untyped-def]
+def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: EndOptions | None, *,
+                   dry_run: bool = False) -> int:
     from claudeguard.shim.discovery import RECURSION_VAR, exec_passthrough
 
     if end is not None:
@@ -88,7 +100,8 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg, cwd: Path, end, *, dry_run:
         print(json.dumps({"argv": argv, "env": {}, "guarded": True, "settings": settings}, indent=2))
         return 0
     if os.environ.get("CLAUDEGUARD_SERVICE", "1") == "0":
-        return _unguarded(real, args, cfg, "the guard service is off (CLAUDEGUARD_SERVICE=0)", exec_passthrough, RECURSION_VAR)
+        return _unguarded(real, args, cfg, "the guard service is off (CLAUDEGUARD_SERVICE=0)", exec_passthrough,
+                          RECURSION_VAR)
     from claudeguard.files import write_atomic
     from claudeguard.paths import log_dir_text, runtime_dir
     from claudeguard.service.client import Registration, ServiceError, request
@@ -102,8 +115,7 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg, cwd: Path, end, *, dry_run:
     index = args.subcommand_index if args.subcommand_index is not None else len(args.argv)
     session_dir = runtime_dir("sessions", session_id)
     token = os.urandom(24).hex()
-    registration = None
-    proc = None
+    registration: Registration | None = None
     attached = False
     try:
         snapshot = session_snapshot(cfg, tail_args(args.argv[index + 1 :]), session_id=session_id, cwd=str(cwd),
@@ -112,16 +124,19 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg, cwd: Path, end, *, dry_run:
         write_atomic(session_dir / "session.json", json.dumps(snapshot))
         settings_file = str(session_dir / SETTINGS)
         # "agent_view" is added once agent view runs: a service starting now adopts no half-made view.
-        record: dict = {"token": token, "config_dir": config_dir(dict(os.environ)), "watch": watch_settings(cfg)}
+        record: dict[str, Any] = {"token": token, "config_dir": config_dir(dict(os.environ)),
+                                  "watch": watch_settings(cfg)}
         write_atomic(session_dir / "background.json", json.dumps(record))
         registration = Registration(session_id, str(session_dir), token, kind="background")
         try:
             port = registration.open()
         except (ServiceError, OSError, ValueError) as exc:
             registration = None
-            return _unguarded(real, args, cfg, f"the guard service cannot be had ({exc})", exec_passthrough, RECURSION_VAR,
+            return _unguarded(real, args, cfg, f"the guard service cannot be had ({exc})", exec_passthrough,
+                              RECURSION_VAR,
                               cleanup=session_dir)
-        argv, settings = plan(real, args, cfg, str(cwd), session_id=session_id, http=HttpHooks(port, token, literal=True))
+        argv, settings = plan(real, args, cfg, str(cwd), session_id=session_id,
+                              http=HttpHooks(port, token, literal=True))
         write_atomic(Path(settings_file), json.dumps(settings, separators=(",", ":")))
         argv[argv.index("<settings>")] = "--settings=" + settings_file
         # The daemon agent view may start keeps this environment for every session it runs
@@ -130,9 +145,10 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg, cwd: Path, end, *, dry_run:
         proc = subprocess.Popen(argv, env=env)
         record["agent_view"] = {"settings": settings_file, "pid": proc.pid, "start": process_start(proc.pid)}
         write_atomic(session_dir / "background.json", json.dumps(record))
-        reply = request(registration.sock, {"op": "attach", "session_id": session_id})  # type: ignore[arg-type]
+        reply = request(registration.sock, {"op": "attach", "session_id": session_id})  # type: ignore[arg-type]  # open() set it
         if not reply.get("ok"):
-            print(f"claudeguard: the guard service did not take agent view: {reply.get('error')}; stopping it", file=sys.stderr)
+            print(f"claudeguard: the guard service did not take agent view: {reply.get('error')}; stopping it",
+                  file=sys.stderr)
             proc.terminate()
             proc.wait()
             return 1
@@ -142,7 +158,7 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg, cwd: Path, end, *, dry_run:
         end_launch(registration, session_id, session_dir, handed_over=attached)
 
 
-def _wait(proc: subprocess.Popen) -> int:
+def _wait(proc: subprocess.Popen[bytes]) -> int:
     """Agent view owns the terminal (raw mode: Ctrl-C is a key to it, not a signal). A signal
     sent to this launcher is passed on; the exit code is agent view's (128+N for a signal)."""
     def forward(signum: int, _frame: object) -> None:
@@ -158,7 +174,8 @@ def _wait(proc: subprocess.Popen) -> int:
     return 128 - code if code < 0 else code
 
 
-def _unguarded(real: str, args: ClaudeArgs, cfg, why: str, exec_passthrough, recursion_var: str,  # type: ignore[no-untyped-def]
+def _unguarded(real: str, args: ClaudeArgs, cfg: Config, why: str,
+               exec_passthrough: Callable[[list[str], dict[str, str]], None], recursion_var: str,
                cleanup: Path | None = None) -> int:
     """Never pretend: one line before agent view runs unguarded; under lockdown, refused."""
     from claudeguard.shim.session_commands import check_agent_view

@@ -17,9 +17,18 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 from claudeguard.errors import UsageError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    from claudeguard.config.load import Config
+    from claudeguard.service.client import Registration
+    from claudeguard.shim.claude_args import ClaudeArgs
+    from claudeguard.shim.report import EndOptions
 
 SHORT_ID = re.compile(r"backgrounded\s+·\s+(\S+)")
 
@@ -29,7 +38,7 @@ def config_dir(env: dict[str, str]) -> str:
     return env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
 
 
-def watch_settings(cfg) -> dict:  # type: ignore[no-untyped-def]
+def watch_settings(cfg: Config) -> dict[str, Any]:
     """The watchdog settings the service's keeper applies to a background session."""
     return {"stall_after": cfg.get("watchdog.stall_after"), "tool_stall_after": cfg.get("watchdog.tool_stall_after"),
             "on_stall": cfg.get("watchdog.on_stall"), "sample_interval": cfg.get("watchdog.sample_interval"),
@@ -38,23 +47,27 @@ def watch_settings(cfg) -> dict:  # type: ignore[no-untyped-def]
             "writes_are_screen": True}
 
 
-def run_background(real: str, args, cfg, cwd: Path, session_id: str, end=None) -> int:  # type: ignore[no-untyped-def]
+def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_id: str,
+                   end: EndOptions | None = None) -> int:
     from claudeguard.files import write_atomic
     from claudeguard.paths import log_dir_text, runtime_dir
     from claudeguard.service.client import Registration, ServiceError, request
     from claudeguard.shim.command import HttpHooks, build_plan, session_snapshot
 
     if os.environ.get("CLAUDEGUARD_SERVICE", "1") == "0":
-        raise UsageError("--bg needs the guard service (CLAUDEGUARD_SERVICE=0): the session would outlive every guard; refused")
+        raise UsageError("--bg needs the guard service (CLAUDEGUARD_SERVICE=0): the session would outlive every "
+                         "guard; refused")
     session_dir = runtime_dir("sessions", session_id)
     token = os.urandom(24).hex()
-    registration = None
+    registration: Registration | None = None
     launched = False
     try:
         snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(cwd), interactive=False)
         snapshot.update(hooks="http", log_dir=log_dir_text(), kind="background")
         write_atomic(session_dir / "session.json", json.dumps(snapshot))
-        record = {"token": token, "config_dir": config_dir(dict(os.environ)), "watch": watch_settings(cfg), "prompt": args.prompt}
+        record: dict[str, Any] = {"token": token, "config_dir": config_dir(dict(os.environ)),
+                                  "watch": watch_settings(cfg),
+                  "prompt": args.prompt}
         if end is not None and end.report:
             # The report covers the background session: the service writes it when it ends.
             import time
@@ -85,7 +98,7 @@ def run_background(real: str, args, cfg, cwd: Path, session_id: str, end=None) -
             return proc.returncode
         record["short_id"] = match.group(1)
         write_atomic(session_dir / "background.json", json.dumps(record))
-        reply = request(registration.sock, {"op": "attach", "session_id": session_id})  # type: ignore[arg-type]
+        reply = request(registration.sock, {"op": "attach", "session_id": session_id})  # type: ignore[arg-type]  # open() set it
         if not reply.get("ok"):
             print(f"claudeguard: the guard service did not take the session: {reply.get('error')}", file=sys.stderr)
             return 1
@@ -95,7 +108,7 @@ def run_background(real: str, args, cfg, cwd: Path, session_id: str, end=None) -
         end_launch(registration, session_id, session_dir, handed_over=launched)
 
 
-def end_launch(registration, session_id: str, session_dir: Path, *, handed_over: bool) -> None:  # type: ignore[no-untyped-def]
+def end_launch(registration: Registration | None, session_id: str, session_dir: Path, *, handed_over: bool) -> None:
     """The launcher's part ends: a session not handed over to the service is unregistered and
     its dir removed; the control connection closes either way."""
     from claudeguard.service.client import request

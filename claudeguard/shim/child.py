@@ -15,11 +15,12 @@ import threading
 
 from claudeguard.shim.leftovers import ENDING_SIGNALS, Leftovers
 
-TYPE_CHECKING = False  # typing costs every session's start ~3 ms (bench/RESULTS.md)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH, signal.SIGTSTP, signal.SIGCONT, signal.SIGUSR1, signal.SIGUSR2)
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGWINCH, signal.SIGTSTP,
+             signal.SIGCONT, signal.SIGUSR1, signal.SIGUSR2)
 SI_USER = 0  # si_code of kill(2); the tty driver sends with SI_KERNEL (0x80)
 PR_SET_PDEATHSIG = 1
 
@@ -67,12 +68,14 @@ class ChildProcess:
         self._stopping = False
         self._sig_thread: threading.Thread | None = None
 
-    def _spawn(self, cmd: list[str], what: str, *, then: Callable[[], None] | None = None, **popen: Any) -> subprocess.Popen:
+    def _spawn(self, cmd: list[str], what: str, *, then: Callable[[], None] | None = None,
+               **popen: Any) -> subprocess.Popen[bytes]:
         """Start ``cmd`` with the forwarded signals (and SIGCHLD) blocked in every thread of ours;
         a failure to start is one clean error naming ``what``."""
         signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED + (signal.SIGCHLD,))
         try:
-            return subprocess.Popen(cmd, env=self.env, close_fds=True, preexec_fn=child_setup(os.getpid(), then), **popen)
+            return subprocess.Popen(cmd, env=self.env, close_fds=True,
+                                    preexec_fn=child_setup(os.getpid(), then), **popen)
         except OSError as exc:
             signal.pthread_sigmask(signal.SIG_SETMASK, [])
             from claudeguard.errors import GuardError

@@ -16,9 +16,14 @@ import shlex
 import sys
 from pathlib import Path
 
-from claudeguard.config.load import Config
 from claudeguard.errors import UsageError
-from claudeguard.shim.claude_args import ClaudeArgs
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
+    from claudeguard.config.load import Config
+    from claudeguard.shim.claude_args import ClaudeArgs
 
 MCP_SERVER_NAME = "claudeguard"
 PROMPT_TOOL = f"mcp__{MCP_SERVER_NAME}__approve"
@@ -44,7 +49,8 @@ class Plan:
     """The child's argv and environment additions (plain classes in this module: dataclasses
     cost every session's start ~10 ms of imports, bench/RESULTS.md)."""
 
-    def __init__(self, argv: list[str], env_additions: dict[str, str], session_id: str, policy_spec: dict | None = None) -> None:
+    def __init__(self, argv: list[str], env_additions: dict[str, str], session_id: str,
+                 policy_spec: dict[str, Any] | None = None) -> None:
         self.argv = argv
         self.env_additions = env_additions
         self.session_id = session_id
@@ -59,7 +65,7 @@ def ctl_command() -> list[str]:
     return [sys.executable, "-E", "-S", fast_entry_path()]
 
 
-def _load_settings_value(value: str) -> dict:
+def _load_settings_value(value: str) -> dict[str, Any]:
     text = value
     if not value.lstrip().startswith("{"):
         try:
@@ -129,7 +135,7 @@ class HttpHooks:
 TOKEN_VAR = "CLAUDEGUARD_HOOK_TOKEN"
 
 
-def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None, session_id: str) -> dict:
+def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None, session_id: str) -> dict[str, Any]:
     if http is None:
         return {"type": "command", "command": " ".join(shlex.quote(p) for p in ctl + ["hook"]), "timeout": timeout}
     if http.literal:
@@ -142,14 +148,14 @@ def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None
 
 
 def guard_settings(cfg: Config, ctl: list[str], cwd: str, http: HttpHooks | None = None, session_id: str = "",
-                   print_mode: bool = False) -> dict:
+                   print_mode: bool = False) -> dict[str, Any]:
     timeout = int(cfg.get("approval.timeout")) + 30  # the guard, not the CLI, must decide
     # Every hook blocks, the ones the guard only records too: "async": true (known to both pinned
     # versions) saves ~35 ms a hook on 2.1.197 but makes 2.1.330 wait longer at the end of a run
     # (three 0.2 s async hooks: +1.3 s against +0.6 s sync; bench notes in bench/RESULTS.md).
-    hooks: dict = {}
+    hooks: dict[str, Any] = {}
     for event in hook_events(print_mode):
-        group: dict = {"matcher": "*"} if event in TOOL_HOOK_EVENTS else {}
+        group: dict[str, Any] = {"matcher": "*"} if event in TOOL_HOOK_EVENTS else {}
         group["hooks"] = [_hook_entry(event, ctl, timeout, http, session_id)]
         hooks[event] = [group]
     # The policy's ask rules are NOT given to the CLI: the hook asks the human itself, and the
@@ -180,9 +186,10 @@ def _tools_overlap(a: str, b: str) -> bool:
 
 def cli_allow_rules(cfg: Config, cwd: str) -> list[str]:
     """The policy's allow rules for ``--allowedTools``, less every rule of a tool that some agent
-    may not simply run (an ask rule, an agent's deny or ask, ...): the guard's hook allows those calls itself, and when it cannot answer (no hook
-    output: crashed, service gone) the CLI falls back to its own prompt for that tool (our
-    prompt tool, a dialog, or a denial) instead of allowing an ask call that nobody answered."""
+    may not simply run (an ask rule, an agent's deny or ask, ...): the guard's hook allows those
+    calls itself, and when it cannot answer (no hook output: crashed, service gone) the CLI falls
+    back to its own prompt for that tool (our prompt tool, a dialog, or a denial) instead of
+    allowing an ask call that nobody answered."""
     if any(rep.value for rep in cfg.agent_replace.values()):
         return []  # an agent whose own rules replace these: only the hook knows who is calling
     # Tools some agent must not simply run: an ask rule anywhere, an agent's deny or ask rule,
@@ -198,7 +205,7 @@ def cli_allow_rules(cfg: Config, cwd: str) -> list[str]:
             if not any(_tools_overlap(_rule_tool(r.rule), tool) for tool in guarded)]
 
 
-def merge_settings(caller: dict, ours: dict) -> dict:
+def merge_settings(caller: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
     merged = dict(caller)
     hooks = dict(merged.get("hooks") or {})
     for event, entries in ours["hooks"].items():
@@ -238,7 +245,7 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     if settings_file is not None:
         # Merged with the caller's last --settings into one 0600 file (it holds the secret);
         # every --settings of the caller is dropped, as the CLI would keep only the last.
-        caller: dict = {}
+        caller: dict[str, Any] = {}
         if settings_at:
             word = rest[settings_at[-1]]
             caller = _load_settings_value(word.partition("=")[2] if "=" in word else rest[settings_at[-1] + 1])
@@ -254,9 +261,11 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
         word = rest[index]
         if "=" in word:
             value = word.partition("=")[2]
-            rest[index] = "--settings=" + json.dumps(merge_settings(_load_settings_value(value), ours), separators=(",", ":"))
+            rest[index] = "--settings=" + json.dumps(merge_settings(_load_settings_value(value), ours),
+                                                     separators=(",", ":"))
         elif index + 1 < len(rest):
-            rest[index + 1] = json.dumps(merge_settings(_load_settings_value(rest[index + 1]), ours), separators=(",", ":"))
+            rest[index + 1] = json.dumps(merge_settings(_load_settings_value(rest[index + 1]), ours),
+                                         separators=(",", ":"))
     else:
         front.append("--settings=" + json.dumps(ours, separators=(",", ":")))
 
@@ -274,7 +283,7 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
             # The service answers the prompt tool too (MCP over HTTP, both pinned CLIs): no
             # server process for the CLI to start and wait for (~90 ms of every run). The
             # header holds the secret, so the config goes in a 0600 file, not in argv.
-            server: dict = {"type": "http", "url": f"http://127.0.0.1:{http.port}/mcp/{session_id}",
+            server: dict[str, Any] = {"type": "http", "url": f"http://127.0.0.1:{http.port}/mcp/{session_id}",
                             "headers": {"Authorization": f"Bearer {http.token}"}}
             config = json.dumps({"mcpServers": {MCP_SERVER_NAME: server}}, separators=(",", ":"))
             if session_dir:
@@ -313,13 +322,14 @@ def split_tool_list(values: list[str]) -> list[str]:
     return out
 
 
-def claude_allow_rules(args: ClaudeArgs, cwd: str, home: str) -> list[dict]:
+def claude_allow_rules(args: ClaudeArgs, cwd: str, home: str) -> list[dict[str, Any]]:
     """Allow rules the CLI itself applies (caller's --allowedTools and Claude settings files):
     the hook treats them as allows, so a subagent is not sent to a human for what the CLI allows."""
-    entries: list[dict] = []
+    entries: list[dict[str, Any]] = []
     for rule in split_tool_list(args.values("--allowedTools", "--allowed-tools")):
         entries.append({"rule": rule, "source": "--allowedTools", "root": cwd})
-    files = [Path(home) / ".claude" / "settings.json", Path(cwd) / ".claude" / "settings.json", Path(cwd) / ".claude" / "settings.local.json"]
+    files = [Path(home) / ".claude" / "settings.json", Path(cwd) / ".claude" / "settings.json",
+             Path(cwd) / ".claude" / "settings.local.json"]
     for path in files:
         try:
             data = json.loads(path.read_text())
@@ -350,7 +360,7 @@ def claude_allow_rules(args: ClaudeArgs, cwd: str, home: str) -> list[dict]:
     return valid
 
 
-def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str, interactive: bool) -> dict:
+def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str, interactive: bool) -> dict[str, Any]:
     """What the hook and the MCP server need, so they never re-read the config layers."""
     spec = cfg.policy_spec()
     spec["claude_allow"] = claude_allow_rules(args, cwd, os.path.expanduser("~"))

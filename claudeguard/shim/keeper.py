@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Callable
 
@@ -83,6 +83,7 @@ class SessionKeeper:
             return
         self._reported.add(key)
         try:
-            print(f"claudeguard: session dir {self.session_dir} could not be restored: {key}", file=sys.stderr, flush=True)
+            print(f"claudeguard: session dir {self.session_dir} could not be restored: {key}",
+                  file=sys.stderr, flush=True)
         except Exception:  # noqa: BLE001 - stderr may be gone
             pass

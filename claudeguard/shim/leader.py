@@ -18,7 +18,7 @@ def main() -> None:
     try:
         import ctypes
         prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except Exception:
+    except Exception:  # noqa: BLE001 - no prctl here (no ctypes, not Linux): the leader goes without it
         prctl = None
     leader = os.getpid()
     err_r, err_w = os.pipe()

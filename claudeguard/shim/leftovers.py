@@ -20,6 +20,10 @@ import sys
 import threading
 import time
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    import psutil
+
 ENDING_SIGNALS = frozenset({signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM})
 ENDING_WINDOW_S = 15.0
 GRACE_S = 2.0
@@ -28,7 +32,7 @@ GRACE_S = 2.0
 class Leftovers:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._noted: dict[int, object] = {}  # pid -> psutil.Process (carries its start time)
+        self._noted: dict[int, psutil.Process] = {}  # each carries its start time
         self._at: float | None = None
 
     def note(self, cli_pid: int) -> None:
@@ -37,7 +41,7 @@ class Leftovers:
             import psutil
 
             procs = psutil.Process(cli_pid).children(recursive=True)
-        except Exception:  # the CLI is gone already, or psutil cannot read /proc: nothing to note
+        except Exception:  # noqa: BLE001 - the CLI is gone already, or psutil cannot read /proc: nothing to note
             return
         with self._lock:
             for proc in procs:
@@ -56,8 +60,8 @@ class Leftovers:
         alive = []
         for proc in noted:
             try:
-                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:  # type: ignore[attr-defined]
-                    proc.terminate()  # type: ignore[attr-defined]
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    proc.terminate()
                     alive.append(proc)
             except psutil.Error:
                 pass
@@ -70,7 +74,7 @@ class Leftovers:
             except psutil.Error:
                 pass
         psutil.wait_procs(still, timeout=GRACE_S)
-        pids = sorted(p.pid for p in alive)  # type: ignore[attr-defined]
+        pids = sorted(p.pid for p in alive)
         print(f"claudeguard: stopped {len(pids)} process(es) the CLI left running: {' '.join(map(str, pids))}",
               file=sys.stderr, flush=True)
         return pids

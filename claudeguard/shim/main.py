@@ -12,9 +12,21 @@ import sys
 
 from claudeguard.errors import UsageError, run_main
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from claudeguard.config.load import Config, Overrides
+    from claudeguard.gate.server import GateServer
+    from claudeguard.service.client import Registration
+    from claudeguard.shim.activity import Feed
+    from claudeguard.shim.claude_args import ClaudeArgs
+    from claudeguard.shim.command import HttpHooks
+    from claudeguard.shim.keeper import SessionKeeper
+    from claudeguard.shim.options import GuardOptions
+    from claudeguard.shim.pty_relay import PtySession
+    from claudeguard.shim.report import EndOptions
+    from claudeguard.shim.supervise import Supervisor
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,7 +54,7 @@ def run() -> None:
     os._exit(code if isinstance(code, int) else 1)
 
 
-def _overrides(opts):  # type: ignore[no-untyped-def]
+def _overrides(opts: GuardOptions) -> Overrides:
     from claudeguard.config.load import Sourced, env_overrides, parse_value
 
     overrides = env_overrides()
@@ -155,7 +167,7 @@ def _disabled(argv: list[str]) -> int:
     return 0
 
 
-def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int:  # type: ignore[no-untyped-def]
+def _run_session(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_id: str, end: EndOptions | None) -> int:
     import json
 
     from claudeguard.files import write_atomic
@@ -167,7 +179,8 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int: 
     session_dir = runtime_dir("sessions", session_id)
     run = Run(session_id=session_id, real_cli=real, end=end, non_interactive=not interactive or not os.isatty(0))
     try:
-        snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(cwd), interactive=interactive and os.isatty(0))
+        snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(cwd),
+                                    interactive=interactive and os.isatty(0))
         snapshot["hooks"] = "http"
         # No -p: the TUI runs on our pty (with or without a terminal of our own), so its dialogs
         # can be seen and, when nobody answers them, routed to the channel. A stream-json
@@ -185,10 +198,12 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int: 
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(cwd), http=http)
         snapshot_text = json.dumps(snapshot)  # as written last: the keeper writes it again if the dir goes
         env = dict(os.environ, **plan.env_additions)
+        sup: PtySession | Supervisor
+        pty: PtySession | None = None
         if use_pty:
             from claudeguard.shim.pty_relay import PtySession, relay_settings
 
-            sup = PtySession(plan.argv, env, relay_settings(
+            sup = pty = PtySession(plan.argv, env, relay_settings(
                 cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(cwd), real_cli=real,
                 prompt_given=args.prompt is not None))
         else:
@@ -207,9 +222,9 @@ def _run_session(real: str, args, cfg, cwd: Path, session_id: str, end) -> int: 
         gate = _start_gate_server(str(session_dir), session_id) if http is None else None
         monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, plan.argv, registration)
         keeper = _start_keeper(session_id, str(session_dir), snapshot_text, gate)
-        if use_pty:
-            sup.on_output = None  # the screen is not stream-json
-            sup.monitor = monitor
+        if pty is not None:
+            pty.on_output = None  # the screen is not stream-json
+            pty.monitor = monitor
         try:
             code = sup.relay()
             sup.leftovers.stop()
@@ -242,7 +257,7 @@ def _use_service() -> bool:
     return os.environ.get("CLAUDEGUARD_SERVICE", "1") != "0"
 
 
-def _register_with_service(session_id: str, session_dir: str):  # type: ignore[no-untyped-def]
+def _register_with_service(session_id: str, session_dir: str) -> tuple[Registration | None, HttpHooks | None]:
     """The HTTP hooks to inject, and the session's registration with the resident service.
 
     When a live service of this version is known from its record, (None, hooks): the CLI
@@ -273,7 +288,7 @@ def _register_with_service(session_id: str, session_dir: str):  # type: ignore[n
     return registration, HttpHooks(port, token)
 
 
-def _register_started(session_id: str, session_dir: str, http):  # type: ignore[no-untyped-def]
+def _register_started(session_id: str, session_dir: str, http: HttpHooks) -> Registration:
     """Register a session whose CLI already runs (see ``_register_with_service``)."""
     from claudeguard.service.client import Registration
 
@@ -282,7 +297,7 @@ def _register_started(session_id: str, session_dir: str, http):  # type: ignore[
     return registration
 
 
-def _start_gate_server(session_dir: str, session_id: str):  # type: ignore[no-untyped-def]
+def _start_gate_server(session_dir: str, session_id: str) -> GateServer | None:
     """Serve the session's hook calls from this process (see claudeguard.gate.server); without
     it every hook decides in its own process, which is slower but gives the same answers."""
     if os.environ.get("CLAUDEGUARD_GATE_SERVER") == "0":
@@ -300,20 +315,26 @@ def _start_gate_server(session_dir: str, session_id: str):  # type: ignore[no-un
     return gate
 
 
-def _start_keeper(session_id: str, session_dir: str, snapshot_text: str, gate):  # type: ignore[no-untyped-def]
+def _start_keeper(session_id: str, session_dir: str, snapshot_text: str, gate: GateServer | None) -> SessionKeeper:
     """Put the session dir back if the runtime dir is removed under the session (shim/keeper.py)."""
     from claudeguard.shim.keeper import SessionKeeper
 
-    restore = [lambda: (gate.close(), gate.start())] if gate is not None else []
+    def restart_gate(gate: GateServer) -> None:
+        gate.close()
+        gate.start()
+
+    restore = [lambda: restart_gate(gate)] if gate is not None else []
     return SessionKeeper(session_id, session_dir, {"session.json": snapshot_text}, restore).start()
 
 
-def _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, argv, registration):  # type: ignore[no-untyped-def]
+def _start_watchdog(cfg: Config, args: ClaudeArgs, sup: PtySession | Supervisor, child_pid: int, session_id: str,
+                    session_dir: Path, cwd: Path, argv: list[str], registration: Registration | None) -> Feed:
     """The watchdog's feed (shim/activity.py): the service samples and judges a registered
     session; without one, a monitor in this process does."""
     from claudeguard.shim.activity import Feed
 
-    feed = Feed(child_pid=child_pid, session_id=session_id, session_dir=str(session_dir), cfg=cfg, args=args, cwd=str(cwd),
+    feed = Feed(child_pid=child_pid, session_id=session_id, session_dir=str(session_dir), cfg=cfg,
+                args=args, cwd=str(cwd),
                 argv=argv, registration=registration)
     sup.on_output = feed.feed_stdout
     return feed.start()

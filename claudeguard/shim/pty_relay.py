@@ -43,6 +43,10 @@ from claudeguard.shim.screen import Screen
 from claudeguard.shim.screen_watch import ScreenWatcher
 from claudeguard.shim.terminal import DETACHED_SIZE, TerminalRelay, env_size, get_size, plug_std_fds
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from claudeguard.config.load import Config
+
 LEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "leader.py")  # the pty's session leader
 START_TIMEOUT_S = 15.0
 
@@ -61,7 +65,8 @@ class RelaySettings:
     detached_size: tuple[int, int] = field(default_factory=lambda: DETACHED_SIZE)
 
 
-def relay_settings(cfg, *, session_id: str, session_dir: str | None, cwd: str, real_cli: str, prompt_given: bool) -> RelaySettings:  # type: ignore[no-untyped-def]
+def relay_settings(cfg: Config, *, session_id: str, session_dir: str | None, cwd: str, real_cli: str,
+                   prompt_given: bool) -> RelaySettings:
     """Settings from the loaded config: ``idle_before_channel`` is 0 without a terminal."""
     from claudeguard.shim.dialogs.tables import cli_version
 
@@ -87,7 +92,8 @@ def _take_tty() -> None:
 class PtySession(ChildProcess):
     """One interactive CLI run through a pty (see ``child.ChildProcess`` for the shape)."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], settings: RelaySettings, *, channel=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, argv: list[str], env: dict[str, str], settings: RelaySettings, *,
+                 channel: Any = None) -> None:  # the channel package, or a test's stand-in
         plug_std_fds()  # first: before any fd of ours can land on 0, 1 or 2
         super().__init__(argv, env)  # on_output stays unused: no stream-json in a pty
         self.settings = settings
@@ -335,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     import secrets
 
     parser = argparse.ArgumentParser(prog="python -m claudeguard.shim.pty_relay")
-    parser.add_argument("--idle", type=float, default=None, help="idle_before_channel (default: 30 with a terminal, else 0)")
+    parser.add_argument("--idle", type=float, default=None,
+                        help="idle_before_channel (default: 30 with a terminal, else 0)")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--on-timeout", default="deny", choices=("deny", "allow"))
     parser.add_argument("--session-id", default=None)

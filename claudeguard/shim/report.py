@@ -22,12 +22,15 @@ import os
 import sys
 import time
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Iterable, Mapping
+    from typing import Any, Iterable, Mapping
+
+    from claudeguard.shim.options import GuardOptions
 
 FAIL_ON_WORDS = ("denied", "timeout", "stall", "asked")
-COUNT_KEYS = ("allowed_by_rule", "denied_by_rule", "asked", "approved_by_human", "denied_by_human", "timed_out", "stalls")
+COUNT_KEYS = ("allowed_by_rule", "denied_by_rule", "asked", "approved_by_human", "denied_by_human",
+              "timed_out", "stalls")
 EXIT_FAIL_ON = 3
 MAX_ANNOTATIONS = 20  # GitHub shows only the first few per step anyway; the rest are counted
 
@@ -71,7 +74,7 @@ class EndOptions:
         self.fail_on = fail_on
 
     @classmethod
-    def parse(cls, opts, environ: Mapping[str, str], cwd: str) -> EndOptions:  # type: ignore[no-untyped-def]
+    def parse(cls, opts: GuardOptions, environ: Mapping[str, str], cwd: str) -> EndOptions:
         """From ``--guard-report``/``--guard-fail-on``, else ``CLAUDEGUARD_REPORT``/``CLAUDEGUARD_FAIL_ON``."""
         end = cls()
         if opts.report is not None:
@@ -97,7 +100,7 @@ def audit_mark() -> tuple[int, int, int] | None:
     return (st.st_dev, st.st_ino, st.st_size)
 
 
-def session_rows(session_id: str, mark: tuple[int, int, int] | None) -> list[dict]:
+def session_rows(session_id: str, mark: tuple[int, int, int] | None) -> list[dict[str, Any]]:
     """Every audit row of ``session_id`` written after ``mark`` (from the start when the log was
     created, rotated or truncated since)."""
     import json
@@ -108,7 +111,7 @@ def session_rows(session_id: str, mark: tuple[int, int, int] | None) -> list[dic
         fd = os.open(_audit_file(), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return []
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if mark is not None and (st.st_dev, st.st_ino) == mark[:2] and st.st_size >= mark[2]:
@@ -126,12 +129,12 @@ def session_rows(session_id: str, mark: tuple[int, int, int] | None) -> list[dic
     return rows
 
 
-def is_call(row: dict) -> bool:
+def is_call(row: dict[str, Any]) -> bool:
     """A decision about one call (not a channel or watchdog event)."""
     return "event" not in row and row.get("decision") in ("allow", "deny")
 
 
-def count(calls: Iterable[dict], stalls: int) -> dict[str, int]:
+def count(calls: Iterable[dict[str, Any]], stalls: int) -> dict[str, int]:
     out = dict.fromkeys(COUNT_KEYS, 0)
     for row in calls:
         by, decision = row.get("decided_by"), row.get("decision")
@@ -149,7 +152,7 @@ def count(calls: Iterable[dict], stalls: int) -> dict[str, int]:
     return out
 
 
-def fail_on_hits(counts: Mapping[str, int], calls: Iterable[dict], fail_on: Iterable[str]) -> list[str]:
+def fail_on_hits(counts: Mapping[str, int], calls: Iterable[dict[str, Any]], fail_on: Iterable[str]) -> list[str]:
     """The words of ``fail_on`` this run's events match, in the order of FAIL_ON_WORDS."""
     seen = {
         "denied": any(row.get("decision") == "deny" for row in calls),
@@ -177,7 +180,7 @@ class Run:
         self.started = time.time()
         self.mark = audit_mark()  # before the child starts: its rows come after this
         self.child_exit_code: int | None = None
-        self.stalls: list[dict] | None = None  # the watchdog's; None: take the audit's stall rows
+        self.stalls: list[dict[str, Any]] | None = None  # the watchdog's; None: take the audit's stall rows
 
     def finish(self, exit_code: int, *, failed: bool = False) -> int:
         """Write the report, print the summary, apply ``--guard-fail-on``; never raises.
@@ -207,14 +210,15 @@ class Run:
                 github(report, os.environ.get("GITHUB_STEP_SUMMARY"))
         return exit_code
 
-    def build(self, exit_code: int, *, version: bool = True) -> dict:
+    def build(self, exit_code: int, *, version: bool = True) -> dict[str, Any]:
         ended = time.time()
         rows = session_rows(self.session_id, self.mark)
         calls = [row for row in rows if is_call(row)]
         if self.stalls is not None:
             stalls = [dict(s) for s in self.stalls]
         else:
-            stalls = [{"time": r.get("time"), "state": r.get("state"), "diagnosis": r.get("summary"), "action": r.get("action")}
+            stalls = [{"time": r.get("time"), "state": r.get("state"), "diagnosis": r.get("summary"),
+                       "action": r.get("action")}
                       for r in rows if r.get("event") == "stall"]
         return {
             "session_id": self.session_id,
@@ -247,7 +251,7 @@ def cli_version(real_cli: str) -> str | None:
         return None
 
 
-def write_report(path: str, report: dict) -> None:
+def write_report(path: str, report: dict[str, Any]) -> None:
     """Replace the report whole, 0600 (the calls' summaries may be private) and synced."""
     import json
 
@@ -260,7 +264,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def summary_line(report: dict, hits: list[str]) -> str | None:
+def summary_line(report: dict[str, Any], hits: list[str]) -> str | None:
     """One line for cron's mail when calls were denied or timed out or a stall was found."""
     c = report["counts"]
     parts = []
@@ -274,7 +278,8 @@ def summary_line(report: dict, hits: list[str]) -> str | None:
         parts.append(_plural(c["stalls"], "stall"))
     if not parts:
         return None
-    tail = f"; exit {EXIT_FAIL_ON} (--guard-fail-on {','.join(hits)})" if hits and report["exit_code"] == EXIT_FAIL_ON else ""
+    failed = hits and report["exit_code"] == EXIT_FAIL_ON
+    tail = f"; exit {EXIT_FAIL_ON} (--guard-fail-on {','.join(hits)})" if failed else ""
     return f"session {report['session_id']}: {', '.join(parts)}{tail} (claudeguardctl audit --json for details)"
 
 
@@ -299,7 +304,7 @@ def _cell(text: object) -> str:
     return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")[:200]
 
 
-def annotations(report: dict) -> list[str]:
+def workflow_commands(report: dict[str, Any]) -> list[str]:
     """Workflow-command lines: a warning per denied or timed-out call and per stall."""
     out = []
     for row in report["calls"]:
@@ -313,43 +318,48 @@ def annotations(report: dict) -> list[str]:
         message = f"{row.get('tool')}: {row.get('summary')}{rule}"
         out.append(f"::warning title={_escape_property(title)}::{_escape_data(message)}")
     for stall in report["stalls"]:
-        out.append(f"::warning title={_escape_property('claudeguard: stall')}::{_escape_data(str(stall.get('diagnosis')))}")
+        out.append(f"::warning "
+                   f"title={_escape_property('claudeguard: stall')}::{_escape_data(str(stall.get('diagnosis')))}")
     if len(out) > MAX_ANNOTATIONS:
-        out = out[:MAX_ANNOTATIONS] + [f"::warning title=claudeguard::{len(out) - MAX_ANNOTATIONS} more (see the step summary)"]
+        out = out[:MAX_ANNOTATIONS] + [f"::warning title=claudeguard::{len(out) - MAX_ANNOTATIONS} more (see "
+                                       f"the step summary)"]
     return out
 
 
-def step_summary(report: dict) -> str:
+def step_summary(report: dict[str, Any]) -> str:
     c = report["counts"]
     lines = [f"### claudeguard: session `{report['session_id']}`", "",
-             f"exit {report['exit_code']} (Claude: {report['child_exit_code']}), {report['duration_s']:.0f} s, CLI {report['cli_version']}", "",
+             f"exit {report['exit_code']} (Claude: {report['child_exit_code']}), {report['duration_s']:.0f} s, CLI "
+             f"{report['cli_version']}", "",
              "| " + " | ".join(COUNT_KEYS) + " |", "|" + "---:|" * len(COUNT_KEYS),
              "| " + " | ".join(str(c[k]) for k in COUNT_KEYS) + " |", ""]
     flagged = [r for r in report["calls"] if r.get("decision") == "deny" or r.get("decided_by") == "timeout"]
     if flagged:
         lines += ["| time | agent | tool | call | decision | by |", "|---|---|---|---|---|---|"]
         lines += [f"| {_cell(r.get('time'))} | {_cell(r.get('agent_type') or 'main')} | {_cell(r.get('tool'))} | "
-                  f"{_cell(r.get('summary'))} | {_cell(r.get('decision'))} | {_cell(r.get('decided_by'))} |" for r in flagged[:100]]
+                  f"{_cell(r.get('summary'))} | {_cell(r.get('decision'))} | {_cell(r.get('decided_by'))} |"
+                  for r in flagged[:100]]
         lines.append("")
     if report["stalls"]:
         lines += ["| time | state | diagnosis | action |", "|---|---|---|---|"]
-        lines += [f"| {_cell(s.get('time'))} | {_cell(s.get('state'))} | {_cell(s.get('diagnosis'))} | {_cell(s.get('action'))} |"
+        lines += [f"| {_cell(s.get('time'))} | {_cell(s.get('state'))} | {_cell(s.get('diagnosis'))} | "
+                  f"{_cell(s.get('action'))} |"
                   for s in report["stalls"]]
         lines.append("")
     return "\n".join(lines) + "\n"
 
 
-def github(report: dict, summary_file: str | None) -> None:
+def github(report: dict[str, Any], summary_file: str | None) -> None:
     """Annotations on stderr (the runner reads workflow commands there too; stdout belongs to
     the child) and the markdown summary appended to ``$GITHUB_STEP_SUMMARY``."""
-    for line in annotations(report):
+    for line in workflow_commands(report):
         try:
             sys.stderr.write(line + "\n")
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - stderr may be gone: the step summary is still written
             return
     try:
         sys.stderr.flush()
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - stderr may be gone: the step summary is still written
         pass
     if summary_file:
         try:

@@ -25,6 +25,10 @@ import os
 import re
 import unicodedata
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
 SCREEN_FILE = "screen.json"
 # Private modes a program may leave on if it dies: mouse reports, focus events, bracketed paste,
 # application cursor keys, colour-scheme reports, the alternate screen (last: its text goes).
@@ -313,8 +317,8 @@ class Screen:
             elif final == "u" and params[0] == ">":
                 self.kitty_pushes += 1
             elif final == "u" and params[0] == "<":
-                n = params[1:]
-                self.kitty_pushes = max(0, self.kitty_pushes - (int(n) if n.isdigit() and int(n) else 1))
+                pops = params[1:]
+                self.kitty_pushes = max(0, self.kitty_pushes - (int(pops) if pops.isdigit() and int(pops) else 1))
             return
         args = [int(p) if p.isdigit() else 0 for p in params.split(";")] if params else []
 
@@ -414,7 +418,7 @@ class Screen:
 # -- screen.json ------------------------------------------------------------------------------
 
 
-def write_screen_state(session_dir: str | os.PathLike[str], state: dict, name: str = SCREEN_FILE) -> None:
+def write_screen_state(session_dir: str | os.PathLike[str], state: dict[str, Any], name: str = SCREEN_FILE) -> None:
     """Replace ``screen.json`` (or ``name``) atomically (temp file + rename, 0600). Never raises:
     the screen file is a courtesy to other processes, the session goes on without it."""
     from claudeguard.files import write_atomic
@@ -425,7 +429,7 @@ def write_screen_state(session_dir: str | os.PathLike[str], state: dict, name: s
         pass
 
 
-def read_screen_state(session_dir: str | os.PathLike[str] | None) -> dict | None:
+def read_screen_state(session_dir: str | os.PathLike[str] | None) -> dict[str, Any] | None:
     """The pty session's ``screen.json``: ``{"dialog": title | None, "kind": ..., "choices": [...],
     "since": epoch, "tail": [lines], "updated": epoch}``; None when there is none (a session
     without a pty, or not written yet) or it cannot be read."""

@@ -10,9 +10,12 @@ import time
 from typing import Any
 
 from claudeguard.shim.dialogs.parse import BUSY, at_idle_prompt, find_dialog
-from claudeguard.shim.dialogs.router import DialogRouter
 from claudeguard.shim.dialogs.tables import banner_version, patterns_for
 from claudeguard.shim.screen import Screen, write_screen_state
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from claudeguard.shim.dialogs.router import DialogRouter
 
 QUIET_S = 0.03  # read the screen once output pauses this long ...
 RECHECK_MAX_S = 0.25  # ... or at least this often while it flows
@@ -129,5 +132,5 @@ def _call(obj: Any, name: str, *args: Any) -> None:
         return
     try:
         fn(*args)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a watchdog hook must never take the relay down
         pass

@@ -25,6 +25,12 @@ from pathlib import Path
 from claudeguard.errors import UsageError
 from claudeguard.shim.claude_args import ClaudeArgs
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
+    from claudeguard.config.load import Config
+
 # Sub-commands that start (or restart) sessions; the others (stop, rm, logs, ...) never do.
 STARTS_SESSIONS = frozenset({"agents", "respawn", "attach"})
 _BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
@@ -53,7 +59,7 @@ def tail_args(argv: list[str]) -> ClaudeArgs:
     return out
 
 
-def check_subcommand_lockdown(args: ClaudeArgs, cfg, env: dict[str, str] | None = None) -> None:  # type: ignore[no-untyped-def]
+def check_subcommand_lockdown(args: ClaudeArgs, cfg: Config, env: dict[str, str] | None = None) -> None:
     """Refuse (UsageError, exit 2) a session-starting sub-command that would loosen the guard."""
     if not cfg.lockdown.value or args.subcommand not in STARTS_SESSIONS:
         return
@@ -71,7 +77,7 @@ def check_subcommand_lockdown(args: ClaudeArgs, cfg, env: dict[str, str] | None 
     _check_recorded_flags(args.subcommand, tail, env if env is not None else dict(os.environ), why)
 
 
-def check_agent_view(args: ClaudeArgs, cfg, why: str) -> None:  # type: ignore[no-untyped-def]
+def check_agent_view(args: ClaudeArgs, cfg: Config, why: str) -> None:
     """Agent view that cannot be guarded (``why``: no guard service): its dispatched sessions
     would run without the guard. Never pretend: one line before anything runs; under lockdown,
     refused (``shim/agent_view.py`` guards it whenever the service can be had)."""
@@ -90,10 +96,10 @@ def _config_dir(env: dict[str, str]) -> Path:
     return Path(explicit) if explicit else Path(env.get("HOME") or os.path.expanduser("~")) / ".claude"
 
 
-def _recorded_jobs(env: dict[str, str]) -> list[tuple[str, dict]]:
+def _recorded_jobs(env: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
     """(short id, state.json) of every background session the CLI recorded."""
     jobs = _config_dir(env) / "jobs"
-    out = []
+    out: list[tuple[str, dict[str, Any]]] = []
     try:
         names = sorted(os.listdir(jobs))
     except OSError:
@@ -108,7 +114,7 @@ def _recorded_jobs(env: dict[str, str]) -> list[tuple[str, dict]]:
     return out
 
 
-def _matches(word: str, short: str, state: dict) -> bool:
+def _matches(word: str, short: str, state: dict[str, Any]) -> bool:
     """Could ``word`` (an id, a full session id, or part of a name) pick this session? The CLI
     also takes part of a name, so anything it might resolve to counts (fail closed)."""
     low = word.lower()
@@ -117,7 +123,7 @@ def _matches(word: str, short: str, state: dict) -> bool:
             or (bool(low) and low in name.lower()))
 
 
-def _bypass_in(flags: list) -> str | None:
+def _bypass_in(flags: list[Any]) -> str | None:
     words = [str(f) for f in flags]
     for i, word in enumerate(words):
         name, eq, inline = word.partition("=")

@@ -18,8 +18,9 @@ import sys
 
 from claudeguard.errors import UsageError
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from typing import Any
     from claudeguard.config.load import Config
     from claudeguard.shim.claude_args import ClaudeArgs
 
@@ -50,12 +51,17 @@ class Source:
 
     __slots__ = ("name", "where", "data", "loaded", "note")
 
-    def __init__(self, name: str, where: str, data: dict | None, loaded: bool, note: str = "") -> None:
+    def __init__(self, name: str, where: str, data: dict[str, Any] | None, loaded: bool, note: str = "") -> None:
         self.name = name  # managed, --managed-settings, user, project, local, --settings
         self.where = where  # the file, or the flag for inline JSON
         self.data = data  # None: missing or not loaded
         self.loaded = loaded
         self.note = note  # why not loaded, or a read error
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """``data``, or empty when the source was not loaded."""
+        return self.data or {}
 
     def __repr__(self) -> str:
         return f"Source(name={self.name!r}, where={self.where!r}, loaded={self.loaded!r}, note={self.note!r})"
@@ -78,7 +84,7 @@ class Finding:
         return hash(self._fields())
 
     def __repr__(self) -> str:
-        return "Finding(" + ", ".join(f"{n}={v!r}" for n, v in zip(self.__slots__, self._fields())) + ")"
+        return "Finding(" + ", ".join(f"{n}={v!r}" for n, v in zip(self.__slots__, self._fields(), strict=False)) + ")"
 
     def _fields(self) -> tuple[str, ...]:
         return (self.source, self.where, self.key, self.effect, self.action)
@@ -99,7 +105,7 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _read(path: str) -> tuple[dict | None, str]:
+def _read(path: str) -> tuple[dict[str, Any] | None, str]:
     """A settings file as the CLI would see it; an unreadable or non-object file counts as
     empty for the CLI too (it reports a settings error and goes on)."""
     try:
@@ -118,7 +124,7 @@ def _read(path: str) -> tuple[dict | None, str]:
     return (data, "") if isinstance(data, dict) else (None, "not a JSON object")
 
 
-def _inline_or_file(value: str, flag: str) -> tuple[str, dict | None, str]:
+def _inline_or_file(value: str, flag: str) -> tuple[str, dict[str, Any] | None, str]:
     if value.lstrip().startswith("{"):
         try:
             data = json.loads(value)
@@ -170,7 +176,8 @@ def sources(args: ClaudeArgs, cwd: str, env: dict[str, str], managed: str | None
     files = [os.path.join(base, "managed-settings.json")]
     try:
         drop = os.path.join(base, "managed-settings.d")
-        files += [os.path.join(drop, n) for n in sorted(os.listdir(drop)) if n.endswith(".json") and not n.startswith(".")]
+        files += [os.path.join(drop, n)
+                  for n in sorted(os.listdir(drop)) if n.endswith(".json") and not n.startswith(".")]
     except OSError:
         pass
     for path in files:
@@ -188,12 +195,13 @@ def _glob_match(pattern: str, url: str) -> bool:
     return re.fullmatch(".*".join(re.escape(part) for part in pattern.split("*")), url) is not None
 
 
-def _hook_entries(data: dict, event: str) -> int:
+def _hook_entries(data: dict[str, Any], event: str) -> int:
     hooks = data.get("hooks")
     groups = hooks.get(event) if isinstance(hooks, dict) else None
     if not isinstance(groups, list):
         return 0
-    return sum(len(g.get("hooks") or []) if isinstance(g, dict) and isinstance(g.get("hooks"), list) else 1 for g in groups)
+    return sum(len(g.get("hooks") or []) if isinstance(g, dict) and isinstance(g.get("hooks"), list) else 1
+               for g in groups)
 
 
 def findings(args: ClaudeArgs, srcs: list[Source], *, mode_chosen: str | None) -> list[Finding]:
@@ -207,61 +215,74 @@ def findings(args: ClaudeArgs, srcs: list[Source], *, mode_chosen: str | None) -
     # disableAllHooks: a scalar, the last source that sets it wins (a --settings false beats a
     # project true: checked on both CLIs); from managed settings nothing overrides it.
     for s in managed:
-        if s.data.get("disableAllHooks") is True:  # type: ignore[union-attr]
+        if s.settings.get("disableAllHooks") is True:
             out.append(Finding(s.name, s.where, "disableAllHooks", "silences every hook the guard registers", REFUSE))
-    setters = [s for s in layered if "disableAllHooks" in s.data]  # type: ignore[operator]
+    setters = [s for s in layered if "disableAllHooks" in s.settings]
     for s in setters:
-        if s.data.get("disableAllHooks") is True:  # type: ignore[union-attr]
+        if s.settings.get("disableAllHooks") is True:
             last = setters[-1]
-            if last.data.get("disableAllHooks") is True:  # type: ignore[union-attr]
-                out.append(Finding(s.name, s.where, "disableAllHooks", "silences every hook the guard registers", REFUSE))
+            if last.settings.get("disableAllHooks") is True:
+                out.append(Finding(s.name, s.where, "disableAllHooks",
+                                   "silences every hook the guard registers", REFUSE))
             else:
-                out.append(Finding(s.name, s.where, "disableAllHooks", f"overridden by {last.where} (false)", OVERRIDDEN))
+                out.append(Finding(s.name, s.where, "disableAllHooks",
+                                   f"overridden by {last.where} (false)", OVERRIDDEN))
 
     for s in loaded:
         data = s.data or {}
         is_managed = s in managed
         if data.get("allowManagedHooksOnly") is True:
             if is_managed:
-                out.append(Finding(s.name, s.where, "allowManagedHooksOnly", "only managed hooks run: the guard's are dropped", REFUSE))
+                out.append(Finding(s.name, s.where, "allowManagedHooksOnly",
+                                   "only managed hooks run: the guard's are dropped", REFUSE))
             else:
-                out.append(Finding(s.name, s.where, "allowManagedHooksOnly", "no effect outside managed settings", REPORT))
+                out.append(Finding(s.name, s.where, "allowManagedHooksOnly",
+                                   "no effect outside managed settings", REPORT))
         strict = data.get("strictPluginOnlyCustomization")
         if is_managed and (strict is True or (isinstance(strict, list) and "hooks" in strict)):
-            out.append(Finding(s.name, s.where, "strictPluginOnlyCustomization", "only managed hooks run: the guard's are dropped", REFUSE))
+            out.append(Finding(s.name, s.where, "strictPluginOnlyCustomization",
+                               "only managed hooks run: the guard's are dropped", REFUSE))
         if is_managed and data.get("allowManagedPermissionRulesOnly") is True:
             out.append(Finding(s.name, s.where, "allowManagedPermissionRulesOnly",
-                               "the guard's --allowedTools/--disallowedTools are ignored (its hooks still decide)", REPORT))
+                               "the guard's --allowedTools/--disallowedTools are ignored (its hooks still decide)",
+                               REPORT))
         perms = data.get("permissions")
         if isinstance(perms, dict) and perms.get("defaultMode") == "bypassPermissions":
             if mode_chosen:
-                out.append(Finding(s.name, s.where, "permissions.defaultMode", f"bypassPermissions, overridden by {mode_chosen}", OVERRIDDEN))
+                out.append(Finding(s.name, s.where, "permissions.defaultMode",
+                                   f"bypassPermissions, overridden by {mode_chosen}", OVERRIDDEN))
             else:
-                out.append(Finding(s.name, s.where, "permissions.defaultMode", "bypassPermissions: every call the guard leaves to the CLI runs unasked", REFUSE))
+                out.append(Finding(s.name, s.where, "permissions.defaultMode",
+                                   "bypassPermissions: every call the guard leaves to the CLI runs unasked", REFUSE))
         urls = data.get("allowedHttpHookUrls")
         if isinstance(urls, list):
             # The lists of all sources merge: the guard is blocked only if none lets it through.
             union = [u for t in loaded for u in ((t.data or {}).get("allowedHttpHookUrls") or []) if isinstance(u, str)]
             if not all(any(_glob_match(p, url) for p in union) for url in GUARD_HOOK_URLS):
-                out.append(Finding(s.name, s.where, "allowedHttpHookUrls", "blocks the guard's HTTP hooks (http://127.0.0.1:PORT/hook/...)", REFUSE))
+                out.append(Finding(s.name, s.where, "allowedHttpHookUrls",
+                                   "blocks the guard's HTTP hooks (http://127.0.0.1:PORT/hook/...)", REFUSE))
         if isinstance(data.get("httpHookAllowedEnvVars"), list):
             # Merged like the URLs; without the guard's variable its header goes out without the
             # session's secret, the service answers 401, and the CLI goes on as if no hook ran.
-            names = {n for t in loaded for n in ((t.data or {}).get("httpHookAllowedEnvVars") or []) if isinstance(n, str)}
+            names = {n for t in loaded
+                     for n in ((t.data or {}).get("httpHookAllowedEnvVars") or []) if isinstance(n, str)}
             if GUARD_TOKEN_VAR not in names:
-                out.append(Finding(s.name, s.where, "httpHookAllowedEnvVars", f"leaves out {GUARD_TOKEN_VAR}: the guard's HTTP hooks lose their secret", REFUSE))
+                out.append(Finding(s.name, s.where, "httpHookAllowedEnvVars",
+                                   f"leaves out {GUARD_TOKEN_VAR}: the guard's HTTP hooks lose their secret", REFUSE))
         for event in DECISION_EVENTS:
             count = _hook_entries(data, event)
             if count:
                 action = REPORT if is_managed else STRICT
-                out.append(Finding(s.name, s.where, f"hooks.{event}", f"{count} hook(s) of its own that can answer before the guard's", action))
+                out.append(Finding(s.name, s.where, f"hooks.{event}",
+                                   f"{count} hook(s) of its own that can answer before the guard's", action))
     return out
 
 
 def env_findings(args: ClaudeArgs, env: dict[str, str]) -> list[Finding]:
     out = [Finding("env", f"environment {name}", name, "switches off every hook but managed ones", STRICT)
            for name in HOOKS_OFF_ENV if _truthy(env.get(name))]
-    out += [Finding("argv", flag, flag, "switches off every hook but managed ones", STRICT) for flag in HOOKS_OFF_FLAGS if args.has(flag)]
+    out += [Finding("argv", flag, flag, "switches off every hook but managed ones", STRICT)
+            for flag in HOOKS_OFF_FLAGS if args.has(flag)]
     return out
 
 
@@ -273,12 +294,14 @@ def mode_chosen(args: ClaudeArgs, cfg: Config) -> str | None:
     return None
 
 
-def check(args: ClaudeArgs, cfg: Config, cwd: str, env: dict[str, str] | None = None, managed: str | None = None) -> list[Finding]:
+def check(args: ClaudeArgs, cfg: Config, cwd: str, env: dict[str, str] | None = None,
+          managed: str | None = None) -> list[Finding]:
     """Refuse (UsageError, exit 2, one line naming the file and the key) when a settings source
     would silence the guard or loosen the mode: always under lockdown; otherwise unless
     ``[security] allow_settings_override`` is on. Returns the findings let through (to warn)."""
     env = dict(os.environ) if env is None else env
-    found = findings(args, sources(args, cwd, env, managed), mode_chosen=mode_chosen(args, cfg)) + env_findings(args, env)
+    found = findings(args, sources(args, cwd, env, managed), mode_chosen=mode_chosen(args, cfg))
+    found += env_findings(args, env)
     lockdown = bool(cfg.lockdown.value)
     for f in found:
         if f.action == REFUSE or (f.action == STRICT and lockdown):
@@ -308,7 +331,8 @@ WATCH_INTERVAL = 0.2
 def protected_files(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None) -> list[str]:
     """The settings files of this run that a tool of the session could write."""
     env = dict(os.environ) if env is None else env
-    files = [user_settings_file(env), os.path.join(cwd, ".claude", "settings.json"), os.path.join(cwd, ".claude", "settings.local.json")]
+    files = [user_settings_file(env), os.path.join(cwd, ".claude", "settings.json"),
+             os.path.join(cwd, ".claude", "settings.local.json")]
     files += [os.path.abspath(v) for v in args.values("--settings") if not v.lstrip().startswith("{")]
     return list(dict.fromkeys(files))  # HOME may be the cwd
 
@@ -321,8 +345,8 @@ def protected_rules(args: ClaudeArgs, cfg: Config, cwd: str) -> list[str]:
     return [f"Edit(/{path})" for path in protected_files(args, cwd)]  # //abs: an absolute path
 
 
-def _stat_all(paths: list[str], dirs: list[str]) -> tuple:
-    out = []
+def _stat_all(paths: list[str], dirs: list[str]) -> tuple[object, ...]:
+    out: list[object] = []
     for path in paths:
         try:
             st = os.stat(path)

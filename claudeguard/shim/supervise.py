@@ -20,7 +20,7 @@ import threading
 
 from claudeguard.shim.child import SI_USER, ChildProcess, write_all
 
-TYPE_CHECKING = False  # typing costs every session's start ~3 ms (bench/RESULTS.md)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any
 
@@ -29,7 +29,7 @@ class Supervisor(ChildProcess):
     def __init__(self, argv: list[str], env: dict[str, str], *, tap_stdout: bool) -> None:
         super().__init__(argv, env)
         self.tap_stdout = tap_stdout and not os.isatty(1)
-        self.child: subprocess.Popen | None = None
+        self.child: subprocess.Popen[bytes] | None = None
         self._exited = threading.Event()
 
     # -- start ---------------------------------------------------------------------------------
@@ -76,7 +76,8 @@ class Supervisor(ChildProcess):
     def relay(self) -> int:
         """Copy the child's stdout to ours until it exits; return its exit code (128+N for a signal)."""
         assert self.child is not None
-        out = self.child.stdout.fileno() if self.child.stdout else None
+        pipe = self.child.stdout
+        out = pipe.fileno() if pipe else None
         stdout_ok = True
         while True:
             fds = [self._wake_r] + ([out] if out is not None else [])
@@ -94,7 +95,8 @@ class Supervisor(ChildProcess):
                     if not stdout_ok:
                         # Our reader went away: close the pipe so the child sees EPIPE as it
                         # would have without us, and go on waiting for it to exit.
-                        self.child.stdout.close()
+                        if pipe is not None:
+                            pipe.close()
                         out = None
                         continue
                 if self.on_output is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable
+from typing import Any, Callable
 
 from claudeguard.shim.child import write_all
 
@@ -89,7 +89,7 @@ class TerminalRelay:
         self.stdin_open = True
         self.stdout_ok = True
         self.to_child = bytearray()  # typed or relayed, not yet taken by the pty
-        self._saved_tc: list | None = None
+        self._saved_tc: list[Any] | None = None
         self._raw = False
 
     def open(self, rows: int, cols: int) -> int:

@@ -25,6 +25,7 @@ SIGKILL after a grace; then it removes the socket directory. Linux only (``/proc
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -34,7 +35,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 # Field 22 of /proc/PID/stat (start time in clock ticks), as the CLI records it; None when the
 # process is gone or a zombie.
@@ -125,7 +126,7 @@ def _is_guard_service(pid: int) -> bool:
 # --- what the CLI recorded ---------------------------------------------------------------------
 
 
-def _read_json(path: Path) -> dict:
+def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -150,7 +151,9 @@ def recorded_pids(cfg_dir: Path) -> dict[int, str | None]:
     """Pids the CLI recorded for its workers (pty hosts) and sessions, with their start times."""
     out: dict[int, str | None] = {}
     roster = _read_json(cfg_dir / "daemon" / "roster.json")
-    workers = roster.get("workers") if isinstance(roster.get("workers"), dict) else {}
+    workers = roster.get("workers")
+    if not isinstance(workers, dict):
+        workers = {}
     for worker in workers.values():
         if not isinstance(worker, dict):
             continue
@@ -166,7 +169,7 @@ def recorded_pids(cfg_dir: Path) -> dict[int, str | None]:
     return out
 
 
-def session_records(cfg_dir: Path) -> list[dict]:
+def session_records(cfg_dir: Path) -> list[dict[str, Any]]:
     """The ``sessions/<pid>.json`` records of live background sessions (``kind`` = ``bg``)."""
     out = []
     for path in sorted((cfg_dir / "sessions").glob("*.json")):
@@ -209,7 +212,7 @@ def launch_bg(argv: Sequence[str | Path], env: dict[str, str], cwd: str | Path, 
 
 
 def list_agents(claude: str | Path, env: dict[str, str], cwd: str | Path, *, all_sessions: bool = False,
-                timeout: float = 30) -> list[dict]:
+                timeout: float = 30) -> list[dict[str, Any]]:
     """``claude agents --json`` (``--all`` too when asked): a list of ``{pid, id, cwd, kind,
     startedAt, sessionId, name, status, state}``."""
     argv = [str(claude), "agents", "--json", *(["--all"] if all_sessions else [])]
@@ -224,17 +227,18 @@ def list_agents(claude: str | Path, env: dict[str, str], cwd: str | Path, *, all
 
 
 def wait_for_daemon(cfg_dir: Path, timeout: float = 30) -> int:
-    return wait_until(lambda: daemon_pid(cfg_dir), timeout, interval=0.1, what=f"the daemon's pid in {cfg_dir / 'daemon.lock'}")
+    return wait_until(lambda: daemon_pid(cfg_dir), timeout, interval=0.1,
+                      what=f"the daemon's pid in {cfg_dir / 'daemon.lock'}")
 
 
-def job_state(cfg_dir: Path, short_id: str) -> dict:
+def job_state(cfg_dir: Path, short_id: str) -> dict[str, Any]:
     """``jobs/<short id>/state.json``: ``state``, ``detail`` (the last text), ``tokens`` ..."""
     return _read_json(cfg_dir / "jobs" / short_id / "state.json")
 
 
 def job_texts(cfg_dir: Path, short_id: str) -> list[str]:
     """The ``text`` of every line of ``jobs/<short id>/timeline.jsonl`` (the session's replies)."""
-    out = []
+    out: list[str] = []
     try:
         lines = (cfg_dir / "jobs" / short_id / "timeline.jsonl").read_text().splitlines()
     except OSError:
@@ -286,6 +290,11 @@ def _targets(cfg_dir: Path, env_matches: Iterable[tuple[str, str]]) -> dict[int,
     return found
 
 
+def _all_gone(targets: dict[int, str]) -> bool:
+    """Has every process of ``targets`` (pid -> start time) exited?"""
+    return not any(proc_start(p) == s for p, s in targets.items())
+
+
 def _signal_all(targets: dict[int, str], sig: int) -> list[int]:
     sent = []
     for pid, start in targets.items():
@@ -319,11 +328,11 @@ def stop_daemon(env: dict[str, str], *, grace: float = 5.0, remove_sockets: bool
         report.stopped.extend(p for p in _signal_all(targets, signal.SIGTERM) if p not in report.stopped)
         _signal_all(targets, signal.SIGCONT)  # a stopped process acts on SIGTERM only when continued
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and any(proc_start(p) == s for p, s in targets.items()):
+        while time.monotonic() < deadline and not _all_gone(targets):
             time.sleep(0.05)
         # A pty host outlives its session's SIGTERM (observed): what is left gets SIGKILL.
         report.killed.extend(_signal_all(targets, signal.SIGKILL))
-        wait_until(lambda: not any(proc_start(p) == s for p, s in targets.items()), 5.0, "killed processes to exit")
+        wait_until(functools.partial(_all_gone, targets), 5.0, "killed processes to exit")
     else:
         raise BgDaemonError(f"processes of {cfg_dir} keep appearing after 5 rounds of stopping")
     if remove_sockets:

@@ -17,11 +17,14 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 from typing import Sequence
 
 from claudeguard.errors import GuardError, run_main
 from claudeguard.paths import cache_dir
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from pathlib import Path
 
 PACKAGE = "@anthropic-ai/claude-code"
 PINNED_VERSIONS = ("2.1.197", "2.1.330")

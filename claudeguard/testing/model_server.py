@@ -15,8 +15,8 @@ turn, turn k plays after k results. Turn kinds::
     {"slow": {"text": "...", "chunk_delay": 0.5}}       stream the text word by word
 
 Past the last turn the conversation gets "done"; requests that match no script, and requests that
-offer no tools (the CLI's side requests: titles, summaries, quota probes), get "ok". Every request and every tool result is
-recorded, in memory and optionally as JSON lines in a file.
+offer no tools (the CLI's side requests: titles, summaries, quota probes), get "ok". Every request
+and every tool result is recorded, in memory and optionally as JSON lines in a file.
 
 Stdlib only, so a user's test suite (and ``claudeguardctl demo``) can use it without extras. Also a
 command: ``python -m claudeguard.testing.model_server --scenario FILE.json [--port N] [--record FILE]``
@@ -47,7 +47,7 @@ SIDE_TEXT = "ok"
 # --- scenario ---------------------------------------------------------------------------------
 
 
-def load_scenario(data: Any) -> list[dict]:
+def load_scenario(data: Any) -> list[dict[str, Any]]:
     """Validate a scenario (a list of scripts, or ``{"scripts": [...]}``) and return the list.
 
     Raises ValueError naming the first bad script or turn, so a typo in a test's scenario fails
@@ -73,7 +73,7 @@ def load_scenario(data: Any) -> list[dict]:
     return data
 
 
-def _calls(turn: dict) -> list[dict]:
+def _calls(turn: dict[str, Any]) -> list[dict[str, Any]]:
     if "tool_use" in turn:
         return [turn["tool_use"]]
     if "tool_uses" in turn:
@@ -81,7 +81,7 @@ def _calls(turn: dict) -> list[dict]:
     return []
 
 
-def pick_turn(turns: Sequence[dict], results: int) -> int:
+def pick_turn(turns: Sequence[dict[str, Any]], results: int) -> int:
     """Index of the turn to play after ``results`` tool results (``len(turns)`` when past the end).
 
     A tool turn is consumed by as many results as it made calls; a text turn ends the turn and
@@ -112,7 +112,7 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def first_user_text(body: dict) -> str:
+def first_user_text(body: dict[str, Any]) -> str:
     """The text of the conversation's first user message, without the ``<system-reminder>``
     blocks the CLI puts ahead of the prompt (they carry dates, CLAUDE.md and the like, which a
     ``match`` should not hit by accident)."""
@@ -128,7 +128,7 @@ def first_user_text(body: dict) -> str:
     return ""
 
 
-def _session_id(body: dict) -> str | None:
+def _session_id(body: dict[str, Any]) -> str | None:
     # The CLI sends metadata.user_id as a JSON string holding the session id (shared by the main
     # agent and its subagents).
     raw = (body.get("metadata") or {}).get("user_id")
@@ -139,7 +139,7 @@ def _session_id(body: dict) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _tool_result_blocks(body: dict) -> Iterator[dict]:
+def _tool_result_blocks(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for msg in body.get("messages") or []:
         if isinstance(msg, dict) and msg.get("role") == "user" and isinstance(msg.get("content"), list):
             for block in msg["content"]:
@@ -147,7 +147,7 @@ def _tool_result_blocks(body: dict) -> Iterator[dict]:
                     yield block
 
 
-def _tool_names(body: dict) -> dict[str, str]:
+def _tool_names(body: dict[str, Any]) -> dict[str, str]:
     """tool_use id -> tool name, from the assistant messages the CLI sent back."""
     names = {}
     for msg in body.get("messages") or []:
@@ -178,8 +178,8 @@ class ModelServer:
         self._port = port
         self._record_path = Path(record) if record else None
         self._cond = threading.Condition()
-        self._requests: list[dict] = []
-        self._tool_results: list[dict] = []
+        self._requests: list[dict[str, Any]] = []
+        self._tool_results: list[dict[str, Any]] = []
         self._seen_results: set[str] = set()
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
@@ -232,18 +232,20 @@ class ModelServer:
         if self._httpd is None:
             raise RuntimeError("model server not started")
         host, port = self._httpd.server_address[:2]
+        if isinstance(host, bytes):
+            host = host.decode()
         return f"http://{host}:{port}"
 
     # what was seen
 
-    def requests(self) -> list[dict]:
+    def requests(self) -> list[dict[str, Any]]:
         """Every request: method, path, first_user_text, model, has_tools, session_id, stream,
         script (its match, or None), turn (index, or None) and played (the turn kind, or
         "head", "get", "count_tokens", "404")."""
         with self._cond:
             return [dict(r) for r in self._requests]
 
-    def tool_results(self) -> list[dict]:
+    def tool_results(self) -> list[dict[str, Any]]:
         """Every tool_result block, once each: tool_use_id, tool, content, is_error, script."""
         with self._cond:
             return [dict(r) for r in self._tool_results]
@@ -265,7 +267,7 @@ class ModelServer:
 
     # internals used by the handler
 
-    def _record(self, kind: str, entry: dict) -> None:
+    def _record(self, kind: str, entry: dict[str, Any]) -> None:
         entry = dict(entry, time=time.time())
         with self._cond:
             (self._requests if kind == "request" else self._tool_results).append(entry)
@@ -277,7 +279,7 @@ class ModelServer:
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}_{next(self._ids):04d}{uuid.uuid4().hex[:20]}"
 
-    def _plan(self, body: dict) -> tuple[dict | None, int | None, dict]:
+    def _plan(self, body: dict[str, Any]) -> tuple[dict[str, Any] | None, int | None, dict[str, Any]]:
         """(script, turn index, turn) for a Messages request."""
         first = first_user_text(body)
         results = list(_tool_result_blocks(body))
@@ -308,7 +310,7 @@ class ModelServer:
         return script, idx, turns[idx] if idx < len(turns) else {"text": DONE_TEXT}
 
 
-def _kind(turn: dict) -> str:
+def _kind(turn: dict[str, Any]) -> str:
     return next(k for k in TURN_KINDS if k in turn)
 
 
@@ -329,12 +331,12 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass  # the peer or stop() already closed it
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # quiet: tests read the recording, not a request log
 
     # plumbing
 
-    def _send_json(self, status: int, obj: dict) -> None:
+    def _send_json(self, status: int, obj: dict[str, Any]) -> None:
         data = json.dumps(obj).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -342,7 +344,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _read_body(self) -> dict:
+    def _read_body(self) -> dict[str, Any]:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
@@ -351,7 +353,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = {}
         return body if isinstance(body, dict) else {}
 
-    def _event(self, name: str, data: dict) -> None:
+    def _event(self, name: str, data: dict[str, Any]) -> None:
         if self.model._stopping.is_set():
             raise _Stopped
         self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
@@ -364,19 +366,19 @@ class _Handler(BaseHTTPRequestHandler):
                                        "model": None, "has_tools": False, "session_id": None, "stream": False,
                                        "script": None, "turn": None, "played": played})
 
-    def do_HEAD(self) -> None:  # noqa: N802 - stdlib naming
+    def do_HEAD(self) -> None:
         # The CLI probes reachability with HEAD /.
         self._record_plain("head")
         self.send_response(200)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         root = self.path in ("/", "")
         self._record_plain("get" if root else "404")
         self._send_json(200 if root else 404, {"ok": True} if root else _error("not_found_error", self.path))
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = self._read_body()
         path = self.path.split("?", 1)[0]
         base = {"method": "POST", "path": self.path, "first_user_text": first_user_text(body),
@@ -405,7 +407,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # replies
 
-    def _blocks(self, turn: dict) -> tuple[list[dict], str]:
+    def _blocks(self, turn: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
         calls = _calls(turn)
         if calls:
             return ([{"type": "tool_use", "id": self.model._new_id("toolu"), "name": c["name"],
@@ -413,7 +415,7 @@ class _Handler(BaseHTTPRequestHandler):
         text = turn.get("text") or turn.get("stall_after_text") or (turn.get("slow") or {}).get("text", "")
         return [{"type": "text", "text": text}], "end_turn"
 
-    def _whole(self, body: dict, turn: dict, input_tokens: int) -> None:
+    def _whole(self, body: dict[str, Any], turn: dict[str, Any], input_tokens: int) -> None:
         if "stall_after_text" in turn:
             # A non-streaming stall: headers never come; hold the connection until stop.
             self.model._stopping.wait()
@@ -426,7 +428,7 @@ class _Handler(BaseHTTPRequestHandler):
             "usage": {"input_tokens": input_tokens, "output_tokens": _estimate_tokens(json.dumps(content))},
         })
 
-    def _stream(self, body: dict, turn: dict, input_tokens: int) -> None:
+    def _stream(self, body: dict[str, Any], turn: dict[str, Any], input_tokens: int) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -470,7 +472,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._event("message_stop", {"type": "message_stop"})
 
 
-def _error(kind: str, message: str) -> dict:
+def _error(kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 

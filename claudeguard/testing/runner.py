@@ -10,8 +10,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from pathlib import Path
 from typing import Sequence
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def _kill_group(pgid: int) -> None:

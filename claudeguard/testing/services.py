@@ -7,7 +7,10 @@ import json
 import os
 import signal
 import time
-from pathlib import Path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def live_services(root: Path) -> list[int]:

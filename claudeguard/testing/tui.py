@@ -11,8 +11,16 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
+import weakref
 from typing import Sequence
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pexpect
+
+    from claudeguard.shim.screen import Screen
 
 # CSI (ESC [ ... final), OSC (ESC ] ... BEL or ST), charset selection, and other two-byte escapes.
 _ESC = r"(?:\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[@-Z\\-_=>])"
@@ -35,8 +43,19 @@ def screen_text(raw: str) -> str:
     return re.sub(r"\s+", " ", _ESC_RE.sub(" ", raw)).strip()
 
 
+class _View:
+    """What ``expect_text`` keeps per child: its screen model and the raw text not matched yet."""
+
+    def __init__(self, screen: Screen) -> None:
+        self.screen = screen
+        self.raw = ""
+
+
+_VIEWS: weakref.WeakKeyDictionary[pexpect.spawn[str], _View] = weakref.WeakKeyDictionary()
+
+
 def spawn_tui(argv: Sequence[str], env: dict[str, str], cwd: str | Path,
-              dimensions: tuple[int, int] = (40, 120), timeout: float = 30):
+              dimensions: tuple[int, int] = (40, 120), timeout: float = 30) -> pexpect.spawn[str]:
     """Start ``argv`` under a pty (rows, cols); the caller must ``close_tui`` it."""
     import pexpect  # lazy: only tests drive a TUI
 
@@ -44,7 +63,7 @@ def spawn_tui(argv: Sequence[str], env: dict[str, str], cwd: str | Path,
                          dimensions=dimensions, encoding="utf-8", codec_errors="replace", timeout=timeout)
 
 
-def expect_text(child, text: str, timeout: float = 15) -> None:
+def expect_text(child: pexpect.spawn[str], text: str, timeout: float = 15) -> None:
     """Wait until ``text`` is on the screen; raise AssertionError with the screen if it has not
     appeared within ``timeout`` or the program ended.
 
@@ -58,18 +77,18 @@ def expect_text(child, text: str, timeout: float = 15) -> None:
 
     from claudeguard.shim.screen import Screen
 
-    screen = getattr(child, "_claudeguard_screen", None)
-    if screen is None:
+    view = _VIEWS.get(child)
+    if view is None:
         rows, cols = child.getwinsize()
-        screen = child._claudeguard_screen = Screen(rows, cols)
-        child._claudeguard_raw = ""
+        view = _VIEWS[child] = _View(Screen(rows, cols))
+    screen = view.screen
     want = " ".join(text.split())
     pattern = text_pattern(text)
     deadline = time.monotonic() + timeout
     what = "timed out"
     while True:
-        if want in " ".join(screen.text().split()) or pattern.search(child._claudeguard_raw):
-            child._claudeguard_raw = ""  # like expect(): what matched is consumed
+        if want in " ".join(screen.text().split()) or pattern.search(view.raw):
+            view.raw = ""  # like expect(): what matched is consumed
             return
         left = deadline - time.monotonic()
         if left <= 0:
@@ -82,12 +101,12 @@ def expect_text(child, text: str, timeout: float = 15) -> None:
             what = "program ended"
             break
         screen.feed(data)
-        child._claudeguard_raw = (child._claudeguard_raw + data)[-20000:]
+        view.raw = (view.raw + data)[-20000:]
     seen = " ".join(screen.text().split())[-1500:]
     raise AssertionError(f"{text!r} not seen on the terminal ({what} after {timeout}s); screen: {seen}")
 
 
-def exit_tui(child, timeout: float = 10) -> int | None:
+def exit_tui(child: pexpect.spawn[str], timeout: float = 10) -> int | None:
     """Leave the TUI the way a user does and return its exit code: Ctrl-C, which first cancels
     whatever is open and arms "Press Ctrl-C again to exit", then Ctrl-C again (typed "/exit" works
     too, but not while a dialog holds the keyboard)."""
@@ -108,7 +127,7 @@ def exit_tui(child, timeout: float = 10) -> int | None:
     return close_tui(child)
 
 
-def close_tui(child) -> int | None:
+def close_tui(child: pexpect.spawn[str]) -> int | None:
     """Stop the child by pid (SIGHUP, SIGINT, then SIGKILL), reap it, and return its exit code."""
     if not child.closed:
         if child.isalive():
@@ -116,7 +135,8 @@ def close_tui(child) -> int | None:
         child.close(force=True)
     # pexpect reaps on close; make sure nothing of ours is left as a zombie.
     try:
-        os.waitpid(child.pid, os.WNOHANG)
+        if child.pid is not None:
+            os.waitpid(child.pid, os.WNOHANG)
     except ChildProcessError:
         pass
     return child.exitstatus

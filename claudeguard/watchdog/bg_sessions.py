@@ -49,7 +49,7 @@ def config_dir_of(environ: dict[str, str]) -> Path | None:
     return Path(home) / ".claude" if home else None
 
 
-def _from_agents(exe: str, environ: dict[str, str]) -> list[dict] | None:
+def _from_agents(exe: str, environ: dict[str, str]) -> list[dict[str, Any]] | None:
     try:
         proc = subprocess.run([exe, "agents", "--json"], env=environ, cwd="/", capture_output=True, text=True,
                               timeout=AGENTS_TIMEOUT_S, stdin=subprocess.DEVNULL)
@@ -67,7 +67,7 @@ def _from_agents(exe: str, environ: dict[str, str]) -> list[dict] | None:
     return out
 
 
-def _from_records(cfg_dir: Path) -> list[dict]:
+def _from_records(cfg_dir: Path) -> list[dict[str, Any]]:
     out = []
     for path in sorted((cfg_dir / "sessions").glob("*.json")):
         try:
@@ -86,7 +86,7 @@ def _from_records(cfg_dir: Path) -> list[dict]:
     return out
 
 
-def background_rows(parts: list[tuple[Any, list[str], str]], skip: set) -> list[dict]:
+def background_rows(parts: list[tuple[Any, list[str], str]], skip: set[Any]) -> list[dict[str, Any]]:
     """Rows for ``ps --all`` from the machinery processes found by the scan: ``parts`` is
     ``(psutil.Process, cmdline, component)``; ``skip`` holds pids already listed as guarded."""
     import psutil
@@ -107,7 +107,7 @@ def background_rows(parts: list[tuple[Any, list[str], str]], skip: set) -> list[
                 dirs.setdefault(cfg, None)
         else:
             dirs.setdefault(cfg, None)
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     seen: set[int] = set()
     now = time.time()
     for cfg, daemon in dirs.items():

@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, BinaryIO, Callable
 
 from claudeguard.files import read_json
 from claudeguard.procs import fill, spawn_detached
@@ -44,7 +44,7 @@ _CLOCKS = frozenset({"cpu_s", "quiet_s", "last_progress_ago_s", "tree_cpu_s", "q
                      "last_screen_output_ago_s", "stream_silent_s", "age_s", "cpu_delta_s", "busy_ago_s"})
 
 
-def _steady(d: dict) -> dict:
+def _steady(d: dict[str, Any]) -> dict[str, Any]:
     """``d`` without the fields named in ``_CLOCKS``, in it and in the dicts and lists of dicts in it."""
     out = {}
     for k, v in d.items():
@@ -86,9 +86,10 @@ class PendingCounts:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._stat: tuple[str, float, tuple | None, float] = ("", 0.0, None, 0.0)  # path, when, key, mtime
+        # path, when, key (path, dev, ino, mtime_ns), mtime
+        self._stat: tuple[str, float, tuple[str, int, int, int] | None, float] = ("", 0.0, None, 0.0)
         # session id -> (path, dev, ino, mtime) of the channel when a listing found nothing open
-        self._none_at: dict[str, tuple] = {}
+        self._none_at: dict[str, tuple[str, int, int, int]] = {}
 
     def count(self, session_id: str) -> int:
         from claudeguard.paths import default_runtime_root
@@ -109,7 +110,7 @@ class PendingCounts:
         with self._lock:
             if key is not None and self._none_at.get(session_id) == key:
                 return 0
-        from claudeguard.channel import list_pending  # type: ignore[attr-defined]
+        from claudeguard.channel import list_pending
 
         n = len(list_pending(session_id))  # raises when there is no channel, or a broken one
         with self._lock:
@@ -150,7 +151,7 @@ def say_stall(diagnosis: str, action: str) -> None:
 
 
 class Monitor:
-    def __init__(self, *, child_pid: int, session_id: str, session_dir: Path, config: WatchConfig,
+    def __init__(self, *, child_pid: int, session_id: str, session_dir: str | Path, config: WatchConfig,
                  output_format: str | None, prompt: str | None, cwd: str, argv: list[str],
                  on_stall: Callable[[str], None], clock: Callable[[], float] = time.monotonic,
                  stream_tap: bool = True) -> None:
@@ -185,7 +186,7 @@ class Monitor:
             from claudeguard.watchdog.stream import StreamTap
 
             self.tap = StreamTap(self._msgs.append)
-        self._events_fh = None
+        self._events_fh: BinaryIO | None = None
         self._events_path = os.path.join(self.session_dir, "events.jsonl")
         self._events_buf = b""
         self._screen_tail: list[str] | None = None
@@ -198,9 +199,9 @@ class Monitor:
         self._errors_reported: set[str] = set()
         self.last_verdict: StallVerdict | None = None
         self.diagnosis: str | None = None
-        self.stalls: list[dict] = []  # one per stall episode, for the end-of-run report
+        self.stalls: list[dict[str, Any]] = []  # one per stall episode, for the end-of-run report
         self.log_dir: str | None = None  # the session's log dir, when not this process's own
-        self.extra_status: dict = {}  # more fields for status.json (a background session's short id)
+        self.extra_status: dict[str, Any] = {}  # more fields for status.json (a background session's short id)
         self.after_sample: Callable[[], None] | None = None  # called after each sample, in the sampling thread
         self._status_key: object = None  # what the last status.json said, its clocks left out
         self._status_at = 0.0
@@ -290,7 +291,7 @@ class Monitor:
                 tr.last_progress = tr._hold = since
             tr.in_stall = True
 
-    def stall_state(self) -> dict:
+    def stall_state(self) -> dict[str, Any]:
         """What ``carry_stall`` of the next monitor needs."""
         tr = self.tracker
         return {"in_stall": tr.in_stall, "stall_count": tr.stall_count, "since": tr.last_progress}
@@ -351,9 +352,9 @@ class Monitor:
             if kind == "activity":
                 tr.activity(t, str(value))
             elif kind == "screen":
-                tr.screen(t, value)  # type: ignore[arg-type]
+                tr.screen(t, value if isinstance(value, str) else None)  # queued by set_screen_hint: a str or None
             elif kind == "messages":
-                tr.messages += int(value)  # type: ignore[call-overload]
+                tr.messages += value if isinstance(value, int) else 0  # queued by feed_stream: an int
         self._read_events()
         tr.pending(self.clock(), self._pending())
 
@@ -363,28 +364,29 @@ class Monitor:
         except Exception:  # noqa: BLE001 - no channel, or a broken one: "unknown"
             return None
 
-    def _events_replaced(self) -> bool:
+    def _events_replaced(self, fh: BinaryIO) -> bool:
         try:
             st = os.stat(self._events_path, follow_symlinks=False)
         except OSError:
-            return os.fstat(self._events_fh.fileno()).st_nlink == 0  # removed, not yet made again
-        mine = os.fstat(self._events_fh.fileno())
+            return os.fstat(fh.fileno()).st_nlink == 0  # removed, not yet made again
+        mine = os.fstat(fh.fileno())
         return (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino)
 
     def _read_events(self) -> None:
         import json
 
-        if self._events_fh is None:
+        fh = self._events_fh
+        if fh is None:
             try:
                 fd = os.open(self._events_path, os.O_RDONLY | os.O_NOFOLLOW)
             except OSError:
                 return
-            self._events_fh = os.fdopen(fd, "rb")
-        data = self._events_fh.read(1 << 20)
+            fh = self._events_fh = os.fdopen(fd, "rb")
+        data = fh.read(1 << 20)
         if not data:
-            if self._events_replaced():
+            if self._events_replaced(fh):
                 # The session dir was removed and made again (shim/keeper.py): read the new file.
-                self._events_fh.close()
+                fh.close()
                 self._events_fh, self._events_buf = None, b""
             return
         data = self._events_buf + data
@@ -420,7 +422,7 @@ class Monitor:
         now = self.clock()
         if not force and key == self._status_key and now - self._status_at < STATUS_EVERY_S:
             return
-        status = {
+        status: dict[str, Any] = {
             "session_id": self.session_id,
             "pid": os.getpid(),
             "pid_start": self._pid_start,
@@ -469,11 +471,11 @@ class Monitor:
         try:
             sys.stderr.write(f"claudeguard: watchdog: {key}\n")
             sys.stderr.flush()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - stderr may be gone; the watchdog goes on
             pass
 
     # -- a stall ---------------------------------------------------------------------------
-    def _stall(self, v: StallVerdict) -> tuple[str, str, dict]:
+    def _stall(self, v: StallVerdict) -> tuple[str, str, dict[str, Any]]:
         """The diagnosis, the action and the report's record of a new stall."""
         from claudeguard.channel.audit import now_iso
 
@@ -500,7 +502,7 @@ class Monitor:
     def _call_back(self, diagnosis: str) -> None:
         try:
             self.on_stall_cb(diagnosis)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - the caller's callback must not stop the watchdog
             self._report_error(exc)
 
     def _notify_command(self) -> list[str]:
@@ -536,7 +538,7 @@ class Monitor:
 
     def _audit(self, diagnosis: str, v: StallVerdict, action: str) -> None:
         try:
-            from claudeguard.channel import audit  # type: ignore[attr-defined]
+            from claudeguard.channel import audit
 
             audit.record({
                 "session_id": self.session_id, "event": "stall", "agent_type": None, "agent_id": None,
@@ -641,7 +643,7 @@ class Schedule:
         session_log.set(monitor.log_dir)
         try:
             monitor._act(verdict)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - reported once; the schedule samples on
             monitor._report_error(exc)
         if not monitor._stop.is_set():
             self.add(monitor, self.next_due(monitor.interval, time.monotonic()))

@@ -18,6 +18,10 @@ from typing import Callable, Iterable
 
 from claudeguard.watchdog.state import ProcInfo, Sample
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    import psutil
+
 LINUX = sys.platform.startswith("linux")
 # read(2)-like syscall numbers: what a process blocked on a terminal or on stdin is doing.
 _READ_SYSCALLS = {"x86_64": {0, 17, 19, 295}, "aarch64": {63, 65, 67, 69}, "riscv64": {63, 65, 67, 69}}.get(
@@ -229,7 +233,7 @@ class TreeSampler:
         self.io_fields = (b"rchar:",) if reads_only else (b"rchar:", b"wchar:")
         self.clock = clock
         self.check_reads = check_reads and LINUX and bool(_READ_SYSCALLS)
-        self._ps: dict[int, object] = {}  # psutil.Process cache for the portable path
+        self._ps: dict[int, psutil.Process] = {}  # psutil.Process cache for the portable path
         self._root = ProcFiles(root_pid) if LINUX else None
 
     def close(self) -> None:
@@ -272,27 +276,27 @@ class TreeSampler:
         try:
             root = self._ps.get(self.root_pid) or psutil.Process(self.root_pid)
             self._ps[self.root_pid] = root
-            members = [root] + root.children(recursive=True)  # type: ignore[attr-defined]
+            members = [root] + root.children(recursive=True)
         except psutil.Error:
             return procs
-        cache: dict[int, object] = {}
+        cache: dict[int, psutil.Process] = {}
         for p in members:
             p = self._ps.get(p.pid, p)
             cache[p.pid] = p
             try:
-                with p.oneshot():  # type: ignore[attr-defined]
-                    t = p.cpu_times()  # type: ignore[attr-defined]
+                with p.oneshot():
+                    t = p.cpu_times()
                     try:
-                        c = p.io_counters()  # type: ignore[attr-defined]
+                        c = p.io_counters()
                         io = getattr(c, "read_chars", c.read_bytes) + getattr(c, "write_chars", c.write_bytes)
                     except (psutil.Error, AttributeError, NotImplementedError):
                         io = None
                     procs[p.pid] = ProcInfo(
-                        pid=p.pid, ppid=p.ppid(), name=p.name(),  # type: ignore[attr-defined]
-                        status=_PSUTIL_STATUS.get(p.status(), "S"),  # type: ignore[attr-defined]
+                        pid=p.pid, ppid=p.ppid(), name=p.name(),
+                        status=_PSUTIL_STATUS.get(p.status(), "S"),
                         cpu=t.user + t.system,
                         cpu_children=getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0),
-                        start=p.create_time(), io=io,  # type: ignore[attr-defined]
+                        start=p.create_time(), io=io,
                     )
             except psutil.Error:
                 continue
@@ -309,7 +313,7 @@ def _identity(pid: int) -> tuple[int, float] | None:
         import psutil
 
         return (pid, psutil.Process(pid).create_time())
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - gone, or not ours to read: nothing to stop
         return None
 
 
@@ -324,7 +328,7 @@ def _alive(ident: tuple[int, float]) -> bool:
 
         p = psutil.Process(pid)
         return p.create_time() == start and p.status() != psutil.STATUS_ZOMBIE
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - gone, or not ours to read: not alive
         return False
 
 

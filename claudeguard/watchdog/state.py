@@ -30,6 +30,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
 STARTING = "starting"
 THINKING = "thinking"
 STREAMING = "streaming"
@@ -44,7 +48,8 @@ EXITED = "exited"
 # Tools that run a subagent: while only these are in flight the subagent is waiting on the model.
 AGENT_TOOLS = frozenset({"Agent", "Task"})
 # Kernel states worth naming in evidence.
-ODD_STATES = {"D": "in uninterruptible sleep (disk or NFS)", "T": "stopped (SIGSTOP)", "t": "stopped by a tracer", "Z": "a zombie"}
+ODD_STATES = {"D": "in uninterruptible sleep (disk or NFS)", "T": "stopped (SIGSTOP)", "t": "stopped by a tracer",
+              "Z": "a zombie"}
 
 
 @dataclass(frozen=True)
@@ -85,10 +90,10 @@ class StreamMsg:
     tool_results: list[str] = field(default_factory=list)
     parent_tool_use_id: str | None = None
     task_id: str | None = None
-    task: dict | None = None  # description, subagent_type, tool_use_id, task_type
-    tasks: list[dict] | None = None  # background_tasks_changed: the whole set
+    task: dict[str, Any] | None = None  # description, subagent_type, tool_use_id, task_type
+    tasks: list[dict[str, Any]] | None = None  # background_tasks_changed: the whole set
     partial_event: str | None = None  # stream_event type: message_start, content_block_delta, ...
-    mcp_servers: list[dict] | None = None
+    mcp_servers: list[dict[str, Any]] | None = None
     request: str | None = None  # control_request subtype (SDK hosts answer can_use_tool)
     is_error: bool = False
 
@@ -146,7 +151,7 @@ class StallVerdict:
     stalled: bool
     new_stall: bool  # first verdict of this stall episode
     diagnosis: str | None
-    evidence: dict
+    evidence: dict[str, Any]
 
 
 def _secs(x: float) -> str:
@@ -185,7 +190,7 @@ class Tracker:
         self.calls: dict[str, Call] = {}
         self.tasks: dict[str, Task] = {}
         self.agents: dict[str, str] = {}  # running subagents: agent_id -> agent_type
-        self.mcp_servers: list[dict] = []
+        self.mcp_servers: list[dict[str, Any]] = []
         self.pending_n: int | None = None
         self._pending_ids: set[str] = set()
         self.sdk_request: str | None = None
@@ -278,8 +283,9 @@ class Tracker:
             # The CLI repeats a message's usage on every content block (and partial events give
             # it in pieces): keep the largest of each count per message id.
             old = self._tokens_by_msg.get(m.message_id, (0, 0, 0, 0))
-            new = tuple(max(a, b) for a, b in zip(old, m.tokens))
-            self._tokens_by_msg[m.message_id] = new  # type: ignore[assignment]
+            got = m.tokens
+            new = (max(old[0], got[0]), max(old[1], got[1]), max(old[2], got[2]), max(old[3], got[3]))
+            self._tokens_by_msg[m.message_id] = new
             self.tokens += (new[0] + new[1]) - (old[0] + old[1])
         if m.kind == "partial":
             self.partial_open = m.partial_event not in ("message_stop", None)
@@ -325,7 +331,7 @@ class Tracker:
         elif m.kind == "control" and m.request == "can_use_tool":
             self.sdk_request = m.request
 
-    def guard(self, t: float, ev: dict) -> None:
+    def guard(self, t: float, ev: dict[str, Any]) -> None:
         """One record of the hook's events.jsonl (its time already converted to ours)."""
         kind = str(ev.get("event") or "")
         if kind == "other":
@@ -392,18 +398,19 @@ class Tracker:
         else:
             credit: dict[int, float] = {}
             for pid, q in prev.procs.items():
-                p = s.procs.get(pid)
-                if p is None or p.start != q.start:
+                cur = s.procs.get(pid)
+                if cur is None or cur.start != q.start:
                     # Exited since: its parent's reaped-children time will include all of it.
                     credit[q.ppid] = credit.get(q.ppid, 0.0) + q.cpu + q.cpu_children
             for pid, p in s.procs.items():
-                q = prev.procs.get(pid)
-                if q is None or q.start != p.start:
+                before = prev.procs.get(pid)
+                if before is None or before.start != p.start:
                     d = p.cpu + p.cpu_children
                     proc_io = p.io or 0
                 else:
-                    d = max(0.0, p.cpu - q.cpu) + max(0.0, p.cpu_children - q.cpu_children - credit.get(pid, 0.0))
-                    proc_io = max(0, p.io - q.io) if p.io is not None and q.io is not None else 0
+                    d = (max(0.0, p.cpu - before.cpu)
+                         + max(0.0, p.cpu_children - before.cpu_children - credit.get(pid, 0.0)))
+                    proc_io = max(0, p.io - before.io) if p.io is not None and before.io is not None else 0
                 # With a dialog on the screen the CLI's own io is its redraw (2.1.330 repaints
                 # about 2 KB a second while it waits), not progress.
                 if not (pid == s.root_pid and self.screen_hint):
@@ -598,27 +605,30 @@ class Tracker:
                     server = c.name.split("__")[1] if c.name.count("__") >= 2 else c.name
                     return (f"stalled: tool {c.name} ({c.id}){who} for {_secs(quiet)}: MCP server {server} idle "
                             f"with a request outstanding, {cpu}{tail}")
-                procs = self._tree_words({p for p in self.last_sample.procs if p != self.last_sample.root_pid}) if self.last_sample else ""
+                last = self.last_sample
+                procs = self._tree_words({p for p in last.procs if p != last.root_pid}) if last else ""
                 return (f"stalled: tool {c.name} ({c.id}){who} for {_secs(quiet)} with no CPU in its processes"
                         f" ({procs or 'none left'}), {cpu}{tail}")
             return f"stalled: {detail} for {_secs(quiet)} with no CPU in its processes, {cpu}{tail}"
         if base == BLOCKED:
             readers = self._tty_readers()
             if self.screen_hint or self.dialog_note or not readers:
-                return f"stalled: blocked reading its terminal: a prompt is waiting ({detail}) for {_secs(quiet)}, {cpu}{tail}"
+                return (f"stalled: blocked reading its terminal: a prompt is waiting ({detail}) for {_secs(quiet)}, "
+                        f"{cpu}{tail}")
             return f"stalled: blocked reading its terminal: {detail} for {_secs(quiet)}, {cpu}{tail}"
         if base == STARTING:
             return f"stalled: starting for {_secs(quiet)}: no output and no hook event yet, {cpu}{tail}"
         if base == FINISHING:
             left = self._tree_words()
-            return (f"stalled: finishing for {_secs(quiet)}: the result came {_secs(now - (self.result_at or now))} ago "
+            return (f"stalled: finishing for {_secs(quiet)}: the result came "
+                    f"{_secs(now - (self.result_at or now))} ago "
                     f"but the CLI has not exited ({left}), {cpu}{tail}")
         silent = self.stream_silent(now)
         mid = " mid-answer" if self.partial_open else ""
         sub = f" ({detail})" if detail else ""
         return f"stalled: {base}{sub} for {_secs(quiet)}: model stream silent{mid} {_secs(silent)}, {cpu}{tail}"
 
-    def evidence(self, now: float, quiet: float, threshold: float | None) -> dict:
+    def evidence(self, now: float, quiet: float, threshold: float | None) -> dict[str, Any]:
         s = self.last_sample
         procs = []
         if s is not None:
@@ -631,7 +641,7 @@ class Tracker:
                     "busy_ago_s": None if busy is None else round(now - busy, 1),
                     **({"reading": p.reading} if p.reading else {}),
                 })
-        ev: dict = {
+        ev: dict[str, Any] = {
             "quiet_s": round(quiet, 1),
             "threshold_s": threshold,
             "last_progress": self.last_what,

@@ -4,8 +4,8 @@ Each guarded session's monitor rewrites ``<runtime>/sessions/<id>/status.json`` 
 changed something in it, else every 30 s (atomically: a private temp file renamed over the old
 one). ``list_sessions`` reads them all; a session whose supervisor died (pid gone, or reused by
 another process: the start time tells) is listed once as ``supervisor-dead`` and its directory
-removed. Finished sessions are not listed. With ``include_unguarded`` it also looks for Claude CLI processes that no claudeguard
-started and flags the ones that look hung, from recent evidence (``watchdog.unguarded``).
+removed. Finished sessions are not listed. With ``include_unguarded`` it also looks for Claude CLI
+processes that no claudeguard started and flags the ones that look hung, from recent evidence (``watchdog.unguarded``).
 """
 
 from __future__ import annotations
@@ -19,16 +19,20 @@ from pathlib import Path
 
 from claudeguard.files import read_json, write_atomic
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
 STATUS_FILE = "status.json"
 FIELDS = ("pid", "child_pid", "guarded", "cwd", "state", "cpu_s", "tokens", "last_activity_s", "pending", "prompt")
 
 
-def write_status(session_dir: Path, status: dict) -> None:
+def write_status(session_dir: Path, status: dict[str, Any]) -> None:
     """Replace ``status.json`` atomically; the file is 0600 and never follows a symlink."""
     write_atomic(os.path.join(session_dir, STATUS_FILE), json.dumps(status, separators=(",", ":"), default=str))
 
 
-def read_status(session_dir: Path) -> dict | None:
+def read_status(session_dir: Path) -> dict[str, Any] | None:
     return read_json(os.path.join(session_dir, STATUS_FILE))
 
 
@@ -66,11 +70,12 @@ def prompt_words(prompt: str | None, words: int = 8, chars: int = 80) -> str | N
     return text[:chars] + ("..." if len(text) > chars or len(prompt.split()) > words else "")
 
 
-def _row(st: dict, now: float) -> dict:
+def _row(st: dict[str, Any], now: float) -> dict[str, Any]:
     row = {k: st.get(k) for k in FIELDS}
     row["guarded"] = True
     last = st.get("last_activity")
-    row["last_activity_s"] = round(max(0.0, now - last), 1) if isinstance(last, (int, float)) else st.get("last_activity_s")
+    row["last_activity_s"] = (round(max(0.0, now - last), 1) if isinstance(last, (int, float))
+                              else st.get("last_activity_s"))
     updated = st.get("updated")
     row["status_age_s"] = round(max(0.0, now - updated), 1) if isinstance(updated, (int, float)) else None
     for key in ("session_id", "started", "base_state", "detail", "stalled", "diagnosis", "evidence", "screen_tail",
@@ -87,11 +92,11 @@ def sessions_root() -> Path:
     return runtime_root() / "sessions"
 
 
-def list_sessions(include_unguarded: bool = False, **limits: float) -> list[dict]:
+def list_sessions(include_unguarded: bool = False, **limits: float) -> list[dict[str, Any]]:
     """Every guarded session of this user (and with ``include_unguarded``, other Claude CLIs,
     judged with ``limits``: ``stall_after``, ``tool_stall_after``, ``window_s``)."""
     now = time.time()
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     root = sessions_root()
     if os.path.lexists(root):
         from claudeguard.paths import runtime_dir
@@ -127,7 +132,7 @@ def list_sessions(include_unguarded: bool = False, **limits: float) -> list[dict
     return rows
 
 
-def unguarded_sessions(guarded: list[dict], **limits: float) -> list[dict]:
+def unguarded_sessions(guarded: list[dict[str, Any]], **limits: float) -> list[dict[str, Any]]:
     """Claude CLIs outside every guarded session (see ``watchdog.unguarded``)."""
     from claudeguard.watchdog.unguarded import unguarded_sessions as scan
 

@@ -27,7 +27,7 @@ import json
 import re
 import threading
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from claudeguard.watchdog.state import StreamMsg
 
@@ -39,24 +39,33 @@ _INT_RE = {k: re.compile(rb'"' + k.encode() + rb'":(\d+)') for k in _USAGE_KEYS}
 _TOOL_USE_RE = re.compile(rb'[{,]"type":"tool_use","id":"([^"\\]{1,200})","name":"([^"\\]{1,200})"')
 
 
+def _object(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    """``obj[key]`` when it is a JSON object, else an empty one."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _array(obj: dict[str, Any], key: str) -> list[Any]:
+    """``obj[key]`` when it is a JSON array, else an empty one."""
+    value = obj.get(key)
+    return value if isinstance(value, list) else []
+
+
 def _usage(u: object) -> tuple[int, int, int, int] | None:
     if not isinstance(u, dict):
         return None
-    out = []
-    for k in _USAGE_KEYS:
-        v = u.get(k)
-        out.append(v if isinstance(v, int) else 0)
-    return tuple(out)  # type: ignore[return-value]
+    n = [v if isinstance(v, int) else 0 for v in map(u.get, _USAGE_KEYS)]
+    return (n[0], n[1], n[2], n[3])
 
 
 def _usage_scan(window: bytes) -> tuple[int, int, int, int] | None:
     found = False
-    out = []
+    n = []
     for k in _USAGE_KEYS:
         m = _INT_RE[k].search(window)
         found = found or m is not None
-        out.append(int(m.group(1)) if m else 0)
-    return tuple(out) if found else None  # type: ignore[return-value]
+        n.append(int(m.group(1)) if m else 0)
+    return (n[0], n[1], n[2], n[3]) if found else None
 
 
 def _key_values(line: bytes, key: bytes, limit: int = 200) -> list[str]:
@@ -130,10 +139,10 @@ def summarize_line(line: bytes, t: float, ctx: Context | None = None) -> StreamM
     return summarize_obj(obj, t, ctx)
 
 
-def summarize_obj(obj: dict, t: float, ctx: Context | None = None) -> StreamMsg:
+def summarize_obj(obj: dict[str, Any], t: float, ctx: Context | None = None) -> StreamMsg:
     kind = obj.get("type")
     if kind == "assistant":
-        msg = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        msg = _object(obj, "message")
         uses = []
         for block in msg.get("content") or []:
             if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
@@ -142,8 +151,8 @@ def summarize_obj(obj: dict, t: float, ctx: Context | None = None) -> StreamMsg:
         return StreamMsg(t, "assistant", message_id=msg.get("id"), tokens=_usage(msg.get("usage")),
                          tool_uses=uses, parent_tool_use_id=obj.get("parent_tool_use_id"))
     if kind == "user":
-        msg = obj.get("message") if isinstance(obj.get("message"), dict) else {}
-        content = msg.get("content") if isinstance(msg.get("content"), list) else []
+        msg = _object(obj, "message")
+        content = _array(msg, "content")
         ids = [b["tool_use_id"] for b in content
                if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str)]
         return StreamMsg(t, "user", tool_results=ids, parent_tool_use_id=obj.get("parent_tool_use_id"))
@@ -161,7 +170,7 @@ def summarize_obj(obj: dict, t: float, ctx: Context | None = None) -> StreamMsg:
         if sub == "task_notification":
             return StreamMsg(t, "task-end", task_id=obj.get("task_id"))
         if sub == "task_updated":
-            patch = obj.get("patch") if isinstance(obj.get("patch"), dict) else {}
+            patch = _object(obj, "patch")
             if patch.get("status") in ("completed", "failed", "stopped", "killed"):
                 return StreamMsg(t, "task-end", task_id=obj.get("task_id"))
             return StreamMsg(t, "other")
@@ -169,10 +178,10 @@ def summarize_obj(obj: dict, t: float, ctx: Context | None = None) -> StreamMsg:
             return StreamMsg(t, "tasks", tasks=[x for x in obj.get("tasks") or [] if isinstance(x, dict)])
         return StreamMsg(t, "other")
     if kind == "stream_event":
-        event = obj.get("event") if isinstance(obj.get("event"), dict) else {}
+        event = _object(obj, "event")
         return _partial_obj(event, t, ctx or Context())
     if kind == "control_request":
-        req = obj.get("request") if isinstance(obj.get("request"), dict) else {}
+        req = _object(obj, "request")
         return StreamMsg(t, "control", request=req.get("subtype"))
     return StreamMsg(t, "other")
 
@@ -194,10 +203,10 @@ def _partial(line: bytes, t: float, ctx: Context) -> StreamMsg:
     return StreamMsg(t, "partial", partial_event=event)
 
 
-def _partial_obj(event: dict, t: float, ctx: Context) -> StreamMsg:
+def _partial_obj(event: dict[str, Any], t: float, ctx: Context) -> StreamMsg:
     etype = str(event.get("type") or "?")
     if etype == "message_start":
-        msg = event.get("message") if isinstance(event.get("message"), dict) else {}
+        msg = _object(event, "message")
         ctx.message_id = msg.get("id")
         return StreamMsg(t, "partial", partial_event=etype, message_id=msg.get("id"), tokens=_usage(msg.get("usage")))
     if etype == "message_delta":
@@ -324,7 +333,7 @@ class StreamTap:
                 continue
             self._splitter.feed(data, t)
             if self._delta_at is not None:
-                self._flush_deltas()
+                self._flush_deltas(self._delta_at)
             time.sleep(YIELD_S)  # let the relay thread take the GIL if it wants it
 
     def _line(self, line: bytes, t: float) -> None:
@@ -334,7 +343,7 @@ class StreamTap:
             self._delta_at = t
             return
         if self._delta_at is not None:
-            self._flush_deltas()
+            self._flush_deltas(self._delta_at)
         try:
             msg = summarize_line(line, t, self._ctx)
         except Exception:  # noqa: BLE001 - a strange line must never stop the tap
@@ -351,6 +360,6 @@ class StreamTap:
             self._wake.wait(self.poll)
             self._wake.clear()
 
-    def _flush_deltas(self) -> None:
-        self.sink(StreamMsg(self._delta_at, "partial", partial_event="content_block_delta"))  # type: ignore[arg-type]
+    def _flush_deltas(self, at: float) -> None:
+        self.sink(StreamMsg(at, "partial", partial_event="content_block_delta"))
         self._delta_at = None

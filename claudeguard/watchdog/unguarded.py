@@ -28,6 +28,14 @@ import re
 import time
 from dataclasses import dataclass, field
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
+    import psutil
+
+    from claudeguard.watchdog.state import Sample
+
 CLI_NAMES = ("claude", "claude.exe")
 RUNTIMES = ("node", "bun", "nodejs")
 AGENT_TOOLS = frozenset({"Agent", "Task"})
@@ -138,13 +146,15 @@ def last_tool_in_flight(path: str) -> str | None:
         if record["type"] == "user":
             return None
         content = (record.get("message") or {}).get("content")
-        tools = [b.get("name") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"] if isinstance(content, list) else []
+        if not isinstance(content, list):
+            content = []
+        tools = [b.get("name") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
         named = [t for t in tools if isinstance(t, str) and t not in AGENT_TOOLS]
         return named[0] if named else None
     return None
 
 
-def terminal(p) -> str | None:  # type: ignore[no-untyped-def]
+def terminal(p: psutil.Process) -> str | None:
     """The process's controlling terminal. On Linux from ``tty_nr`` in /proc (psutil maps it
     through a table of /dev it builds once per process, which misses terminals opened later),
     named by the fd that points at it when one does."""
@@ -185,7 +195,8 @@ def output_write(pid: int) -> float | None:
 
 def gather(pid: int, cmdline: list[str], cwd: str | None, environ: dict[str, str], started: float) -> Evidence:
     ev = Evidence(started=started, output_write=output_write(pid))
-    config_dir = environ.get("CLAUDE_CONFIG_DIR") or (os.path.join(environ["HOME"], ".claude") if environ.get("HOME") else None)
+    config_dir = environ.get("CLAUDE_CONFIG_DIR") or (os.path.join(environ["HOME"], ".claude")
+                                                      if environ.get("HOME") else None)
     if cwd is None or config_dir is None:
         ev.notes.append("transcript unknown (no cwd or HOME)")
         return ev
@@ -206,7 +217,7 @@ def gather(pid: int, cmdline: list[str], cwd: str | None, environ: dict[str, str
 
 
 # -- the window --------------------------------------------------------------------------------
-def window_moved(first, second) -> tuple[bool, float, int]:  # type: ignore[no-untyped-def]
+def window_moved(first: Sample, second: Sample) -> tuple[bool, float, int]:
     """Between two samples of one tree: (progress, CPU seconds, io bytes), with the watchdog's
     noise floors (an idle CLI's timers use a little of both)."""
     from claudeguard.watchdog.state import Limits
@@ -231,7 +242,8 @@ def window_moved(first, second) -> tuple[bool, float, int]:  # type: ignore[no-u
     return moved, round(cpu_total, 3), io_total
 
 
-def judge(ev: Evidence, now: float, *, interactive: bool, stall_after: float, tool_stall_after: float) -> tuple[bool, float, float]:
+def judge(ev: Evidence, now: float, *, interactive: bool, stall_after: float,
+          tool_stall_after: float) -> tuple[bool, float, float]:
     """Before the window: (worth a look, quiet seconds, threshold)."""
     quiet = max(0.0, now - ev.last_progress())
     threshold = tool_stall_after if ev.tool else stall_after
@@ -250,8 +262,8 @@ def diagnosis(ev: Evidence, quiet: float, window_s: float, cpu: float) -> str:
 
 
 # -- the scan ----------------------------------------------------------------------------------
-def unguarded_sessions(guarded: list[dict], *, stall_after: float = 300.0, tool_stall_after: float = 1800.0,
-                       window_s: float = 1.0) -> list[dict]:
+def unguarded_sessions(guarded: list[dict[str, Any]], *, stall_after: float = 300.0, tool_stall_after: float = 1800.0,
+                       window_s: float = 1.0) -> list[dict[str, Any]]:
     import psutil
 
     from claudeguard.watchdog.sampler import TreeSampler
@@ -260,7 +272,7 @@ def unguarded_sessions(guarded: list[dict], *, stall_after: float = 300.0, tool_
     skip = {r.get("pid") for r in guarded} | {r.get("child_pid") for r in guarded}
     uid = os.getuid() if hasattr(os, "getuid") else None
     parents: dict[int, int] = {}
-    found: list = []
+    found: list[Any] = []
     for p in psutil.process_iter(["ppid", "name"]):
         parents[p.pid] = p.info.get("ppid") or 0
         name = p.info.get("name")
@@ -284,7 +296,7 @@ def unguarded_sessions(guarded: list[dict], *, stall_after: float = 300.0, tool_
     # they host (bg_sessions), never as sessions themselves.
     from claudeguard.watchdog.bg_sessions import background_rows, component
 
-    machinery = [(p, cmdline, component(cmdline)) for p, cmdline in candidates if component(cmdline)]
+    machinery = [(p, cmdline, part) for p, cmdline in candidates if (part := component(cmdline))]
     cand_pids = {p.pid for p, _ in candidates}
     candidates = [(p, cmdline) for p, cmdline in candidates if not component(cmdline)]
 
@@ -320,13 +332,16 @@ def unguarded_sessions(guarded: list[dict], *, stall_after: float = 300.0, tool_
             continue
         ev = gather(p.pid, cmdline, cwd, environ, started)
         interactive = tty is not None and not print_mode(cmdline)
-        look, quiet, threshold = judge(ev, now, interactive=interactive, stall_after=stall_after, tool_stall_after=tool_stall_after)
+        look, quiet, threshold = judge(ev, now, interactive=interactive, stall_after=stall_after,
+                                       tool_stall_after=tool_stall_after)
         row = {"pid": p.pid, "child_pid": None, "guarded": False, "cwd": cwd, "state": "unguarded",
-               "cpu_s": round(t.user + t.system, 2), "tokens": None, "last_activity_s": round(quiet, 1), "pending": None,
+               "cpu_s": round(t.user + t.system, 2), "tokens": None, "last_activity_s": round(quiet, 1),
+               "pending": None,
                "prompt": prompt_words(prompt_of(cmdline)), "tty": tty, "interactive": interactive,
                "age_s": round(max(0.0, now - started), 1), "suspect_hung": False,
                "evidence": {"transcript": ev.transcript,
-                            "transcript_write_s": None if ev.transcript_write is None else round(now - ev.transcript_write, 1),
+                            "transcript_write_s": None
+                            if ev.transcript_write is None else round(now - ev.transcript_write, 1),
                             "output_write_s": None if ev.output_write is None else round(now - ev.output_write, 1),
                             "tool_in_flight": ev.tool, "threshold_s": threshold, "notes": ev.notes}}
         rows.append(row)

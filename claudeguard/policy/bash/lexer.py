@@ -15,6 +15,12 @@ from __future__ import annotations
 
 import re
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
+    Token = tuple[Any, ...]  # ("eof",) ("nl",) ("op", str) ("word", Word) ("redir", Redir)
+
 MAX_DEPTH = 12  # nested $(...), backticks and sh -c; deeper means "cannot tell"
 
 
@@ -28,7 +34,7 @@ class LazyRe:
         self._flags = flags
         self._rx: re.Pattern[str] | None = None
 
-    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+    def __getattr__(self, name: str) -> Any:
         rx = self._rx
         if rx is None:
             rx = self._rx = re.compile(self._pattern, self._flags)
@@ -110,9 +116,6 @@ IN_OPERAND_DQ = 4  # the same inside "..."
 _UNBALANCED = {IN_DQUOTE: "unbalanced double quote", IN_OPERAND: "unbalanced ${", IN_OPERAND_DQ: "unbalanced ${"}
 # What a backslash escapes where the double-quote rule holds (elsewhere it escapes any character).
 _DQ_ESCAPES = {IN_DQUOTE: '$`"\\\n', IN_HEREDOC: "$`\\\n"}
-
-Token = tuple  # ("eof",) ("nl",) ("op", str) ("word", Word) ("redir", Redir)
-
 
 def normalize_space(text: str) -> str:
     """Runs of ASCII whitespace as one space (rule patterns and command texts alike).

@@ -9,8 +9,12 @@ substitutions. Constructs it does not analyse (``case``, ``select``, function de
 
 from __future__ import annotations
 
-from claudeguard.policy.bash.lexer import NAME_RE, Cmd, Fatal, Lexer, Token, Word
+from claudeguard.policy.bash.lexer import NAME_RE, Cmd, Fatal, Lexer, Word
 from claudeguard.policy.bash.writes import redirect_writes
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from claudeguard.policy.bash.lexer import Token
 
 
 class Parser(Lexer):

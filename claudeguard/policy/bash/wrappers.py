@@ -57,8 +57,9 @@ class Split:
         return f"Split(parts={self.parts!r}, ok={self.ok}, reason={self.reason!r})"
 
 
-def split_command(command: str) -> Split:
-    """The simple commands of ``command`` (nested ones included), each with its matching forms."""
+def split_command(command: object) -> Split:
+    """The simple commands of ``command`` (nested ones included), each with its matching forms; a
+    command that is not a string splits into nothing, not ok."""
     if not isinstance(command, str):
         return Split([], False, "the command is not a string")
     if "\0" in command:

@@ -102,7 +102,7 @@ def argv_writes(argv: list[str]) -> bool:
                    or (re.fullmatch(r"-[a-zA-Z]+", a) and any(c in a for c in "oODcTJ")) for a in args)
     if name == "wget":
         return not ({"-O-", "--spider", "--output-document=-"} & set(args)
-                    or any(a == "-O" and b == "-" for a, b in zip(args, args[1:])))
+                    or any(a == "-O" and b == "-" for a, b in zip(args, args[1:], strict=False)))
     if name in ("tar", "gtar", "bsdtar"):
         first = args[0] if args else ""
         listing = "--list" in args or (first and not first.startswith("--") and "t" in first.lstrip("-")

@@ -81,6 +81,7 @@ class HookRequests:
             seen.held = rid in held_ids
             if on_screen:
                 seen.with_dialog = True
+            word: str | None
             if screen_posted:
                 word = "drop"  # the screen path asked for this dialog: one request
             elif on_screen:

@@ -57,7 +57,8 @@ def _numbered(lines: list[str], first: int, stop: int) -> tuple[list[tuple[str, 
     return (options, highlighted, first, last) if len(options) >= 2 else None
 
 
-def _plain(lines: list[str], marked: int, start: int, stop: int, column: int) -> tuple[list[tuple[str, str | None]], int, int, int] | None:
+def _plain(lines: list[str], marked: int, start: int, stop: int,
+           column: int) -> tuple[list[tuple[str, str | None]], int, int, int] | None:
     def option(i: int) -> str | None:
         line = lines[i]
         if len(line) <= column or line[column] == " ":
@@ -88,7 +89,7 @@ def find_dialog(lines: list[str], patterns: list[Pattern]) -> Dialog | None:
 
 
 def _match(lines: list[str], pattern: Pattern) -> Dialog | None:
-    anchor_re: re.Pattern[str] = pattern._anchor  # type: ignore[attr-defined]
+    anchor_re: re.Pattern[str] = pattern._anchor  # type: ignore[attr-defined]  # set by __post_init__
     anchor = next((i for i in range(len(lines) - 1, -1, -1) if anchor_re.search(lines[i])), None)
     if anchor is None:
         return None
@@ -113,9 +114,10 @@ def _match(lines: list[str], pattern: Pattern) -> Dialog | None:
             if not after or not footer.search(lines[after[0]]):
                 return None  # still being drawn, or not the dialog we think
             end = after[0]
-        choices = _choices(options, highlighted, pattern)
-        if choices is None:
+        menu_choices = _choices(options, highlighted, pattern)
+        if menu_choices is None:
             return None
+        choices = menu_choices
     if top == 0 or not _alone_below(lines, end):
         return None  # a dialog sits under a rule at the bottom; this is text in the transcript
     body = [ln.rstrip() for ln in lines[top:end + 1] if not _DASHED.match(ln)]

@@ -4,13 +4,16 @@ at most one channel request -> the keys that answer it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from claudeguard.shim.dialogs.handshake import HOOK_GRACE_S, HookRequests
-from claudeguard.shim.dialogs.tables import Choice, Dialog
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from typing import Any, Callable
+
     from claudeguard.channel.model import Answer
+    from claudeguard.channel.requests import Pending
+    from claudeguard.shim.dialogs.tables import Choice, Dialog
 
 GONE_AFTER_S = 0.3  # a dialog missing from one redraw is not gone yet
 CHANNEL_CHECK_S = 1.0  # how often a posted dialog checks its channel is still there
@@ -36,7 +39,8 @@ class DialogRouter:
     came), and selects on ``fds()`` until ``next_wakeup()``. ``channel`` is the module (a fake
     in tests); time comes from ``clock`` (monotonic) and ``wall`` (epoch, for deadlines)."""
 
-    def __init__(self, settings: RouteSettings, *, channel=None, clock=None, wall=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, settings: RouteSettings, *, channel: Any = None, clock: Callable[[], float] | None = None,
+                 wall: Callable[[], float] | None = None) -> None:  # channel: the channel package, or a test's stand-in
         import time
 
         self.s = settings
@@ -47,7 +51,7 @@ class DialogRouter:
         self.since_wall: float | None = None
         self._idle_from = 0.0
         self._missing_since: float | None = None
-        self._pending = None  # channel.Pending
+        self._pending: Pending | None = None
         self._posted_at = 0.0
         self._answered: tuple[str, float] | None = None  # (dialog key, when we typed)
         self._hook = HookRequests(settings.session_id, settings.hook_grace)  # the hook's requests (handshake)
@@ -57,7 +61,7 @@ class DialogRouter:
     # -- inputs ------------------------------------------------------------------------------
 
     @property
-    def channel(self):  # type: ignore[no-untyped-def]
+    def channel(self) -> Any:  # the channel package, or a test's stand-in
         if self._channel is None:
             from claudeguard import channel
 
@@ -139,7 +143,7 @@ class DialogRouter:
             times.append(head_start_end)  # the hook's held request is released then
         return min(times) if times else None
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         """The dialog part of ``screen.json``."""
         d = self.dialog
         return {
@@ -196,6 +200,8 @@ class DialogRouter:
 
     def _check_answer(self) -> str | None:
         pending = self._pending
+        if pending is None:
+            return None
         answer = pending.poll()
         if answer is None and self._wall() < pending.request.deadline:
             answer = pending.check()  # None while its channel is in place (or was made again)
@@ -218,9 +224,11 @@ class DialogRouter:
     def _withdraw(self) -> None:
         pending, self._pending = self._pending, None
         self.changed = True
+        if pending is None:
+            return
         try:
             pending.withdraw()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - the request ends with its deadline anyway
             pass
 
     def _audit(self, d: Dialog, answer: Answer, choice: Choice | None, request_id: str) -> None:
@@ -250,5 +258,5 @@ def _warn(message: str) -> None:
         from claudeguard.channel import audit
 
         audit.record({"event": "dialog-error", "message": message})
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a warning must not stop the relay
         pass

@@ -13,10 +13,10 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from claudeguard.decision import dialog_role
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from claudeguard.decision import Permission
 
@@ -110,7 +110,8 @@ _TRUST = Pattern("trust", r"^\s*Accessing workspace:|Is this a project you creat
 # IS_SANDBOX=1 to get this far). A deny, and the approval timeout, pick "No, exit".
 _BYPASS = Pattern("bypass", r"WARNING: Claude Code running in Bypass Permissions mode", yes=r"Yes, I accept",
                   no=r"No, exit", title="Accept Bypass Permissions mode?")
-_API_KEY = Pattern("api-key", r"Detected a custom API key in your environment", yes=r"Yes", no=r"No(?: \(recommended\))?",
+_API_KEY = Pattern("api-key", r"Detected a custom API key in your environment", yes=r"Yes",
+                   no=r"No(?: \(recommended\))?",
                    title="Use the custom API key?")
 _MCP = Pattern("mcp-server", r"New MCP server found in this project", yes=r"Use this MCP server",
                no=r"Continue without using this MCP server", title="Use the new MCP server?")
@@ -118,7 +119,8 @@ _MCP = Pattern("mcp-server", r"New MCP server found in this project", yes=r"Use 
 # Enter; 2.1.330 toggles an item with Enter and confirms on an "Enable selected" line below the
 # items. Esc rejects all (written to disabledMcpjsonServers).
 _MCP_MANY = Pattern("mcp-servers", r"^\s*\d+ new MCP servers found in this project", yes="", no=None,
-                    title="Use the new MCP servers?", footer=r"Space to select · (?:Enter to confirm · )?Esc to reject all",
+                    title="Use the new MCP servers?",
+                    footer=r"Space to select · (?:Enter to confirm · )?Esc to reject all",
                     checklist=True)
 _PLAN = Pattern("plan", r"^\s*(?:Exit plan mode\?|Would you like to proceed\?)", yes=r"Yes\b.*", no=r"No\b.*",
                 title="Exit plan mode?", footer=None)
@@ -167,8 +169,9 @@ def cli_version(real_cli: str) -> str | None:
             data = json.loads(manifest.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(data, dict) and data.get("name") == "@anthropic-ai/claude-code" and isinstance(data.get("version"), str):
-            return data["version"]
+        if (isinstance(data, dict) and data.get("name") == "@anthropic-ai/claude-code"
+                and isinstance(data.get("version"), str)):
+            return str(data["version"])
     return None
 
 
