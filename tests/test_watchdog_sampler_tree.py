@@ -167,7 +167,7 @@ def test_one_thread_samples_every_monitor_and_reports_each_stall_in_time(env, pr
         assert len(schedule_threads(schedule)) == 1
         assert wait_until(lambda: all(hits), timeout=8, step=0.01)
         elapsed = time.monotonic() - t0
-        assert elapsed <= 2.0 + 2 * 0.5 + 0.3, elapsed  # threshold + two samples + scheduling slack
+        assert elapsed <= 2.0 + 2 * 0.5 + 1.0, elapsed  # threshold + two samples + scheduling slack (2 loaded cores)
         for h in hits:
             assert len(h) == 1 and h[0].startswith("stalled: thinking for ")
         assert all(read_status(m.session_dir)["state"] == "stalled" for m in monitors)
@@ -203,7 +203,7 @@ def test_a_kill_in_progress_delays_no_other_session_and_stop_waits_for_it(env, t
         assert all(gone(pid) for pid in pids) and killer.killed
         during = [t for t in samples if t >= acted - 0.2]
         gaps = [b - a for a, b in zip(during, during[1:], strict=False)]
-        assert len(during) >= 5 and max(gaps) < 0.2 + 0.25, gaps  # sampled on, every interval
+        assert len(during) >= 5 and max(gaps) < 0.2 + 0.5, gaps  # sampled on through the 1.5 s kill
     finally:
         killer.stop(None)
         watched.stop(None)
