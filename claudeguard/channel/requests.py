@@ -61,6 +61,27 @@ def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool:
         deadline=now + max(0.0, float(timeout)) + (HELD_MAX_S if held else 0.0),
         pid=os.getpid(), kind=kind, choices=list(choices) if choices else None, extra=dict(extra or {}),
     )
+    try:
+        fifo_fd, lock_fd, fifo_id = _publish(ch, request, held)
+    except BaseException as exc:
+        ch.close()
+        if isinstance(exc, OSError):
+            raise GuardError(f"approval channel {ch.path}: {exc.strerror or exc}") from None
+        raise
+    pending = Pending(ch, request, fifo_fd, lock_fd, fifo_id)
+    if held:
+        pending.held = pending.owned = True
+        pending._on_release = (float(timeout), notify)
+        return pending
+    _announce(ch, request, notify)
+    return pending
+
+
+def _publish(ch: ChannelDir, request: Request, held: bool,
+             **more: Any) -> tuple[int, int, tuple[int, int]]:
+    """Make the request's FIFO and lock in ``ch`` and then its ``<id>.json`` (from then on it is
+    visible): (fifo fd, lock fd, the FIFO's (dev, ino)). On any failure nothing of it is left in
+    the channel and no fd stays open; OSError says what failed."""
     rid = request.id
     fifo_fd = lock_fd = -1
     try:
@@ -69,27 +90,18 @@ def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool:
         fifo_fd = os.open(f"{rid}.fifo", os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=ch.fd)
         st = os.fstat(fifo_fd)
         if not stat.S_ISFIFO(st.st_mode):
-            raise GuardError(f"{ch.path}/{rid}.fifo: not a FIFO")
+            raise OSError(errno.EEXIST, f"{rid}.fifo: not a FIFO")
         lock_fd = os.open(f"{rid}.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                           0o600, dir_fd=ch.fd)
-        record = _record(request, (st.st_dev, st.st_ino), held)
-        ch.write_json_atomic(f"{rid}.json", record)  # from here on the request is visible
-    except BaseException as exc:
+        fifo_id = (st.st_dev, st.st_ino)
+        ch.write_json_atomic(f"{rid}.json", dict(_record(request, fifo_id, held), **more))
+    except BaseException:
         for fd in (fifo_fd, lock_fd):
             if fd >= 0:
                 os.close(fd)
         ch.remove_request(rid)
-        ch.close()
-        if isinstance(exc, OSError):
-            raise GuardError(f"approval channel {ch.path}: {exc.strerror or exc}") from None
         raise
-    pending = Pending(ch, request, fifo_fd, lock_fd, (st.st_dev, st.st_ino))
-    if held:
-        pending.held = pending.owned = True
-        pending._on_release = (float(timeout), notify)
-        return pending
-    _announce(ch, request, notify)
-    return pending
+    return fifo_fd, lock_fd, fifo_id
 
 
 def _record(request: Request, fifo_id: tuple[int, int], held: bool) -> dict[str, Any]:
@@ -302,30 +314,16 @@ class Pending:
         try:
             if fifo.pending_bytes(old_fd) > 0:
                 return self.poll()
-            rid = self.request.id
             try:
                 ch = ChannelDir()
             except GuardError:
                 return None
-            fifo_fd = lock_fd = -1
             try:
-                os.mkfifo(f"{rid}.fifo", 0o600, dir_fd=ch.fd)
-                fifo_fd = os.open(f"{rid}.fifo", os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=ch.fd)
-                st = os.fstat(fifo_fd)
-                if not stat.S_ISFIFO(st.st_mode):
-                    raise OSError(errno.EEXIST, "not a FIFO")
-                lock_fd = os.open(f"{rid}.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                                  0o600, dir_fd=ch.fd)
-                record = dict(_record(self.request, (st.st_dev, st.st_ino), self.held), republished=time.time())
-                ch.write_json_atomic(f"{rid}.json", record)
+                fifo_fd, lock_fd, fifo_id = _publish(ch, self.request, self.held, republished=time.time())
             except OSError:
-                for fd in (fifo_fd, lock_fd):
-                    if fd >= 0:
-                        os.close(fd)
-                ch.remove_request(rid)
                 ch.close()
                 return None
-            self._ch, self._fd, self._lock_fd, self._fifo_id = ch, fifo_fd, lock_fd, (st.st_dev, st.st_ino)
+            self._ch, self._fd, self._lock_fd, self._fifo_id = ch, fifo_fd, lock_fd, fifo_id
         finally:
             if locked and self._lock_fd != old_lock:
                 fifo.unlock(old_lock)
