@@ -392,3 +392,38 @@ def test_the_service_watches_a_registered_child_and_refuses_a_reused_pid(env, mo
         link.close()
         child.kill()
         child.wait()
+
+
+def test_a_launcher_that_stops_reading_fails_the_services_send_and_loses_its_connection():
+    """The service's end of a control connection (the one sampling thread writes to it) never
+    hangs on a launcher that stopped reading: the send fails within the bound, and the launcher
+    sees its connection end, as after a crash (then it watches on its own)."""
+    import socket as socket_mod
+
+    import threading
+
+    from claudeguard.service.watch import Link
+
+    service_end, launcher_end = socket_mod.socketpair()
+    sent: list[int] = []
+    try:
+        link = Link(service_end)
+        line = {"event": "calm", "pad": "x" * 65536}
+
+        def fill() -> None:  # nobody reads launcher_end: the buffers fill, then a send must fail
+            while link.send(line):
+                sent.append(1)
+
+        writer = threading.Thread(target=fill, daemon=True)
+        writer.start()
+        writer.join(timeout=30)
+        assert not writer.is_alive(), "a send hung on a peer that does not read"
+        assert sent
+        launcher_end.settimeout(10)
+        drained = b""
+        while chunk := launcher_end.recv(1 << 20):  # what made it, then the end of the connection
+            drained += chunk
+        assert drained.count(b"\n") >= len(sent)
+    finally:
+        service_end.close()
+        launcher_end.close()

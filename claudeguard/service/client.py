@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from claudeguard.shim.activity import Feed
 
 START_TIMEOUT_S = 10.0
-SEND_TIMEOUT_S = 2  # seconds a line to the service may wait for room in the socket
 
 
 class ServiceError(Exception):
@@ -203,12 +202,7 @@ class Registration:
             sock.close()
             raise ServiceError(f"the guard service refused the session: {reply.get('error')}")
         self.port = int(reply["port"])
-        try:  # a service that stopped reading fails a send (then the link's EOF decides), never hangs it
-            import struct
-
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", SEND_TIMEOUT_S, 0))
-        except (OSError, struct.error):
-            pass
+        files.bound_sends(sock)  # a service that stopped reading fails a send (then the link's EOF decides)
         old, self.sock = self.sock, sock
         if old is not None:
             old.close()  # a dead service's connection

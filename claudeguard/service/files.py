@@ -24,6 +24,7 @@ from claudeguard.files import read_json, write_atomic
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    import socket
     from typing import Any
 
     from claudeguard.gate.server import socket_address
@@ -43,6 +44,22 @@ def socket_path(directory: str, name: str) -> socket_address:
     from claudeguard.gate.server import socket_address
 
     return socket_address(os.path.join(directory, name))
+
+
+SEND_TIMEOUT_S = 2  # seconds a control line may wait for room in the socket
+
+
+def bound_sends(sock: socket.socket) -> None:
+    """Make a control connection's sends fail after ``SEND_TIMEOUT_S`` instead of hanging: a
+    peer that stopped reading must not hold the writer (the launcher's relay, or the service's
+    one sampling thread that writes to every launcher)."""
+    import socket
+    import struct
+
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", SEND_TIMEOUT_S, 0))
+    except (OSError, struct.error):
+        pass
 
 
 def service_dir() -> str:

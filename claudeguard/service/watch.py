@@ -49,15 +49,26 @@ class Link:
     monitor's events."""
 
     def __init__(self, conn: socket.socket) -> None:
+        from claudeguard.service.files import bound_sends
+
         self.conn = conn
         self.lock = threading.Lock()
+        bound_sends(conn)  # a launcher that stops reading must not hold the one sampling thread
 
     def send(self, msg: dict[str, Any]) -> bool:
+        """Send one line; False when it could not be. A failed (possibly half-sent) line ends the
+        connection: the launcher then sees it end and watches on its own, as after a crash."""
         data = json.dumps(msg, separators=(",", ":")).encode() + b"\n"
         try:
             with self.lock:
                 self.conn.sendall(data)
         except OSError:
+            import socket
+
+            try:
+                self.conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             return False
         return True
 
