@@ -61,8 +61,9 @@ def live_pids(env: dict) -> list[int]:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-                if b"claudeguard.service" in cmdline and os.readlink(f"/proc/{entry}/fd/2") == log:
+                args = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+                # the service itself, not its planner (claudeguard.service.planner, same log)
+                if b"claudeguard.service" in args and os.readlink(f"/proc/{entry}/fd/2") == log:
                     pids.append(int(entry))
             except OSError:
                 continue

@@ -68,22 +68,25 @@ def service_dir() -> str:
     return str(runtime_dir("service"))
 
 
-def fingerprint() -> str:
+def fingerprint(root: str | None = None) -> str:
     """The installed code's identity: a launcher talks only to a service of the same one. The
     package version alone does not change between builds, so the names, sizes and mtimes of the
-    package's sources are hashed too (a stat per file, no reads: ~1 ms)."""
+    package's sources are hashed too (a stat per file, no reads: ~1 ms). ``root``: the package
+    dir of another process (a launcher asking the planner), else ours."""
     import zlib
 
     from claudeguard import __version__
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parts = [__version__]
+    skip = len(root) + 1  # the path below root, as os.path.relpath gives it (for ~100 files: 2 ms less)
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for name in sorted(filenames):
             if name.endswith(".py"):
-                st = os.stat(os.path.join(dirpath, name))
-                parts.append(f"{os.path.relpath(os.path.join(dirpath, name), root)}:{st.st_size}:{st.st_mtime_ns}")
+                path = os.path.join(dirpath, name)
+                st = os.stat(path)
+                parts.append(f"{path[skip:]}:{st.st_size}:{st.st_mtime_ns}")
     return f"{__version__}+{zlib.crc32(chr(0).join(parts).encode()):08x}"
 
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from claudeguard.gate.session import Session
     from claudeguard.service.agent_view import View
     from claudeguard.service.background import Keeper
+    from claudeguard.service.planner import Planner
     from claudeguard.service.watch import Link, ServiceMonitor
 
 DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
@@ -81,6 +82,7 @@ class Service:
     control_ino: int = 0  # the inode of the socket file we bound (fstat of a socket says another)
     registered: threading.Condition | None = None  # notified at each register (on ``lock``)
     waiters: int = 0  # requests waiting in ``lookup`` for their session's registration
+    planner: Planner | None = None  # the process that prepares launchers' sessions (service/planner.py)
 
     def __post_init__(self) -> None:
         self.registered = threading.Condition(self.lock)
@@ -315,6 +317,7 @@ class Service:
             return
         self.retired = True
         self._release_slot()
+        self._stop_planner()  # the successor starts its own; sessions here need none
 
     def _release_slot(self) -> None:
         record = files.read_record(self.directory)
@@ -378,11 +381,24 @@ class Service:
         self._bind_control()
         if old_control is not None:
             old_control.close()
+        self._stop_planner()  # its socket went with the dir
+        self._start_planner()
         files.write_port(self.directory, self.port)
         files.write_record(self.directory, {"pid": os.getpid(), "start": files.process_start(os.getpid()),
                                             "version": self.version, "port": self.port, "started": self.started})
         print("claudeguard service: the runtime dir was removed; socket and record published again",
               file=sys.stderr, flush=True)
+
+    def _start_planner(self) -> None:
+        """The warm process that prepares launchers' sessions (service/planner.py)."""
+        from claudeguard.service import planner
+
+        self.planner = planner.start(self.directory, self.port)
+
+    def _stop_planner(self) -> None:
+        found, self.planner = self.planner, None
+        if found is not None:
+            found.stop()
 
     def _bind_control(self) -> None:
         control_path = os.path.join(self.directory, files.CONTROL)
@@ -420,6 +436,7 @@ class Service:
         self.port = hooks.server_address[1]
         files.write_port(self.directory, self.port)
         self._bind_control()
+        self._start_planner()
         threading.Thread(target=hooks.serve_forever, kwargs={"poll_interval": 0.5}, name="claudeguard-http",
                          daemon=True).start()
         self.adopt()
@@ -433,6 +450,10 @@ class Service:
                 if not self.retired and time.monotonic() >= next_check:
                     next_check = time.monotonic() + SLOT_CHECK_S
                     self._keep_slot()
+                    if self.planner is not None and not self.planner.alive():
+                        print("claudeguard service: the planner died; started again", file=sys.stderr, flush=True)
+                        self._stop_planner()
+                        self._start_planner()
                 with self.lock:
                     busy = bool(self.sessions)
                 if busy:
@@ -445,6 +466,7 @@ class Service:
             for keeper in keepers:
                 keeper.stop.set()  # the session lives on: the next service adopts it
             self._release_slot()
+            self._stop_planner()
             hooks.shutdown()
             hooks.server_close()
         return 0

@@ -220,8 +220,9 @@ def merge_settings(caller: dict[str, Any], ours: dict[str, Any]) -> dict[str, An
 
 
 def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str, session_dir: str | None, cwd: str,
-               http: HttpHooks | None = None, settings_file: str | None = None) -> Plan:
-    """The final argv (real CLI first) and the environment additions for a guarded session."""
+               http: HttpHooks | None = None, settings_file: str | None = None, exec_pid: int | None = None) -> Plan:
+    """The final argv (real CLI first) and the environment additions for a guarded session.
+    ``exec_pid``: the launcher's pid when another process (the service's planner) builds it."""
     check_lockdown(args, cfg)
     ctl = ctl_command()
     front: list[str] = []
@@ -271,7 +272,7 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
 
     env_add = {
         "CLAUDEGUARD_SESSION": session_id,
-        "CLAUDEGUARD_EXEC_PID": str(os.getpid()),
+        "CLAUDEGUARD_EXEC_PID": str(exec_pid or os.getpid()),
     }
     if session_dir:
         env_add["CLAUDEGUARD_SESSION_DIR"] = session_dir
@@ -360,7 +361,8 @@ def claude_allow_rules(args: ClaudeArgs, cwd: str, home: str) -> list[dict[str, 
     return valid
 
 
-def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str, interactive: bool) -> dict[str, Any]:
+def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str, interactive: bool,
+                     exec_pid: int | None = None) -> dict[str, Any]:
     """What the hook and the MCP server need, so they never re-read the config layers."""
     spec = cfg.policy_spec()
     spec["claude_allow"] = claude_allow_rules(args, cwd, os.path.expanduser("~"))
@@ -368,7 +370,7 @@ def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str
         spec["lockdown"] = True
     return {
         "session_id": session_id,
-        "pid": os.getpid(),
+        "pid": exec_pid or os.getpid(),
         "cwd": cwd,
         "policy": spec,
         "approval": {

@@ -14,8 +14,6 @@ from claudeguard.errors import UsageError, run_main
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from claudeguard.config.load import Config, Overrides
     from claudeguard.gate.server import GateServer
     from claudeguard.service.client import Registration
@@ -24,6 +22,7 @@ if TYPE_CHECKING:
     from claudeguard.shim.command import HttpHooks
     from claudeguard.shim.keeper import SessionKeeper
     from claudeguard.shim.options import GuardOptions
+    from claudeguard.shim.planned import Planned
     from claudeguard.shim.pty_relay import PtySession
     from claudeguard.shim.report import EndOptions
     from claudeguard.shim.supervise import Supervisor
@@ -101,17 +100,17 @@ def _main(argv: list[str]) -> int:
             # bypass flags, which only lockdown (a config file) could refuse.
             exec_passthrough([find_claude(None), *rest], exec_env)
 
-    from pathlib import Path
+    if not args.passthrough and _plannable(args, opts):
+        # Prepared by the service's warm planner (service/planner.py): the config, the checks,
+        # the session file and the CLI's argv, without importing and running all of that here
+        # first. None: the planner could not answer, and this process prepares it below.
+        from claudeguard.shim.planned import ask_planner
 
-    from claudeguard.config.load import load_config
+        planned = ask_planner(argv, cwd)
+        if planned is not None:
+            return _run_session(planned.real, args, None, cwd, planned.session_id, end, opts=opts, planned=planned)
 
-    cfg = load_config(Path(cwd), _overrides(opts))
-    real = find_claude(cfg.get("claude.path"), configured_source=f"claude.path ({cfg.source('claude.path')})")
-    if dispatches:
-        from claudeguard.shim.settings_sources import enforce
-
-        enforce(args, cfg, cwd)  # Claude Code's own settings files must not silence the guard
-
+    cfg, real = load_checked(opts, args, cwd)
     if args.passthrough:
         from claudeguard.shim.command import check_lockdown
         from claudeguard.shim.session_commands import check_subcommand_lockdown
@@ -121,6 +120,8 @@ def _main(argv: list[str]) -> int:
         from claudeguard.shim.agent_view import opens_agent_view
 
         if opens_agent_view(args):  # its dispatched sessions are guarded through the service
+            from pathlib import Path
+
             from claudeguard.shim.agent_view import run_agent_view
 
             return run_agent_view(real, args, cfg, Path(cwd), end, dry_run=opts.dry_run)
@@ -128,9 +129,8 @@ def _main(argv: list[str]) -> int:
             return _print_plan([real, *rest], {}, guarded=False)
         exec_passthrough([real, *rest], exec_env)
 
-    from claudeguard.shim.command import build_plan, check_lockdown
+    from claudeguard.shim.command import build_plan
 
-    check_lockdown(args, cfg)  # before anything starts: the guard service, a session dir
     session_id = os.urandom(8).hex()  # what secrets.token_hex does, without its ~8 ms of imports
     if opts.dry_run:
         from claudeguard.shim.command import HttpHooks
@@ -139,10 +139,67 @@ def _main(argv: list[str]) -> int:
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=None, cwd=cwd, http=http)
         return _print_plan(plan.argv, plan.env_additions, guarded=True)
     if args.has("--bg"):
+        from pathlib import Path
+
         from claudeguard.shim.background import run_background
 
         return run_background(real, args, cfg, Path(cwd), session_id, end)
-    return _run_session(real, args, cfg, Path(cwd), session_id, end)
+    return _run_session(real, args, cfg, cwd, session_id, end, opts=opts)
+
+
+def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config, str]:
+    """The config and the real CLI, with what must hold before anything starts: Claude Code's
+    own settings files must not silence the guard (for anything that runs or dispatches a
+    session), and a session must not loosen what lockdown forbids (before the guard service or
+    a session dir exists). Run here, or in the service's planner for the launcher."""
+    from pathlib import Path
+
+    from claudeguard.config.load import load_config
+    from claudeguard.shim.discovery import find_claude
+
+    cfg = load_config(Path(cwd), _overrides(opts))
+    real = find_claude(cfg.get("claude.path"), configured_source=f"claude.path ({cfg.source('claude.path')})")
+    if not args.passthrough or args.subcommand == "agents":  # `claude agents` dispatches sessions
+        from claudeguard.shim.settings_sources import enforce
+
+        enforce(args, cfg, cwd)
+    if not args.passthrough:
+        from claudeguard.shim.command import check_lockdown
+
+        check_lockdown(args, cfg)
+    return cfg, real
+
+
+def _plannable(args: ClaudeArgs, opts: GuardOptions) -> bool:
+    """A session the planner prepares: the service's hooks, pipes (no pty of ours, whose relay
+    wants the config before the CLI starts), not a dry run or a --bg dispatch."""
+    return (not opts.dry_run and not args.has("--bg") and _use_service() and not uses_pty(args)
+            and os.environ.get("CLAUDEGUARD_PLANNER", "1") != "0")
+
+
+def uses_pty(args: ClaudeArgs) -> bool:
+    """No -p: the TUI runs on our pty (with or without a terminal of our own), so its dialogs can
+    be seen and, when nobody answers them, routed to the channel. A stream-json caller without
+    -p (the Agent SDK's streaming mode) is headless: pipes, as with -p."""
+    return not args.print_mode and args.last("--input-format", "--output-format") is None
+
+
+def session_snapshot_text(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str, stdin_tty: bool,
+                          exec_pid: int, hooks: str, prepared_by: str = "launcher") -> str:
+    """The session's ``session.json`` (what its hooks read), as written. ``prepared_by``: the
+    launcher, or the service's planner (for `ps` and the tests: the plan is the same)."""
+    import json
+
+    from claudeguard.paths import log_dir_text
+    from claudeguard.shim.command import session_snapshot
+
+    snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=cwd,
+                                interactive=not args.print_mode and stdin_tty, exec_pid=exec_pid)
+    snapshot["hooks"] = hooks
+    snapshot["pty"] = uses_pty(args)  # the hooks leave its dialogs' requests to its router (held)
+    snapshot["log_dir"] = log_dir_text()  # the service answers for many launchers' environments
+    snapshot["prepared_by"] = prepared_by
+    return json.dumps(snapshot)
 
 
 def _print_plan(argv: list[str], env: dict[str, str], *, guarded: bool) -> int:
@@ -167,61 +224,71 @@ def _disabled(argv: list[str]) -> int:
     return 0
 
 
-def _run_session(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_id: str, end: EndOptions | None) -> int:
-    import json
-
+def _run_session(real: str, args: ClaudeArgs, cfg: Config | None, cwd: str, session_id: str, end: EndOptions | None,
+                 *, opts: GuardOptions, planned: Planned | None = None) -> int:
+    """Start the CLI as our child and supervise it to the end. ``planned``: the service's planner
+    prepared the session (``cfg`` is None then, and read here once the CLI has started)."""
     from claudeguard.files import write_atomic
-    from claudeguard.paths import runtime_dir
-    from claudeguard.shim.command import build_plan, session_snapshot
-    from claudeguard.shim.report import Run
 
     interactive = not args.print_mode
-    session_dir = runtime_dir("sessions", session_id)
-    run = Run(session_id=session_id, real_cli=real, end=end, non_interactive=not interactive or not os.isatty(0))
+    use_pty = uses_pty(args)
+    registration: Registration | None = None
+    port_token: tuple[int, str] | None
     try:
-        snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(cwd),
-                                    interactive=interactive and os.isatty(0))
-        snapshot["hooks"] = "http"
-        # No -p: the TUI runs on our pty (with or without a terminal of our own), so its dialogs
-        # can be seen and, when nobody answers them, routed to the channel. A stream-json
-        # caller without -p (the Agent SDK's streaming mode) is headless: pipes, as with -p.
-        use_pty = interactive and args.last("--input-format", "--output-format") is None
-        snapshot["pty"] = use_pty  # the hooks leave its dialogs' requests to its router (held)
-        from claudeguard.paths import log_dir_text
+        if planned is not None:
+            session_dir = planned.session_dir
+            argv, env_add, snapshot_text = planned.argv, planned.env, planned.snapshot
+            port_token = (planned.port, planned.token)
+        else:
+            assert cfg is not None
+            from claudeguard.paths import runtime_dir
+            from claudeguard.shim.command import build_plan
 
-        snapshot["log_dir"] = log_dir_text()  # the service answers for many launchers' environments
-        write_atomic(session_dir / "session.json", json.dumps(snapshot))
-        registration, http = _register_with_service(session_id, str(session_dir))
-        if http is None:
-            snapshot["hooks"] = "command"
-            write_atomic(session_dir / "session.json", json.dumps(snapshot))
-        plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(cwd), http=http)
-        snapshot_text = json.dumps(snapshot)  # as written last: the keeper writes it again if the dir goes
-        env = dict(os.environ, **plan.env_additions)
+            session_dir = str(runtime_dir("sessions", session_id))
+            snapshot_text = session_snapshot_text(cfg, args, session_id=session_id, cwd=cwd, stdin_tty=os.isatty(0),
+                                                  exec_pid=os.getpid(), hooks="http")
+            write_atomic(os.path.join(session_dir, "session.json"), snapshot_text)
+            registration, http = _register_with_service(session_id, session_dir)
+            if http is None:
+                snapshot_text = session_snapshot_text(cfg, args, session_id=session_id, cwd=cwd,
+                                                      stdin_tty=os.isatty(0), exec_pid=os.getpid(), hooks="command")
+                write_atomic(os.path.join(session_dir, "session.json"), snapshot_text)
+            plan = build_plan(real, args, cfg, session_id=session_id, session_dir=session_dir, cwd=cwd, http=http)
+            argv, env_add = plan.argv, plan.env_additions
+            port_token = (int(http.port), http.token) if http is not None else None
+        env = dict(os.environ, **env_add)
         sup: PtySession | Supervisor
         pty: PtySession | None = None
         if use_pty:
+            assert cfg is not None
             from claudeguard.shim.pty_relay import PtySession, relay_settings
 
-            sup = pty = PtySession(plan.argv, env, relay_settings(
-                cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(cwd), real_cli=real,
+            sup = pty = PtySession(argv, env, relay_settings(
+                cfg, session_id=session_id, session_dir=session_dir, cwd=cwd, real_cli=real,
                 prompt_given=args.prompt is not None))
         else:
             from claudeguard.shim.supervise import Supervisor
 
-            sup = Supervisor(plan.argv, env, tap_stdout=True)
+            sup = Supervisor(argv, env, tap_stdout=True)
         child_pid = sup.start()
-        if http is not None and registration is None:
-            registration = _register_started(session_id, str(session_dir), http)
+        if port_token is not None and registration is None:
+            registration = _register_started(session_id, session_dir, *port_token)
+        from claudeguard.shim.report import Run
+
+        run = Run(session_id=session_id, real_cli=real, end=end, non_interactive=not interactive or not os.isatty(0))
+        if cfg is None:
+            # While the CLI starts (another core): what the watchdog and the settings watch
+            # read. The planner read the same files a moment ago; they are checked again here.
+            cfg, _ = load_checked(opts, args, cwd)
         from claudeguard.shim.settings_sources import Watch
 
-        settings_watch = Watch(args, cfg, str(cwd), child_pid).start()  # a settings file written mid-session
+        settings_watch = Watch(args, cfg, cwd, child_pid).start()  # a settings file written mid-session
         # After start(): the supervisor has blocked the forwarded signals, and the gate's threads
         # must inherit that mask (only its signal thread may take them). A hook that comes before
         # the server listens decides in its own process.
-        gate = _start_gate_server(str(session_dir), session_id) if http is None else None
-        monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, plan.argv, registration)
-        keeper = _start_keeper(session_id, str(session_dir), snapshot_text, gate)
+        gate = _start_gate_server(session_dir, session_id) if port_token is None else None
+        monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, argv, registration)
+        keeper = _start_keeper(session_id, session_dir, snapshot_text, gate)
         if pty is not None:
             pty.on_output = None  # the screen is not stream-json
             pty.monitor = monitor
@@ -236,7 +303,7 @@ def _run_session(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_id
         run.stalls = monitor.stalls if monitor is not None else None
         return run.finish(124 if monitor is not None and monitor.killed else code)
     except BaseException as exc:
-        if "child_pid" in locals():  # a report only for a run that started (exit 2 starts nothing)
+        if "run" in locals():  # a report only for a run that started (exit 2 starts nothing)
             run.finish(getattr(exc, "exit_code", 1), failed=True)
         raise
     finally:
@@ -246,11 +313,12 @@ def _run_session(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_id
             keeper.stop()  # before the directory goes: it would make it again
         if "gate" in locals() and gate is not None:
             gate.close()
-        if "registration" in locals() and registration is not None:
+        if registration is not None:
             registration.close()
-        import shutil  # here, not before the CLI starts: every import up front delays it
+        if "session_dir" in locals():
+            import shutil  # here, not before the CLI starts: every import up front delays it
 
-        shutil.rmtree(session_dir, ignore_errors=True)
+            shutil.rmtree(session_dir, ignore_errors=True)
 
 
 def _use_service() -> bool:
@@ -288,12 +356,12 @@ def _register_with_service(session_id: str, session_dir: str) -> tuple[Registrat
     return registration, HttpHooks(port, token)
 
 
-def _register_started(session_id: str, session_dir: str, http: HttpHooks) -> Registration:
+def _register_started(session_id: str, session_dir: str, port: int, token: str) -> Registration:
     """Register a session whose CLI already runs (see ``_register_with_service``)."""
     from claudeguard.service.client import Registration
 
-    registration = Registration(session_id, session_dir, http.token)
-    registration.open_started(int(http.port))
+    registration = Registration(session_id, session_dir, token)
+    registration.open_started(port)
     return registration
 
 
@@ -328,13 +396,12 @@ def _start_keeper(session_id: str, session_dir: str, snapshot_text: str, gate: G
 
 
 def _start_watchdog(cfg: Config, args: ClaudeArgs, sup: PtySession | Supervisor, child_pid: int, session_id: str,
-                    session_dir: Path, cwd: Path, argv: list[str], registration: Registration | None) -> Feed:
+                    session_dir: str, cwd: str, argv: list[str], registration: Registration | None) -> Feed:
     """The watchdog's feed (shim/activity.py): the service samples and judges a registered
     session; without one, a monitor in this process does."""
     from claudeguard.shim.activity import Feed
 
-    feed = Feed(child_pid=child_pid, session_id=session_id, session_dir=str(session_dir), cfg=cfg,
-                args=args, cwd=str(cwd),
+    feed = Feed(child_pid=child_pid, session_id=session_id, session_dir=session_dir, cfg=cfg, args=args, cwd=cwd,
                 argv=argv, registration=registration)
     sup.on_output = feed.feed_stdout
     return feed.start()

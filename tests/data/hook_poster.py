@@ -42,5 +42,7 @@ for post in json.loads(os.environ["POSTS"]):
     except OSError as exc:
         results.append({"status": None, "error": str(exc)})
     conn.close()
+session = os.path.join(os.environ.get("CLAUDEGUARD_SESSION_DIR", ""), "session.json")
 with open(os.environ["OUT"], "w") as fh:
-    json.dump({"results": results, "url": pre, "port": port}, fh)
+    json.dump({"results": results, "url": pre, "port": port, "argv": sys.argv[1:], "ppid": os.getppid(),
+               "session": json.load(open(session)) if os.path.exists(session) else None}, fh)

@@ -1,0 +1,257 @@
+"""The service's planner: a warm process that prepares a launcher's session before its CLI starts.
+
+``shim/planned.py`` is the launcher's side. The planner has imported everything that preparing a
+session needs. For each request it takes the launcher's argv, environment, working directory and
+pid, runs the launcher's own preparation (``shim.main.load_checked`` and
+``session_snapshot_text``, ``shim.command.build_plan``: the same code, so the same plan and the
+same errors), writes the session file, answers, and puts its own environment back: ~3 ms.
+
+Why a single-threaded process beside the service rather than a thread in it: preparing reads the
+process's environment and working directory (config paths, PATH, XDG_*, the runtime dir), which
+threads share. Requests are served one at a time; one that takes longer than
+``PREPARE_LIMIT_S`` is dropped (its launcher, and any behind it that give up, prepare their
+sessions themselves). Not a fork per request: a forked copy of the warm process spent ~10 ms
+more on copy-on-write faults than the whole preparation takes.
+
+Protocol: ``plan.sock`` in the service dir (0600 in a 0700 dir; each side checks that the other
+is this user). The launcher sends one marshal'd request and shuts its write side; the child
+answers one marshal'd dict: the plan (``argv``, ``env``, ``port``, ``real``, ``session_dir``,
+``snapshot``), or ``error`` and ``exit`` (an expected failure: the launcher prints it as its own
+path would), or ``refused`` (the launcher prepares the session itself). Whatever preparing
+printed on stderr (a warning) travels in ``stderr``.
+
+Lifetime: the service starts it (``start``) once its hook port is known and holds the write end
+of a pipe whose read end the planner watches: when the service exits or dies, the planner stops.
+It serves only launchers of its own code: ``files.fingerprint`` of the launcher's package dir
+must equal the planner's own, taken at its start (sources changed since are another version).
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import select
+import signal
+import socket
+import sys
+
+from claudeguard.service import files
+from claudeguard.shim.planned import PLAN_SOCKET
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    import subprocess
+    from typing import Any
+
+PREPARE_LIMIT_S = 5.0  # a request that takes longer is dropped (``TooLong``)
+MAX_REQUEST = 4 << 20
+# What preparing a session imports (tests/test_service_planner.py holds that it imports nothing
+# more in the forked child): imported once here, not in every child.
+WARM = ("claudeguard.shim.main", "claudeguard.shim.options", "claudeguard.shim.claude_args",
+        "claudeguard.shim.discovery", "claudeguard.shim.command", "claudeguard.shim.settings_sources",
+        "claudeguard.config.load", "claudeguard.config.find", "claudeguard.config.lines",
+        "claudeguard.config.schema", "claudeguard.policy.rules", "claudeguard.policy.pathrules",
+        "claudeguard.paths", "claudeguard.files", "claudeguard.gate", "json", "io", "pathlib", "shlex", "shutil",
+        "tomllib")
+
+
+class Planner:
+    """The service's handle on its planner process."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], lifeline: int) -> None:
+        self.proc = proc
+        self.lifeline = lifeline
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        """Close the lifeline (the planner stops at once), then make sure, by its pid."""
+        try:
+            os.close(self.lifeline)
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=2)
+        except Exception:  # noqa: BLE001 - a planner that does not stop is killed
+            self.proc.kill()
+            self.proc.wait()
+
+
+def start(directory: str, port: int) -> Planner | None:
+    """Start the planner for the service whose hook port is ``port``. None when it cannot be
+    started: launchers then prepare their sessions themselves, as before it existed."""
+    import subprocess
+
+    read_end, write_end = os.pipe()  # not inheritable: only the planner gets the read end
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "claudeguard.service.planner", directory, str(port),
+                                 str(read_end)], pass_fds=(read_end,), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL)
+    except OSError as exc:
+        print(f"claudeguard service: no planner ({exc})", file=sys.stderr, flush=True)
+        os.close(write_end)
+        return None
+    finally:
+        os.close(read_end)
+    return Planner(proc, write_end)
+
+
+def serve(directory: str, port: int, lifeline: int) -> int:
+    import importlib
+
+    for name in WARM:
+        importlib.import_module(name)
+    version = files.fingerprint()
+    path = os.path.join(directory, PLAN_SOCKET)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        os.unlink(path)  # a dead planner's: the service that starts us holds the slot
+    except FileNotFoundError:
+        pass
+    old = os.umask(0o177)
+    try:
+        with files.socket_path(directory, PLAN_SOCKET) as address:
+            listener.bind(address)
+    finally:
+        os.umask(old)
+    inode = os.stat(path).st_ino
+    listener.listen(64)
+    signal.signal(signal.SIGALRM, _too_long)
+    try:
+        while True:
+            ready, _, _ = select.select([listener.fileno(), lifeline], [], [])
+            if lifeline in ready:
+                return 0  # the service is gone (or stopping)
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            try:
+                conn.settimeout(PREPARE_LIMIT_S)  # a peer that does not send or read
+                _serve_one(conn, port, version)
+            except (OSError, TooLong):
+                pass  # the launcher sees no answer and prepares the session itself
+            finally:
+                conn.close()
+    finally:
+        try:
+            if os.stat(path).st_ino == inode:  # only our own: a successor may have bound its own
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+class TooLong(Exception):
+    """A request took longer than ``PREPARE_LIMIT_S`` (a config on a hung mount, a peer that
+    does not send): the next launchers must not wait behind it."""
+
+
+def _too_long(signum: int, frame: object) -> None:
+    raise TooLong()
+
+
+def _serve_one(conn: socket.socket, port: int, version: str) -> None:
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)  # struct ucred: pid, uid, gid
+    if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
+        return
+    chunks, size = [], 0
+    while True:
+        data = conn.recv(1 << 16)
+        if not data:
+            break
+        size += len(data)
+        if size > MAX_REQUEST:
+            return
+        chunks.append(data)
+    try:
+        request = marshal.loads(b"".join(chunks))
+    except (EOFError, ValueError, TypeError):
+        return
+    answer = prepare(request, port, version) if isinstance(request, dict) else {"refused": "not a request"}
+    conn.sendall(marshal.dumps(answer))
+
+
+def prepare(request: dict[str, Any], port: int, version: str) -> dict[str, Any]:
+    """Prepare the launcher's session as its own path would: in the launcher's environment,
+    working directory and names (``sys.argv[0]``, ``sys.executable``), all put back after."""
+    import io
+
+    try:
+        if files.fingerprint(request["root"]) != version:
+            return {"refused": "another version of claudeguard"}
+        cwd, env = request["cwd"], request["env"]
+        if not isinstance(env, dict):
+            return {"refused": "no environment"}
+    except (KeyError, TypeError, OSError) as exc:
+        return {"refused": f"not a request: {exc}"}
+    saved = (dict(os.environ), sys.argv, sys.executable, sys.stderr)
+    stderr = io.StringIO()
+    signal.setitimer(signal.ITIMER_REAL, PREPARE_LIMIT_S)
+    try:
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
+        sys.argv = [request["argv0"]]  # the launcher's own paths are never the real CLI
+        sys.executable = request["executable"]
+        sys.stderr = stderr
+        answer = _prepare(request, port)
+    except (KeyError, TypeError, ValueError, OSError) as exc:
+        answer = {"refused": f"cannot take the launcher's place: {exc}"}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)  # first: nothing may interrupt putting things back
+        os.environ.clear()
+        os.environ.update(saved[0])
+        sys.argv, sys.executable, sys.stderr = saved[1], saved[2], saved[3]
+        os.chdir("/")
+    answer.setdefault("stderr", stderr.getvalue())
+    return answer
+
+
+def _prepare(request: dict[str, Any], port: int) -> dict[str, Any]:
+    import shutil
+
+    from claudeguard.errors import GuardError
+    from claudeguard.files import write_atomic
+    from claudeguard.paths import runtime_dir
+    from claudeguard.shim.claude_args import parse_claude_args
+    from claudeguard.shim.command import HttpHooks, build_plan
+    from claudeguard.shim.main import load_checked, session_snapshot_text
+    from claudeguard.shim.options import split_argv
+
+    cwd, pid, session_id = request["cwd"], request["pid"], request["session_id"]
+    session_dir = None
+    try:
+        opts, rest = split_argv(request["argv"])
+        args = parse_claude_args(rest)
+        cfg, real = load_checked(opts, args, cwd)
+        session_dir = str(runtime_dir("sessions", session_id))
+        snapshot = session_snapshot_text(cfg, args, session_id=session_id, cwd=cwd,
+                                         stdin_tty=bool(request["stdin_tty"]), exec_pid=pid, hooks="http",
+                                         prepared_by="planner")
+        write_atomic(os.path.join(session_dir, "session.json"), snapshot)
+        plan = build_plan(real, args, cfg, session_id=session_id, session_dir=session_dir, cwd=cwd,
+                          http=HttpHooks(port, request["token"]), exec_pid=pid)
+        return {"argv": plan.argv, "env": plan.env_additions, "port": port, "real": real, "session_dir": session_dir,
+                "snapshot": snapshot}
+    except GuardError as exc:
+        if session_dir is not None:
+            shutil.rmtree(session_dir, ignore_errors=True)
+        return {"error": str(exc), "exit": exc.exit_code}
+    except BaseException as exc:  # TooLong too: the session dir goes; the launcher's own path meets it again
+        if session_dir is not None:
+            shutil.rmtree(session_dir, ignore_errors=True)
+        if isinstance(exc, (TooLong, KeyboardInterrupt, SystemExit)):
+            raise
+        return {"refused": f"{type(exc).__name__}: {exc}"}
+
+
+def main(argv: list[str]) -> int:
+    """``python -m claudeguard.service.planner DIR PORT LIFELINE_FD`` (started by the service)."""
+    directory, port, lifeline = argv[0], int(argv[1]), int(argv[2])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service's lifeline ends us, not a terminal's ^C
+    return serve(directory, port, lifeline)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

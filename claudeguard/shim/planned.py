@@ -1,0 +1,139 @@
+"""Ask the resident service's planner to prepare this session (``service/planner.py``).
+
+The planner, a warm process beside the service, reads and checks the config, writes the session
+file and builds the CLI's argv with the same code as the launcher's own path, run with this
+launcher's argv, environment and working directory. The launcher then starts the CLI without
+importing and running all of that first (~40 ms before every guarded ``claude -p`` on the
+benchmark machine, bench/RESULTS.md). This module imports nothing beyond ``_socket`` and
+``marshal``: it is on that path.
+
+The answer is None, and the launcher prepares the session itself, whenever the planner cannot
+give one: none listening, a peer that is not this user, another version of claudeguard, a
+refusal, a broken or late answer. An expected failure (a config error, lockdown, a settings
+file that would silence the guard) comes back as the same one line and exit code the launcher's
+own path would give, and is raised here as a ``GuardError``.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+
+from claudeguard.errors import GuardError
+
+PLAN_SOCKET = "plan.sock"
+ANSWER_WAIT_S = 10.0  # a planner that takes longer is stuck: the launcher prepares it itself
+MAX_ANSWER = 8 << 20
+
+
+class Planned:
+    """A session the planner prepared: its files are written; the launcher starts ``argv``."""
+
+    __slots__ = ("argv", "env", "port", "real", "session_dir", "session_id", "snapshot", "token")
+
+    def __init__(self, *, argv: list[str], env: dict[str, str], port: int, real: str, session_dir: str,
+                 session_id: str, snapshot: str, token: str) -> None:
+        self.argv, self.env, self.port, self.real = argv, env, port, real
+        self.session_dir, self.session_id, self.snapshot, self.token = session_dir, session_id, snapshot, token
+
+
+def _planned(answer: dict[str, object], session_id: str, token: str) -> Planned | None:
+    argv, env, port = answer.get("argv"), answer.get("env"), answer.get("port")
+    real, session_dir, snapshot = answer.get("real"), answer.get("session_dir"), answer.get("snapshot")
+    if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv) and isinstance(env, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()) and isinstance(port, int)
+            and isinstance(real, str) and isinstance(session_dir, str) and isinstance(snapshot, str)):
+        return None
+    return Planned(argv=argv, env=env, port=port, real=real, session_dir=session_dir, session_id=session_id,
+                   snapshot=snapshot, token=token)
+
+
+def plan_socket_path() -> str:
+    """``<runtime root>/service/plan.sock``, computed as ``paths.runtime_dir("service")`` is but
+    without its checks (and their imports): the peer's uid is checked instead."""
+    root = os.environ.get("CLAUDEGUARD_RUNTIME_DIR") or os.path.join("/tmp", f"claudeguard-{os.getuid()}")
+    return os.path.join(root, "service", PLAN_SOCKET)
+
+
+def package_root() -> str:
+    """The installed package's directory: the planner serves only launchers of its own code."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def ask_planner(argv: list[str], cwd: str) -> Planned | None:
+    """The session prepared by the planner, or None (see the module's docstring)."""
+    path = plan_socket_path()
+    if len(os.fsencode(path)) >= 108:  # past AF_UNIX's limit (a long CLAUDEGUARD_RUNTIME_DIR)
+        return None
+    session_id = os.urandom(8).hex()
+    token = os.urandom(24).hex()  # 192 bits, as the launcher's own path makes it
+    request = {
+        "root": package_root(),
+        "argv": argv,
+        "argv0": sys.argv[0],
+        "executable": sys.executable,
+        "cwd": cwd,
+        "env": dict(os.environ),
+        "pid": os.getpid(),
+        "stdin_tty": os.isatty(0),
+        "session_id": session_id,
+        "token": token,
+    }
+    answer = _exchange(path, marshal.dumps(request))
+    if not isinstance(answer, dict):
+        return None
+    if "error" in answer:
+        _print_stderr(answer)
+        error = GuardError(str(answer["error"]))
+        code = answer.get("exit")
+        error.exit_code = code if isinstance(code, int) else 2
+        raise error
+    planned = _planned(answer, session_id, token)
+    if planned is not None:
+        _print_stderr(answer)
+    return planned
+
+
+def _print_stderr(answer: dict[str, object]) -> None:
+    """What preparing the session printed (a warning), where the launcher's own path prints it."""
+    text = answer.get("stderr")
+    if isinstance(text, str) and text:
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def _exchange(path: str, request: bytes) -> object:
+    import _socket
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    chunks: list[bytes] = []
+    try:
+        sock.settimeout(ANSWER_WAIT_S)
+        sock.connect(path)
+        # The request carries this process's environment: only to a planner of this user.
+        creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # struct ucred: pid, uid, gid
+        if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
+            return None
+        sock.sendall(request)
+        sock.shutdown(_socket.SHUT_WR)
+        size = 0
+        while True:
+            data = sock.recv(1 << 16)
+            if not data:
+                break
+            size += len(data)
+            if size > MAX_ANSWER:
+                return None
+            chunks.append(data)
+    except OSError:
+        return None
+    finally:
+        sock.close()
+    try:
+        return marshal.loads(b"".join(chunks))
+    except (EOFError, ValueError, TypeError):
+        return None

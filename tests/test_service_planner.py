@@ -1,0 +1,178 @@
+"""The service's planner (claudeguard/service/planner.py, shim/planned.py): a launcher with a
+live service has its session prepared by the planner, with the plan, the session file and the
+errors its own path would give; whenever the planner cannot answer the launcher prepares the
+session itself. The launcher runs in front of the stand-in CLI of test_service.py, which
+records its argv and the session file it was given."""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from claudeguard.service.files import process_start
+from tests.shim_helpers import ctl
+from tests.test_service import GUARD, env, guard, service_dir, wait_until, write_config
+
+__all__ = ["env"]  # the fixture, shared with test_service.py
+
+CONFIG = '[permissions]\nallow = ["Bash(echo *)"]\ndeny = ["Bash(rm *)"]\nask = ["Bash(git push *)"]\n'
+
+
+def plan_socket(env: dict) -> Path:
+    return service_dir(env) / "plan.sock"
+
+
+def planner_pids(env: dict) -> list[int]:
+    """Live planner processes of this runtime dir (by their command line)."""
+    want = str(service_dir(env)).encode()
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                args = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"claudeguard.service.planner" in args and want in args:
+                pids.append(int(entry))
+    return pids
+
+
+def up(env: dict) -> int:
+    """Start the service (a first launch) and wait for its planner; the planner's pid."""
+    guard(env, [])
+    Path(env["OUT"]).unlink()
+    wait_until(lambda: plan_socket(env).exists() and planner_pids(env), what="the planner listening")
+    [pid] = planner_pids(env)
+    return pid
+
+
+def normalized(out: dict) -> tuple[list[str], dict]:
+    """The CLI's argv and session file with what differs between any two sessions taken out."""
+    sid = out["session"]["session_id"]
+    argv = [a.replace(sid, "SID") for a in out["argv"]]
+    session = {k: v for k, v in out["session"].items() if k not in ("session_id", "pid", "prepared_by")}
+    return argv, session
+
+
+def ask(env: dict, request: object) -> object:
+    """One raw exchange with the planner."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(20)
+        sock.connect(str(plan_socket(env)))
+        sock.sendall(request if isinstance(request, bytes) else marshal.dumps(request))
+        sock.shutdown(socket.SHUT_WR)
+        data = b"".join(iter(lambda: sock.recv(65536), b""))
+    return marshal.loads(data) if data else None
+
+
+def test_a_session_is_prepared_by_the_planner_exactly_as_the_launcher_would(env):
+    write_config(env, CONFIG)
+    up(env)
+    planned = guard(env, [])
+    own = guard(env, [], CLAUDEGUARD_PLANNER="0")
+    assert planned["session"]["prepared_by"] == "planner" and own["session"]["prepared_by"] == "launcher"
+    assert normalized(planned) == normalized(own)
+    # the session file names the launcher (the CLI's parent), not the planner
+    assert planned["session"]["pid"] == planned["ppid"]
+    # and its hooks are answered: the session was registered with the planner's port
+    answered = guard(env, [{"event": "PreToolUse", "body": {
+        "hook_event_name": "PreToolUse", "session_id": "cli-1", "tool_name": "Bash", "tool_input": {"command": "rm x"},
+        "tool_use_id": "toolu_1", "cwd": "/"}}])
+    assert answered["session"]["prepared_by"] == "planner"
+    assert answered["results"][0]["answer"]["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert list((Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions").iterdir()) == []
+
+
+def test_a_config_error_is_the_launchers_own_line_and_leaves_no_session(env):
+    up(env)
+    write_config(env, '[permissions]\nallow = ["Bash(echo *)"\n')  # unclosed list
+    runs = [subprocess.run(GUARD + ["-p", "x"], env=dict(env, POSTS="[]", **extra), capture_output=True, text=True,
+                           timeout=60) for extra in ({}, {"CLAUDEGUARD_PLANNER": "0"})]
+    assert [r.returncode for r in runs] == [2, 2]
+    assert runs[0].stderr == runs[1].stderr and runs[0].stderr.startswith("claudeguard: ")
+    assert "config.toml:" in runs[0].stderr and runs[0].stderr.count("\n") == 1
+    assert not Path(env["OUT"]).exists()  # no CLI started
+    assert list((Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions").iterdir()) == []
+
+
+def test_a_lockdown_refusal_comes_back_with_its_exit_code(env):
+    up(env)
+    write_config(env, "lockdown = true\n")
+    runs = [subprocess.run(GUARD + ["-p", "x", "--dangerously-skip-permissions"], env=dict(env, POSTS="[]", **extra),
+                           capture_output=True, text=True, timeout=60) for extra in ({}, {"CLAUDEGUARD_PLANNER": "0"})]
+    assert runs[0].returncode == runs[1].returncode == 2
+    assert runs[0].stderr == runs[1].stderr and "lockdown" in runs[0].stderr
+
+
+def test_another_version_or_a_broken_request_is_refused_and_the_planner_goes_on(env, tmp_path):
+    up(env)
+    other = tmp_path / "other" / "claudeguard"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("")
+    request = {"root": str(other), "argv": ["-p", "x"], "argv0": "claudeguard", "executable": sys.executable,
+               "cwd": str(tmp_path), "env": dict(env), "pid": os.getpid(), "stdin_tty": False,
+               "session_id": "ab" * 8, "token": "t" * 48}
+    answer = ask(env, request)
+    assert isinstance(answer, dict) and answer["refused"] == "another version of claudeguard"
+    assert ask(env, b"not marshal") is None
+    assert ask(env, ["a", "list"]) == {"refused": "not a request"}
+    assert not (Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions" / ("ab" * 8)).exists()
+    assert guard(env, [])["session"]["prepared_by"] == "planner"
+
+
+def test_without_its_planner_a_launch_prepares_itself_and_the_service_starts_another(env):
+    pid = up(env)
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: process_start(pid) is None, what="the planner gone")
+    out = guard(env, [])
+    assert out["session"]["prepared_by"] in ("launcher", "planner")  # the service may have restarted it already
+    wait_until(lambda: [p for p in planner_pids(env) if p != pid], what="a new planner")
+    wait_until(lambda: guard(env, [])["session"]["prepared_by"] == "planner", what="planned again")
+
+
+def test_a_stale_socket_is_no_obstacle(env):
+    pid = up(env)
+    ctl(env, "service", "stop")
+    wait_until(lambda: process_start(pid) is None, what="the planner stopped with its service")
+    assert not plan_socket(env).exists()
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(str(plan_socket(env)))  # bound, never listening: connect is refused
+    stale.close()
+    out = guard(env, [])
+    assert out["session"]["prepared_by"] == "launcher" and out["results"] == []
+    wait_until(lambda: planner_pids(env), what="the new service's planner")
+
+
+def test_the_planner_stops_with_its_service(env):
+    pid = up(env)
+    record = json.loads((service_dir(env) / "service.json").read_text())
+    os.kill(record["pid"], signal.SIGKILL)  # no clean exit: the lifeline pipe breaks
+    wait_until(lambda: process_start(pid) is None, what="the planner gone with its service")
+
+
+def test_warm_holds_everything_preparing_imports(env, tmp_path):
+    write_config(env, CONFIG)
+    code = """
+import importlib, json, os, sys
+from claudeguard.service import planner, files
+for name in planner.WARM:
+    importlib.import_module(name)
+before = set(sys.modules)
+request = {"root": os.path.dirname(os.path.dirname(planner.__file__)), "argv": ["-p", "x"], "argv0": "claudeguard",
+           "executable": sys.executable, "cwd": sys.argv[1], "env": dict(os.environ), "pid": os.getpid(),
+           "stdin_tty": False, "session_id": "cd" * 8, "token": "t" * 48}
+answer = planner.prepare(request, 1234, files.fingerprint())
+print(json.dumps({"new": sorted(set(sys.modules) - before), "keys": sorted(answer)}))
+"""
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["keys"] == ["argv", "env", "port", "real", "session_dir", "snapshot", "stderr"]
+    assert out["new"] == []
