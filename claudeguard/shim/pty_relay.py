@@ -129,9 +129,9 @@ class PtySession(ChildProcess):
         slave = self.term.open(rows, cols)
         status_r, status_w = os.pipe()
         try:
-            proc = self._spawn(
+            self.leader = self._spawn(
                 [sys.executable, "-I", "-S", LEADER, str(status_w), *self.argv], "the pty session", then=_take_tty,
-                stdin=slave, stdout=slave, stderr=slave, pass_fds=(status_w,), start_new_session=True,
+                fds={0: slave, 1: slave, 2: slave}, keep=(status_w,), new_session=True,
             )
         except BaseException:
             self.term.leave_raw()
@@ -139,8 +139,6 @@ class PtySession(ChildProcess):
                 os.close(fd)
             self.term.close_master()
             raise
-        proc.returncode = 0  # we reap it ourselves (waitpid); keep Popen from ever waiting
-        self.leader = proc.pid
         os.close(slave)
         os.close(status_w)
         try:

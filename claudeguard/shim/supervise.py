@@ -14,40 +14,55 @@ from __future__ import annotations
 
 import os
 import select
-import signal
-import subprocess
 import threading
 
 from claudeguard.shim.child import SI_USER, ChildProcess, write_all
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    import signal
     from typing import Any
+else:  # the same functions and constants without the enum wrappers (`signal` imports enum: ~4 ms before the CLI starts)
+    import _signal as signal
 
 
 class Supervisor(ChildProcess):
     def __init__(self, argv: list[str], env: dict[str, str], *, tap_stdout: bool) -> None:
         super().__init__(argv, env)
         self.tap_stdout = tap_stdout and not os.isatty(1)
-        self.child: subprocess.Popen[bytes] | None = None
+        self.child_pid: int | None = None
+        self.out_fd: int | None = None  # the read end of the child's stdout pipe (tap_stdout)
         self._exited = threading.Event()
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> int:
-        self.child = self._spawn(self.argv, self.argv[0], stdout=subprocess.PIPE if self.tap_stdout else None)
-        self.cli_pid = self.child.pid
+        fds = {}
+        if self.tap_stdout:
+            self.out_fd, write_end = os.pipe()
+            fds[1] = write_end
+        try:
+            self.child_pid = self._spawn(self.argv, self.argv[0], fds=fds)
+        except BaseException:
+            for fd in (self.out_fd, *fds.values()):
+                if fd is not None:
+                    os.close(fd)
+            self.out_fd = None
+            raise
+        for fd in fds.values():
+            os.close(fd)
+        self.cli_pid = self.child_pid
         self._watch_signals("signals")
-        return self.child.pid
+        return self.child_pid
 
     def _on_signal(self, info: Any) -> bool:
-        assert self.child is not None
+        assert self.child_pid is not None
         sig = info.si_signo
         if sig == signal.SIGCHLD:
             if self._reap():
                 self._wake()
                 return True
             return False
-        from_user = info.si_code == SI_USER and info.si_pid != self.child.pid
+        from_user = info.si_code == SI_USER and info.si_pid != self.child_pid
         self._note_ending(sig)
         if sig == signal.SIGTSTP:
             if from_user:
@@ -59,25 +74,23 @@ class Supervisor(ChildProcess):
         return False
 
     def _reap(self) -> bool:
-        assert self.child is not None
+        assert self.child_pid is not None
         try:
-            pid, status = os.waitpid(self.child.pid, os.WNOHANG)
+            pid, status = os.waitpid(self.child_pid, os.WNOHANG)
         except ChildProcessError:
             self._exited.set()  # reaped elsewhere: nothing left to wait for
             return True
         if pid == 0:
             return False
         self._status = status
-        self.child.returncode = os.waitstatus_to_exitcode(status)  # so Popen never waits again
         self._exited.set()
         return True
 
     # -- run -----------------------------------------------------------------------------------
     def relay(self) -> int:
         """Copy the child's stdout to ours until it exits; return its exit code (128+N for a signal)."""
-        assert self.child is not None
-        pipe = self.child.stdout
-        out = pipe.fileno() if pipe else None
+        assert self.child_pid is not None
+        out = self.out_fd
         stdout_ok = True
         while True:
             fds = [self._wake_r] + ([out] if out is not None else [])
@@ -95,8 +108,7 @@ class Supervisor(ChildProcess):
                     if not stdout_ok:
                         # Our reader went away: close the pipe so the child sees EPIPE as it
                         # would have without us, and go on waiting for it to exit.
-                        if pipe is not None:
-                            pipe.close()
+                        self._close_out()
                         out = None
                         continue
                 if self.on_output is not None:
@@ -107,6 +119,15 @@ class Supervisor(ChildProcess):
         if out is not None:
             self._drain(out, stdout_ok)
         return self.exit_code()
+
+    def _close_out(self) -> None:
+        fd, self.out_fd = self.out_fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def close(self) -> None:
+        super().close()
+        self._close_out()
 
     def _drain(self, fd: int, stdout_ok: bool) -> None:
         # After the child exited, take what is left in the pipe without waiting for grandchildren
