@@ -9,13 +9,13 @@ import errno
 import os
 import select
 import sys
-import threading
 
 from claudeguard.shim.leftovers import ENDING_SIGNALS, Leftovers
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     import signal
+    import threading
     from typing import Any, Callable
 else:  # the same functions and constants without the enum wrappers (`signal` imports enum: ~4 ms before the CLI starts)
     import _signal as signal
@@ -131,6 +131,8 @@ class ChildProcess:
             raise GuardError(f"cannot start {what}: {exc.strerror}") from None
 
     def _watch_signals(self, name: str) -> None:
+        import threading  # here, after the CLI started: with what it imports, ~4 ms
+
         self._sig_thread = threading.Thread(target=self._signal_loop, name=name, daemon=True)
         self._sig_thread.start()
 

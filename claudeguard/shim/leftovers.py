@@ -15,8 +15,8 @@ CLI then gets its parent-death SIGTERM and what it leaves is left (docs/design.m
 
 from __future__ import annotations
 
+import _thread
 import sys
-import threading
 import time
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -33,7 +33,7 @@ GRACE_S = 2.0
 
 class Leftovers:
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()  # threading.Lock, without importing threading before the CLI starts
         self._noted: dict[int, psutil.Process] = {}  # each carries its start time
         self._at: float | None = None
 

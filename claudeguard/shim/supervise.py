@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import os
 import select
-import threading
 
 from claudeguard.shim.child import SI_USER, ChildProcess, write_all
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     import signal
+    import threading
     from typing import Any
 else:  # the same functions and constants without the enum wrappers (`signal` imports enum: ~4 ms before the CLI starts)
     import _signal as signal
@@ -32,7 +32,7 @@ class Supervisor(ChildProcess):
         self.tap_stdout = tap_stdout and not os.isatty(1)
         self.child_pid: int | None = None
         self.out_fd: int | None = None  # the read end of the child's stdout pipe (tap_stdout)
-        self._exited = threading.Event()
+        self._exited: threading.Event | None = None  # made at start, after the CLI's: threading costs ~4 ms
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> int:
@@ -50,6 +50,9 @@ class Supervisor(ChildProcess):
             raise
         for fd in fds.values():
             os.close(fd)
+        import threading
+
+        self._exited = threading.Event()
         self.cli_pid = self.child_pid
         self._watch_signals("signals")
         return self.child_pid
@@ -74,7 +77,7 @@ class Supervisor(ChildProcess):
         return False
 
     def _reap(self) -> bool:
-        assert self.child_pid is not None
+        assert self.child_pid is not None and self._exited is not None
         try:
             pid, status = os.waitpid(self.child_pid, os.WNOHANG)
         except ChildProcessError:
@@ -89,7 +92,7 @@ class Supervisor(ChildProcess):
     # -- run -----------------------------------------------------------------------------------
     def relay(self) -> int:
         """Copy the child's stdout to ours until it exits; return its exit code (128+N for a signal)."""
-        assert self.child_pid is not None
+        assert self.child_pid is not None and self._exited is not None
         out = self.out_fd
         stdout_ok = True
         while True:
