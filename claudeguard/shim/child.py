@@ -26,18 +26,35 @@ SI_USER = 0  # si_code of kill(2); the tty driver sends with SI_KERNEL (0x80)
 PR_SET_PDEATHSIG = 1
 
 
+def _libc_prctl() -> Callable[..., int] | None:
+    """libc's ``prctl`` through ``_ctypes``, as ``ctypes.CDLL(None).prctl`` gives it but without
+    the ``ctypes`` package (~3 ms of class definitions before every CLI's start): an int result,
+    int arguments, errno kept. None when it cannot be had (then no parent-death signal)."""
+    try:
+        import _ctypes
+
+        # ctypes.c_int and CDLL's function type, made the way ctypes makes them. The stubs know
+        # these only as ctypes uses them: dlopen(None) is the program itself (CDLL(None)), and
+        # CFuncPtr((name, library)) reads nothing of the library but its _handle.
+        c_int = type("c_int", (_ctypes._SimpleCData,), {"_type_": "i"})
+        make: Any = type("Function", (_ctypes.CFuncPtr,), {
+            "_flags_": _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO, "_restype_": c_int})
+        dlopen: Any = _ctypes.dlopen
+
+        class Libc:
+            _handle = dlopen(None, 0)
+
+        prctl: Callable[..., int] = make(("prctl", Libc()))
+        return prctl
+    except (ImportError, OSError, AttributeError, TypeError):
+        return None
+
+
 def child_setup(parent_pid: int, then: Callable[[], None] | None = None) -> Callable[[], None]:
     """The ``preexec_fn`` of every child the shim starts (here and in the pty relay); ``then``
     runs last, in the child. Loads libc before the fork: nothing may be imported between fork
     and exec."""
-    prctl = None
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            prctl = ctypes.CDLL(None, use_errno=True).prctl
-        except (OSError, AttributeError):
-            prctl = None
+    prctl = _libc_prctl() if sys.platform.startswith("linux") else None
 
     def setup() -> None:
         # Runs in the child between fork and exec: unblock what the parent blocked, ask the kernel
