@@ -4,9 +4,10 @@ PreToolUse: the policy's deny and allow are answered at once; an ``ask`` rule go
 channel; an undecided call is left to the CLI in the main agent (its prompt tool or dialog will
 ask) but goes to the channel inside a subagent, because a background subagent cannot show a
 prompt and the older CLI denies it without asking anyone. PermissionRequest (a dialog is on the
-screen) goes to the channel after ``approval.idle_before_channel``. Every other event is recorded
-for the watchdog. Whatever goes wrong, a decision event gets a deny with the reason: exit 0 and
-JSON on stdout, never a traceback on the CLI's screen.
+screen) goes to the channel after ``approval.idle_before_channel``; in a -p run it is answered
+only where the launcher made it the asker (2.1.330 without a prompt tool), like the prompt tool.
+Every other event is recorded for the watchdog. Whatever goes wrong, a decision event gets a deny
+with the reason: exit 0 and JSON on stdout, never a traceback on the CLI's screen.
 """
 
 from __future__ import annotations
@@ -147,11 +148,21 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
             record_event(session, "tool-end", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id, failed=True)
         return pre_tool_use_output(verdict)
 
-    # PermissionRequest: the CLI is about to show (or shows) its dialog. In -p runs 2.1.330 also
-    # fires it, in parallel with the permission-prompt tool: the prompt tool (ours, or the
-    # caller's, e.g. the Agent SDK's) owns that decision, so the hook stays out of the race.
+    # PermissionRequest: the CLI is about to show (or shows) its dialog, or, in a -p run on
+    # 2.1.330, asks whoever answers its prompts. In -p it is ours to answer only when no
+    # permission-prompt tool was given and the launcher made it the asker (snapshot "asker"):
+    # beside a prompt tool (ours, or the caller's, e.g. the Agent SDK's) 2.1.330 fires it in
+    # parallel, and the prompt tool owns that decision, so the hook stays out of the race.
     if session.snapshot.get("print_mode"):
-        return None
+        if session.snapshot.get("asker") != "permission-request":
+            return None
+        # As the prompt tool decides (mcp_server.decide_prompt): an answer the PreToolUse hook
+        # got for this call (same agent and input: the event has no tool_use_id), else policy,
+        # grants, then a human. No dialog is on any screen: no head start, nothing held.
+        verdict = reuse_answer(session, tool, tool_input, agent_id, None) or decide_call(
+            session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id, cwd=cwd,
+            via="permission-request", undecided="ask", still_wanted=client_alive)
+        return permission_request_output(verdict, tool_input)
     earlier = reuse_answer(session, tool, tool_input, agent_id, None)
     if earlier is not None:
         return permission_request_output(earlier, tool_input)

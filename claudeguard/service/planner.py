@@ -216,7 +216,7 @@ def _prepare(request: dict[str, Any], port: int) -> dict[str, Any]:
     from claudeguard.paths import runtime_dir
     from claudeguard.shim.claude_args import parse_claude_args
     from claudeguard.shim.command import HttpHooks, build_plan
-    from claudeguard.shim.main import load_checked, session_snapshot_text
+    from claudeguard.shim.main import load_checked, print_cli_version, session_snapshot_text
     from claudeguard.shim.options import split_argv
 
     cwd, pid, session_id = request["cwd"], request["pid"], request["session_id"]
@@ -226,12 +226,13 @@ def _prepare(request: dict[str, Any], port: int) -> dict[str, Any]:
         args = parse_claude_args(rest)
         cfg, real = load_checked(opts, args, cwd)
         session_dir = str(runtime_dir("sessions", session_id))
+        version = print_cli_version(real, args)  # who asks in -p (its package.json: ~0.1 ms)
         snapshot = session_snapshot_text(cfg, args, session_id=session_id, cwd=cwd,
                                          stdin_tty=bool(request["stdin_tty"]), exec_pid=pid, hooks="http",
-                                         prepared_by="planner")
+                                         prepared_by="planner", cli_version=version)
         write_atomic(os.path.join(session_dir, "session.json"), snapshot)
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=session_dir, cwd=cwd,
-                          http=HttpHooks(port, request["token"]), exec_pid=pid)
+                          http=HttpHooks(port, request["token"]), exec_pid=pid, cli_version=version)
         return {"argv": plan.argv, "env": plan.env_additions, "port": port, "real": real, "session_dir": session_dir,
                 "snapshot": snapshot}
     except GuardError as exc:

@@ -32,16 +32,43 @@ PROMPT_TOOL = f"mcp__{MCP_SERVER_NAME}__approve"
 TOOL_HOOK_EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure")
 OTHER_HOOK_EVENTS = ("Notification", "SubagentStart", "SubagentStop", "UserPromptSubmit", "Stop")
 # What a -p session leaves out, as nothing of the guard consumes it there: PermissionRequest
-# (fired by 2.1.330 beside the permission-prompt tool, which owns that decision: gate/hook.py
-# answers nothing in print mode) and Notification (a dialog or an idle prompt on screen: the
-# watchdog's notes for a TUI). Each event that fires costs the CLI an HTTP round trip.
+# (unless it is the session's asker, ``print_asker``) and Notification (a dialog or an idle
+# prompt on screen: the watchdog's notes for a TUI). Each event that fires costs the CLI an HTTP
+# round trip.
 PRINT_MODE_SKIPPED = ("PermissionRequest", "Notification")
+# The first release whose -p runs fire the PermissionRequest hook, and honour its answer, when no
+# permission-prompt tool is given (2.1.197 does not fire it and denies the call). Asking there
+# spares the CLI the connection to our MCP server before its first turn (docs/design.md,
+# "Who asks in -p").
+PERMISSION_REQUEST_IN_PRINT = (2, 1, 330)
 
 
-def hook_events(print_mode: bool) -> tuple[str, ...]:
-    """The events registered for a session: every one, less PRINT_MODE_SKIPPED under -p."""
+def print_asker(args: ClaudeArgs, cli_version: str | None) -> str | None:
+    """Who answers, in a -p run, a call the CLI itself would ask about: the caller's prompt tool
+    ("caller"), nobody (``--permission-prompts none``: the CLI denies), our PermissionRequest hook
+    (a real CLI known to be >= PERMISSION_REQUEST_IN_PRINT) or our prompt tool (older or unknown
+    versions). None outside -p (a dialog asks)."""
+    if not args.print_mode:
+        return None
+    if args.has("--permission-prompt-tool"):
+        return "caller"
+    if args.last("--permission-prompts") == "none":
+        return "none"
+    from claudeguard.shim.discovery import version_at_least
+
+    return "permission-request" if version_at_least(cli_version, PERMISSION_REQUEST_IN_PRINT) else "prompt-tool"
+
+
+def hook_events(print_mode: bool, asker: str | None = None) -> tuple[str, ...]:
+    """The events registered for a session: every one, less PRINT_MODE_SKIPPED under -p (but
+    PermissionRequest when it is the -p session's asker)."""
     events = TOOL_HOOK_EVENTS + OTHER_HOOK_EVENTS
-    return tuple(e for e in events if e not in PRINT_MODE_SKIPPED) if print_mode else events
+    if not print_mode:
+        return events
+    return tuple(e for e in events
+                 if e not in PRINT_MODE_SKIPPED or (e == "PermissionRequest" and asker == "permission-request"))
+
+
 BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
 
 
@@ -148,13 +175,13 @@ def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None
 
 
 def guard_settings(cfg: Config, ctl: list[str], cwd: str, http: HttpHooks | None = None, session_id: str = "",
-                   print_mode: bool = False) -> dict[str, Any]:
+                   print_mode: bool = False, asker: str | None = None) -> dict[str, Any]:
     timeout = int(cfg.get("approval.timeout")) + 30  # the guard, not the CLI, must decide
     # Every hook blocks, the ones the guard only records too: "async": true (known to both pinned
     # versions) saves ~35 ms a hook on 2.1.197 but makes 2.1.330 wait longer at the end of a run
     # (three 0.2 s async hooks: +1.3 s against +0.6 s sync; bench notes in bench/RESULTS.md).
     hooks: dict[str, Any] = {}
-    for event in hook_events(print_mode):
+    for event in hook_events(print_mode, asker):
         group: dict[str, Any] = {"matcher": "*"} if event in TOOL_HOOK_EVENTS else {}
         group["hooks"] = [_hook_entry(event, ctl, timeout, http, session_id)]
         hooks[event] = [group]
@@ -220,9 +247,12 @@ def merge_settings(caller: dict[str, Any], ours: dict[str, Any]) -> dict[str, An
 
 
 def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str, session_dir: str | None, cwd: str,
-               http: HttpHooks | None = None, settings_file: str | None = None, exec_pid: int | None = None) -> Plan:
+               http: HttpHooks | None = None, settings_file: str | None = None, exec_pid: int | None = None,
+               cli_version: str | None = None) -> Plan:
     """The final argv (real CLI first) and the environment additions for a guarded session.
-    ``exec_pid``: the launcher's pid when another process (the service's planner) builds it."""
+    ``exec_pid``: the launcher's pid when another process (the service's planner) builds it.
+    ``cli_version``: the real CLI's (``discovery.package_version``), None when unknown; in -p it
+    decides who asks (``print_asker``)."""
     check_lockdown(args, cfg)
     ctl = ctl_command()
     front: list[str] = []
@@ -240,7 +270,8 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     if deny:
         front.append("--disallowedTools=" + ",".join(deny))
 
-    ours = guard_settings(cfg, ctl, cwd, http, session_id, print_mode=args.print_mode)
+    asker = print_asker(args, cli_version)
+    ours = guard_settings(cfg, ctl, cwd, http, session_id, print_mode=args.print_mode, asker=asker)
     rest = list(args.argv)
     settings_at = [index for index, _ in args.options.get("--settings", [])]
     if settings_file is not None:
@@ -279,7 +310,7 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     if http is not None and not http.literal:
         env_add[TOKEN_VAR] = http.token
 
-    if args.print_mode and not args.has("--permission-prompt-tool") and args.last("--permission-prompts") != "none":
+    if asker == "prompt-tool":
         if http is not None:
             # The service answers the prompt tool too (MCP over HTTP, both pinned CLIs): no
             # server process for the CLI to start and wait for (~90 ms of every run). The
@@ -362,8 +393,9 @@ def claude_allow_rules(args: ClaudeArgs, cwd: str, home: str) -> list[dict[str, 
 
 
 def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str, interactive: bool,
-                     exec_pid: int | None = None) -> dict[str, Any]:
-    """What the hook and the MCP server need, so they never re-read the config layers."""
+                     exec_pid: int | None = None, cli_version: str | None = None) -> dict[str, Any]:
+    """What the hook and the MCP server need, so they never re-read the config layers.
+    ``cli_version`` as for ``build_plan`` (the two must agree on who asks in -p)."""
     spec = cfg.policy_spec()
     spec["claude_allow"] = claude_allow_rules(args, cwd, os.path.expanduser("~"))
     if cfg.lockdown.value:
@@ -381,6 +413,9 @@ def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str
         },
         "forever_file": str(cfg.searched[0][1]),
         "print_mode": args.print_mode,
+        # who answers a call the CLI asks about in -p (print_asker): the hook answers
+        # PermissionRequest in print mode only when it is "permission-request"
+        "asker": print_asker(args, cli_version),
         "interactive": interactive,
     }
 

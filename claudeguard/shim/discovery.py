@@ -94,3 +94,39 @@ def exec_passthrough(argv: list[str], env: dict[str, str]) -> None:
         os.execve(argv[0], argv, env)
     except OSError as exc:
         raise GuardError(f"cannot run {argv[0]}: {exc.strerror}") from None
+
+
+def package_version(real_cli: str) -> str | None:
+    """The real CLI's version from its npm package.json beside the resolved binary, else None:
+    no process started (a session's start path never runs ``claude --version``), only os and json."""
+    import json
+
+    path = os.path.realpath(real_cli)
+    for _ in range(4):
+        path = os.path.dirname(path)
+        try:
+            with open(os.path.join(path, "package.json"), encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if (isinstance(data, dict) and data.get("name") == "@anthropic-ai/claude-code"
+                and isinstance(data.get("version"), str)):
+            return str(data["version"])
+    return None
+
+
+def version_at_least(version: str | None, floor: tuple[int, ...]) -> bool:
+    """``version`` ("2.1.330", "2.1.330-beta.1") is known and not older than ``floor``."""
+    if not version:
+        return False
+    parts: list[int] = []
+    for piece in version.split(".")[:len(floor)]:
+        digits = ""
+        for ch in piece:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
+            return False
+        parts.append(int(digits))
+    return len(parts) == len(floor) and tuple(parts) >= floor

@@ -136,7 +136,8 @@ def _main(argv: list[str]) -> int:
         from claudeguard.shim.command import HttpHooks
 
         http = HttpHooks("PORT", "<secret made at start>") if _use_service() else None
-        plan = build_plan(real, args, cfg, session_id=session_id, session_dir=None, cwd=cwd, http=http)
+        plan = build_plan(real, args, cfg, session_id=session_id, session_dir=None, cwd=cwd, http=http,
+                          cli_version=print_cli_version(real, args))
         return _print_plan(plan.argv, plan.env_additions, guarded=True)
     if args.has("--bg"):
         from pathlib import Path
@@ -184,17 +185,30 @@ def uses_pty(args: ClaudeArgs) -> bool:
     return not args.print_mode and args.last("--input-format", "--output-format") is None
 
 
+def print_cli_version(real: str, args: ClaudeArgs) -> str | None:
+    """The real CLI's version where it decides who asks (-p, ``command.print_asker``): read from
+    its package.json, never by starting it; None elsewhere (nothing to read)."""
+    if not args.print_mode:
+        return None
+    from claudeguard.shim.discovery import package_version
+
+    return package_version(real)
+
+
 def session_snapshot_text(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str, stdin_tty: bool,
-                          exec_pid: int, hooks: str, prepared_by: str = "launcher") -> str:
+                          exec_pid: int, hooks: str, prepared_by: str = "launcher",
+                          cli_version: str | None = None) -> str:
     """The session's ``session.json`` (what its hooks read), as written. ``prepared_by``: the
-    launcher, or the service's planner (for `ps` and the tests: the plan is the same)."""
+    launcher, or the service's planner (for `ps` and the tests: the plan is the same);
+    ``cli_version``: ``print_cli_version``, the one given to ``build_plan`` too."""
     import json
 
     from claudeguard.paths import log_dir_text
     from claudeguard.shim.command import session_snapshot
 
     snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=cwd,
-                                interactive=not args.print_mode and stdin_tty, exec_pid=exec_pid)
+                                interactive=not args.print_mode and stdin_tty, exec_pid=exec_pid,
+                                cli_version=cli_version)
     snapshot["hooks"] = hooks
     snapshot["pty"] = uses_pty(args)  # the hooks leave its dialogs' requests to its router (held)
     snapshot["log_dir"] = log_dir_text()  # the service answers for many launchers' environments
@@ -245,15 +259,18 @@ def _run_session(real: str, args: ClaudeArgs, cfg: Config | None, cwd: str, sess
             from claudeguard.shim.command import build_plan
 
             session_dir = str(runtime_dir("sessions", session_id))
+            version = print_cli_version(real, args)
             snapshot_text = session_snapshot_text(cfg, args, session_id=session_id, cwd=cwd, stdin_tty=os.isatty(0),
-                                                  exec_pid=os.getpid(), hooks="http")
+                                                  exec_pid=os.getpid(), hooks="http", cli_version=version)
             write_atomic(os.path.join(session_dir, "session.json"), snapshot_text)
             registration, http = _register_with_service(session_id, session_dir)
             if http is None:
                 snapshot_text = session_snapshot_text(cfg, args, session_id=session_id, cwd=cwd,
-                                                      stdin_tty=os.isatty(0), exec_pid=os.getpid(), hooks="command")
+                                                      stdin_tty=os.isatty(0), exec_pid=os.getpid(), hooks="command",
+                                                      cli_version=version)
                 write_atomic(os.path.join(session_dir, "session.json"), snapshot_text)
-            plan = build_plan(real, args, cfg, session_id=session_id, session_dir=session_dir, cwd=cwd, http=http)
+            plan = build_plan(real, args, cfg, session_id=session_id, session_dir=session_dir, cwd=cwd, http=http,
+                              cli_version=version)
             argv, env_add = plan.argv, plan.env_additions
             port_token = (int(http.port), http.token) if http is not None else None
         env = dict(os.environ, **env_add)

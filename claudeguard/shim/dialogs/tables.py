@@ -9,10 +9,8 @@ screens of 2.1.197 and 2.1.330 driven under a pty (see docs/design.md, "Interact
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from claudeguard.decision import dialog_role
 
@@ -159,20 +157,9 @@ def patterns_for(version: str | None) -> list[Pattern]:
 
 def cli_version(real_cli: str) -> str | None:
     """The real CLI's version from its npm package.json (no process started), else None."""
-    try:
-        path = Path(real_cli).resolve()
-    except OSError:
-        return None
-    for parent in list(path.parents)[:4]:
-        manifest = parent / "package.json"
-        try:
-            data = json.loads(manifest.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if (isinstance(data, dict) and data.get("name") == "@anthropic-ai/claude-code"
-                and isinstance(data.get("version"), str)):
-            return str(data["version"])
-    return None
+    from claudeguard.shim.discovery import package_version
+
+    return package_version(real_cli)
 
 
 _BANNER = re.compile(r"Claude Code v(\d+\.\d+\.\d+)")
