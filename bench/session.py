@@ -7,7 +7,8 @@ turn with one allowed Bash call), in a throwaway HOME:
 
 - `claude`: the real CLI alone;
 - `+hooks`: the real CLI with only the guard's `--settings` in the command-hook form;
-- `+mcp`: the real CLI with only the guard's `--mcp-config` and `--permission-prompt-tool`;
+- `+mcp`: the real CLI with only the guard's `--mcp-config` and `--permission-prompt-tool` (none
+  on 2.1.330, whose `-p` asks through the PermissionRequest hook: then the same as `claude`);
 - `guard`: `claudeguard -p` (all of it: our own start, session dir, registration with the
   resident service, whose HTTP hooks answer, the watchdog); the service is warm (started by the
   warm-up round), as it is for every launch but a user's first;

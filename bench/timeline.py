@@ -6,7 +6,8 @@ The scripted text turn of `bench/session.py`, with `--output-format stream-json 
 interleaved: the real CLI alone, then `claudeguard -p` with the CLI launched through a wrapper
 that drops some of the guard's flags before it execs the real CLI (the wrapper's own start is in
 every guarded column, so compare those with each other): all of them, no prompt tool
-(`--mcp-config`, `--permission-prompt-tool`), no hooks (`--settings`), neither. Prints the median
+(`--mcp-config`, `--permission-prompt-tool`: nothing to drop on 2.1.330, whose `-p` asks through
+the PermissionRequest hook), no hooks (`--settings`), neither. Prints the median
 ms after the start at which `system/init`, the assistant message and the result arrived, and the
 exit.
 """
@@ -70,7 +71,12 @@ def main() -> int:
     fmt = ["--output-format", "stream-json", "--verbose", "-p", "say hello"]
     with tempfile.TemporaryDirectory() as tmp, ModelServer(SCENARIO) as server:
         cwd, env = scripted_home(tmp, server.url)
-        wrapper = Path(tmp, "strip")
+        # The wrapper stands for the real CLI, so it carries its npm package.json: the guard reads
+        # the version there (shim/discovery.package_version) and injects what it would for it.
+        Path(tmp, "cli").mkdir()
+        Path(tmp, "cli", "package.json").write_text(json.dumps({"name": "@anthropic-ai/claude-code",
+                                                                "version": args.version}))
+        wrapper = Path(tmp, "cli", "strip")
         wrapper.write_text(WRAPPER.format(python=sys.executable))
         wrapper.chmod(0o755)
         cases = {"claude": ([real, "--allowedTools=Bash(echo *)", *fmt], env)}

@@ -1,5 +1,6 @@
 """Ask once: an ``ask`` rule makes exactly one request per tool call, whatever mix of PreToolUse
-hook, permission-prompt tool and PermissionRequest the CLI uses (issue 10), on both CLIs."""
+hook, permission-prompt tool and PermissionRequest the CLI uses (issue 10), on both CLIs: in -p,
+2.1.330 asks through the PermissionRequest hook, 2.1.197 through the prompt tool."""
 
 from __future__ import annotations
 
@@ -46,6 +47,33 @@ def test_an_ask_rule_asks_once_per_call_main_fg_and_bg(real_claude, offline_env,
         assert (offline_env.cwd / f"{word}.txt").read_text() == f"{word}\n"
     humans = [e for e in _audit(env) if e.get("decided_by") == "human"]
     assert len(humans) == 3, humans
+    assert pending(env) == []
+
+
+def test_a_callers_own_ask_rule_asks_once_main_and_fg(real_claude, cli_version, offline_env, model_server):
+    # The caller's ask rule is the CLI's own: after the guard's hook it asks again, through the
+    # -p asker (2.1.330: the PermissionRequest hook, whose event carries the subagent's agent_id
+    # but no tool_use_id; 2.1.197: the prompt tool). The main agent's call is asked there; the
+    # subagent's was asked by its PreToolUse hook and that answer is reused, not posted again.
+    server = model_server([
+        {"match": "CALLERASK", "turns": [{"tool_use": echo("main")}, {"tool_use": agent("CFGONE go", False)},
+                                         {"text": "fin"}]},
+        {"match": "CFGONE", "turns": [{"tool_use": echo("fg")}, {"text": "fg done"}]},
+    ])
+    env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="20")
+    approver = Approver(env, [("approve", [])] * 3, timeout=20)  # a third would take a second request
+    approver.start()
+    proc = run_guarded(env, offline_env.cwd, "CALLERASK go", "--settings",
+                       json.dumps({"permissions": {"ask": ["Bash(echo *)"]}}))
+    approver.join(timeout=40)
+    assert proc.returncode == 0, proc.stderr
+    assert [(r["agent_type"], r["input"]["command"].split()[1]) for r in approver.seen] == [
+        (None, "main"), ("general-purpose", "fg")]
+    for word in ("main", "fg"):
+        assert (offline_env.cwd / f"{word}.txt").read_text() == f"{word}\n"
+    asker = {"2.1.330": "permission-request", "2.1.197": "prompt-tool"}[cli_version]
+    humans = [(e["via"], e["agent_type"]) for e in _audit(env) if e.get("decided_by") == "human"]
+    assert humans == [(asker, None), ("hook", "general-purpose")]
     assert pending(env) == []
 
 

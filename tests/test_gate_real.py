@@ -297,3 +297,41 @@ def test_answering_twice_is_refused(real_claude, offline_env, model_server):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# --- who asks in -p (2.1.330: the PermissionRequest hook; 2.1.197: the prompt tool) -------------
+
+# The asker of a main-agent call no rule decides, per CLI (docs/design.md, "Who asks in -p").
+PRINT_ASKER = {"2.1.330": "permission-request", "2.1.197": "prompt-tool"}
+
+
+def test_a_call_no_rule_decides_reaches_the_channel_once_through_the_print_asker(real_claude, cli_version, offline_env,
+                                                                                 model_server):
+    server = model_server([
+        {"match": "PRASK", "turns": [{"tool_use": py_write("yes.txt")}, {"tool_use": py_write("no.txt")},
+                                     {"tool_use": agent("PRFG go", False)}, {"text": "fin"}]},
+        {"match": "PRFG", "turns": [{"tool_use": py_write("fg.txt")}, {"text": "fg done"}]},
+    ])
+    env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
+    # A fourth answer is offered for three calls: a second request for any call would take it.
+    approver = Approver(env, [("approve", []), ("deny", ["--message", "not that one"]), ("approve", []),
+                              ("approve", [])], timeout=20)
+    approver.start()
+    proc = run_guarded(env, offline_env.cwd, "PRASK go")
+    approver.join(timeout=40)
+    assert proc.returncode == 0, proc.stderr
+    assert [(r["agent_type"], r["summary"].split("'")[1]) for r in approver.seen] == [
+        (None, "yes.txt"), (None, "no.txt"), ("general-purpose", "fg.txt")]
+    assert [r.returncode for r in approver.results] == [0, 0, 0]
+    assert sorted(p.name for p in offline_env.cwd.glob("*.txt")) == ["fg.txt", "yes.txt"]
+    [denial] = results_of(proc)[-1]["permission_denials"]
+    assert denial["tool_name"] == "Bash" and "no.txt" in denial["tool_input"]["command"]
+    yes, no = _result_for(server, "PRASK")[:2]
+    assert not yes["is_error"] and no["is_error"] and no["content"] == "not that one"
+    humans = [(e["via"], e["decision"], e["agent_type"]) for e in
+              (json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines())
+              if e.get("decided_by") == "human"]
+    asker = PRINT_ASKER[cli_version]
+    # the subagent's call is asked by its PreToolUse hook (a subagent cannot show a prompt)
+    assert humans == [(asker, "allow", None), (asker, "deny", None), ("hook", "allow", "general-purpose")]
+    assert pending(env) == []

@@ -149,3 +149,90 @@ def test_a_held_request_whose_launcher_is_gone_is_withdrawn(session):
                          capture_output=True, timeout=30)
     assert (out.returncode, out.stdout) == (0, b"")
     assert channel.list_pending() == [] and channel.list_pending(held=True) == []
+
+
+# --- -p on 2.1.330: the PermissionRequest hook is the asker (no permission-prompt tool) ---------
+
+
+def _asker(session_dir, asker: str | None) -> None:  # type: ignore[no-untyped-def]
+    snapshot = json.loads((session_dir / "session.json").read_text())
+    snapshot["asker"] = asker  # what the launcher writes (shim/command.print_asker)
+    (session_dir / "session.json").write_text(json.dumps(snapshot))
+
+
+def _hook_once(env: dict, payload: bytes) -> subprocess.Popen:
+    hook = subprocess.Popen([*ctl_command(), "hook"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert hook.stdin is not None
+    hook.stdin.write(payload)
+    hook.stdin.close()
+    return hook
+
+
+def _audit_rows(env: dict) -> list[dict]:
+    path = os.path.join(env["CLAUDEGUARD_LOG_DIR"], "audit.jsonl")
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.mark.parametrize("asker", [None, "prompt-tool", "caller", "none"])
+def test_a_print_mode_permission_request_is_not_ours_unless_we_are_the_asker(session, asker):
+    session_dir, env = session
+    _asker(session_dir, asker)
+    hook = _hook_once(env, _permission_request("make deploy"))
+    assert hook.stdout is not None and hook.stdout.read() == b"" and hook.wait(timeout=30) == 0
+    assert channel.list_pending() == [] and channel.list_pending(held=True) == []
+
+
+@pytest.mark.parametrize("verb", ["allow", "deny"])
+def test_the_print_mode_asker_posts_at_once_not_held_and_answers_in_its_shape(session, verb):
+    session_dir, env = session
+    _asker(session_dir, "permission-request")
+    payload = json.loads(_permission_request("make deploy"))
+    payload.update(agent_id="a7", agent_type="general-purpose")  # a foreground subagent's call
+    hook = _hook_once(env, json.dumps(payload).encode())
+    try:
+        [request] = wait_until(channel.list_pending, 20, "the request to be published")
+        assert channel.list_pending(held=True) == []  # published at once: nothing holds it
+        assert request.extra["via"] == "permission-request"
+        assert (request.agent_type, request.agent_id, request.input) == ("general-purpose", "a7",
+                                                                         {"command": "make deploy"})
+        channel.answer(request.id, verb, message=None if verb == "allow" else "not now")
+        assert hook.stdout is not None
+        out = json.loads(hook.stdout.read())["hookSpecificOutput"]
+        assert hook.wait(timeout=10) == 0
+    finally:
+        if hook.poll() is None:
+            hook.kill()
+            hook.wait()
+    # no updatedInput: 2.1.330 -p denies such an allow when one of its own ask rules matches
+    want = {"behavior": "allow"} if verb == "allow" else {"behavior": "deny", "message": "not now"}
+    assert out == {"hookEventName": "PermissionRequest", "decision": want}
+    [row] = _audit_rows(env)
+    assert (row["via"], row["decision"], row["decided_by"], row["agent_id"]) == ("permission-request", verb, "human",
+                                                                                 "a7")
+    assert channel.list_pending() == []
+
+
+def test_the_print_mode_asker_reuses_the_answer_pre_tool_use_got_and_decides_rules_at_once(session):
+    session_dir, env = session
+    _asker(session_dir, "permission-request")
+    from claudeguard.decision import Decision
+    from claudeguard.gate.decide import answer_record
+    from claudeguard.gate.session import load_session, record_answer
+
+    kept = Decision("allow", "claudeguard: approved by a human (once)", decided_by="human", scope="once",
+                    request_id="r1")
+    record_answer(load_session(str(session_dir)), "toolu_x", {"agent_type": None, "agent_id": None, "tool": "Bash"},
+                  answer_record(kept, {"command": "make deploy"}))
+    for command, behavior in (("make deploy", "allow"), ("rm -rf build", "deny")):
+        hook = _hook_once(env, _permission_request(command))
+        assert hook.stdout is not None
+        out = json.loads(hook.stdout.read())["hookSpecificOutput"]
+        assert hook.wait(timeout=30) == 0
+        assert out["decision"]["behavior"] == behavior, out
+    assert channel.list_pending() == [] and channel.list_pending(held=True) == []
+    from claudeguard.gate.session import recall_call
+
+    assert recall_call(load_session(str(session_dir)), "toolu_x")["answer"]["used"] is True  # taken once
+    # the reused answer is audited where it was given (PreToolUse); the rule's deny here
+    assert [r["decided_by"] for r in _audit_rows(env)] == ["rule"]

@@ -94,3 +94,89 @@ def test_ask_rules_stay_out_of_the_cli_and_allow_rules_of_their_tools_too(tmp_pa
     home = tmp_path.resolve()  # the Claude settings files follow: no tool may write them
     protected = f"Edit(/{home}/.claude/settings.json),Edit(/{home}/.claude/settings.local.json)"
     assert [a for a in argv if a.startswith("--disallowedTools=")] == [f"--disallowedTools=Bash(rm *),{protected}"]
+
+
+# --- who asks in -p, per real CLI version (shim/command.print_asker) -----------------------------
+
+
+def _plan(tmp_path, cli: str, *argv: str, service: bool = True) -> tuple[list[str], dict]:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+           "CLAUDEGUARD_CLAUDE": cli, "CLAUDEGUARD_SERVICE": "1" if service else "0"}
+    proc = subprocess.run(GUARD + ["--guard-dry-run", *argv], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)["argv"]
+    [settings] = [json.loads(a.split("=", 1)[1]) for a in out if a.startswith("--settings=")]
+    return out, settings
+
+
+def _ours(argv: list[str]) -> list[str]:
+    """The guard's prompt-tool flags in an argv (the MCP config and the tool's name)."""
+    return [a.split("=", 1)[0] for a in argv if a.startswith(("--mcp-config=", "--permission-prompt-tool="))]
+
+
+@pytest.mark.parametrize("service", [True, False], ids=["http", "command"])
+def test_the_plan_of_a_print_run_on_each_real_cli(tmp_path, real_claude, cli_version, service):
+    # The version is read from the real CLI's package.json (the dry run starts no CLI).
+    argv, settings = _plan(tmp_path, str(real_claude), "-p", "x", service=service)
+    if cli_version == "2.1.330":
+        # its -p asks the PermissionRequest hook: registered, and no MCP server for the CLI to wait for
+        assert list(settings["hooks"]) == [e for e in EVERY_EVENT if e != "Notification"]
+        assert _ours(argv) == []
+        entry = settings["hooks"]["PermissionRequest"][0]["hooks"][0]
+        assert entry["type"] == ("http" if service else "command"), entry
+    else:
+        assert list(settings["hooks"]) == PRINT_EVENTS
+        assert _ours(argv) == ["--mcp-config", "--permission-prompt-tool"]
+        assert "--permission-prompt-tool=mcp__claudeguard__approve" in argv
+    # a caller's prompt tool (the Agent SDK's stdio): neither the hook nor our prompt tool
+    argv, settings = _plan(tmp_path, str(real_claude), "-p", "x", "--permission-prompt-tool", "stdio",
+                           service=service)
+    assert list(settings["hooks"]) == PRINT_EVENTS and _ours(argv) == []
+    assert argv.count("--permission-prompt-tool") == 1 and argv[argv.index("--permission-prompt-tool") + 1] == "stdio"
+    # nobody asks: the CLI denies what it would ask about
+    argv, settings = _plan(tmp_path, str(real_claude), "-p", "x", "--permission-prompts", "none", service=service)
+    assert list(settings["hooks"]) == PRINT_EVENTS and _ours(argv) == []
+
+
+def _npm_cli(tmp_path, version: str) -> str:
+    """A stand-in CLI in an npm layout whose package.json says ``version``."""
+    package = tmp_path / f"v{version}" / "node_modules" / "@anthropic-ai" / "claude-code"
+    package.mkdir(parents=True)
+    (package / "package.json").write_text(json.dumps({"name": "@anthropic-ai/claude-code", "version": version}))
+    (package / "cli.js").write_text("#!/bin/sh\n")
+    (package / "cli.js").chmod(0o755)
+    link = tmp_path / f"v{version}" / "node_modules" / ".bin"
+    link.mkdir()
+    (link / "claude").symlink_to(package / "cli.js")
+    return str(link / "claude")
+
+
+@pytest.mark.parametrize(("version", "asks"), [("2.1.329", "prompt tool"), ("2.1.330", "hook"),
+                                               ("2.2.0-beta.1", "hook"), ("10.0.0", "hook"), (None, "prompt tool")])
+def test_the_asker_follows_the_version_and_an_unknown_version_keeps_the_prompt_tool(tmp_path, version, asks):
+    cli = _npm_cli(tmp_path, version) if version else "/bin/true"
+    argv, settings = _plan(tmp_path, cli, "-p", "x")
+    assert ("PermissionRequest" in settings["hooks"]) == (asks == "hook")
+    assert _ours(argv) == ([] if asks == "hook" else ["--mcp-config", "--permission-prompt-tool"])
+    # interactive sessions are not concerned: every event, no prompt tool, whatever the version
+    argv, settings = _plan(tmp_path, cli, "fix the tests")
+    assert list(settings["hooks"]) == EVERY_EVENT and _ours(argv) == []
+
+
+def test_the_session_snapshot_names_the_asker(tmp_path, monkeypatch):
+    from claudeguard.config.load import load_config
+    from claudeguard.shim.claude_args import parse_claude_args
+    from claudeguard.shim.command import session_snapshot
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    cfg = load_config(tmp_path)
+    cases = {(("-p", "x"), "2.1.330"): "permission-request", (("-p", "x"), "2.1.197"): "prompt-tool",
+             (("-p", "x"), None): "prompt-tool",
+             (("-p", "x", "--permission-prompt-tool", "stdio"), "2.1.330"): "caller",
+             (("-p", "x", "--permission-prompts", "none"), "2.1.330"): "none", (("x",), "2.1.330"): None}
+    for (argv, version), asker in cases.items():
+        snapshot = session_snapshot(cfg, parse_claude_args(list(argv)), session_id="s", cwd=str(tmp_path),
+                                    interactive=False, cli_version=version)
+        assert snapshot["asker"] == asker, (argv, version)

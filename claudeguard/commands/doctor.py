@@ -68,7 +68,7 @@ def main(argv: list[str]) -> int:
     if version and version not in TESTED_VERSIONS:
         print(f"      note: claudeguard is tested with {', '.join(TESTED_VERSIONS)}; {version} may differ")
     _launcher()
-    good &= probe(real, cfg)
+    good &= probe(real, cfg, version)
     return 0 if good else 1
 
 
@@ -114,8 +114,9 @@ def _launcher() -> None:
     _say(True, f"launcher: {path}")
 
 
-def probe(real: str, cfg: Config) -> bool:
-    """Run the real CLI offline with the injected flags against the embedded model."""
+def probe(real: str, cfg: Config, version: str | None = None) -> bool:
+    """Run the real CLI offline with the injected flags against the embedded model (a -p run,
+    injected as a session on ``version`` is: who asks there depends on it)."""
     import secrets
 
     from claudeguard.files import write_atomic
@@ -141,8 +142,10 @@ def probe(real: str, cfg: Config) -> bool:
         prepare_home(tmp / "home", cwd=work, api_key=key)
         args = parse_claude_args(["-p", f"{PROBE} run", "--output-format", "stream-json", "--verbose"])
         with ModelServer(scenario) as server:
-            plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(work))
-            snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(work), interactive=False)
+            plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(work),
+                              cli_version=version)
+            snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(work), interactive=False,
+                                        cli_version=version)
             write_atomic(session_dir / "session.json", json.dumps(snapshot))
             env = offline_env(tmp / "home", server.url, key)
             env.update(plan.env_additions)
@@ -164,9 +167,12 @@ def probe(real: str, cfg: Config) -> bool:
         ok = _say(proc.returncode == 0 and result.get("result") == "probe-ok",
                   f"injected flags accepted (exit "
                   f"{proc.returncode}{'' if proc.returncode == 0 else ': ' + proc.stderr.strip()[-120:]})")
-        servers = {s.get("name"): s.get("status") for s in init.get("mcp_servers", [])}
-        ok &= _say(servers.get("claudeguard") == "connected",
-                   f"permission-prompt MCP server: {servers.get('claudeguard', 'missing')}")
+        if snapshot.get("asker") == "prompt-tool":
+            servers = {s.get("name"): s.get("status") for s in init.get("mcp_servers", [])}
+            ok &= _say(servers.get("claudeguard") == "connected",
+                       f"permission-prompt MCP server: {servers.get('claudeguard', 'missing')}")
+        else:  # 2.1.330 and later: the PermissionRequest hook asks in -p (docs/design.md, "Who asks in -p")
+            print(f"      -p asks through: {snapshot.get('asker')} (no MCP prompt server on {version})")
         events = (session_dir / "events.jsonl").read_text() if (session_dir / "events.jsonl").exists() else ""
         fired = '"tool-start"' in events and '"Read"' in events
         ok &= _say(fired, "hooks fire (PreToolUse reached claudeguardctl hook)")

@@ -162,7 +162,10 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
         verdict = reuse_answer(session, tool, tool_input, agent_id, None) or decide_call(
             session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id, cwd=cwd,
             via="permission-request", undecided="ask", still_wanted=client_alive)
-        return permission_request_output(verdict, tool_input)
+        # An allow without updatedInput: 2.1.330 -p denies an allow that carries updatedInput
+        # (even the unchanged input) when one of the CLI's own ask rules matches the call
+        # (observed: "Claude requested permissions to use Bash, but you haven't granted it yet").
+        return permission_request_output(verdict)
     earlier = reuse_answer(session, tool, tool_input, agent_id, None)
     if earlier is not None:
         return permission_request_output(earlier, tool_input)
