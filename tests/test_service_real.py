@@ -1,7 +1,8 @@
 """The resident service under the real CLIs: killed in the middle of a session, no call gets
 more than the policy allows, and no call is allowed without an answer (issue 11). The service
-answers both the hooks and the permission-prompt tool (MCP over HTTP), so a call that waited in
-it is denied by the CLI when it dies; later calls are answered by the restarted service."""
+answers both the hooks and the `-p` asker (the permission-prompt tool, MCP over HTTP, on 2.1.197;
+the PermissionRequest hook on 2.1.330), so a call that waited in it is denied by the CLI when it
+dies; later calls are answered by the restarted service."""
 
 from __future__ import annotations
 
@@ -9,11 +10,15 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import pytest
+
 from claudeguard.service.files import process_start
-from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, write_user_config
+from tests.shim_helpers import GUARD, ctl, guarded_env, pending, results_of, wait_pending, write_user_config
 from tests.shim_helpers import wait_until as shared_wait_until
 
 
@@ -36,7 +41,8 @@ def wait_until(predicate, timeout: float = 30.0, what: str = "condition"):  # ty
     return shared_wait_until(predicate, timeout, what, interval=0.05)
 
 
-def test_killing_the_service_mid_session_allows_nothing_unanswered(real_claude, offline_env, model_server):
+def test_killing_the_service_mid_session_allows_nothing_unanswered(real_claude, cli_version, offline_env,
+                                                                   model_server):
     server = model_server([
         {"match": "KILLSVC", "turns": [{"tool_use": echo("one")}, {"tool_use": rm("keep")}, {"tool_use": echo("two")},
                                        {"text": "fin"}]},
@@ -57,18 +63,28 @@ def test_killing_the_service_mid_session_allows_nothing_unanswered(real_claude, 
                          and process_start(r["pid"]) and r,
                          what="a new service")
         # The call that waited in the dead service is never run without an answer: its hook
-        # and its prompt tool (both the service) are gone, and the CLI denies it. The next
-        # calls race the restart: the new service asks (and we approve), or, while none
-        # listens, the CLI denies them (--disallowedTools for rm; the unreachable prompt tool
-        # for echo). Either way nothing runs that the policy or a human did not allow.
-        approved = []
+        # and its -p asker (the prompt tool, or on 2.1.330 the PermissionRequest hook: both
+        # the service) are gone, and the CLI denies it; should the restarted service already
+        # listen when 2.1.330 asks the PermissionRequest hook about it, it is asked once more
+        # (and we deny). The next calls race the restart: the new service asks (and we
+        # approve), or, while none listens, the CLI denies them (--disallowedTools for rm; the
+        # unreachable asker for echo). Either way nothing runs that the policy or a human did
+        # not allow.
+        approved: list[str] = []
+        asked_again: list[str] = []
         deadline = time.monotonic() + 120
         while proc.poll() is None and time.monotonic() < deadline:
             waiting = pending(env)
-            assert len(waiting) <= 1 and all("two" in r["summary"] for r in waiting), waiting
+            assert len(waiting) <= 1, waiting
             for req in waiting:
-                assert req["id"] not in approved  # never asked twice
+                assert req["id"] not in approved + asked_again  # never asked twice
                 assert not (offline_env.cwd / "two.txt").exists()
+                if "one" in req["summary"]:
+                    assert cli_version == "2.1.330" and not asked_again and not approved, req
+                    assert ctl(env, "deny", req["id"]).returncode == 0
+                    asked_again.append(req["id"])
+                    continue
+                assert "two" in req["summary"], req
                 assert ctl(env, "approve", req["id"]).returncode == 0
                 approved.append(req["id"])
             time.sleep(0.1)
@@ -85,7 +101,64 @@ def test_killing_the_service_mid_session_allows_nothing_unanswered(real_claude, 
     rows = [json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines()]
     decided = [(r["summary"].split()[2], r["decision"], r["decided_by"]) for r in rows]
     # rm: denied by the new service's hook (audited) or by the CLI's own flag (not audited)
-    assert [d for d in decided if d[0] != "-f"] == [("two", "allow", "human")] * len(approved), decided
+    assert [d for d in decided if d[0] != "-f"] == ([("one", "deny", "human")] * len(asked_again)
+                                                    + [("two", "allow", "human")] * len(approved)), decided
     assert all(d == ("-f", "deny", "rule") for d in decided if d[0] == "-f"), decided
     status = json.loads(ctl(env, "service", "status", "--json").stdout)
     assert status["pid"] == new["pid"] and status["sessions"] == []  # the launcher unregistered at exit
+
+
+class _BrokenHook(BaseHTTPRequestHandler):
+    """A service that takes the PermissionRequest and fails it: HTTP 500, or no answer in time."""
+
+    mode = "500"
+    posted: list[dict] = []
+
+    def do_POST(self) -> None:
+        _BrokenHook.posted.append(json.loads(self.rfile.read(int(self.headers.get("content-length") or 0))))
+        if _BrokenHook.mode == "slow":
+            time.sleep(4)  # past the entry's timeout (2 s)
+        self.send_response(500)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("cli_version", ["2.1.330"])  # 2.1.197 does not fire PermissionRequest in -p
+@pytest.mark.parametrize("mode", ["refused", "500", "slow"])
+def test_an_unanswered_print_mode_permission_request_is_a_deny(real_claude, offline_env, model_server, run_claude,
+                                                               mode):
+    # The guard's own PermissionRequest entry of a 2.1.330 -p plan (the dry run's), pointed at a
+    # service that is gone (nothing listens), fails (500), or does not answer within the timeout.
+    server = model_server([{"match": "PRGONE", "turns": [{"tool_use": echo("made")}, {"text": "fin"}]}])
+    env = guarded_env(offline_env.use(server), real_claude)
+    dry = subprocess.run(GUARD + ["--guard-dry-run", "-p", "x"], env=env, cwd=offline_env.cwd, capture_output=True,
+                         text=True, timeout=60)
+    argv = json.loads(dry.stdout)["argv"]
+    [settings] = [json.loads(a.split("=", 1)[1]) for a in argv if a.startswith("--settings=")]
+    entry = settings["hooks"]["PermissionRequest"][0]["hooks"][0]
+    assert entry["type"] == "http" and ":PORT/" in entry["url"]
+    _BrokenHook.mode, _BrokenHook.posted = mode, []
+    listener = ThreadingHTTPServer(("127.0.0.1", 0), _BrokenHook)
+    port = listener.server_address[1]
+    if mode == "refused":
+        listener.server_close()  # the port was ours a moment ago: nothing listens on it now
+    else:
+        threading.Thread(target=listener.serve_forever, daemon=True).start()
+    try:
+        entry.update(url=entry["url"].replace("PORT", str(port)), timeout=2)
+        hooks = {"PermissionRequest": [{"matcher": "*", "hooks": [entry]}]}
+        proc = run_claude([str(real_claude), "-p", "PRGONE go", "--output-format", "stream-json", "--verbose",
+                           "--settings=" + json.dumps({"hooks": hooks})],
+                          dict(env, CLAUDEGUARD_HOOK_TOKEN="secret"), offline_env.cwd, timeout=90)
+    finally:
+        if mode != "refused":
+            listener.shutdown()
+            listener.server_close()
+    assert proc.returncode == 0, proc.stderr
+    assert len(_BrokenHook.posted) == (0 if mode == "refused" else 1)
+    assert not (offline_env.cwd / "made.txt").exists()
+    [denial] = results_of(proc)[-1]["permission_denials"]
+    assert denial["tool_input"]["command"] == "echo made > made.txt"
