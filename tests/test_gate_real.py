@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.shim_helpers import (
     Approver, ctl, guarded_env, pending, results_of, run_guarded, wait_pending, write_user_config,
 )
@@ -305,14 +307,16 @@ def test_answering_twice_is_refused(real_claude, offline_env, model_server):
 PRINT_ASKER = {"2.1.330": "permission-request", "2.1.197": "prompt-tool"}
 
 
+@pytest.mark.parametrize("service", ["1", "0"], ids=["http-hooks", "command-hooks"])
 def test_a_call_no_rule_decides_reaches_the_channel_once_through_the_print_asker(real_claude, cli_version, offline_env,
-                                                                                 model_server):
+                                                                                 model_server, service):
     server = model_server([
         {"match": "PRASK", "turns": [{"tool_use": py_write("yes.txt")}, {"tool_use": py_write("no.txt")},
                                      {"tool_use": agent("PRFG go", False)}, {"text": "fin"}]},
         {"match": "PRFG", "turns": [{"tool_use": py_write("fg.txt")}, {"text": "fg done"}]},
     ])
-    env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
+    env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60",
+                      CLAUDEGUARD_SERVICE=service)
     # A fourth answer is offered for three calls: a second request for any call would take it.
     approver = Approver(env, [("approve", []), ("deny", ["--message", "not that one"]), ("approve", []),
                               ("approve", [])], timeout=20)
