@@ -30,8 +30,10 @@ EVERY_EVENT = ["PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFai
 # -p leaves out what nothing consumes there: PermissionRequest (the prompt tool owns that decision;
 # the hook answers nothing in print mode) and Notification (dialogs and idle prompts of a TUI).
 PRINT_EVENTS = [e for e in EVERY_EVENT if e not in ("PermissionRequest", "Notification")]
+# A -p run of one prompt leaves out UserPromptSubmit too (it would only say that the one turn began).
+ONE_PROMPT_EVENTS = [e for e in PRINT_EVENTS if e != "UserPromptSubmit"]
 SESSION_KINDS = {
-    "print": (["-p", "x"], PRINT_EVENTS),
+    "print": (["-p", "x"], ONE_PROMPT_EVENTS),
     "print-stream-json": (["-p", "--input-format", "stream-json", "--output-format", "stream-json"], PRINT_EVENTS),
     "interactive": (["fix the tests"], EVERY_EVENT),
     "headless-stream-json": (["--input-format", "stream-json", "--output-format", "stream-json"], EVERY_EVENT),
@@ -49,7 +51,7 @@ def test_the_exact_hook_events_of_each_session_kind(tmp_path, service, kind):
 def test_every_hook_is_registered_and_blocks(tmp_path, service):
     hooks = _settings(tmp_path, "-p", "x", service=service)["hooks"]
     entries = {event: groups[0]["hooks"][0] for event, groups in hooks.items()}
-    assert list(entries) == PRINT_EVENTS
+    assert list(entries) == ONE_PROMPT_EVENTS
     for event, entry in entries.items():
         if service:
             # The dry run starts no service: the port is a placeholder; the secret is in no argv.
@@ -121,22 +123,22 @@ def test_the_plan_of_a_print_run_on_each_real_cli(tmp_path, real_claude, cli_ver
     argv, settings = _plan(tmp_path, str(real_claude), "-p", "x", service=service)
     if cli_version == "2.1.330":
         # its -p asks the PermissionRequest hook: registered, and no MCP server for the CLI to wait for
-        assert list(settings["hooks"]) == [e for e in EVERY_EVENT if e != "Notification"]
+        assert list(settings["hooks"]) == [e for e in EVERY_EVENT if e not in ("Notification", "UserPromptSubmit")]
         assert _ours(argv) == []
         entry = settings["hooks"]["PermissionRequest"][0]["hooks"][0]
         assert entry["type"] == ("http" if service else "command"), entry
     else:
-        assert list(settings["hooks"]) == PRINT_EVENTS
+        assert list(settings["hooks"]) == ONE_PROMPT_EVENTS
         assert _ours(argv) == ["--mcp-config", "--permission-prompt-tool"]
         assert "--permission-prompt-tool=mcp__claudeguard__approve" in argv
     # a caller's prompt tool (the Agent SDK's stdio): neither the hook nor our prompt tool
     argv, settings = _plan(tmp_path, str(real_claude), "-p", "x", "--permission-prompt-tool", "stdio",
                            service=service)
-    assert list(settings["hooks"]) == PRINT_EVENTS and _ours(argv) == []
+    assert list(settings["hooks"]) == ONE_PROMPT_EVENTS and _ours(argv) == []
     assert argv.count("--permission-prompt-tool") == 1 and argv[argv.index("--permission-prompt-tool") + 1] == "stdio"
     # nobody asks: the CLI denies what it would ask about
     argv, settings = _plan(tmp_path, str(real_claude), "-p", "x", "--permission-prompts", "none", service=service)
-    assert list(settings["hooks"]) == PRINT_EVENTS and _ours(argv) == []
+    assert list(settings["hooks"]) == ONE_PROMPT_EVENTS and _ours(argv) == []
 
 
 def _npm_cli(tmp_path, version: str) -> str:

@@ -59,14 +59,18 @@ def print_asker(args: ClaudeArgs, cli_version: str | None) -> str | None:
     return "permission-request" if version_at_least(cli_version, PERMISSION_REQUEST_IN_PRINT) else "prompt-tool"
 
 
-def hook_events(print_mode: bool, asker: str | None = None) -> tuple[str, ...]:
+def hook_events(print_mode: bool, asker: str | None = None, one_prompt: bool = False) -> tuple[str, ...]:
     """The events registered for a session: every one, less PRINT_MODE_SKIPPED under -p (but
-    PermissionRequest when it is the -p session's asker)."""
+    PermissionRequest when it is the -p session's asker). ``one_prompt``: a -p run of one prompt
+    (not ``--input-format stream-json``) leaves out UserPromptSubmit too: it fires once, before
+    the first request to the model (a round trip on the way to it), and the watchdog takes from
+    it only that a new turn began, which at the start it knows."""
     events = TOOL_HOOK_EVENTS + OTHER_HOOK_EVENTS
     if not print_mode:
         return events
     return tuple(e for e in events
-                 if e not in PRINT_MODE_SKIPPED or (e == "PermissionRequest" and asker == "permission-request"))
+                 if (e not in PRINT_MODE_SKIPPED or (e == "PermissionRequest" and asker == "permission-request"))
+                 and not (one_prompt and e == "UserPromptSubmit"))
 
 
 BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
@@ -175,13 +179,13 @@ def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None
 
 
 def guard_settings(cfg: Config, ctl: list[str], cwd: str, http: HttpHooks | None = None, session_id: str = "",
-                   print_mode: bool = False, asker: str | None = None) -> dict[str, Any]:
+                   print_mode: bool = False, asker: str | None = None, one_prompt: bool = False) -> dict[str, Any]:
     timeout = int(cfg.get("approval.timeout")) + 30  # the guard, not the CLI, must decide
     # Every hook blocks, the ones the guard only records too: "async": true (known to both pinned
     # versions) saves ~35 ms a hook on 2.1.197 but makes 2.1.330 wait longer at the end of a run
     # (three 0.2 s async hooks: +1.3 s against +0.6 s sync; bench notes in bench/RESULTS.md).
     hooks: dict[str, Any] = {}
-    for event in hook_events(print_mode, asker):
+    for event in hook_events(print_mode, asker, one_prompt):
         group: dict[str, Any] = {"matcher": "*"} if event in TOOL_HOOK_EVENTS else {}
         group["hooks"] = [_hook_entry(event, ctl, timeout, http, session_id)]
         hooks[event] = [group]
@@ -271,7 +275,8 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
         front.append("--disallowedTools=" + ",".join(deny))
 
     asker = print_asker(args, cli_version)
-    ours = guard_settings(cfg, ctl, cwd, http, session_id, print_mode=args.print_mode, asker=asker)
+    ours = guard_settings(cfg, ctl, cwd, http, session_id, print_mode=args.print_mode, asker=asker,
+                          one_prompt=args.print_mode and args.last("--input-format") != "stream-json")
     rest = list(args.argv)
     settings_at = [index for index, _ in args.options.get("--settings", [])]
     if settings_file is not None:
