@@ -176,3 +176,20 @@ print(json.dumps({"new": sorted(set(sys.modules) - before), "keys": sorted(answe
     out = json.loads(proc.stdout)
     assert out["keys"] == ["argv", "env", "port", "real", "session_dir", "snapshot", "stderr"]
     assert out["new"] == []
+
+
+def test_a_warning_preparing_printed_is_the_launchers_own_and_said_once(env, tmp_path):
+    up(env)
+    write_config(env, "[security]\nallow_settings_override = true\n")
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    (project / ".claude" / "settings.json").write_text('{"disableAllHooks": true}')
+    runs = []
+    for extra in ({}, {"CLAUDEGUARD_PLANNER": "0"}):
+        proc = subprocess.run(GUARD + ["-p", "x"], env=dict(env, POSTS="[]", **extra), cwd=project,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        runs.append((proc.stderr, json.loads(Path(env["OUT"]).read_text())["session"]["prepared_by"]))
+    assert [by for _, by in runs] == ["planner", "launcher"]
+    assert runs[0][0] == runs[1][0]
+    assert runs[0][0].count("claudeguard: warning: ") == 1 and "disableAllHooks" in runs[0][0]

@@ -153,12 +153,9 @@ def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config
     own settings files must not silence the guard (for anything that runs or dispatches a
     session), and a session must not loosen what lockdown forbids (before the guard service or
     a session dir exists). Run here, or in the service's planner for the launcher."""
-    from pathlib import Path
-
-    from claudeguard.config.load import load_config
     from claudeguard.shim.discovery import find_claude
 
-    cfg = load_config(Path(cwd), _overrides(opts))
+    cfg = _load_config(opts, cwd)
     real = find_claude(cfg.get("claude.path"), configured_source=f"claude.path ({cfg.source('claude.path')})")
     if not args.passthrough or args.subcommand == "agents":  # `claude agents` dispatches sessions
         from claudeguard.shim.settings_sources import enforce
@@ -169,6 +166,14 @@ def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config
 
         check_lockdown(args, cfg)
     return cfg, real
+
+
+def _load_config(opts: GuardOptions, cwd: str) -> Config:
+    from pathlib import Path
+
+    from claudeguard.config.load import load_config
+
+    return load_config(Path(cwd), _overrides(opts))
 
 
 def _plannable(args: ClaudeArgs, opts: GuardOptions) -> bool:
@@ -295,8 +300,9 @@ def _run_session(real: str, args: ClaudeArgs, cfg: Config | None, cwd: str, sess
         run = Run(session_id=session_id, real_cli=real, end=end, non_interactive=not interactive or not os.isatty(0))
         if cfg is None:
             # While the CLI starts (another core): what the watchdog and the settings watch
-            # read. The planner read the same files a moment ago; they are checked again here.
-            cfg, _ = load_checked(opts, args, cwd)
+            # read, as the planner read it a moment ago. Not checked again: the planner did (and
+            # said any warning); the settings watch takes changes from here on.
+            cfg = _load_config(opts, cwd)
         from claudeguard.shim.settings_sources import Watch
 
         settings_watch = Watch(args, cfg, cwd, child_pid).start()  # a settings file written mid-session
