@@ -3,7 +3,8 @@
     python bench/service_idle.py [--sessions 20] [--seconds 20] [--watched]
 
 Starts a service in a throwaway runtime dir, registers N sessions (each holding its control
-connection, as a launcher does), and measures the service's CPU share and RSS over the window.
+connection, as a launcher does), and measures the service's CPU share and RSS over the window,
+and its planner's (service/planner.py, a process of its own; ``planner_*`` and the sums).
 With ``--watched`` each session also has an idle child (``sleep``) that the service watches, as
 it does a foreground session's CLI (``watch``, 1 s samples). Prints one JSON object; stops the
 service and the children by pid.
@@ -58,13 +59,17 @@ def main() -> int:
                                "cwd": tmp, "argv": []})
             proc = psutil.Process(read_record(service_dir())["pid"])
             time.sleep(1.0)  # let start-up work settle before the window
-            before = proc.cpu_times()
+            planners = [c for c in proc.children() if "claudeguard.service.planner" in c.cmdline()]
+            before = [p.cpu_times() for p in (proc, *planners)]
             time.sleep(args.seconds)
-            after = proc.cpu_times()
-            cpu = (after.user + after.system - before.user - before.system) / args.seconds * 100
+            after = [p.cpu_times() for p in (proc, *planners)]
+            cpu = [(a.user + a.system - b.user - b.system) / args.seconds * 100
+                   for a, b in zip(after, before, strict=True)]
+            rss = [p.memory_info().rss / 2**20 for p in (proc, *planners)]
             out = {"sessions": args.sessions, "watched": args.watched, "seconds": args.seconds,
-                   "cpu_percent": round(cpu, 3),
-                   "rss_mb": round(proc.memory_info().rss / 2**20, 1), "threads": proc.num_threads()}
+                   "cpu_percent": round(cpu[0], 3), "rss_mb": round(rss[0], 1), "threads": proc.num_threads(),
+                   "planner_cpu_percent": round(sum(cpu[1:]), 3) + 0.0, "planner_rss_mb": round(sum(rss[1:]), 1),
+                   "total_cpu_percent": round(sum(cpu), 3), "total_rss_mb": round(sum(rss), 1)}
         finally:
             for link in links:
                 link.close()
