@@ -159,10 +159,16 @@ def test_installed_without_xdg_runtime_dir(venv, bg_claude, tmp_path):
     proc = _run([bin_dir / "claudeguard", "--version"], env=dict(env, CLAUDEGUARD_CLAUDE=str(bg_claude)), cwd=work)
     assert proc.stdout == _run([bg_claude, "--version"], env=env, cwd=work).stdout
 
+    # A CLI of unknown version (no npm package.json beside it): its -p asks our prompt tool, whose
+    # command is checked here (2.1.330's -p asks through the PermissionRequest hook instead).
+    unknown = tmp_path / "unknown" / "claude"
+    unknown.parent.mkdir()
+    unknown.write_text("#!/bin/sh\nexit 0\n")  # never run: a dry run
+    unknown.chmod(0o755)
     proc = _run([bin_dir / "claudeguard", "--guard-dry-run", "-p", "x"],
-                env=dict(env, CLAUDEGUARD_CLAUDE=str(bg_claude)), cwd=work)
+                env=dict(env, CLAUDEGUARD_CLAUDE=str(unknown)), cwd=work)
     plan = json.loads(proc.stdout)
-    assert plan["guarded"] is True and plan["argv"][0] == str(bg_claude) and plan["argv"][-2:] == ["-p", "x"]
+    assert plan["guarded"] is True and plan["argv"][0] == str(unknown) and plan["argv"][-2:] == ["-p", "x"]
     (mcp_flag,) = [a for a in plan["argv"] if a.startswith("--mcp-config=")]
     server = json.loads(mcp_flag.split("=", 1)[1])["mcpServers"]["claudeguard"]
     entry = [server["command"], *server["args"]]
