@@ -10,7 +10,8 @@ be any copy of the repository, e.g. `git archive main | tar -x -C /some/dir`. On
 case once, in order; the first round warms up (the services start) and is not counted. Cases:
 
 - `claude text|tool`: the real CLI alone (the scripted text turn, the turn with one Bash call);
-- `<tree> text|tool`: `claudeguard -p` of that tree, the service warm;
+- `<tree> text|tool|ten`: `claudeguard -p` of that tree, the service warm (`ten`: issue 11's
+  session of ten Bash calls; `claude ten` is its bare run, with `claude`);
 - `<tree> own`: `claudeguard -p` in front of a stand-in CLI (`true`, in an npm-like layout so the
   version lookup finds a package.json as it would for the real CLI): our own start and end alone;
 - `<tree> until`: from starting `claudeguard -p` to its child's first instruction.
@@ -40,7 +41,7 @@ from claudeguard.testing.cli_install import cli_path, install_cli
 from claudeguard.testing.model_server import ModelServer
 from claudeguard.testing.services import stop_services
 
-KINDS = ("claude", "text", "tool", "own", "until")
+KINDS = ("claude", "text", "tool", "ten", "own", "until")
 
 
 def _once(argv: list[str], env: dict[str, str], cwd: Path, expect: str | None, until: bool) -> tuple[float, float]:
@@ -84,6 +85,8 @@ def main() -> int:
             if "claude" in only:
                 cases[f"{version} claude text"] = ([real, allow, "-p", "say hello"], base, "hello", False)
                 cases[f"{version} claude tool"] = ([real, allow, "-p", "run a tool"], base, "done", False)
+                if "ten" in only:
+                    cases[f"{version} claude ten"] = ([real, allow, "-p", "run ten tools"], base, "all ten done", False)
             for name, root in trees.items():
                 env = dict(base, PYTHONPATH=root, CLAUDEGUARD_RUNTIME_DIR=str(Path(tmp, f"runtime-{name}")),
                            CLAUDEGUARD_CLAUDE=real)
@@ -92,6 +95,8 @@ def main() -> int:
                     cases[f"{version} {name} text"] = (guard + ["-p", "say hello"], env, "hello", False)
                 if "tool" in only:
                     cases[f"{version} {name} tool"] = (guard + ["-p", "run a tool"], env, "done", False)
+                if "ten" in only:
+                    cases[f"{version} {name} ten"] = (guard + ["-p", "run ten tools"], env, "all ten done", False)
                 if version == versions[0] and "own" in only:
                     cases[f"{name} own"] = (guard + ["-p", "x"], dict(env, CLAUDEGUARD_CLAUDE=str(true)), None, False)
                 if version == versions[0] and "until" in only:

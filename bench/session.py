@@ -40,6 +40,10 @@ SCENARIO = [
     {"match": "say hello", "turns": [{"text": "hello"}]},
     {"match": "run a tool",
      "turns": [{"tool_use": {"name": "Bash", "input": {"command": "echo tool-ran"}}}, {"text": "done"}]},
+    # issue 11's session: ten allowed Bash calls, one a turn
+    {"match": "run ten tools",
+     "turns": [*({"tool_use": {"name": "Bash", "input": {"command": f"echo call-{i}"}}} for i in range(10)),
+               {"text": "all ten done"}]},
 ]
 
 
@@ -99,7 +103,7 @@ def main() -> int:
         settings = [a for a in plan if a.startswith("--settings=")]
         mcp = [a for a in plan if a.startswith(("--mcp-config=", "--permission-prompt-tool="))]
         allow = ["--allowedTools=Bash(echo *)"]
-        for prompt, expect in (("say hello", "hello"), ("run a tool", "done")):
+        for prompt, expect in (("say hello", "hello"), ("run a tool", "done"), ("run ten tools", "all ten done")):
             cases = {
                 "claude": ([real, *allow, "-p", prompt], env),
                 "+hooks": ([real, *allow, *settings, "-p", prompt], env),
