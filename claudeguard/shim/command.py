@@ -166,6 +166,15 @@ class HttpHooks:
 TOKEN_VAR = "CLAUDEGUARD_HOOK_TOKEN"
 
 
+# The HTTP hooks the CLI does not wait for: they only record that a call ended (no answer to
+# give), and a blocking one cost a Bash call ~20-30 ms of the CLI's time on 2.1.330 although the
+# service answers in < 1 ms (ten-call session: +27 ms a call blocking, +9 async; bench/RESULTS.md).
+# The end of a call may reach the service after the next call's start: the watchdog matches them
+# by tool_use_id. Command hooks stay blocking: a slow async hook delayed the end of a 2.1.330 run
+# (three 0.2 s async hooks: +1.3 s against +0.6 s blocking), and a command hook is a process.
+ASYNC_HTTP_EVENTS = ("PostToolUse", "PostToolUseFailure")
+
+
 def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None, session_id: str) -> dict[str, Any]:
     if http is None:
         return {"type": "command", "command": " ".join(shlex.quote(p) for p in ctl + ["hook"]), "timeout": timeout}
@@ -174,16 +183,17 @@ def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None
                 "headers": {"Authorization": f"Bearer {http.token}"}, "timeout": timeout}
     # The header names the variable, not the secret: the CLI fills it from its environment, and
     # only because allowedEnvVars lists it, so the secret is in no argv and no settings file.
-    return {"type": "http", "url": f"http://127.0.0.1:{http.port}/hook/{session_id}/{event}",
-            "headers": {"Authorization": f"Bearer ${TOKEN_VAR}"}, "allowedEnvVars": [TOKEN_VAR], "timeout": timeout}
+    entry = {"type": "http", "url": f"http://127.0.0.1:{http.port}/hook/{session_id}/{event}",
+             "headers": {"Authorization": f"Bearer ${TOKEN_VAR}"}, "allowedEnvVars": [TOKEN_VAR], "timeout": timeout}
+    if event in ASYNC_HTTP_EVENTS:
+        entry["async"] = True
+    return entry
 
 
 def guard_settings(cfg: Config, ctl: list[str], cwd: str, http: HttpHooks | None = None, session_id: str = "",
                    print_mode: bool = False, asker: str | None = None, one_prompt: bool = False) -> dict[str, Any]:
     timeout = int(cfg.get("approval.timeout")) + 30  # the guard, not the CLI, must decide
-    # Every hook blocks, the ones the guard only records too: "async": true (known to both pinned
-    # versions) saves ~35 ms a hook on 2.1.197 but makes 2.1.330 wait longer at the end of a run
-    # (three 0.2 s async hooks: +1.3 s against +0.6 s sync; bench notes in bench/RESULTS.md).
+    # Every hook blocks but the HTTP form's PostToolUse and PostToolUseFailure (ASYNC_HTTP_EVENTS).
     hooks: dict[str, Any] = {}
     for event in hook_events(print_mode, asker, one_prompt):
         group: dict[str, Any] = {"matcher": "*"} if event in TOOL_HOOK_EVENTS else {}
