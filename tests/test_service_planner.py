@@ -193,3 +193,13 @@ def test_a_warning_preparing_printed_is_the_launchers_own_and_said_once(env, tmp
     assert [by for _, by in runs] == ["planner", "launcher"]
     assert runs[0][0] == runs[1][0]
     assert runs[0][0].count("claudeguard: warning: ") == 1 and "disableAllHooks" in runs[0][0]
+
+
+def test_a_peer_that_sends_nothing_is_dropped_and_the_next_launch_is_still_planned(env):
+    up(env)
+    with socket.socket(socket.AF_UNIX) as silent:
+        silent.connect(str(plan_socket(env)))  # connected, never sends: served first, then dropped
+        out = guard(env, [])  # queued behind it, within the launcher's wait
+        silent.settimeout(10)
+        assert silent.recv(1) == b""  # the planner closed it without an answer
+    assert out["session"]["prepared_by"] == "planner"

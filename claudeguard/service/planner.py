@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     import subprocess
     from typing import Any
 
-PREPARE_LIMIT_S = 5.0  # a request that takes longer is dropped (``TooLong``)
+PREPARE_LIMIT_S = 3.0  # a request that takes longer is dropped (``TooLong``): its launcher gave up by then
+IO_LIMIT_S = 1.0  # a launcher sends its request as soon as it connects, and reads the answer at once
 MAX_REQUEST = 4 << 20
 # What preparing a session imports (tests/test_service_planner.py holds that it imports nothing
 # more in the forked child): imported once here, not in every child.
@@ -128,7 +129,7 @@ def serve(directory: str, port: int, lifeline: int) -> int:
             except OSError:
                 continue
             try:
-                conn.settimeout(PREPARE_LIMIT_S)  # a peer that does not send or read
+                conn.settimeout(IO_LIMIT_S)  # a peer that does not send or read holds nobody up for long
                 _serve_one(conn, port, version)
             except (OSError, TooLong):
                 pass  # the launcher sees no answer and prepares the session itself

@@ -23,7 +23,9 @@ import sys
 from claudeguard.errors import GuardError
 
 PLAN_SOCKET = "plan.sock"
-ANSWER_WAIT_S = 10.0  # a planner that takes longer is stuck: the launcher prepares it itself
+# A planner answers in a few ms; one that takes longer is stuck (or busy behind a stuck request):
+# the launcher prepares the session itself rather than keep its user waiting.
+ANSWER_WAIT_S = 3.0
 MAX_ANSWER = 8 << 20
 
 
