@@ -3,7 +3,7 @@
 ``shim/planned.py`` is the launcher's side. The planner has imported everything that preparing a
 session needs. For each request it takes the launcher's argv, environment, working directory and
 pid, runs the launcher's own preparation (``shim.main.load_checked`` and
-``session_snapshot_text``, ``shim.command.build_plan``: the same code, so the same plan and the
+``session_file``, ``shim.command.build_plan``: the same code, so the same plan and the
 same errors), writes the session file, answers, and puts its own environment back: ~3 ms.
 
 Why a single-threaded process beside the service rather than a thread in it: preparing reads the
@@ -36,6 +36,7 @@ import socket
 import sys
 
 from claudeguard.service import files
+from claudeguard.sockets import is_own_user, read_to_end
 from claudeguard.shim.planned import PLAN_SOCKET
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -153,20 +154,13 @@ def _too_long(signum: int, frame: object) -> None:
 
 
 def _serve_one(conn: socket.socket, port: int, version: str) -> None:
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)  # struct ucred: pid, uid, gid
-    if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
+    if not is_own_user(conn):
         return
-    chunks, size = [], 0
-    while True:
-        data = conn.recv(1 << 16)
-        if not data:
-            break
-        size += len(data)
-        if size > MAX_REQUEST:
-            return
-        chunks.append(data)
+    data = read_to_end(conn, MAX_REQUEST)
+    if data is None:
+        return
     try:
-        request = marshal.loads(b"".join(chunks))
+        request = marshal.loads(data)
     except (EOFError, ValueError, TypeError):
         return
     answer = prepare(request, port, version) if isinstance(request, dict) else {"refused": "not a request"}
@@ -210,6 +204,7 @@ def prepare(request: dict[str, Any], port: int, version: str) -> dict[str, Any]:
 
 
 def _prepare(request: dict[str, Any], port: int) -> dict[str, Any]:
+    import json
     import shutil
 
     from claudeguard.errors import GuardError
@@ -217,7 +212,7 @@ def _prepare(request: dict[str, Any], port: int) -> dict[str, Any]:
     from claudeguard.paths import runtime_dir
     from claudeguard.shim.claude_args import parse_claude_args
     from claudeguard.shim.command import HttpHooks, build_plan
-    from claudeguard.shim.main import load_checked, print_cli_version, session_snapshot_text
+    from claudeguard.shim.main import load_checked, print_cli_version, session_file
     from claudeguard.shim.options import split_argv
 
     cwd, pid, session_id = request["cwd"], request["pid"], request["session_id"]
@@ -228,9 +223,9 @@ def _prepare(request: dict[str, Any], port: int) -> dict[str, Any]:
         cfg, real = load_checked(opts, args, cwd)
         session_dir = str(runtime_dir("sessions", session_id))
         version = print_cli_version(real, args)  # who asks in -p (its package.json: ~0.1 ms)
-        snapshot = session_snapshot_text(cfg, args, session_id=session_id, cwd=cwd,
-                                         stdin_tty=bool(request["stdin_tty"]), exec_pid=pid, hooks="http",
-                                         prepared_by="planner", cli_version=version)
+        snapshot = json.dumps(dict(session_file(cfg, args, session_id=session_id, cwd=cwd,
+                                                stdin_tty=bool(request["stdin_tty"]), exec_pid=pid,
+                                                prepared_by="planner", cli_version=version), hooks="http"))
         write_atomic(os.path.join(session_dir, "session.json"), snapshot)
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=session_dir, cwd=cwd,
                           http=HttpHooks(port, request["token"]), exec_pid=pid, cli_version=version)

@@ -260,12 +260,11 @@ class Service:
             threading.Thread(target=self._serve_control, args=(conn,), name="claudeguard-control", daemon=True).start()
 
     def _serve_control(self, conn: socket.socket) -> None:
-        try:
-            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-            if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
-                return  # the directory is 0700 already; a peer of another uid is never served
-        except (OSError, AttributeError):
-            pass  # no SO_PEERCRED here: the directory's mode is the guard
+        from claudeguard.sockets import peer_uid
+
+        uid = peer_uid(conn)  # None: no SO_PEERCRED here, and the directory's mode is the guard
+        if uid is not None and uid != os.getuid():
+            return  # the directory is 0700 already; a peer of another uid is never served
         from claudeguard.service.watch import Link
 
         link = Link(conn)  # the owner of the sessions it registers; the watchdog writes to it too

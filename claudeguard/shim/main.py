@@ -14,6 +14,8 @@ from claudeguard.errors import UsageError, run_main
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from typing import Any
+
     from claudeguard.config.load import Config, Overrides
     from claudeguard.gate.server import GateServer
     from claudeguard.service.client import Registration
@@ -200,25 +202,22 @@ def print_cli_version(real: str, args: ClaudeArgs) -> str | None:
     return package_version(real)
 
 
-def session_snapshot_text(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str, stdin_tty: bool,
-                          exec_pid: int, hooks: str, prepared_by: str = "launcher",
-                          cli_version: str | None = None) -> str:
-    """The session's ``session.json`` (what its hooks read), as written. ``prepared_by``: the
-    launcher, or the service's planner (for `ps` and the tests: the plan is the same);
-    ``cli_version``: ``print_cli_version``, the one given to ``build_plan`` too."""
-    import json
-
+def session_file(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str, stdin_tty: bool, exec_pid: int,
+                 prepared_by: str = "launcher", cli_version: str | None = None) -> dict[str, Any]:
+    """The session's ``session.json`` (what its hooks read) but for ``"hooks"``, which the caller
+    sets once it knows who answers them. ``prepared_by``: the launcher, or the service's planner
+    (for `ps` and the tests: the plan is the same); ``cli_version``: ``print_cli_version``, the one
+    given to ``build_plan`` too."""
     from claudeguard.paths import log_dir_text
     from claudeguard.shim.command import session_snapshot
 
     snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=cwd,
                                 interactive=not args.print_mode and stdin_tty, exec_pid=exec_pid,
                                 cli_version=cli_version)
-    snapshot["hooks"] = hooks
     snapshot["pty"] = uses_pty(args)  # the hooks leave its dialogs' requests to its router (held)
     snapshot["log_dir"] = log_dir_text()  # the service answers for many launchers' environments
     snapshot["prepared_by"] = prepared_by
-    return json.dumps(snapshot)
+    return snapshot
 
 
 def _print_plan(argv: list[str], env: dict[str, str], *, guarded: bool) -> int:
@@ -264,15 +263,18 @@ def _run_session(real: str, args: ClaudeArgs, cfg: Config | None, cwd: str, sess
             from claudeguard.shim.command import build_plan
 
             session_dir = str(runtime_dir("sessions", session_id))
+            import json
+
             version = print_cli_version(real, args)
-            snapshot_text = session_snapshot_text(cfg, args, session_id=session_id, cwd=cwd, stdin_tty=os.isatty(0),
-                                                  exec_pid=os.getpid(), hooks="http", cli_version=version)
+            snapshot = session_file(cfg, args, session_id=session_id, cwd=cwd, stdin_tty=os.isatty(0),
+                                    exec_pid=os.getpid(), cli_version=version)
+            snapshot["hooks"] = "http"
+            snapshot_text = json.dumps(snapshot)
             write_atomic(os.path.join(session_dir, "session.json"), snapshot_text)
             registration, http = _register_with_service(session_id, session_dir)
             if http is None:
-                snapshot_text = session_snapshot_text(cfg, args, session_id=session_id, cwd=cwd,
-                                                      stdin_tty=os.isatty(0), exec_pid=os.getpid(), hooks="command",
-                                                      cli_version=version)
+                snapshot["hooks"] = "command"
+                snapshot_text = json.dumps(snapshot)
                 write_atomic(os.path.join(session_dir, "session.json"), snapshot_text)
             plan = build_plan(real, args, cfg, session_id=session_id, session_dir=session_dir, cwd=cwd, http=http,
                               cli_version=version)

@@ -111,31 +111,24 @@ def _print_stderr(answer: dict[str, object]) -> None:
 def _exchange(path: str, request: bytes) -> object:
     import _socket
 
+    from claudeguard.sockets import is_own_user, read_to_end
+
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    chunks: list[bytes] = []
     try:
         sock.settimeout(ANSWER_WAIT_S)
         sock.connect(path)
-        # The request carries this process's environment: only to a planner of this user.
-        creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # struct ucred: pid, uid, gid
-        if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
+        if not is_own_user(sock):  # the request carries this process's environment
             return None
         sock.sendall(request)
         sock.shutdown(_socket.SHUT_WR)
-        size = 0
-        while True:
-            data = sock.recv(1 << 16)
-            if not data:
-                break
-            size += len(data)
-            if size > MAX_ANSWER:
-                return None
-            chunks.append(data)
+        answer = read_to_end(sock, MAX_ANSWER)
     except OSError:
         return None
     finally:
         sock.close()
+    if answer is None:
+        return None
     try:
-        return marshal.loads(b"".join(chunks))
+        return marshal.loads(answer)
     except (EOFError, ValueError, TypeError):
         return None

@@ -1,0 +1,38 @@
+"""What both ends of our private Unix sockets do alike: tell who the peer is, and read a message
+that ends when the peer shuts its side. Only ``_socket``, ``os`` and ``sys``: the launcher's start
+path uses it (shim/planned.py), with a ``_socket`` socket as well as a ``socket`` one."""
+
+from __future__ import annotations
+
+import _socket
+import os
+import sys
+
+
+def peer_uid(sock: _socket.socket) -> int | None:
+    """The uid of the process at the other end (SO_PEERCRED's ``struct ucred``: pid, uid, gid),
+    or None where the kernel does not say."""
+    try:
+        creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+    except (OSError, AttributeError):
+        return None
+    return int.from_bytes(creds[4:8], sys.byteorder)
+
+
+def is_own_user(sock: _socket.socket) -> bool:
+    """The peer is a process of this user (and the kernel said so)."""
+    return peer_uid(sock) == os.getuid()
+
+
+def read_to_end(sock: _socket.socket, limit: int) -> bytes | None:
+    """Everything the peer sends until it shuts its side; None past ``limit`` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        data = sock.recv(1 << 16)
+        if not data:
+            return b"".join(chunks)
+        size += len(data)
+        if size > limit:
+            return None
+        chunks.append(data)
