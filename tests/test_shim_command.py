@@ -12,10 +12,10 @@ import pytest
 GUARD = [sys.executable, "-m", "claudeguard"]
 
 
-def _settings(tmp_path, *argv: str, service: bool = True) -> dict:
+def _settings(tmp_path, *argv: str, service: bool = True, cwd=None) -> dict:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
            "CLAUDEGUARD_CLAUDE": "/bin/true", "CLAUDEGUARD_SERVICE": "1" if service else "0"}
-    proc = subprocess.run(GUARD + ["--guard-dry-run", *argv], env=env, cwd=tmp_path, capture_output=True,
+    proc = subprocess.run(GUARD + ["--guard-dry-run", *argv], env=env, cwd=cwd or tmp_path, capture_output=True,
                           text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)["argv"]
@@ -32,9 +32,15 @@ EVERY_EVENT = ["PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFai
 PRINT_EVENTS = [e for e in EVERY_EVENT if e not in ("PermissionRequest", "Notification")]
 # A -p run of one prompt leaves out UserPromptSubmit too (it would only say that the one turn began).
 ONE_PROMPT_EVENTS = [e for e in PRINT_EVENTS if e != "UserPromptSubmit"]
+# A -p run whose transcript the CLI keeps leaves out the call-end events: the watchdog reads the
+# ends from the transcript (watchdog/transcript.py).
+CALL_ENDS = ("PostToolUse", "PostToolUseFailure")
+PRINT_KEPT_EVENTS = [e for e in ONE_PROMPT_EVENTS if e not in CALL_ENDS]
 SESSION_KINDS = {
-    "print": (["-p", "x"], ONE_PROMPT_EVENTS),
-    "print-stream-json": (["-p", "--input-format", "stream-json", "--output-format", "stream-json"], PRINT_EVENTS),
+    "print": (["-p", "x"], PRINT_KEPT_EVENTS),
+    "print-no-persistence": (["-p", "--no-session-persistence", "x"], ONE_PROMPT_EVENTS),
+    "print-stream-json": (["-p", "--input-format", "stream-json", "--output-format", "stream-json"],
+                          [e for e in PRINT_EVENTS if e not in CALL_ENDS]),
     "interactive": (["fix the tests"], EVERY_EVENT),
     "headless-stream-json": (["--input-format", "stream-json", "--output-format", "stream-json"], EVERY_EVENT),
 }
@@ -49,7 +55,7 @@ def test_the_exact_hook_events_of_each_session_kind(tmp_path, service, kind):
 
 @pytest.mark.parametrize("service", [True, False], ids=["http", "command"])
 def test_every_hook_is_registered_and_blocks_but_the_call_ends_over_http(tmp_path, service):
-    hooks = _settings(tmp_path, "-p", "x", service=service)["hooks"]
+    hooks = _settings(tmp_path, "-p", "--no-session-persistence", "x", service=service)["hooks"]
     entries = {event: groups[0]["hooks"][0] for event, groups in hooks.items()}
     assert list(entries) == ONE_PROMPT_EVENTS
     for event, entry in entries.items():
@@ -65,6 +71,23 @@ def test_every_hook_is_registered_and_blocks_but_the_call_ends_over_http(tmp_pat
         assert entry.get("async", False) is (service and event in ("PostToolUse", "PostToolUseFailure")), event
     tool_events = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure")
     assert {e: g[0].get("matcher") for e, g in hooks.items()} == {e: "*" if e in tool_events else None for e in hooks}
+
+
+@pytest.mark.parametrize("where", ["project", "local", "--settings"])
+def test_a_settings_source_that_keeps_no_transcript_keeps_the_call_end_hooks(tmp_path, where):
+    # cleanupPeriodDays 0 makes the CLI write no transcript: the call ends must come from hooks.
+    work = tmp_path / "work"
+    (work / ".claude").mkdir(parents=True)
+    argv = ["-p", "x"]
+    if where == "--settings":
+        argv = ["--settings", json.dumps({"cleanupPeriodDays": 0}), *argv]
+    else:
+        name = "settings.json" if where == "project" else "settings.local.json"
+        (work / ".claude" / name).write_text(json.dumps({"cleanupPeriodDays": 0}))
+    assert list(_settings(tmp_path, *argv, cwd=work)["hooks"]) == ONE_PROMPT_EVENTS
+    argv = ["--settings", json.dumps({"cleanupPeriodDays": 7}), "-p", "x"]
+    left_out = [e for e in ONE_PROMPT_EVENTS if e not in _settings(tmp_path, *argv)["hooks"]]
+    assert left_out == list(CALL_ENDS)
 
 
 def test_callers_settings_keep_their_hooks_ahead_of_ours(tmp_path):
@@ -125,22 +148,23 @@ def test_the_plan_of_a_print_run_on_each_real_cli(tmp_path, real_claude, cli_ver
     argv, settings = _plan(tmp_path, str(real_claude), "-p", "x", service=service)
     if cli_version == "2.1.330":
         # its -p asks the PermissionRequest hook: registered, and no MCP server for the CLI to wait for
-        assert list(settings["hooks"]) == [e for e in EVERY_EVENT if e not in ("Notification", "UserPromptSubmit")]
+        assert list(settings["hooks"]) == [e for e in EVERY_EVENT
+                                           if e not in ("Notification", "UserPromptSubmit", *CALL_ENDS)]
         assert _ours(argv) == []
         entry = settings["hooks"]["PermissionRequest"][0]["hooks"][0]
         assert entry["type"] == ("http" if service else "command"), entry
     else:
-        assert list(settings["hooks"]) == ONE_PROMPT_EVENTS
+        assert list(settings["hooks"]) == PRINT_KEPT_EVENTS
         assert _ours(argv) == ["--mcp-config", "--permission-prompt-tool"]
         assert "--permission-prompt-tool=mcp__claudeguard__approve" in argv
     # a caller's prompt tool (the Agent SDK's stdio): neither the hook nor our prompt tool
     argv, settings = _plan(tmp_path, str(real_claude), "-p", "x", "--permission-prompt-tool", "stdio",
                            service=service)
-    assert list(settings["hooks"]) == ONE_PROMPT_EVENTS and _ours(argv) == []
+    assert list(settings["hooks"]) == PRINT_KEPT_EVENTS and _ours(argv) == []
     assert argv.count("--permission-prompt-tool") == 1 and argv[argv.index("--permission-prompt-tool") + 1] == "stdio"
     # nobody asks: the CLI denies what it would ask about
     argv, settings = _plan(tmp_path, str(real_claude), "-p", "x", "--permission-prompts", "none", service=service)
-    assert list(settings["hooks"]) == ONE_PROMPT_EVENTS and _ours(argv) == []
+    assert list(settings["hooks"]) == PRINT_KEPT_EVENTS and _ours(argv) == []
 
 
 def _npm_cli(tmp_path, version: str) -> str:

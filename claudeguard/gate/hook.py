@@ -123,9 +123,13 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
     from claudeguard.gate.decide import answer_record, decide_call, needs_human, reuse_answer
 
     if name == "PreToolUse":
+        # The transcript shows the watchdog the call's end where no PostToolUse is registered (-p).
         record_event(session, "tool-start", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id,
-                     agent_type=agent_type)
-        remember_call(session, tool_use_id or "", {"agent_type": agent_type, "agent_id": agent_id, "tool": tool})
+                     agent_type=agent_type, transcript=event.get("transcript_path"))
+        if session.snapshot.get("asker") != "permission-request":
+            # For our prompt tool, whose arguments name the call but not the agent. A -p run that
+            # asks through the PermissionRequest hook (whose event names the agent) never reads it.
+            remember_call(session, tool_use_id or "", {"agent_type": agent_type, "agent_id": agent_id, "tool": tool})
         undecided: Undecided = "leave"
         # A subagent's prompt, or any prompt of a --bg session, is seen by nobody: the channel.
         unseen = agent_type or session.snapshot.get("kind") == "background"

@@ -59,18 +59,41 @@ def print_asker(args: ClaudeArgs, cli_version: str | None) -> str | None:
     return "permission-request" if version_at_least(cli_version, PERMISSION_REQUEST_IN_PRINT) else "prompt-tool"
 
 
-def hook_events(print_mode: bool, asker: str | None = None, one_prompt: bool = False) -> tuple[str, ...]:
+# What a -p session whose transcript the CLI keeps leaves out too: the events that only say a
+# call ended. Each cost the CLI ~8-10 ms a call (blocking or async, HTTP or command; a forty-call
+# session, bench/RESULTS.md), and the CLI writes each result to its transcript as the tool
+# returns, where the watchdog reads it (watchdog/transcript.py).
+CALL_END_EVENTS = ("PostToolUse", "PostToolUseFailure")
+
+
+def hook_events(print_mode: bool, asker: str | None = None, one_prompt: bool = False,
+                transcript_kept: bool = False) -> tuple[str, ...]:
     """The events registered for a session: every one, less PRINT_MODE_SKIPPED under -p (but
     PermissionRequest when it is the -p session's asker). ``one_prompt``: a -p run of one prompt
     (not ``--input-format stream-json``) leaves out UserPromptSubmit too: it fires once, before
     the first request to the model (a round trip on the way to it), and the watchdog takes from
-    it only that a new turn began, which at the start it knows."""
+    it only that a new turn began, which at the start it knows. ``transcript_kept``: the -p run
+    keeps its transcript (``keeps_transcript``), so CALL_END_EVENTS are left out."""
     events = TOOL_HOOK_EVENTS + OTHER_HOOK_EVENTS
     if not print_mode:
         return events
     return tuple(e for e in events
                  if (e not in PRINT_MODE_SKIPPED or (e == "PermissionRequest" and asker == "permission-request"))
-                 and not (one_prompt and e == "UserPromptSubmit"))
+                 and not (one_prompt and e == "UserPromptSubmit")
+                 and not (transcript_kept and e in CALL_END_EVENTS))
+
+
+def keeps_transcript(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None) -> bool:
+    """Whether the CLI will write this run's transcript: not with ``--no-session-persistence``,
+    nor when a settings source sets ``cleanupPeriodDays`` to 0 (the CLI then writes none; a
+    settings file that changes it during the run is not followed: the watchdog then sees calls
+    end at the turn's Stop only)."""
+    if args.has("--no-session-persistence"):
+        return False
+    from claudeguard.shim.settings_sources import sources
+
+    return not any(src.loaded and src.settings.get("cleanupPeriodDays") == 0
+                   for src in sources(args, cwd, dict(os.environ) if env is None else env))
 
 
 BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
@@ -191,11 +214,12 @@ def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None
 
 
 def guard_settings(cfg: Config, ctl: list[str], cwd: str, http: HttpHooks | None = None, session_id: str = "",
-                   print_mode: bool = False, asker: str | None = None, one_prompt: bool = False) -> dict[str, Any]:
+                   print_mode: bool = False, asker: str | None = None, one_prompt: bool = False,
+                   transcript_kept: bool = False) -> dict[str, Any]:
     timeout = int(cfg.get("approval.timeout")) + 30  # the guard, not the CLI, must decide
     # Every hook blocks but the HTTP form's PostToolUse and PostToolUseFailure (ASYNC_HTTP_EVENTS).
     hooks: dict[str, Any] = {}
-    for event in hook_events(print_mode, asker, one_prompt):
+    for event in hook_events(print_mode, asker, one_prompt, transcript_kept):
         group: dict[str, Any] = {"matcher": "*"} if event in TOOL_HOOK_EVENTS else {}
         group["hooks"] = [_hook_entry(event, ctl, timeout, http, session_id)]
         hooks[event] = [group]
@@ -286,7 +310,8 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
 
     asker = print_asker(args, cli_version)
     ours = guard_settings(cfg, ctl, cwd, http, session_id, print_mode=args.print_mode, asker=asker,
-                          one_prompt=args.print_mode and args.last("--input-format") != "stream-json")
+                          one_prompt=args.print_mode and args.last("--input-format") != "stream-json",
+                          transcript_kept=args.print_mode and keeps_transcript(args, cwd))
     rest = list(args.argv)
     settings_at = [index for index, _ in args.options.get("--settings", [])]
     if settings_file is not None:

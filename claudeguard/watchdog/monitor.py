@@ -25,13 +25,16 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable
 
 from claudeguard.files import read_json
 from claudeguard.procs import fill, spawn_detached
 from claudeguard.watchdog import sampler
 from claudeguard.watchdog.state import TOOL, Limits, StallVerdict, StreamMsg, Tracker, stall_line
 from claudeguard.watchdog.status import process_start, prompt_words, write_status
+
+if TYPE_CHECKING:
+    from claudeguard.watchdog.transcript import TranscriptEnds
 
 ACTIONS = ("warn", "interrupt", "kill")
 # status.json is rewritten when something in it changes, and otherwise this often (its
@@ -189,6 +192,7 @@ class Monitor:
         self._events_fh: BinaryIO | None = None
         self._events_path = os.path.join(self.session_dir, "events.jsonl")
         self._events_buf = b""
+        self._transcripts: TranscriptEnds | None = None
         self._screen_tail: list[str] | None = None
         self._notifiers: list[int] = []  # pids of notify commands not yet reaped
         self._stop = threading.Event()
@@ -356,6 +360,7 @@ class Monitor:
             elif kind == "messages":
                 tr.messages += value if isinstance(value, int) else 0  # queued by feed_stream: an int
         self._read_events()
+        self._read_transcripts()
         tr.pending(self.clock(), self._pending())
 
     def _pending(self) -> int | None:
@@ -406,6 +411,21 @@ class Monitor:
             when = ev.get("time")
             t = mono - (wall - when) if isinstance(when, (int, float)) else mono
             self.tracker.guard(min(mono, max(t, mono - 86400.0)), ev)
+
+    def _read_transcripts(self) -> None:
+        """Ends of hook-tracked calls, from the CLI's transcripts (a -p session has no PostToolUse
+        hook: watchdog/transcript.py). Read only while such a call is in flight."""
+        paths = self.tracker.transcripts_to_read()
+        if not paths:
+            return
+        if self._transcripts is None:
+            from claudeguard.watchdog.transcript import TranscriptEnds
+
+            self._transcripts = TranscriptEnds()
+        self._transcripts.read(paths)
+        mono, wall = self.clock(), time.time()
+        self.tracker.calls_ended({k: mono - max(0.0, wall - when) for k, when in self._transcripts.ended.items()
+                                  if k in self.tracker.calls})
 
     # -- status ----------------------------------------------------------------------------
     def _wall(self, t: float) -> float:

@@ -188,6 +188,7 @@ class Tracker:
         self.tokens = 0
         self._tokens_by_msg: dict[str, tuple[int, int, int, int]] = {}
         self.calls: dict[str, Call] = {}
+        self.transcript: str | None = None  # the main agent's transcript, from the hook's tool-start events
         self.tasks: dict[str, Task] = {}
         self.agents: dict[str, str] = {}  # running subagents: agent_id -> agent_type
         self.mcp_servers: list[dict[str, Any]] = []
@@ -355,6 +356,8 @@ class Tracker:
         self._life(t, f"hook {kind}" + (f" {ev.get('tool')}" if ev.get("tool") else ""))
         if kind == "tool-start" and tool_use_id:
             self.awaiting_user = False
+            if isinstance(ev.get("transcript"), str) and ev["transcript"]:
+                self.transcript = ev["transcript"]
             call = self.calls.get(tool_use_id)
             agent = ev.get("agent_type") or (f"agent {agent_id}" if agent_id else None)
             if call is None:
@@ -380,6 +383,28 @@ class Tracker:
                 del self.calls[call_id]
             if self.limits.interactive:
                 self.awaiting_user = True
+
+    def transcripts_to_read(self) -> list[str]:
+        """The transcripts that would show the end of a hook-tracked call still in flight: the
+        main agent's, and each calling subagent's (watchdog/transcript.py)."""
+        if not self.transcript:
+            return []
+        from claudeguard.watchdog.transcript import subagent_transcript
+
+        paths: list[str] = []
+        for c in self.calls.values():
+            if c.via != "hook":
+                continue
+            path = subagent_transcript(self.transcript, c.agent_id) if c.agent_id else self.transcript
+            if path and path not in paths:
+                paths.append(path)
+        return paths
+
+    def calls_ended(self, ended: dict[str, float]) -> None:
+        """Hook-tracked calls whose result the transcript shows (``ended``: id -> time, ours)."""
+        for c in [c for c in self.calls.values() if c.via == "hook" and c.id in ended]:
+            del self.calls[c.id]
+            self._life(max(c.started, ended[c.id]), f"transcript tool-end {c.name}")
 
     # -- samples ---------------------------------------------------------------------------
     def sample(self, s: Sample) -> StallVerdict:

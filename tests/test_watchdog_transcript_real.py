@@ -1,0 +1,63 @@
+"""A -p run registers no PostToolUse hook: the watchdog learns that a call ended from the CLI's
+transcript (watchdog/transcript.py). On both real CLIs, a model that goes silent right after a
+call's result, of the main agent or of a foreground subagent, is a stall after ``stall_after``
+(state ``thinking``), not a tool still running until ``tool_stall_after``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+from tests.shim_helpers import GUARD, ctl, guarded_env, write_user_config
+from tests.test_watchdog_real import INTERVAL, STALL, finish
+
+TOOL_STALL = 120  # a call taken for still running would not be judged before this
+
+
+def _call(word: str) -> dict:
+    return {"name": "Bash", "input": {"command": f"echo {word}", "description": "echo"}}
+
+
+def _stall_of(real_claude, offline_env, server, prompt: str, silent_script: str) -> tuple[int, str, dict, float]:
+    """Runs ``claudeguard -p PROMPT`` (text output: no stream-json for the tap to see the calls
+    in) until the watchdog kills it; the exit code, stderr, the one stall audit row and the time
+    from the model's silence to the exit."""
+    env = guarded_env(offline_env.use(server), real_claude)
+    write_user_config(env, f'[permissions]\nallow = ["Bash(echo *)", "Agent"]\n[watchdog]\n'
+                           f"sample_interval = {INTERVAL}\ntool_stall_after = {TOOL_STALL}\nkill_grace = 2\n")
+    proc = subprocess.Popen(GUARD + ["-p", prompt, "--guard-stall-after", str(STALL), "--guard-on-stall", "kill"],
+                            env=env, cwd=offline_env.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    server.wait_for(lambda: any(r.get("script") == silent_script and r.get("played") == "stall_after_text"
+                                for r in server.requests()), timeout=40)
+    silent_from = time.monotonic()  # the model's stream went silent no later than now
+    code, _, err = finish(proc, timeout=STALL + 30)
+    took = time.monotonic() - silent_from
+    stalls = [e for e in map(json.loads, ctl(env, "audit", "--json").stdout.splitlines()) if e.get("event") == "stall"]
+    assert len(stalls) == 1, (stalls, err)
+    return code, err, stalls[0], took
+
+
+def test_the_main_agents_call_ended_then_its_model_went_silent(real_claude, offline_env, model_server):
+    server = model_server([{"match": "MAINEND", "turns": [{"tool_use": _call("main")},
+                                                          {"stall_after_text": "thinking ab"}]}])
+    code, err, stall, took = _stall_of(real_claude, offline_env, server, "MAINEND go", "MAINEND")
+    assert code == 124, err
+    assert stall["state"] == "thinking" and stall["tool"] is None, stall
+    assert took < STALL + 2 * INTERVAL + 2 + 5, took  # threshold + 2 samples + the kill's grace + slack
+    assert len(server.tool_results()) == 1
+
+
+def test_a_subagents_call_ended_then_its_model_went_silent(real_claude, offline_env, model_server):
+    agent = {"name": "Agent", "input": {"description": "helper", "prompt": "SUBEND go",
+                                        "subagent_type": "general-purpose"}}
+    server = model_server([{"match": "MAINSUB", "turns": [{"tool_use": agent}, {"text": "never"}]},
+                           {"match": "SUBEND", "turns": [{"tool_use": _call("sub")},
+                                                         {"stall_after_text": "sub thinking"}]}])
+    code, err, stall, took = _stall_of(real_claude, offline_env, server, "MAINSUB go", "SUBEND")
+    assert code == 124, err
+    # The subagent's Bash call is not taken for running: its end is in the subagent's own
+    # transcript. (2.1.330 runs this Agent call in the background: the call itself has ended.)
+    assert stall["state"] == "thinking" and stall["tool"] is None, stall
+    assert took < STALL + 2 * INTERVAL + 2 + 5, took
