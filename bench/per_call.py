@@ -1,0 +1,122 @@
+"""What one tool call costs a guarded `claude -p` session, on a session long enough to see it.
+
+    python bench/per_call.py [--runs 8] [--version 2.1.330] [--calls 40]
+
+Issue 11's ten-call session adds ~10 calls to a ~1 s run whose medians move by ±60 ms between
+rounds on a 2-core VM: ±6 ms a call of noise, as large as the goal. This session makes ``--calls``
+allowed Bash calls, one a turn, and runs interleaved:
+
+- ``bare``: the real CLI alone (`--allowedTools=Bash(echo *)`);
+- ``pre``: the same with one PreToolUse HTTP hook to a stand-in server that answers ``{}`` at once
+  (with TCP_NODELAY, one send): what any guard that decides in PreToolUse costs this CLI;
+- ``pre+post``: the same plus a PostToolUse HTTP hook (``async``), as the guard registered it
+  before its -p runs read the call ends from the transcript;
+- ``guard``: `claudeguard -p` (the service warm).
+
+A text turn of each of ``bare`` and ``guard`` is run too, so the guard's per-call figure does not
+include its start: (guard_calls - guard_text - (bare_calls - bare_text)) / calls. The stand-ins
+have no start of their own to take out: (case_calls - bare_calls) / calls. Prints the median, p25
+and minimum of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from session import scripted_home  # bench/session.py: the isolated HOME and its config
+
+from claudeguard.testing.cli_install import cli_path, install_cli
+from claudeguard.testing.model_server import ModelServer
+from claudeguard.testing.services import stop_services
+
+
+class _StandIn(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: object) -> None:  # `format`: the base class's name
+        pass
+
+    def do_POST(self) -> None:  # http.server's naming
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+
+
+def _quantiles(values: list[float]) -> tuple[float, float, float]:
+    ordered = sorted(values)
+    return statistics.median(ordered), ordered[len(ordered) // 4], ordered[0]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--version", default="2.1.330")
+    parser.add_argument("--calls", type=int, default=40)
+    args = parser.parse_args()
+    real = str(cli_path(args.version) or install_cli(args.version))
+    guard = str(Path(sys.executable).with_name("claudeguard"))
+    calls = [{"tool_use": {"name": "Bash", "input": {"command": f"echo call-{i}"}}} for i in range(args.calls)]
+    scenario = [{"match": "say hello", "turns": [{"text": "hello"}]},
+                {"match": "run the calls", "turns": [*calls, {"text": "all done"}]}]
+    stand_in = ThreadingHTTPServer(("127.0.0.1", 0), _StandIn)
+    threading.Thread(target=stand_in.serve_forever, daemon=True).start()
+    hook = {"type": "http", "url": f"http://127.0.0.1:{stand_in.server_port}/hook", "timeout": 30}
+
+    def settings(**events: dict[str, object]) -> str:
+        return "--settings=" + json.dumps({"hooks": {e: [{"matcher": "*", "hooks": [h]}] for e, h in events.items()}})
+
+    allow = "--allowedTools=Bash(echo *)"
+    cases = {"bare": [real, allow], "pre": [real, allow, settings(PreToolUse=hook)],
+             "pre+post": [real, allow, settings(PreToolUse=hook, PostToolUse=dict(hook, **{"async": True}))],
+             "guard": [guard]}
+    times: dict[tuple[str, str], list[float]] = {}
+    try:
+        with tempfile.TemporaryDirectory() as tmp, ModelServer(scenario) as server:
+            cwd, env = scripted_home(tmp, server.url)
+            env["CLAUDEGUARD_CLAUDE"] = real
+            try:
+                for round_ in range(args.runs + 1):  # the first round warms up (the service starts)
+                    for name, argv in cases.items():
+                        prompts = ("say hello", "run the calls") if name in ("bare", "guard") else ("run the calls",)
+                        for prompt in prompts:
+                            start = time.perf_counter()
+                            proc = subprocess.run([*argv, "-p", prompt], env=env, cwd=cwd, capture_output=True,
+                                                  text=True, timeout=300)
+                            elapsed = (time.perf_counter() - start) * 1000
+                            if ("hello" if prompt == "say hello" else "all done") not in proc.stdout:
+                                raise SystemExit(f"{name} {prompt!r}: {proc.stdout[-200:]!r} {proc.stderr[-300:]!r}")
+                            if round_:
+                                times.setdefault((name, prompt), []).append(elapsed)
+            finally:
+                stop_services(Path(tmp))  # the resident service the guarded runs started, by pid
+    finally:
+        stand_in.shutdown()
+    out: dict[str, object] = {"version": args.version, "runs": args.runs, "calls": args.calls}
+    bare_calls, bare_text = _quantiles(times[("bare", "run the calls")]), _quantiles(times[("bare", "say hello")])
+    for name in cases:
+        mine = _quantiles(times[(name, "run the calls")])
+        extra = [m - b for m, b in zip(mine, bare_calls, strict=True)]
+        if name == "guard":
+            text = _quantiles(times[("guard", "say hello")])
+            extra = [e - (t - b) for e, t, b in zip(extra, text, bare_text, strict=True)]
+        out[name] = {"session_ms": [round(x) for x in mine],
+                     "per_call_ms": [round(e / args.calls, 1) for e in extra]}  # median, p25, min
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
