@@ -1,12 +1,35 @@
-"""What both ends of our private Unix sockets do alike: tell who the peer is, and read a message
-that ends when the peer shuts its side. Only ``_socket``, ``os`` and ``sys``: the launcher's start
-path uses it (shim/planned.py), with a ``_socket`` socket as well as a ``socket`` one."""
+"""What both ends of our private Unix sockets do alike: reach a socket path past AF_UNIX's length
+limit, tell who the peer is, and read a message that ends when the peer shuts its side. Only
+``_socket``, ``os`` and ``sys``: the launcher's start path uses it (shim/planned.py), with a
+``_socket`` socket as well as a ``socket`` one."""
 
 from __future__ import annotations
 
 import _socket
 import os
 import sys
+
+
+class socket_address:
+    """The address to bind or connect ``path`` by: the path itself, or, past the 107 bytes a Unix
+    socket path may have (a long CLAUDEGUARD_RUNTIME_DIR), the same file reached through
+    ``/proc/self/fd/N`` of its directory (Linux), which keeps the socket in its private directory.
+    ``with socket_address(path) as address: sock.connect(address)``."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd: int | None = None
+
+    def __enter__(self) -> str:
+        if len(os.fsencode(self.path)) < 108:
+            return self.path
+        self.fd = os.open(os.path.dirname(self.path), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        return f"/proc/self/fd/{self.fd}/{os.path.basename(self.path)}"
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def peer_uid(sock: _socket.socket) -> int | None:

@@ -203,3 +203,23 @@ def test_a_peer_that_sends_nothing_is_dropped_and_the_next_launch_is_still_plann
         silent.settimeout(10)
         assert silent.recv(1) == b""  # the planner closed it without an answer
     assert out["session"]["prepared_by"] == "planner"
+
+
+def test_a_runtime_dir_past_the_unix_socket_limit_is_planned_too(env, tmp_path):
+    # plan.sock's path is over AF_UNIX's 107 bytes: both ends reach it through the fd of its
+    # directory (claudeguard/sockets.socket_address), so the planner still prepares the session.
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    deep.chmod(0o700)
+    long_env = dict(env, CLAUDEGUARD_RUNTIME_DIR=str(deep / "rt"))
+    (deep / "rt").mkdir(mode=0o700)
+    assert len(str(plan_socket(long_env)).encode()) >= 108
+    write_config(long_env, CONFIG)
+    try:
+        up(long_env)
+        planned = guard(long_env, [])
+        assert planned["session"]["prepared_by"] == "planner"
+        assert normalized(planned) == normalized(guard(long_env, [], CLAUDEGUARD_PLANNER="0"))
+    finally:
+        ctl(long_env, "service", "stop")
+    wait_until(lambda: not planner_pids(long_env), what="the planner gone with its service")

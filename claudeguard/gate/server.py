@@ -21,28 +21,10 @@ import select
 import socket
 import threading
 
+from claudeguard.sockets import socket_address
+
 SOCKET_NAME = "gate.sock"
 MAX_EVENT = 16 * 1024 * 1024
-
-
-class socket_address:
-    """The address to bind or connect ``path`` by: the path itself, or, past the 107 bytes a Unix
-    socket path may have, the same file reached through ``/proc/self/fd/N`` of its directory
-    (Linux), which keeps the socket in the private session directory."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.fd: int | None = None
-
-    def __enter__(self) -> str:
-        if len(os.fsencode(self.path)) < 108:
-            return self.path
-        self.fd = os.open(os.path.dirname(self.path), os.O_RDONLY | os.O_DIRECTORY)
-        return f"/proc/self/fd/{self.fd}/{os.path.basename(self.path)}"
-
-    def __exit__(self, *exc: object) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
 
 
 def _recv_exact(conn: socket.socket, n: int) -> bytes:

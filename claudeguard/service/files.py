@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import socket
     from typing import Any
 
-    from claudeguard.gate.server import socket_address
+    from claudeguard.sockets import socket_address
 
 RECORD = "service.json"
 CONTROL = "control.sock"
@@ -39,9 +39,9 @@ PORT = "port"
 
 def socket_path(directory: str, name: str) -> socket_address:
     """``with socket_path(d, CONTROL) as path``: a path to ``name`` in ``directory`` short enough
-    for AF_UNIX, as the gate server's own socket is reached (``gate.server.socket_address``: past
-    the limit, through ``/proc/self/fd/N`` of the directory)."""
-    from claudeguard.gate.server import socket_address
+    for AF_UNIX (``sockets.socket_address``: past the limit, through ``/proc/self/fd/N`` of the
+    directory)."""
+    from claudeguard.sockets import socket_address
 
     return socket_address(os.path.join(directory, name))
 

@@ -66,8 +66,6 @@ def package_root() -> str:
 def ask_planner(argv: list[str], cwd: str) -> Planned | None:
     """The session prepared by the planner, or None (see the module's docstring)."""
     path = plan_socket_path()
-    if len(os.fsencode(path)) >= 108:  # past AF_UNIX's limit (a long CLAUDEGUARD_RUNTIME_DIR)
-        return None
     session_id = os.urandom(8).hex()
     token = os.urandom(24).hex()  # 192 bits, as the launcher's own path makes it
     request = {
@@ -111,12 +109,13 @@ def _print_stderr(answer: dict[str, object]) -> None:
 def _exchange(path: str, request: bytes) -> object:
     import _socket
 
-    from claudeguard.sockets import is_own_user, read_to_end
+    from claudeguard.sockets import is_own_user, read_to_end, socket_address
 
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(ANSWER_WAIT_S)
-        sock.connect(path)
+        with socket_address(path) as address:  # a long runtime dir: through the directory's fd
+            sock.connect(address)
         if not is_own_user(sock):  # the request carries this process's environment
             return None
         sock.sendall(request)
