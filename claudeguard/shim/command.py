@@ -189,9 +189,10 @@ class HttpHooks:
 TOKEN_VAR = "CLAUDEGUARD_HOOK_TOKEN"
 
 
-# The HTTP hooks the CLI does not wait for: they only record that a call ended (no answer to
-# give), and a blocking one cost a Bash call ~20-30 ms of the CLI's time on 2.1.330 although the
-# service answers in < 1 ms (ten-call session: +27 ms a call blocking, +9 async; bench/RESULTS.md).
+# The HTTP hooks the CLI does not wait for, where they are registered at all (a -p run whose
+# transcript is kept has neither: CALL_END_EVENTS): they only record that a call ended, with no
+# answer to give. A twelve-round ten-call run put blocking at +27 ms a call and async at +9; the
+# forty-call stand-ins of bench/per_call.py put each at ~8-10 ms a call (bench/RESULTS.md).
 # The end of a call may reach the service after the next call's start: the watchdog matches them
 # by tool_use_id. Command hooks stay blocking: a slow async hook delayed the end of a 2.1.330 run
 # (three 0.2 s async hooks: +1.3 s against +0.6 s blocking), and a command hook is a process.
