@@ -136,6 +136,32 @@ def test_hook_events_name_the_tool_and_use_its_threshold(env, procs, monitors):
     assert wait_until(lambda: hits, timeout=3)
 
 
+def test_a_calls_end_in_the_transcript_ends_it_and_its_note(env, procs, monitors):
+    # A -p run registers no PostToolUse: the result line in the CLI's transcript ends the call
+    # (watchdog/transcript.py), and the call's note in calls/ goes as PostToolUse took it.
+    child = sleeper(procs)
+    m, hits = make(monitors, child.pid, stall_after=0.5, tool_stall_after=30, sample_interval=0.25)
+    transcript = env / "projects" / "s.jsonl"
+    transcript.parent.mkdir()
+    transcript.write_text("")
+    (m.session_dir / "calls").mkdir()
+    (m.session_dir / "calls" / "toolu_1").write_text("{}")
+    (m.session_dir / "events.jsonl").write_text(json.dumps(
+        {"time": time.time(), "event": "tool-start", "tool": "Bash", "tool_use_id": "toolu_1",
+         "agent_id": None, "agent_type": None, "transcript": str(transcript)}) + "\n")
+    m.start()
+    assert wait_until(lambda: m.last_verdict is not None
+                      and m.last_verdict.time - m.tracker.last_progress >= 1.5, timeout=10)
+    assert read_status(m.session_dir)["state"] == "tool" and not hits
+    assert (m.session_dir / "calls" / "toolu_1").exists()
+    result = {"type": "user", "message": {"role": "user", "content": [
+        {"tool_use_id": "toolu_1", "type": "tool_result", "content": "ok"}]}}
+    with transcript.open("a") as fh:
+        fh.write(json.dumps(result) + "\n")
+    assert wait_until(lambda: hits, timeout=3)
+    assert not (m.session_dir / "calls" / "toolu_1").exists()
+
+
 def test_stream_json_through_feed_stdout(env, procs, monitors):
     from test_watchdog_stream import ASSISTANT, INIT, USER
 

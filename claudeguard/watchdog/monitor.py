@@ -424,8 +424,17 @@ class Monitor:
             self._transcripts = TranscriptEnds()
         self._transcripts.read(paths)
         mono, wall = self.clock(), time.time()
-        self.tracker.calls_ended({k: mono - max(0.0, wall - when) for k, when in self._transcripts.ended.items()
-                                  if k in self.tracker.calls})
+        ended = {k: mono - max(0.0, wall - when) for k, when in self._transcripts.ended.items()
+                 if k in self.tracker.calls}
+        self.tracker.calls_ended(ended)
+        for call_id in ended:
+            # What the PostToolUse hook did (gate.session.forget_call): the call's note in calls/
+            # (its agent, a human's answer) has served; a long -p run would otherwise keep one a call.
+            if "/" not in call_id:
+                try:
+                    os.unlink(os.path.join(self.session_dir, "calls", call_id))
+                except OSError:
+                    pass
 
     # -- status ----------------------------------------------------------------------------
     def _wall(self, t: float) -> float:
