@@ -16,6 +16,15 @@ def _ps(env: dict, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(CTL + ["ps", "--all", *extra], env=env, capture_output=True, text=True, timeout=60)
 
 
+def _cmdline(pid: int) -> str:
+    """What a listed process runs, for the failure message (it may be gone by then)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "(gone)"
+
+
 def _ours(rows: list[dict], cfg) -> list[dict]:  # type: ignore[no-untyped-def]
     return [r for r in rows if r.get("config_dir") == str(cfg)]
 
@@ -45,7 +54,8 @@ def test_ps_all_lists_background_sessions_not_the_daemon(bg_claude, model_server
     assert sorted((r["short_id"], r["pid"]) for r in ours) == sorted(agents.items())
     assert all(r["guarded"] is False and r["background"] is True and r["daemon_pid"] == daemon for r in ours)
     assert {r["cwd"] for r in ours} == {str(offline_env.cwd)}
-    assert not machinery & {r["pid"] for r in rows}  # neither the daemon nor its hosts or spares
+    listed = [r for r in rows if r["pid"] in machinery]  # neither the daemon nor its hosts or spares
+    assert not listed, [(r, _cmdline(r["pid"])) for r in listed]
 
     text = _ps(env)
     assert text.returncode == 0, text.stderr
