@@ -175,9 +175,15 @@ def take_answer(session: Session, tool_use_id: str | None, digest: str,
 
 
 def forget_call(session: Session, tool_use_id: str | None) -> None:
-    if session.dir is None or not tool_use_id or "/" in tool_use_id:
+    forget_call_in(session.dir, tool_use_id)
+
+
+def forget_call_in(directory: str | None, tool_use_id: str | None) -> None:
+    """The call's note in ``<session dir>/calls`` has served (the call ended): the PostToolUse
+    hook, or the watchdog where it reads the end from the transcript instead."""
+    if directory is None or not tool_use_id or "/" in tool_use_id:
         return
     try:
-        os.unlink(os.path.join(session.dir, "calls", tool_use_id))
+        os.unlink(os.path.join(directory, "calls", tool_use_id))
     except OSError:
         pass

@@ -423,18 +423,15 @@ class Monitor:
 
             self._transcripts = TranscriptEnds()
         self._transcripts.read(paths)
+        from claudeguard.gate.session import forget_call_in
+
         mono, wall = self.clock(), time.time()
-        ended = {k: mono - max(0.0, wall - when) for k, when in self._transcripts.ended.items()
-                 if k in self.tracker.calls}
+        seen = self._transcripts.ended
+        ended = {k: mono - max(0.0, wall - seen[k]) for k in self.tracker.calls if k in seen}
         self.tracker.calls_ended(ended)
         for call_id in ended:
-            # What the PostToolUse hook did (gate.session.forget_call): the call's note in calls/
-            # (its agent, a human's answer) has served; a long -p run would otherwise keep one a call.
-            if "/" not in call_id:
-                try:
-                    os.unlink(os.path.join(self.session_dir, "calls", call_id))
-                except OSError:
-                    pass
+            # What the PostToolUse hook did: a long -p run would otherwise keep a note a call.
+            forget_call_in(str(self.session_dir), call_id)
 
     # -- status ----------------------------------------------------------------------------
     def _wall(self, t: float) -> float:
