@@ -1,7 +1,7 @@
 """Two or more checkouts of claudeguard against each other, interleaved, on the real CLIs.
 
     python bench/compare.py --trees before=../main-copy,after=. [--runs 12] [--versions 2.1.330,2.1.197]
-                            [--only claude,text,tool,own,until]
+                            [--only claude,text,tool,ten,own,until] [--user-settings]
 
 Each tree runs as `python <tree>/bin/claudeguard` with `PYTHONPATH=<tree>` (byte-compile each tree
 first: `python -m compileall -q <tree>/claudeguard`), with its own runtime dir, so each has its own
@@ -64,9 +64,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=12)
     parser.add_argument("--versions", default="2.1.330,2.1.197")
     parser.add_argument("--only", default=",".join(KINDS))
-    # A home with a user settings file (`{}`), as most users have. 2.1.197 spends ~50-100 ms of its
-    # start on the first settings source it finds, whoever gives it (a user file or the guard's
-    # --settings); the scripted home has none, so without this flag that cost counts as the guard's.
+    # A home with a user settings file (`{}`), as most users have. 2.1.197 spends ~220-260 ms more of
+    # its start (to its first request) when any settings source exists, whoever gives it (a user
+    # file or the guard's --settings; bench/cli_settings_cost.py); the scripted home has none, so
+    # without this flag that cost counts as the guard's.
     parser.add_argument("--user-settings", action="store_true")
     args = parser.parse_args()
     trees = {name: str(Path(path).resolve()) for name, _, path in (t.partition("=") for t in args.trees.split(","))}

@@ -259,12 +259,12 @@ def _run_session(real: str, args: ClaudeArgs, cfg: Config | None, cwd: str, sess
             port_token = (planned.port, planned.token)
         else:
             assert cfg is not None
+            import json
+
             from claudeguard.paths import runtime_dir
             from claudeguard.shim.command import build_plan
 
             session_dir = str(runtime_dir("sessions", session_id))
-            import json
-
             version = print_cli_version(real, args)
             snapshot = session_file(cfg, args, session_id=session_id, cwd=cwd, stdin_tty=os.isatty(0),
                                     exec_pid=os.getpid(), cli_version=version)
