@@ -115,7 +115,7 @@ def test_the_first_launch_starts_it_and_its_hooks_answer(env):
 def test_a_second_launch_reuses_the_service_and_the_session_ends_with_its_launcher(env):
     guard(env, [])
     first = record(env)
-    out = guard(env, [{"event": "Stop", "body": {"hook_event_name": "Stop"}}])
+    out = guard(env, [{"event": "SubagentStop", "body": {"hook_event_name": "SubagentStop"}}])
     assert out["results"][0]["status"] == 200
     assert record(env)["pid"] == first["pid"] and live_pids(env) == [first["pid"]]
 
@@ -235,7 +235,7 @@ def test_after_a_crash_a_stale_record_and_socket_are_replaced(env):
     os.kill(old["pid"], signal.SIGKILL)
     wait_until(lambda: process_start(old["pid"]) is None, what="the killed service to go")
     assert (service_dir(env) / "service.json").exists() and (service_dir(env) / "control.sock").exists()  # stale
-    out = guard(env, [{"event": "Stop", "body": {"hook_event_name": "Stop"}}])
+    out = guard(env, [{"event": "SubagentStop", "body": {"hook_event_name": "SubagentStop"}}])
     new = record(env)
     assert new["pid"] != old["pid"] and live_pids(env) == [new["pid"]]
     assert out["results"][0]["status"] == 200
@@ -252,7 +252,7 @@ def test_a_service_of_another_version_is_retired_not_used(env):
     os.close(log)
     old = wait_until(lambda: record(env), what="the old service's record")
     assert old["version"] == "0.0.0+old"
-    out = guard(env, [{"event": "Stop", "body": {"hook_event_name": "Stop"}}])
+    out = guard(env, [{"event": "SubagentStop", "body": {"hook_event_name": "SubagentStop"}}])
     new = record(env)
     assert new["version"] != "0.0.0+old" and new["pid"] != old["pid"] and out["port"] == new["port"]
     # the old one had no session: it gives up its slot and exits
@@ -305,7 +305,7 @@ def test_the_runtime_dir_removed_under_it_is_published_again_not_doubled(env):
     again = wait_until(lambda: record(env), timeout=10, what="the record published again")
     assert again["pid"] == first["pid"] and again["port"] == first["port"]
     assert service_dir(env).stat().st_mode & 0o777 == 0o700
-    out = guard(env, [{"event": "Stop", "body": {"hook_event_name": "Stop"}}])
+    out = guard(env, [{"event": "SubagentStop", "body": {"hook_event_name": "SubagentStop"}}])
     assert out["results"][0]["status"] == 200 and out["port"] == first["port"]
     assert live_pids(env) == [first["pid"]]
 

@@ -35,7 +35,9 @@ ONE_PROMPT_EVENTS = [e for e in PRINT_EVENTS if e != "UserPromptSubmit"]
 # A -p run whose transcript the CLI keeps leaves out the call-end events: the watchdog reads the
 # ends from the transcript (watchdog/transcript.py).
 CALL_ENDS = ("PostToolUse", "PostToolUseFailure")
-PRINT_KEPT_EVENTS = [e for e in ONE_PROMPT_EVENTS if e not in CALL_ENDS]
+# ... and a -p run of one prompt whose transcript is kept leaves out Stop too: the transcript shows
+# the main agent's calls over, and the CLI would wait for its answer before it exits.
+PRINT_KEPT_EVENTS = [e for e in ONE_PROMPT_EVENTS if e not in (*CALL_ENDS, "Stop")]
 SESSION_KINDS = {
     "print": (["-p", "x"], PRINT_KEPT_EVENTS),
     "print-no-persistence": (["-p", "--no-session-persistence", "x"], ONE_PROMPT_EVENTS),
@@ -87,15 +89,15 @@ def test_a_settings_source_that_keeps_no_transcript_keeps_the_call_end_hooks(tmp
     assert list(_settings(tmp_path, *argv, cwd=work)["hooks"]) == ONE_PROMPT_EVENTS
     argv = ["--settings", json.dumps({"cleanupPeriodDays": 7}), "-p", "x"]
     left_out = [e for e in ONE_PROMPT_EVENTS if e not in _settings(tmp_path, *argv)["hooks"]]
-    assert left_out == list(CALL_ENDS)
+    assert left_out == [*CALL_ENDS, "Stop"]
 
 
 def test_callers_settings_keep_their_hooks_ahead_of_ours(tmp_path):
-    mine = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo mine"}]}]}, "model": "x"}
+    mine = {"hooks": {"SubagentStop": [{"hooks": [{"type": "command", "command": "echo mine"}]}]}, "model": "x"}
     settings = _settings(tmp_path, "--settings", json.dumps(mine), "-p", "x", service=False)
     assert settings["model"] == "x"
-    assert settings["hooks"]["Stop"][0] == mine["hooks"]["Stop"][0]  # theirs first, untouched
-    assert settings["hooks"]["Stop"][1]["hooks"][0]["command"].endswith("fast_entry.py hook")
+    assert settings["hooks"]["SubagentStop"][0] == mine["hooks"]["SubagentStop"][0]  # theirs first, untouched
+    assert settings["hooks"]["SubagentStop"][1]["hooks"][0]["command"].endswith("fast_entry.py hook")
 
 
 def _argv(tmp_path, config: str, *argv: str) -> list[str]:
@@ -149,7 +151,7 @@ def test_the_plan_of_a_print_run_on_each_real_cli(tmp_path, real_claude, cli_ver
     if cli_version == "2.1.330":
         # its -p asks the PermissionRequest hook: registered, and no MCP server for the CLI to wait for
         assert list(settings["hooks"]) == [e for e in EVERY_EVENT
-                                           if e not in ("Notification", "UserPromptSubmit", *CALL_ENDS)]
+                                           if e not in ("Notification", "UserPromptSubmit", *CALL_ENDS, "Stop")]
         assert _ours(argv) == []
         entry = settings["hooks"]["PermissionRequest"][0]["hooks"][0]
         assert entry["type"] == ("http" if service else "command"), entry

@@ -73,21 +73,25 @@ def hook_events(print_mode: bool, asker: str | None = None, one_prompt: bool = F
     (not ``--input-format stream-json``) leaves out UserPromptSubmit too: it fires once, before
     the first request to the model (a round trip on the way to it), and the watchdog takes from
     it only that a new turn began, which at the start it knows. ``transcript_kept``: the -p run
-    keeps its transcript (``keeps_transcript``), so CALL_END_EVENTS are left out."""
+    keeps its transcript (``keeps_transcript``), so CALL_END_EVENTS are left out; and with
+    ``one_prompt`` Stop too: the CLI waits for its answer before it exits (the first HTTP hook of
+    a run also pays the CLI's connection, 15-35 ms), and the watchdog takes from it only that the
+    main agent's calls are over, which the transcript shows (in -p no user waits after a turn)."""
     events = TOOL_HOOK_EVENTS + OTHER_HOOK_EVENTS
     if not print_mode:
         return events
     return tuple(e for e in events
                  if (e not in PRINT_MODE_SKIPPED or (e == "PermissionRequest" and asker == "permission-request"))
                  and not (one_prompt and e == "UserPromptSubmit")
-                 and not (transcript_kept and e in CALL_END_EVENTS))
+                 and not (transcript_kept and e in CALL_END_EVENTS)
+                 and not (one_prompt and transcript_kept and e == "Stop"))
 
 
 def keeps_transcript(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None) -> bool:
     """Whether the CLI will write this run's transcript: not with ``--no-session-persistence``,
     nor when a settings source sets ``cleanupPeriodDays`` to 0 (the CLI then writes none; a
-    settings file that changes it during the run is not followed: the watchdog then sees calls
-    end at the turn's Stop only)."""
+    settings file that changes it during the run is not followed: the watchdog then sees its
+    calls in flight until the run ends, and judges them by ``tool_stall_after``)."""
     if args.has("--no-session-persistence"):
         return False
     from claudeguard.shim.settings_sources import sources
