@@ -1,7 +1,8 @@
 """A -p run registers no PostToolUse hook: the watchdog learns that a call ended from the CLI's
-transcript (watchdog/transcript.py). On both real CLIs, a model that goes silent right after a
-call's result, of the main agent or of a foreground subagent, is a stall after ``stall_after``
-(state ``thinking``), not a tool still running until ``tool_stall_after``."""
+transcript (watchdog/transcript.py), and a -p run of one prompt no Stop hook either. On both real
+CLIs, a model that goes silent right after a call's result, of the main agent (allowed, or denied
+after its PreToolUse hook) or of a foreground subagent, is a stall after ``stall_after`` (state
+``thinking``), not a tool still running until ``tool_stall_after``."""
 
 from __future__ import annotations
 
@@ -19,13 +20,14 @@ def _call(word: str) -> dict:
     return {"name": "Bash", "input": {"command": f"echo {word}", "description": "echo"}}
 
 
-def _stall_of(real_claude, offline_env, server, prompt: str, silent_script: str) -> tuple[int, str, dict, float]:
+def _stall_of(real_claude, offline_env, server, prompt: str, silent_script: str,
+              config: str = "") -> tuple[int, str, dict, float]:
     """Runs ``claudeguard -p PROMPT`` (text output: no stream-json for the tap to see the calls
     in) until the watchdog kills it; the exit code, stderr, the one stall audit row and the time
     from the model's silence to the exit."""
     env = guarded_env(offline_env.use(server), real_claude)
     write_user_config(env, f'[permissions]\nallow = ["Bash(echo *)", "Agent"]\n[watchdog]\n'
-                           f"sample_interval = {INTERVAL}\ntool_stall_after = {TOOL_STALL}\nkill_grace = 2\n")
+                           f"sample_interval = {INTERVAL}\ntool_stall_after = {TOOL_STALL}\nkill_grace = 2\n{config}")
     proc = subprocess.Popen(GUARD + ["-p", prompt, "--guard-stall-after", str(STALL), "--guard-on-stall", "kill"],
                             env=env, cwd=offline_env.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -61,3 +63,20 @@ def test_a_subagents_call_ended_then_its_model_went_silent(real_claude, offline_
     # transcript. (2.1.330 runs this Agent call in the background: the call itself has ended.)
     assert stall["state"] == "thinking" and stall["tool"] is None, stall
     assert took < STALL + 2 * INTERVAL + 2 + 5, took
+
+
+def test_a_call_the_cli_asked_about_was_denied_then_its_model_went_silent(real_claude, offline_env, model_server):
+    # No rule matches `touch`: the hook lets the CLI decide, the CLI asks (2.1.330: our
+    # PermissionRequest hook; 2.1.197: our prompt tool), nobody answers and the deadline denies.
+    # No PostToolUse follows a denied call, and the run registers no Stop: only the CLI's error
+    # result in the transcript says that the call is over.
+    asked = {"name": "Bash", "input": {"command": "touch made.txt", "description": "touch"}}
+    server = model_server([{"match": "DENYEND", "turns": [{"tool_use": asked},
+                                                          {"stall_after_text": "thinking cd"}]}])
+    code, err, stall, took = _stall_of(real_claude, offline_env, server, "DENYEND go", "DENYEND",
+                                       "[approval]\ntimeout = 1\non_timeout = \"deny\"\n")
+    assert code == 124, err
+    assert stall["state"] == "thinking" and stall["tool"] is None, stall
+    assert took < STALL + 2 * INTERVAL + 2 + 5, took
+    [result] = server.tool_results()
+    assert result["is_error"] is True and not (offline_env.cwd / "made.txt").exists(), result
