@@ -64,21 +64,14 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=12)
     parser.add_argument("--versions", default="2.1.330,2.1.197")
     parser.add_argument("--only", default=",".join(KINDS))
-    # A home with a user settings file (`{}`), as most users have. 2.1.197 spends ~220-260 ms more of
-    # its start (to its first request) when any settings source exists, whoever gives it (a user
-    # file or the guard's --settings; bench/cli_settings_cost.py); the scripted home has none, so
-    # without this flag that cost counts as the guard's.
+    # A home with a Claude user settings file, as most users have (session.scripted_home).
     parser.add_argument("--user-settings", action="store_true")
     args = parser.parse_args()
     trees = {name: str(Path(path).resolve()) for name, _, path in (t.partition("=") for t in args.trees.split(","))}
     only = set(args.only.split(","))
     versions = args.versions.split(",")
     with tempfile.TemporaryDirectory() as tmp, ModelServer(SCENARIO) as server:
-        cwd, base = scripted_home(tmp, server.url)
-        if args.user_settings:
-            user = Path(base["HOME"], ".claude", "settings.json")
-            user.parent.mkdir(parents=True, exist_ok=True)
-            user.write_text("{}")
+        cwd, base = scripted_home(tmp, server.url, args.user_settings)
         stamp = Path(tmp, "stamp")
         stamp.write_text("#!/bin/sh\nexec date +%s.%N\n")
         stamp.chmod(0o755)

@@ -71,9 +71,13 @@ def _until_child(guard: str, env: dict[str, str], cwd: Path, tmp: Path, runs: in
     return round(statistics.median(delays) * 1000, 1)
 
 
-def scripted_home(tmp: str, server_url: str) -> tuple[Path, dict[str, str]]:
+def scripted_home(tmp: str, server_url: str, user_settings: bool = False) -> tuple[Path, dict[str, str]]:
     """The work dir (a fresh repository) and the environment of an isolated HOME against the
-    scripted model server, with a user config that allows the scenario's Bash call."""
+    scripted model server, with a user config that allows the scenario's Bash call.
+    ``user_settings``: the HOME has a Claude user settings file (`{}`), as most users' has. 2.1.197
+    spends ~220-260 ms more of its start (to its first request) when any settings source exists,
+    whoever gives it (a user file or the guard's --settings; bench/cli_settings_cost.py): without
+    one, that cost counts as the guard's."""
     home, cwd = Path(tmp, "home"), Path(tmp, "work")
     cwd.mkdir()
     (cwd / ".git").mkdir()
@@ -82,6 +86,9 @@ def scripted_home(tmp: str, server_url: str) -> tuple[Path, dict[str, str]]:
     config = Path(env["XDG_CONFIG_HOME"], "claudeguard", "config.toml")
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text('[permissions]\nallow = ["Bash(echo *)"]\n')
+    if user_settings:
+        (home / ".claude").mkdir(exist_ok=True)
+        (home / ".claude" / "settings.json").write_text("{}")
     return cwd, env
 
 

@@ -1,6 +1,6 @@
 """Where a guarded run's extra time lands inside the CLI: when each stream-json message arrives.
 
-    python bench/timeline.py [--runs 8] [--version 2.1.330]
+    python bench/timeline.py [--runs 8] [--version 2.1.330] [--user-settings]
 
 The scripted text turn of `bench/session.py`, with `--output-format stream-json --verbose`,
 interleaved: the real CLI alone, then `claudeguard -p` with the CLI launched through a wrapper
@@ -65,12 +65,14 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--version", default="2.1.330")
+    # A home with a Claude user settings file, as most users have (session.scripted_home).
+    parser.add_argument("--user-settings", action="store_true")
     args = parser.parse_args()
     real = str(cli_path(args.version) or install_cli(args.version))
     guard = str(Path(sys.executable).with_name("claudeguard"))
     fmt = ["--output-format", "stream-json", "--verbose", "-p", "say hello"]
     with tempfile.TemporaryDirectory() as tmp, ModelServer(SCENARIO) as server:
-        cwd, env = scripted_home(tmp, server.url)
+        cwd, env = scripted_home(tmp, server.url, args.user_settings)
         # The wrapper stands for the real CLI, so it carries its npm package.json: the guard reads
         # the version there (shim/discovery.package_version) and injects what it would for it.
         Path(tmp, "cli").mkdir()
