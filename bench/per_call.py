@@ -1,6 +1,6 @@
 """What one tool call costs a guarded `claude -p` session, on a session long enough to see it.
 
-    python bench/per_call.py [--runs 8] [--version 2.1.330] [--calls 40]
+    python bench/per_call.py [--runs 8] [--version 2.1.330] [--calls 40] [--user-settings]
 
 Issue 11's ten-call session adds ~10 calls to a ~1 s run whose medians move by ±60 ms between
 rounds on a 2-core VM: ±6 ms a call of noise, as large as the goal. This session makes ``--calls``
@@ -65,6 +65,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--version", default="2.1.330")
     parser.add_argument("--calls", type=int, default=40)
+    # A home with a Claude user settings file, as most users have (session.scripted_home): the
+    # bare CLI then has a settings source too.
+    parser.add_argument("--user-settings", action="store_true")
     args = parser.parse_args()
     real = str(cli_path(args.version) or install_cli(args.version))
     guard = str(Path(sys.executable).with_name("claudeguard"))
@@ -85,7 +88,7 @@ def main() -> int:
     times: dict[tuple[str, str], list[float]] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp, ModelServer(scenario) as server:
-            cwd, env = scripted_home(tmp, server.url)
+            cwd, env = scripted_home(tmp, server.url, args.user_settings)
             env["CLAUDEGUARD_CLAUDE"] = real
             try:
                 for round_ in range(args.runs + 1):  # the first round warms up (the service starts)
@@ -104,7 +107,8 @@ def main() -> int:
                 stop_services(Path(tmp))  # the resident service the guarded runs started, by pid
     finally:
         stand_in.shutdown()
-    out: dict[str, object] = {"version": args.version, "runs": args.runs, "calls": args.calls}
+    out: dict[str, object] = {"version": args.version, "runs": args.runs, "calls": args.calls,
+                              "user_settings": args.user_settings}
     bare_calls, bare_text = _quantiles(times[("bare", "run the calls")]), _quantiles(times[("bare", "say hello")])
     for name in cases:
         mine = _quantiles(times[(name, "run the calls")])
