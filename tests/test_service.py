@@ -243,7 +243,9 @@ def test_after_a_crash_a_stale_record_and_socket_are_replaced(env):
 
 
 def test_a_service_of_another_version_is_retired_not_used(env):
-    # A service of "another version": the same code with its fingerprint replaced.
+    # A service of "another version": the same code with its fingerprint replaced. Its planner
+    # is a process of this code (the launcher's), which must not prepare the launcher's session
+    # with the old service's port: it refuses, as the planner of an upgraded-in-place install does.
     code = ("import sys; import claudeguard.service.files as f; f.fingerprint = lambda: '0.0.0+old'; "
             "from claudeguard.service.server import main; sys.exit(main(['--detach']))")
     (service_dir(env)).mkdir(mode=0o700)
@@ -252,6 +254,8 @@ def test_a_service_of_another_version_is_retired_not_used(env):
     os.close(log)
     old = wait_until(lambda: record(env), what="the old service's record")
     assert old["version"] == "0.0.0+old"
+    # its planner is up (the launcher asks it first): the race the CI once lost, now every time
+    wait_until(lambda: (service_dir(env) / "plan.sock").exists(), what="the old service's planner")
     out = guard(env, [{"event": "SubagentStop", "body": {"hook_event_name": "SubagentStop"}}])
     new = record(env)
     assert new["version"] != "0.0.0+old" and new["pid"] != old["pid"] and out["port"] == new["port"]
@@ -308,6 +312,47 @@ def test_the_runtime_dir_removed_under_it_is_published_again_not_doubled(env):
     out = guard(env, [{"event": "SubagentStop", "body": {"hook_event_name": "SubagentStop"}}])
     assert out["results"][0]["status"] == 200 and out["port"] == first["port"]
     assert live_pids(env) == [first["pid"]]
+
+
+def test_a_retired_service_does_not_publish_its_slot_again(tmp_path, monkeypatch):
+    """A retire that lands while the main loop checks the slot: the check must not find the
+    socket gone and publish it again (the successor would then find the slot taken and exit,
+    and the launcher would wait for a service that never comes)."""
+    import contextlib
+    import fcntl
+
+    from claudeguard.service import files
+    from claudeguard.service.server import Service
+
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(runtime))
+    # What publishing again would also do, recorded instead of done in this test process: start
+    # a planner, and point stderr at the service log.
+    done: list[str] = []
+    monkeypatch.setattr("claudeguard.service.planner.start", lambda directory, port, version: done.append("planner"))
+    monkeypatch.setattr(os, "dup2", lambda fd, fd2: done.append(f"dup2 to {fd2}"))
+    directory = files.service_dir()
+    service = Service(directory)
+    service.run_lock = os.open(os.path.join(directory, files.RUN_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(service.run_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    service._bind_control()
+    files.write_record(directory, {"pid": os.getpid(), "start": files.process_start(os.getpid()), "version": "old",
+                                   "port": 1})
+    service.retire()
+    try:
+        service._keep_slot()  # the main loop's check, begun before the retire was seen
+        assert sorted(os.listdir(directory)) == [files.RUN_LOCK]  # no socket, no record
+    finally:  # a record published again names this process: the fixture would stop it
+        for name in (files.RECORD, files.CONTROL):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(directory, name))
+    successor = os.open(os.path.join(directory, files.RUN_LOCK), os.O_RDWR)
+    try:
+        fcntl.flock(successor, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the slot is free
+    finally:
+        os.close(successor)
+    assert done == []
 
 
 def test_the_prompt_tool_is_served_over_http_with_the_secret(env):

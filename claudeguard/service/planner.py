@@ -22,8 +22,11 @@ printed on stderr (a warning) travels in ``stderr``.
 
 Lifetime: the service starts it (``start``) once its hook port is known and holds the write end
 of a pipe whose read end the planner watches: when the service exits or dies, the planner stops.
-It serves only launchers of its own code: ``files.fingerprint`` of the launcher's package dir
-must equal the planner's own, taken at its start (sources changed since are another version).
+It serves only launchers of its service's code: ``files.fingerprint`` of the launcher's package
+dir must equal the service's (passed at start), and so must the planner's own, taken at its
+start. A service restarts its planner when it dies, from the code on disk then: after an upgrade
+in place that planner is new code beside an old service, and the port it hands out is the old
+service's, which a launcher of the new code then retires; so it refuses everyone.
 """
 
 from __future__ import annotations
@@ -80,15 +83,16 @@ class Planner:
             self.proc.wait()
 
 
-def start(directory: str, port: int) -> Planner | None:
-    """Start the planner for the service whose hook port is ``port``. None when it cannot be
-    started: launchers then prepare their sessions themselves, as before it existed."""
+def start(directory: str, port: int, version: str) -> Planner | None:
+    """Start the planner for the service (of fingerprint ``version``) whose hook port is
+    ``port``. None when it cannot be started: launchers then prepare their sessions themselves,
+    as before it existed."""
     import subprocess
 
     read_end, write_end = os.pipe()  # not inheritable: only the planner gets the read end
     try:
         proc = subprocess.Popen([sys.executable, "-m", "claudeguard.service.planner", directory, str(port),
-                                 str(read_end)], pass_fds=(read_end,), stdin=subprocess.DEVNULL,
+                                 str(read_end), version], pass_fds=(read_end,), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL)
     except OSError as exc:
         print(f"claudeguard service: no planner ({exc})", file=sys.stderr, flush=True)
@@ -99,12 +103,13 @@ def start(directory: str, port: int) -> Planner | None:
     return Planner(proc, write_end)
 
 
-def serve(directory: str, port: int, lifeline: int) -> int:
+def serve(directory: str, port: int, lifeline: int, service_version: str) -> int:
     import importlib
 
     for name in WARM:
         importlib.import_module(name)
-    version = files.fingerprint()
+    # None: this planner's code is not its service's (see the module's docstring).
+    version = service_version if files.fingerprint() == service_version else None
     path = os.path.join(directory, PLAN_SOCKET)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -153,7 +158,7 @@ def _too_long(signum: int, frame: object) -> None:
     raise TooLong()
 
 
-def _serve_one(conn: socket.socket, port: int, version: str) -> None:
+def _serve_one(conn: socket.socket, port: int, version: str | None) -> None:
     if not is_own_user(conn):
         return
     data = read_to_end(conn, MAX_REQUEST)
@@ -167,13 +172,13 @@ def _serve_one(conn: socket.socket, port: int, version: str) -> None:
     conn.sendall(marshal.dumps(answer))
 
 
-def prepare(request: dict[str, Any], port: int, version: str) -> dict[str, Any]:
+def prepare(request: dict[str, Any], port: int, version: str | None) -> dict[str, Any]:
     """Prepare the launcher's session as its own path would: in the launcher's environment,
     working directory and names (``sys.argv[0]``, ``sys.executable``), all put back after."""
     import io
 
     try:
-        if files.fingerprint(request["root"]) != version:
+        if version is None or files.fingerprint(request["root"]) != version:
             return {"refused": "another version of claudeguard"}
         cwd, env = request["cwd"], request["env"]
         if not isinstance(env, dict):
@@ -244,10 +249,11 @@ def _prepare(request: dict[str, Any], port: int) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m claudeguard.service.planner DIR PORT LIFELINE_FD`` (started by the service)."""
-    directory, port, lifeline = argv[0], int(argv[1]), int(argv[2])
+    """``python -m claudeguard.service.planner DIR PORT LIFELINE_FD VERSION`` (started by the
+    service)."""
+    directory, port, lifeline, version = argv[0], int(argv[1]), int(argv[2]), argv[3]
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service's lifeline ends us, not a terminal's ^C
-    return serve(directory, port, lifeline)
+    return serve(directory, port, lifeline, version)
 
 
 if __name__ == "__main__":

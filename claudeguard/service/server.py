@@ -83,6 +83,10 @@ class Service:
     registered: threading.Condition | None = None  # notified at each register (on ``lock``)
     waiters: int = 0  # requests waiting in ``lookup`` for their session's registration
     planner: Planner | None = None  # the process that prepares launchers' sessions (service/planner.py)
+    # Held by ``retire`` (a control thread) and ``_keep_slot`` (the main loop): without it a
+    # retire that lands while the main loop checks the slot finds its socket gone, publishes
+    # it again and keeps the slot its successor is about to take.
+    slot_lock: threading.RLock = field(default_factory=threading.RLock)  # re-entered: _keep_slot may retire
 
     def __post_init__(self) -> None:
         self.registered = threading.Condition(self.lock)
@@ -312,10 +316,11 @@ class Service:
     def retire(self) -> None:
         """Give up the slot (record and control socket) to a service of another version; the
         sessions registered here keep being served until they end."""
-        if self.retired:
-            return
-        self.retired = True
-        self._release_slot()
+        with self.slot_lock:
+            if self.retired:
+                return
+            self.retired = True
+            self._release_slot()
         self._stop_planner()  # the successor starts its own; sessions here need none
 
     def _release_slot(self) -> None:
@@ -347,6 +352,11 @@ class Service:
         its socket and record are then gone, and the next launcher would start a second
         service. Publish them again, under a new run lock; if another service took the slot
         meanwhile, retire (serve the sessions here until they end)."""
+        with self.slot_lock:
+            if not self.retired:
+                self._publish_again()
+
+    def _publish_again(self) -> None:
         path = os.path.join(self.directory, files.CONTROL)
         try:
             if os.stat(path).st_ino == self.control_ino and files.read_record(self.directory) is not None:
@@ -392,7 +402,7 @@ class Service:
         """The warm process that prepares launchers' sessions (service/planner.py)."""
         from claudeguard.service import planner
 
-        self.planner = planner.start(self.directory, self.port)
+        self.planner = planner.start(self.directory, self.port, self.version)
 
     def _stop_planner(self) -> None:
         found, self.planner = self.planner, None
