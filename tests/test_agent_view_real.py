@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from claudeguard.testing import bg_daemon as bg
-from claudeguard.testing.tui import exit_tui, expect_text
+from claudeguard.testing.tui import exit_tui, expect_text, screen_now
 from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, write_user_config
 from tests.shim_helpers import wait_until as shared_wait_until
 
@@ -59,7 +59,13 @@ def test_sessions_dispatched_from_agent_view_are_guarded(bg_claude, offline_env,
     view = spawn_tui(GUARD + ["agents"], env, offline_env.cwd)
 
     dispatch(view, "AVONE go")
-    req = wait_pending(env, lambda r: "touch asked.txt" in r["summary"], timeout=90)
+    try:
+        req = wait_pending(env, lambda r: "touch asked.txt" in r["summary"], timeout=90)
+    except AssertionError as exc:  # seen once (a full local suite): say how far the session got
+        jobs = {p.name: bg.job_state(cfg, p.name) for p in (cfg / "jobs").iterdir()} if (cfg / "jobs").is_dir() else {}
+        played = [(r["script"], r["turn"], r["played"]) for r in server.requests()]
+        raise AssertionError(f"{exc}; jobs: {jobs}; model requests: {played}; ps: {ps_rows(env)}; "
+                             f"screen: {screen_now(view)}") from None
     assert (offline_env.cwd / "allowed.txt").read_text() == "allowed\n"  # the allow rule ran
     assert (offline_env.cwd / "keep.txt").read_text() == "kept\n"  # the deny rule held
     assert not (offline_env.cwd / "asked.txt").exists()  # the ask waits on the channel

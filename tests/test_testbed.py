@@ -322,6 +322,18 @@ def test_text_pattern_sees_words_drawn_with_cursor_moves():
     assert not text_pattern("Scripted answer").search(raw)
 
 
+def test_screen_now_reads_what_the_terminal_shows(tmp_path):
+    from claudeguard.testing.tui import close_tui, screen_now, spawn_tui
+
+    script = "printf 'first\\033[2Cline\\r\\n'; printf 'ready\\n' > ready; exec sleep 30"
+    child = spawn_tui(["/bin/sh", "-c", script], {"PATH": "/usr/bin:/bin"}, tmp_path)
+    try:
+        wait_until(lambda: (tmp_path / "ready").exists(), 10, "the child to print")
+        assert screen_now(child) == "first line"
+    finally:
+        close_tui(child)
+
+
 # --- the real CLIs --------------------------------------------------------------------------
 
 

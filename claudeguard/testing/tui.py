@@ -106,6 +106,16 @@ def expect_text(child: pexpect.spawn[str], text: str, timeout: float = 15) -> No
     raise AssertionError(f"{text!r} not seen on the terminal ({what} after {timeout}s); screen: {seen}")
 
 
+def screen_now(child: pexpect.spawn[str]) -> str:
+    """What the terminal shows now (output read so far, and whatever is ready), for failure
+    messages."""
+    try:
+        expect_text(child, "\x00never on a screen\x00", 0.5)
+    except AssertionError as exc:
+        return str(exc).split("; screen: ", 1)[-1]
+    return ""
+
+
 def exit_tui(child: pexpect.spawn[str], timeout: float = 10) -> int | None:
     """Leave the TUI the way a user does and return its exit code: Ctrl-C, which first cancels
     whatever is open and arms "Press Ctrl-C again to exit", then Ctrl-C again (typed "/exit" works
