@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from claudeguard.testing.wait import wait_until  # the tests' one wait (re-exported)
@@ -62,7 +63,10 @@ def ctl(env: dict, *args: str) -> subprocess.CompletedProcess:
 
 class Approver(threading.Thread):
     """Answers the next requests as they appear, in order: each item is ("approve", [args]) or
-    ("deny", [args]); records what it saw. Stops after its list or after `timeout`."""
+    ("deny", [args]); records what it saw. Stops after its list, after `timeout` (an error), or
+    at ``finish``: a test that offers more answers than calls (a second request for a call
+    would take one) calls it once the run has ended, when every request the run made is in the
+    channel already."""
 
     def __init__(self, env: dict, answers: list[tuple[str, list[str]]], timeout: float = 90) -> None:
         super().__init__(daemon=True)
@@ -70,11 +74,31 @@ class Approver(threading.Thread):
         self.seen: list[dict] = []
         self.results: list[subprocess.CompletedProcess] = []
         self.error: BaseException | None = None
+        self.run_over = threading.Event()
+
+    def finish(self, timeout: float = 30) -> None:
+        """The run has ended: answer what is still pending, then stop (and wait for it)."""
+        self.run_over.set()
+        self.join(timeout)
+        assert not self.is_alive(), "the approver did not stop"
+
+    def _next(self) -> dict | None:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            over = self.run_over.is_set()  # first: a request made before the run ended is in this look
+            req = next((r for r in pending(self.env) if r["id"] not in {s["id"] for s in self.seen}), None)
+            if req is not None or over:
+                return req
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no new pending request within {self.timeout}s")
+            self.run_over.wait(0.2)
 
     def run(self) -> None:
         try:
             for verb, args in self.answers:
-                req = wait_pending(self.env, lambda r: r["id"] not in {s["id"] for s in self.seen}, self.timeout)
+                req = self._next()
+                if req is None:
+                    return
                 self.seen.append(req)
                 self.results.append(ctl(self.env, verb, req["id"], *args))
         except BaseException as exc:  # noqa: BLE001 - reported by the test through .error

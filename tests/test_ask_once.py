@@ -39,7 +39,8 @@ def test_an_ask_rule_asks_once_per_call_main_fg_and_bg(real_claude, offline_env,
     approver = Approver(env, [("approve", [])] * 4, timeout=25)
     approver.start()
     proc = run_guarded(env, offline_env.cwd, "ASKONCE go")
-    approver.join(timeout=40)
+    approver.finish()
+    assert approver.error is None, approver.error
     assert proc.returncode == 0, proc.stderr
     assert len(approver.seen) == 3, [(r["agent_type"], r["summary"], r.get("via")) for r in approver.seen]
     assert sorted(r["input"]["command"].split()[1] for r in approver.seen) == ["bg", "fg", "main"]
@@ -65,7 +66,8 @@ def test_a_callers_own_ask_rule_asks_once_main_and_fg(real_claude, cli_version, 
     approver.start()
     proc = run_guarded(env, offline_env.cwd, "CALLERASK go", "--settings",
                        json.dumps({"permissions": {"ask": ["Bash(echo *)"]}}))
-    approver.join(timeout=40)
+    approver.finish()
+    assert approver.error is None, approver.error
     assert proc.returncode == 0, proc.stderr
     assert [(r["agent_type"], r["input"]["command"].split()[1]) for r in approver.seen] == [
         (None, "main"), ("general-purpose", "fg")]

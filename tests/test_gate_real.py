@@ -322,7 +322,8 @@ def test_a_call_no_rule_decides_reaches_the_channel_once_through_the_print_asker
                               ("approve", [])], timeout=20)
     approver.start()
     proc = run_guarded(env, offline_env.cwd, "PRASK go")
-    approver.join(timeout=40)
+    approver.finish()
+    assert approver.error is None, approver.error
     assert proc.returncode == 0, proc.stderr
     assert [(r["agent_type"], r["summary"].split("'")[1]) for r in approver.seen] == [
         (None, "yes.txt"), (None, "no.txt"), ("general-purpose", "fg.txt")]
