@@ -126,6 +126,19 @@ def test_another_version_or_a_broken_request_is_refused_and_the_planner_goes_on(
     assert guard(env, [])["session"]["prepared_by"] == "planner"
 
 
+def test_a_planner_of_other_code_than_its_service_refuses_even_a_launcher_of_its_own(tmp_path):
+    """Started again from newer code beside an old service (an upgrade in place), a planner
+    would hand a new launcher the old service's port; it refuses instead."""
+    from claudeguard.service import files, planner
+
+    root = str(Path(planner.__file__).parent.parent)  # this code: the planner's own
+    request = {"root": root, "argv": ["-p", "x"], "argv0": "claudeguard", "executable": sys.executable,
+               "cwd": str(tmp_path), "env": {}, "pid": os.getpid(), "stdin_tty": False,
+               "session_id": "cd" * 8, "token": "t" * 48}
+    assert files.fingerprint(root) == files.fingerprint()
+    assert planner.prepare(request, 1, None) == {"refused": "another version of claudeguard"}
+
+
 def test_without_its_planner_a_launch_prepares_itself_and_the_service_starts_another(env):
     pid = up(env)
     os.kill(pid, signal.SIGKILL)
