@@ -63,6 +63,35 @@ def spawn_tui(argv: Sequence[str], env: dict[str, str], cwd: str | Path,
                          dimensions=dimensions, encoding="utf-8", codec_errors="replace", timeout=timeout)
 
 
+def _view_of(child: pexpect.spawn[str]) -> _View:
+    from claudeguard.shim.screen import Screen
+
+    view = _VIEWS.get(child)
+    if view is None:
+        rows, cols = child.getwinsize()
+        view = _VIEWS[child] = _View(Screen(rows, cols))
+    return view
+
+
+def _read_some(child: pexpect.spawn[str], view: _View, timeout: float) -> bool:
+    """Feed what the child prints within ``timeout`` to its view; False once it has ended."""
+    import pexpect
+
+    try:
+        data = child.read_nonblocking(65536, timeout=timeout)
+    except pexpect.TIMEOUT:
+        return True
+    except pexpect.EOF:
+        return False
+    view.screen.feed(data)
+    view.raw = (view.raw + data)[-20000:]
+    return True
+
+
+def _shown(view: _View) -> str:
+    return " ".join(view.screen.text().split())
+
+
 def expect_text(child: pexpect.spawn[str], text: str, timeout: float = 15) -> None:
     """Wait until ``text`` is on the screen; raise AssertionError with the screen if it has not
     appeared within ``timeout`` or the program ended.
@@ -73,47 +102,34 @@ def expect_text(child: pexpect.spawn[str], text: str, timeout: float = 15) -> No
     """
     import time
 
-    import pexpect
-
-    from claudeguard.shim.screen import Screen
-
-    view = _VIEWS.get(child)
-    if view is None:
-        rows, cols = child.getwinsize()
-        view = _VIEWS[child] = _View(Screen(rows, cols))
-    screen = view.screen
+    view = _view_of(child)
     want = " ".join(text.split())
     pattern = text_pattern(text)
     deadline = time.monotonic() + timeout
     what = "timed out"
     while True:
-        if want in " ".join(screen.text().split()) or pattern.search(view.raw):
+        if want in _shown(view) or pattern.search(view.raw):
             view.raw = ""  # like expect(): what matched is consumed
             return
         left = deadline - time.monotonic()
         if left <= 0:
             break
-        try:
-            data = child.read_nonblocking(65536, timeout=min(left, 0.1))
-        except pexpect.TIMEOUT:
-            continue
-        except pexpect.EOF:
+        if not _read_some(child, view, min(left, 0.1)):
             what = "program ended"
             break
-        screen.feed(data)
-        view.raw = (view.raw + data)[-20000:]
-    seen = " ".join(screen.text().split())[-1500:]
-    raise AssertionError(f"{text!r} not seen on the terminal ({what} after {timeout}s); screen: {seen}")
+    raise AssertionError(f"{text!r} not seen on the terminal ({what} after {timeout}s); screen: {_shown(view)[-1500:]}")
 
 
-def screen_now(child: pexpect.spawn[str]) -> str:
-    """What the terminal shows now (output read so far, and whatever is ready), for failure
-    messages."""
-    try:
-        expect_text(child, "\x00never on a screen\x00", 0.5)
-    except AssertionError as exc:
-        return str(exc).split("; screen: ", 1)[-1]
-    return ""
+def screen_now(child: pexpect.spawn[str], settle: float = 0.5) -> str:
+    """What the terminal shows now: the output read so far and whatever comes within
+    ``settle`` seconds (for failure messages)."""
+    import time
+
+    view = _view_of(child)
+    deadline = time.monotonic() + settle
+    while (left := deadline - time.monotonic()) > 0 and _read_some(child, view, min(left, 0.1)):
+        pass
+    return _shown(view)
 
 
 def exit_tui(child: pexpect.spawn[str], timeout: float = 10) -> int | None:
