@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 from claudeguard.testing.wait import wait_until  # the tests' one wait (re-exported)
@@ -61,6 +60,9 @@ def ctl(env: dict, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(CTL + list(args), env=env, capture_output=True, text=True, timeout=60)
 
 
+_NONE_LEFT: dict = {"none left": True}  # Approver._next's "the run is over" (wait_until wants a true value)
+
+
 class Approver(threading.Thread):
     """Answers the next requests as they appear, in order: each item is ("approve", [args]) or
     ("deny", [args]); records what it saw. Stops after its list, after `timeout` (an error), or
@@ -83,15 +85,15 @@ class Approver(threading.Thread):
         assert not self.is_alive(), "the approver did not stop"
 
     def _next(self) -> dict | None:
-        deadline = time.monotonic() + self.timeout
-        while True:
+        """The next request not answered yet; None once the run is over and none is left."""
+        def look() -> dict | None:
             over = self.run_over.is_set()  # first: a request made before the run ended is in this look
-            req = next((r for r in pending(self.env) if r["id"] not in {s["id"] for s in self.seen}), None)
-            if req is not None or over:
-                return req
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no new pending request within {self.timeout}s")
-            self.run_over.wait(0.2)
+            seen = {s["id"] for s in self.seen}
+            req = next((r for r in pending(self.env) if r["id"] not in seen), None)
+            return req or (_NONE_LEFT if over else None)
+
+        found = wait_until(look, self.timeout, "a new pending request", interval=0.2)
+        return None if found is _NONE_LEFT else found
 
     def run(self) -> None:
         try:
