@@ -1,0 +1,116 @@
+"""A real ``redis-server`` (the Debian package, on PATH) for the fleet's tests and bench: on a
+free loopback port, no persistence, its files in a directory of the caller's, stopped by pid.
+
+``RedisServer(dir).start()`` ... ``.stop()``; ``.kill()`` (SIGKILL, as a crash) and ``.start()``
+again on the same port (it comes back empty: nothing is saved); ``.admin()`` a client of the
+default user (full rights) for setting ACLs up and for faults (``CLIENT PAUSE``, ``FLUSHALL``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+
+from claudeguard.testing.wait import wait_until
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+ADMIN_PASSWORD = "test-admin-password-not-a-secret"
+
+
+def redis_server_path() -> str | None:
+    return shutil.which("redis-server")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisServer:
+    def __init__(self, directory: Path, port: int | None = None) -> None:
+        self.dir = directory
+        self.port = port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        binary = redis_server_path()
+        if binary is None:
+            raise RuntimeError("redis-server is not on PATH (Debian package redis-server)")
+        args = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--dir", str(self.dir), "--requirepass", ADMIN_PASSWORD, "--daemonize", "no",
+                "--logfile", str(self.dir / "redis.log"), "--protected-mode", "yes"]
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        wait_until(self._ready, 10, f"redis-server on port {self.port}")
+        return self
+
+    def _ready(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            log = (self.dir / "redis.log").read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"redis-server exited with {self.proc.returncode}: {log}")
+        try:
+            client = self.admin()
+            try:
+                return bool(client.ping())
+            finally:
+                client.close()
+        except Exception:  # noqa: BLE001 - not listening yet
+            return False
+
+    def admin(self) -> Any:
+        import redis
+
+        return redis.Redis(host="127.0.0.1", port=self.port, password=ADMIN_PASSWORD, decode_responses=True,
+                           socket_timeout=10)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash; waits for it to be gone."""
+        self._signal(signal.SIGKILL)
+
+    def stop(self) -> None:
+        self._signal(signal.SIGTERM)
+
+    def _signal(self, sig: int) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        os.kill(proc.pid, sig)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+    def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def wait_port_free(port: int, timeout: float = 10.0) -> None:
+    """After a kill, until the port can be bound again (redis sets SO_REUSEADDR, so at once)."""
+    def free() -> bool:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+            return True
+
+    wait_until(free, timeout, f"port {port} free")
