@@ -47,8 +47,18 @@ class Fleet:
         self.root = root
         self.passwords: dict[str, str] = {}
         self.machines: list[Any] = []
+        self.lines: list[str] = []
 
     def acl(self, line: str) -> None:
+        self.lines.append(line)
+        self._run(line)
+
+    def restore_users(self) -> None:
+        """After a restart of the server (nothing persisted): the same users again."""
+        for line in self.lines:
+            self._run(line)
+
+    def _run(self, line: str) -> None:
         admin = self.server.admin()
         try:
             admin.execute_command(*line.split())

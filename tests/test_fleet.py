@@ -17,7 +17,7 @@ from claudeguard.fleet.client import FleetError
 from claudeguard.fleet.model import call_sha256
 from claudeguard.testing.wait import wait_until
 
-from fleet_helpers import PREFIX, fleet, redis_server  # noqa: F401 - fixtures
+from fleet_helpers import PREFIX
 
 PENDING_JSON_FIELDS = ("id", "session_id", "agent_type", "agent_id", "tool", "input", "summary", "age_s", "deadline_s")
 
@@ -50,7 +50,7 @@ def test_a_request_is_listed_with_its_machine_and_hash_and_answered_from_another
     assert done["by"].startswith("fleet:cg-a-bob@desk-bob ")
     assert len(a.of("applied")) == 1
     # alpha's own audit log names the answering ACL user, machine and uid.
-    [row] = [r for r in a.audit() if r.get("event") == "fleet-answer"]
+    [row] = wait_until(lambda: [r for r in a.audit() if r.get("event") == "fleet-answer"], 10, "the audit row")
     assert row["request_id"] == rid and row["applied"] is True and row["scope"] == "session"
     assert row["answered_by"]["acl_user"] == "cg-a-bob"
     assert row["answered_by"]["machine"] == "desk-bob"
@@ -91,7 +91,8 @@ def test_the_owner_applies_only_an_answer_for_the_exact_call(fleet):
         assert rid in listed(bob)  # still waiting, still answerable
         assert bob.answer(rid, "allow", shown_sha256=call_sha256("Bash", {"command": "rm -r build"}))["applied"]
     assert a.done(rid)["decision"] == "allow"
-    rows = [r for r in a.audit() if r.get("event") == "fleet-answer"]
+    rows = wait_until(lambda: (r := [r for r in a.audit() if r.get("event") == "fleet-answer"]) and len(r) == 2 and r,
+                      10, "two audit rows")
     assert [r["applied"] for r in rows] == [False, True]
     assert "call_sha256" in rows[0]["reason"]
 

@@ -106,8 +106,9 @@ def member_acl(prefix: str, machine: str, username: str, secret: str = ">PASSWOR
     read-write; the answers addressed to it, their index and bell read-only; nothing else, so it
     cannot write an answer anywhere, to its own requests neither."""
     p = prefix
-    return (f"ACL SETUSER {username} on {secret} resetkeys resetchannels -@all {_commands(MEMBER_COMMANDS)} "
-            f"~{p}:m:{machine}:* ~{p}:machines %R~{p}:a:{machine}:* %R~{p}:ax:{machine} %R~{p}:bell:{machine}")
+    return (f"ACL SETUSER {username} on resetpass {secret} resetkeys resetchannels -@all "
+            f"{_commands(MEMBER_COMMANDS)} ~{p}:m:{machine}:* ~{p}:machines "
+            f"%R~{p}:a:{machine}:* %R~{p}:ax:{machine} %R~{p}:bell:{machine}")
 
 
 def approver_acl(prefix: str, username: str, secret: str = ">PASSWORD", machines: str = "*") -> str:
@@ -115,5 +116,6 @@ def approver_acl(prefix: str, username: str, secret: str = ">PASSWORD", machines
     read-only; its own answer streams (``a:<machine>:<username>``) and the index and bell
     read-write. ``machines`` (a glob of labels) narrows which machines it may answer."""
     p = prefix
-    return (f"ACL SETUSER {username} on {secret} resetkeys resetchannels -@all {_commands(APPROVER_COMMANDS)} "
-            f"%R~{p}:m:* %R~{p}:machines ~{p}:a:{machines}:{username} ~{p}:ax:{machines} ~{p}:bell:{machines}")
+    return (f"ACL SETUSER {username} on resetpass {secret} resetkeys resetchannels -@all "
+            f"{_commands(APPROVER_COMMANDS)} %R~{p}:m:* %R~{p}:machines "
+            f"~{p}:a:{machines}:{username} ~{p}:ax:{machines} ~{p}:bell:{machines}")

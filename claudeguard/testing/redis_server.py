@@ -3,7 +3,7 @@ free loopback port, no persistence, its files in a directory of the caller's, st
 
 ``RedisServer(dir).start()`` ... ``.stop()``; ``.kill()`` (SIGKILL, as a crash) and ``.start()``
 again on the same port (it comes back empty: nothing is saved); ``.admin()`` a client of the
-default user (full rights) for setting ACLs up and for faults (``CLIENT PAUSE``, ``FLUSHALL``).
+default user (every right) for setting ACLs up and for faults (``CLIENT PAUSE``, ``FLUSHALL``).
 """
 
 from __future__ import annotations
@@ -49,10 +49,11 @@ class RedisServer:
         binary = redis_server_path()
         if binary is None:
             raise RuntimeError("redis-server is not on PATH (Debian package redis-server)")
-        args = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                "--dir", str(self.dir), "--requirepass", ADMIN_PASSWORD, "--daemonize", "no",
-                "--logfile", str(self.dir / "redis.log"), "--protected-mode", "yes"]
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        conf = self.dir / "redis.conf"  # the admin password in a file, not in argv
+        conf.write_text(f"port {self.port}\nbind 127.0.0.1\nsave \"\"\nappendonly no\ndir {self.dir}\n"
+                        f"requirepass {ADMIN_PASSWORD}\ndaemonize no\nlogfile {self.dir / 'redis.log'}\n")
+        conf.chmod(0o600)
+        self.proc = subprocess.Popen([binary, str(conf)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         wait_until(self._ready, 10, f"redis-server on port {self.port}")
         return self
@@ -72,10 +73,19 @@ class RedisServer:
             return False
 
     def admin(self) -> Any:
-        import redis
+        """A client of the default user (every right), through the fleet's own connect (nothing
+        outside claudeguard/fleet/ imports redis); its password in a 0600 file."""
+        from claudeguard.fleet.config import fleet_settings
+        from claudeguard.fleet.conn import connect
 
-        return redis.Redis(host="127.0.0.1", port=self.port, password=ADMIN_PASSWORD, decode_responses=True,
-                           socket_timeout=10)
+        secret = self.dir / "admin.pw"
+        if not secret.exists():
+            fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(ADMIN_PASSWORD + "\n")
+        cfg = fleet_settings({"url": self.url, "password_file": str(secret), "machine": "admin"}, environ={})
+        assert cfg is not None
+        return connect(cfg, io_timeout=10)
 
     def kill(self) -> None:
         """SIGKILL, as a crash; waits for it to be gone."""
