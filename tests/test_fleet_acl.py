@@ -82,7 +82,7 @@ def test_a_member_cannot_answer_anything_its_own_requests_included(fleet):
         # Nor can it touch another machine's records, or read them.
         for attempt in (lambda: member.hset(f"{PREFIX}:m:beta:reqs", "x", "{}"),
                         lambda: member.xadd(f"{PREFIX}:m:beta:results", {"r": "{}"}),
-                        lambda: member.get(f"{PREFIX}:m:beta:hb"),
+                        lambda: member.set(f"{PREFIX}:m:beta:hb", "{}", get=True),
                         lambda: member.smembers(f"{PREFIX}:ax:beta"),
                         lambda: member.xread({f"{PREFIX}:a:beta:cg-a-bob": "0-0"}),
                         lambda: member.flushall(), lambda: member.keys("*"), lambda: member.config_get("*"),
@@ -90,7 +90,7 @@ def test_a_member_cannot_answer_anything_its_own_requests_included(fleet):
             with pytest.raises(NoPermission):
                 attempt()
         # What it needs it has: its own records, the answers addressed to it.
-        assert json.loads(member.get(f"{PREFIX}:m:alpha:hb"))["machine"] == "alpha"
+        assert json.loads(member.set(f"{PREFIX}:m:alpha:hb", "{}", get=True))["machine"] == "alpha"
         member.xread({f"{PREFIX}:a:alpha:cg-a-bob": "0-0", f"{PREFIX}:bell:alpha": "0-0"})
     finally:
         member.close()
@@ -151,3 +151,16 @@ def test_an_approver_narrowed_to_some_machines_answers_only_those(fleet):
             client.answer(on_alpha, "allow")
     assert ci.done(on_ci)["decision"] == "allow"
     assert alpha.of("applied") == [] and alpha.of("done") == []
+
+
+def test_the_documented_acl_lines_are_the_tested_ones():
+    from pathlib import Path
+
+    from claudeguard.fleet.keys import member_acl
+
+    root = Path(__file__).resolve().parent.parent
+    readme, design = (root / "README.md").read_text(), (root / "docs" / "design.md").read_text()
+    assert member_acl("claudeguard", "ci-runner-7", "cg-ci-runner-7", ">MEMBER-PASSWORD") in readme
+    assert approver_acl("claudeguard", "cg-alice", ">APPROVER-PASSWORD") in readme
+    assert member_acl("claudeguard", "ci-runner-7", "cg-ci-runner-7") in design
+    assert approver_acl("claudeguard", "cg-alice") in design

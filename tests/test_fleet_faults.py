@@ -131,3 +131,35 @@ def test_client_pause_longer_than_a_deadline(fleet, redis_server, monkeypatch):
     assert alpha.done(longer[1])["decision"] == "allow"
     assert_each_done_once(alpha, [short, *longer])
     assert [e for e in alpha.of("applied")] == [e for e in alpha.of("applied") if e["id"] == longer[1]]
+
+
+def test_a_link_refused_by_the_acl_backs_off_and_says_why(fleet, tmp_path):
+    import os
+
+    from claudeguard.fleet.config import fleet_settings
+    from claudeguard.fleet.link import FleetLink
+
+    user, password = fleet.member_user("alpha")
+    secret = tmp_path / "member.pw"
+    fd = os.open(secret, os.O_WRONLY | os.O_CREAT, 0o600)
+    os.write(fd, password.encode())
+    os.close(fd)
+    # Its ACL is for machine alpha; configured as another machine, every write is NOPERM.
+    cfg = fleet_settings({"url": fleet.server.url, "username": user, "password_file": str(secret),
+                          "machine": "not-alpha", "prefix": "cgtest"}, environ={})
+    link = FleetLink(cfg, lambda *a: {"applied": False, "reason": "unused"})
+    link.start()
+    try:
+        link.heartbeat([{"session_id": "s", "state": object()}])  # not JSON: published as its str()
+        wait_until(lambda: link.status()["last_error"], 10, "the link's error")
+        started = time.monotonic()
+        time.sleep(3)
+        status = link.status()
+        assert "NoPermissionError" in status["last_error"]
+        assert status["connected"]["pub"] is False
+        # a backoff, not a loop: 0.25 + 0.5 + 1 + 2 ... (reconnects included) in 3 s, both threads
+        assert status["failures"] <= 12, status
+        assert time.monotonic() - started < 4
+    finally:
+        link.stop()
+    assert all(not t.is_alive() for t in link._threads)

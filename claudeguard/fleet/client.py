@@ -49,6 +49,7 @@ class FleetClient:
         self.keys = Keys(cfg.prefix)
         self._io_timeout = io_timeout
         self._conn: Conn | None = None
+        self.sent_at: float | None = None  # wall clock when the last answer went out (bench/fleet.py)
 
     def __enter__(self) -> FleetClient:
         return self
@@ -195,6 +196,7 @@ class FleetClient:
             pipe.sadd(self.keys.approvers(owner), user)
             pipe.xrevrange(results, count=1)
             pipe.xadd(stream, {"a": json.dumps(answer)}, maxlen=ANSWERS_MAXLEN, approximate=True)
+            self.sent_at = time.time()
             added, last, entry_id = pipe.execute()
             if added:  # a stream the owner may not know yet: ring its bell
                 self.conn.xadd(self.keys.bell(owner), {"user": user}, maxlen=BELL_MAXLEN, approximate=True)

@@ -22,13 +22,13 @@ NAME_MAX = 64
 DEFAULT_PREFIX = "claudeguard"
 DEFAULT_USER = "default"  # the ACL user of a connection that names none
 
-# What each role may run: exactly the commands the link (member) and the client (approver) send,
-# nothing that takes no key (FLUSHALL, CONFIG, KEYS, SCAN, PUBLISH, ...). `tests/test_fleet_acl.py`
-# runs the whole protocol under these ACLs.
-MEMBER_COMMANDS = ("ping", "time", "select", "multi", "exec", "discard", "get", "set", "del", "expire", "hset",
-                   "hdel", "zadd", "zremrangebyscore", "xadd", "xread", "smembers")
-APPROVER_COMMANDS = ("ping", "time", "select", "zrange", "exists", "get", "hgetall", "hget", "hkeys", "xadd", "xread",
-                     "xrevrange", "sadd")
+# What each role may run: exactly the commands the link (member) and the client (approver) send;
+# nothing that acts on the whole server or finds keys by pattern (FLUSHALL, CONFIG, KEYS, SCAN,
+# PUBLISH, ACL, ...). The fleet's tests run the whole protocol under these ACLs.
+MEMBER_COMMANDS = ("ping", "time", "select", "multi", "exec", "discard", "set", "del", "expire", "hset", "hdel",
+                   "zadd", "zremrangebyscore", "xadd", "xread", "smembers")
+APPROVER_COMMANDS = ("ping", "time", "select", "zrange", "exists", "get", "hgetall", "xadd", "xread", "xrevrange",
+                     "sadd")
 
 
 def is_machine(text: object) -> bool:

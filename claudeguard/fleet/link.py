@@ -62,8 +62,6 @@ SESSIONS_MAX = 200
 REMOTE_SCOPES: dict[object, Literal["once", "agent", "session"]] = {"once": "once", "agent": "agent",
                                                                     "session": "session"}
 DECISIONS: dict[object, Literal["allow", "deny"]] = {"allow": "allow", "deny": "deny"}
-# a credential that cannot be read is retried like a Redis that is down
-FAILURES_OR_CONFIG: tuple[type[Exception], ...] = (*FAILURES, GuardError)
 
 
 def forever_refusal(machine: str) -> str:
@@ -173,13 +171,13 @@ class FleetLink:
                 try:
                     conn = connect(self.cfg, io_timeout=IO_TIMEOUT_S)
                     conn.ping()
-                except FAILURES_OR_CONFIG as exc:
+                except Exception as exc:  # noqa: BLE001 - Redis down, a credential unreadable: retried alike
                     self._failed("pub", exc, conn)
                     conn = None
                     backoff = min(max(0.25, backoff * 2), BACKOFF_MAX_S)
                     retry_at = time.monotonic() + backoff
                     continue
-                backoff, next_beat = 0.0, 0.0
+                next_beat = 0.0
                 self._connected("pub")
                 with self._lock:
                     self._resync = True
@@ -193,10 +191,11 @@ class FleetLink:
                     with self._lock:
                         self._resync = True
                 self._flush(conn)
-            except FAILURES as exc:
+                backoff = 0.0  # the backoff grows until a round goes through (NOPERM after a good PING too)
+            except Exception as exc:  # noqa: BLE001 - Redis's failures, and a bug must not end the thread either
                 self._failed("pub", exc, conn)
                 conn = None
-                backoff = 0.25
+                backoff = min(max(0.25, backoff * 2), BACKOFF_MAX_S)
                 retry_at = time.monotonic() + backoff
         if conn is not None:
             try:  # a clean stop: nothing of ours stays listed; ps shows the machine gone at once
@@ -212,7 +211,7 @@ class FleetLink:
                        "pending": len(self._requests), "sessions": list(self._sessions)}
         ttl = self._ttl
         pipe = conn.pipeline(transaction=False)
-        pipe.set(self.keys.heartbeat(self.machine), json.dumps(payload), ex=ttl, get=True)
+        pipe.set(self.keys.heartbeat(self.machine), json.dumps(payload, default=str), ex=ttl, get=True)
         pipe.zadd(self.keys.machines(), {self.machine: time.time()})
         pipe.zremrangebyscore(self.keys.machines(), "-inf", time.time() - MACHINES_KEEP_S)
         for key in (self.keys.requests(self.machine), self.keys.done(self.machine), self.keys.results(self.machine)):
@@ -247,11 +246,11 @@ class FleetLink:
             elif ended:
                 pipe.hdel(reqs, *ended)
             if views:
-                pipe.hset(reqs, mapping={rid: json.dumps(view) for rid, view in views.items()})
+                pipe.hset(reqs, mapping={rid: json.dumps(view, default=str) for rid, view in views.items()})
             if ended:
-                pipe.hset(done, mapping={rid: json.dumps(d) for rid, d in ended.items()})
+                pipe.hset(done, mapping={rid: json.dumps(d, default=str) for rid, d in ended.items()})
             for verdict in verdicts:
-                pipe.xadd(results, {"r": json.dumps(verdict)}, maxlen=RESULTS_MAXLEN, approximate=True)
+                pipe.xadd(results, {"r": json.dumps(verdict, default=str)}, maxlen=RESULTS_MAXLEN, approximate=True)
             for key in (reqs, done, results):
                 pipe.expire(key, ttl)
             pipe.execute()
@@ -277,7 +276,7 @@ class FleetLink:
 
     def _inbox_loop(self) -> None:
         conn: Conn | None = None
-        retry_at = next_refresh = 0.0
+        retry_at = next_refresh = backoff = 0.0
         streams: dict[str, str] = {}  # key -> last id read
         authors: dict[str, str] = {}  # answer stream key -> its ACL user (from the key: see keys.py)
         bell = self.keys.bell(self.machine)
@@ -291,10 +290,11 @@ class FleetLink:
                     # database that came back empty (or from another clock) has new ids.
                     streams, authors = {bell: "0-0"}, {}
                     self._refresh(conn, streams, authors)
-                except FAILURES_OR_CONFIG as exc:
+                except Exception as exc:  # noqa: BLE001 - Redis down, a credential unreadable: retried alike
                     self._failed("inbox", exc, conn)
                     conn = None
-                    retry_at = time.monotonic() + 1.0
+                    backoff = min(max(0.25, backoff * 2), BACKOFF_MAX_S)
+                    retry_at = time.monotonic() + backoff
                     continue
                 next_refresh = time.monotonic() + REFRESH_S
                 self._connected("inbox")
@@ -316,12 +316,18 @@ class FleetLink:
                     seconds, micros = conn.time()
                     now_ms = int(seconds) * 1000 + int(micros) // 1000
                     for entry_id, user, fields in sorted(entries, key=lambda e: _id_order(e[0])):
-                        self._take(user, entry_id, fields, now_ms)
+                        try:
+                            self._take(user, entry_id, fields, now_ms)
+                        except Exception as exc:  # noqa: BLE001 - one odd answer must not stop the others
+                            self._processed.setdefault(f"{user}/{entry_id}", now_ms)
+                            self._verdict(f"{user}/{entry_id}", None, False, f"refused: {describe_failure(exc)}")
                 self._forget_processed()
-            except FAILURES as exc:
+                backoff = 0.0
+            except Exception as exc:  # noqa: BLE001 - Redis's failures, and a bug must not end the thread either
                 self._failed("inbox", exc, conn)
                 conn = None
-                retry_at = time.monotonic() + 0.25
+                backoff = min(max(0.25, backoff * 2), BACKOFF_MAX_S)
+                retry_at = time.monotonic() + backoff
         if conn is not None:
             conn.close()
 
