@@ -321,7 +321,7 @@ class FleetLink:
                         except Exception as exc:  # noqa: BLE001 - one odd answer must not stop the others
                             self._processed.setdefault(f"{user}/{entry_id}", now_ms)
                             self._verdict(f"{user}/{entry_id}", None, False, f"refused: {describe_failure(exc)}")
-                self._forget_processed()
+                    self._forget_processed(now_ms)
                 backoff = 0.0
             except Exception as exc:  # noqa: BLE001 - Redis's failures, and a bug must not end the thread either
                 self._failed("inbox", exc, conn)
@@ -477,10 +477,12 @@ class FleetLink:
                 else:
                     del self._losers[rid]
 
-    def _forget_processed(self) -> None:
+    def _forget_processed(self, now_ms: int) -> None:
+        """Forget refs well past their validity (Redis's clock, as they are checked): read again
+        after a reconnect, they are skipped as stale."""
         if len(self._processed) < 1024:
             return
-        horizon = int(time.time() * 1000) - 2 * STALE_MS
+        horizon = now_ms - 2 * STALE_MS
         for ref in [ref for ref, until in self._processed.items() if until < horizon]:
             del self._processed[ref]
 
