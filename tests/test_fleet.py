@@ -206,3 +206,32 @@ def test_ps_shows_sessions_and_a_dead_machine_as_gone(fleet):
         a.stop()
         wait_until(lambda: not rows()["alpha"]["alive"], 10, "alpha gone after its stop")
         assert listed(bob) == {}
+
+
+def test_two_machines_answer_each_others_requests(fleet):
+    """Each machine a process with its own HOME and runtime dir, each with a member's link and
+    a human with an approver's credentials: alpha's request approved on beta runs on alpha, and
+    alpha's audit log names beta's approver; and the other way round."""
+    alpha, beta = fleet.machine("alpha"), fleet.machine("beta")
+    [on_alpha] = alpha.post(timeout=60)
+    [on_beta] = beta.post(timeout=60)
+    with fleet.client("probe") as probe:
+        wait_until(lambda: len(listed(probe)) == 2, 10, "both listed")
+    secrets = {}
+    for name in ("alpha", "beta"):
+        cfg = fleet.approver_config(f"human-{name}")
+        secrets[name] = (cfg.acl_user, cfg.password_file)
+    beta.send({"op": "answer", "id": on_alpha, "decision": "allow", "scope": "agent",
+               "username": secrets["beta"][0], "password_file": secrets["beta"][1]})
+    alpha.send({"op": "answer", "id": on_beta, "decision": "deny",
+                "username": secrets["alpha"][0], "password_file": secrets["alpha"][1]})
+    assert beta.wait_for(lambda e: e["ev"] == "answered", 20, "beta's answer")[0]["ok"] is True
+    assert alpha.wait_for(lambda e: e["ev"] == "answered", 20, "alpha's answer")[0]["ok"] is True
+    assert (alpha.done(on_alpha)["decision"], alpha.done(on_alpha)["scope"]) == ("allow", "agent")
+    assert beta.done(on_beta)["decision"] == "deny"
+    for machine, approver, on in ((alpha, "beta", on_alpha), (beta, "alpha", on_beta)):
+        [row] = wait_until(lambda m=machine: [r for r in m.audit() if r.get("event") == "fleet-answer"], 10, "audit")
+        assert row["request_id"] == on and row["applied"] is True
+        assert row["answered_by"]["acl_user"] == f"cg-a-human-{approver}"
+        assert row["answered_by"]["machine"] == approver
+        assert len(machine.of("applied")) == 1

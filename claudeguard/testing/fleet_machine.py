@@ -8,9 +8,11 @@ and tells a ``FleetLink`` what the service will tell it (``request_posted``, ``r
 ``FleetMachine(root, name, url=..., username=..., password=...)`` starts it (the credential
 goes in its environment, never its argv) and reads what it reports, one JSON object per line:
 ``ready``, ``posted {tag, id, sha}``, ``applied {id, ref, applied, reason, t}`` (each call of
-``apply_answer``), ``done {id, decision, scope, by, decided_by, t}``, ``status {...}``,
-``stopped``. Commands go to its stdin, one JSON object per line: ``post {tag, n, timeout, tool,
-input, kind, choices}``, ``sessions {sessions}``, ``status``, ``stop``.
+``apply_answer``), ``done {id, decision, scope, by, decided_by, t}``, ``answered {id, ok,
+message}``, ``status {...}``, ``stopped``. Commands go to its stdin, one JSON object per line:
+``post {tag, n, timeout, tool, input, kind, choices}``, ``answer {id, decision, scope, username,
+password_file}`` (this machine's human answers a fleet request, as an approver),
+``sessions {sessions}``, ``status``, ``stop``.
 """
 
 from __future__ import annotations
@@ -195,6 +197,22 @@ def _post_and_wait(link: Any, machine: str, tag: str, k: int, command: dict[str,
            "waited_s": time.monotonic() - started, "t": time.time()})
 
 
+def _answer(args: Any, command: dict[str, Any]) -> None:
+    from claudeguard.errors import GuardError
+    from claudeguard.fleet.client import FleetClient
+    from claudeguard.fleet.config import fleet_settings
+
+    cfg = fleet_settings({"username": command["username"], "password_file": command["password_file"],
+                          "machine": args.machine, "prefix": args.prefix})
+    assert cfg is not None
+    try:
+        with FleetClient(cfg) as client:
+            verdict = client.answer(command["id"], command["decision"], scope=command.get("scope") or "once")
+        _emit({"ev": "answered", "id": command["id"], "ok": True, "message": verdict.get("message")})
+    except GuardError as exc:
+        _emit({"ev": "answered", "id": command["id"], "ok": False, "message": str(exc)})
+
+
 def main(argv: list[str]) -> int:
     import argparse
 
@@ -228,6 +246,8 @@ def main(argv: list[str]) -> int:
                                  daemon=True).start()
         elif op == "sessions":
             link.heartbeat(command["sessions"])
+        elif op == "answer":  # this machine's human answers a fleet request (as approver: its own ACL user)
+            threading.Thread(target=_answer, args=(args, command), daemon=True).start()
         elif op == "status":
             _emit({"ev": "status", **link.status()})
         elif op == "stop":
