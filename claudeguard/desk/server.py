@@ -301,7 +301,7 @@ class Desk:
         fleet = self.source.fleet_requests()
         items += fleet or []
         live = set()
-        out = []
+        out: list[dict[str, Any]] = []
         for item in items:
             rid = item.get("id") or ""
             key = f"{item.get('machine')}/{rid}"
@@ -327,7 +327,7 @@ class Desk:
                     view["forever"] = {"rules": rules, "file": item.get("forever_file"), "kind": kind}
                 with self._lock:
                     self._views[key] = view
-            row = {k: v for k, v in item.items() if k != "input"}
+            row: dict[str, Any] = {k: v for k, v in item.items() if k != "input"}
             row.update(view)
             out.append(row)
         with self._lock:
