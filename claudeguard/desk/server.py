@@ -522,6 +522,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def _post(self, route: str, session: BrowserSession) -> None:
         desk = self.server.desk
+        # The CSRF token first: it is what stops a page of another 127.0.0.1 port (same site, so
+        # the cookie goes along); Origin and Sec-Fetch-Site are a second line where browsers send them.
+        token = self.headers.get("X-Desk-CSRF") or ""
+        if not hmac.compare_digest(token.encode(), session.csrf.encode()):
+            self._refuse(403, "missing or wrong CSRF token", True)
+            return
         expected_origin = f"http://{self.headers.get('Host', '').strip().lower()}"
         origin = self.headers.get("Origin")
         if origin is not None and origin.lower() != expected_origin:
@@ -530,10 +536,6 @@ class Handler(BaseHTTPRequestHandler):
         fetch_site = self.headers.get("Sec-Fetch-Site")
         if fetch_site is not None and fetch_site != "same-origin":
             self._refuse(403, f"cross-site change refused (Sec-Fetch-Site {fetch_site[:40]})", True)
-            return
-        token = self.headers.get("X-Desk-CSRF") or ""
-        if not hmac.compare_digest(token.encode(), session.csrf.encode()):
-            self._refuse(403, "missing or wrong CSRF token", True)
             return
         if (self.headers.get("Content-Type") or "").split(";")[0].strip().lower() != "application/json":
             self._refuse(415, "a change is a JSON body", True)
