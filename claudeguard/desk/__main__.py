@@ -1,6 +1,7 @@
 """``python -m claudeguard.desk [--runtime-dir D] [--log-dir L] [--config-file F] [--port N] [--open]``:
 the desk standalone, over ``LocalSource`` (until the resident service serves it): prints its first
-URL on stdout (one line) and serves until SIGINT or SIGTERM."""
+URL on stdout (one line) and serves until SIGINT or SIGTERM; SIGUSR1 prints one more first URL
+(each logs in one browser)."""
 
 from __future__ import annotations
 
@@ -33,9 +34,10 @@ def main(argv: list[str]) -> int:
 
     runtime_dir("channel")  # refuses a runtime dir that is not private to us, before serving anything
     desk = start_desk(LocalSource(config_file=args.config_file), port=args.port)
-    done = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: done.set())
+    woke = threading.Event()
+    asked: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1):
+        signal.signal(sig, lambda signum, _frame: _note(asked, signum, woke))
     url = desk.login_url()
     print(url, flush=True)
     if args.open:
@@ -43,10 +45,20 @@ def main(argv: list[str]) -> int:
 
         webbrowser.open(url)
     try:
-        done.wait()
+        while True:
+            woke.wait()
+            woke.clear()
+            while asked:
+                if asked.pop(0) != signal.SIGUSR1:
+                    return 0
+                print(desk.login_url(), flush=True)  # SIGUSR1: a first URL for one more browser
     finally:
         desk.stop()
-    return 0
+
+
+def _note(asked: list[int], signum: int, woke: threading.Event) -> None:
+    asked.append(signum)
+    woke.set()
 
 
 if __name__ == "__main__":

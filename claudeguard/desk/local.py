@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from claudeguard.channel.requests import Doorbell
     from claudeguard.desk.source import AnswerResult, Decision, Provenance, RequestItem, Scope
 
+RELIST_S = 30.0  # the channel is listed again at least this often (its listing is also its cleanup)
 TICK_S = 0.25  # how often wait_change looks at the files' times (a doorbell wakes it sooner)
 STOP_GRACE_S = 3.0  # SIGTERM, then SIGKILL what is left of a stopped session's tree
 STOPPABLE = ("stalled",)
@@ -54,6 +55,7 @@ class LocalSource:
         self._bell: Doorbell | None = None
         self._fingerprint: tuple[Any, ...] | None = None
         self._audit_cache: tuple[tuple[int, int, int], list[dict[str, Any]]] | None = None
+        self._requests_cache: tuple[Any, float, list[RequestItem], list[int]] | None = None
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -67,14 +69,27 @@ class LocalSource:
         return user_config_file()
 
     def requests(self) -> list[RequestItem]:
+        """The channel listed again only when its directory changed, a waiter is gone, a
+        deadline passed or ``RELIST_S`` went by (listing 200 requests costs ~10 ms); otherwise
+        the same list object as last time (the desk then keeps the JSON it made of it)."""
         from claudeguard.channel import list_pending
+        from claudeguard.paths import runtime_root
 
+        root = str(runtime_root())
+        key = (_stamp(os.path.join(root, "channel")), _stamp(os.path.join(root, "sessions")))
+        now = time.time()
+        with self._lock:
+            cached = self._requests_cache
+        if (cached is not None and key[0] is not None and cached[0] == key and now - cached[1] < RELIST_S
+                and all(_pid_alive(pid) for pid in cached[3]) and all(r["deadline"] > now for r in cached[2])):
+            return cached[2]
         pending = list_pending()
-        if not pending:
-            return []
-        by_session = {row.get("session_id"): row for row in self._sessions_quiet()}
+        by_session = {row.get("session_id"): row for row in self._sessions_quiet()} if pending else {}
         target = str(self.config_file())
-        return [self._item(req, by_session.get(req.session_id) or {}, target) for req in pending]
+        items = [self._item(req, by_session.get(req.session_id) or {}, target) for req in pending]
+        with self._lock:
+            self._requests_cache = (key, now, items, [req.pid for req in pending])
+        return items
 
     def _item(self, req: Request, session: dict[str, Any], target: str) -> RequestItem:
         extra = req.extra or {}
@@ -300,6 +315,16 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        pass  # another user's pid: not our waiter any more, but listing will tell
+    return True
 
 
 def _preview(calls: list[dict[str, Any]], rules: set[str], limit: int = 20) -> list[dict[str, Any]]:

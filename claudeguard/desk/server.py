@@ -202,6 +202,7 @@ class Desk:
         self._sessions: dict[str, BrowserSession] = {}
         self._lock = threading.Lock()
         self._views: dict[str, dict[str, Any]] = {}  # request id -> its call view (read once)
+        self._last_items: tuple[object, str] = (None, "")  # the source's last request list and its JSON
         self.hub = Hub(self)
         self.httpd = _Server((host, port), Handler)
         self.httpd.desk = self
@@ -297,9 +298,12 @@ class Desk:
     def requests_json(self) -> str:
         from claudeguard.desk.views import call_view, forever_rules
 
-        items = list(self.source.requests())
+        mine = self.source.requests()
         fleet = self.source.fleet_requests()
-        items += fleet or []
+        with self._lock:
+            if fleet is None and mine is self._last_items[0]:
+                return self._last_items[1]  # the source says nothing changed: the same list
+        items = list(mine) + (fleet or [])
         live = set()
         out: list[dict[str, Any]] = []
         for item in items:
@@ -333,8 +337,11 @@ class Desk:
         with self._lock:
             self._views = {k: v for k, v in self._views.items() if k in live}
         out.sort(key=lambda r: (-float(r.get("created") or 0), str(r.get("id") or "")))
-        return json.dumps({"machine": self.source.machine, "fleet": fleet is not None, "requests": out},
+        text = json.dumps({"machine": self.source.machine, "fleet": fleet is not None, "requests": out},
                           default=str, separators=(",", ":"))
+        with self._lock:
+            self._last_items = (mine, text)
+        return text
 
     def sessions_json(self) -> str:
         keep = ("session_id", "pid", "child_pid", "state", "base_state", "detail", "cpu_s", "tokens",

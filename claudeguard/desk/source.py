@@ -67,7 +67,8 @@ class DeskSource(Protocol):
 
     def requests(self) -> list[RequestItem]:
         """This machine's waiting requests (not the held ones: a dialog's head start at the
-        keyboard is not over yet)."""
+        keyboard is not over yet). Returning the very same list object as the last call says
+        "nothing changed": the desk then reuses the JSON it made of it."""
         ...
 
     def fleet_requests(self) -> list[RequestItem] | None:

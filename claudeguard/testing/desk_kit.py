@@ -70,17 +70,31 @@ def browser_context(viewport: tuple[int, int] = (1280, 900)) -> Iterator[Any]:
 
 
 class Waiter:
-    """A request waiting in the channel, as a tool call waits: a thread in ``Pending.wait``."""
+    """A request waiting in the channel, as a tool call waits: a thread that sleeps on the
+    request's FIFO. ``Pending`` has one owner, so ``withdraw`` asks that thread to end it."""
 
     def __init__(self, pending: Pending) -> None:
         self.pending = pending
         self.request = pending.request
         self.answer: Answer | None = None
+        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._wait, daemon=True)
         self._thread.start()
 
     def _wait(self) -> None:
-        self.answer = self.pending.wait()
+        import select
+        import time
+
+        pending = self.pending
+        while self.answer is None:
+            if self._stop.is_set():
+                pending.withdraw()
+                return
+            if time.time() >= pending.request.deadline:
+                self.answer = pending.wait()  # ends at once with on_timeout
+                return
+            ready, _, _ = select.select([pending.fileno()], [], [], 0.1)
+            self.answer = pending.poll() if ready else pending.check()
 
     def result(self, timeout: float) -> Answer:
         self._thread.join(timeout)
@@ -89,9 +103,8 @@ class Waiter:
         return self.answer
 
     def withdraw(self) -> None:
-        if self._thread.is_alive():
-            self.pending.withdraw()
-            self._thread.join(5)
+        self._stop.set()
+        self._thread.join(5)
 
 
 def post_request(tool: str, tool_input: dict[str, Any], *, session_id: str = "desk-test-session",

@@ -169,9 +169,12 @@
     $("#count-requests").textContent = requests.length;
     $("#empty-requests").classList.toggle("hidden", requests.length > 0);
     tick();
-    const ms = performance.now() - t0;
-    document.body.dataset.renderMs = ms.toFixed(1);
+    // For bench/desk.py: the DOM work, then up to the next frame (style, layout, paint).
+    document.body.dataset.renderMs = (performance.now() - t0).toFixed(1);
     document.body.dataset.requests = String(requests.length);
+    requestAnimationFrame(function () {
+      setTimeout(function () { document.body.dataset.paintedMs = (performance.now() - t0).toFixed(1); }, 0);
+    });
   }
 
   function select(id) {
