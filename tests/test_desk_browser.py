@@ -238,3 +238,59 @@ def test_a_suggested_rule_shows_its_past_calls_and_is_applied_with_one_click(des
     page.fill("#audit-filter input[name=q]", "desk-apply")
     page.click("#audit-filter button[type=submit]")
     wait_until(lambda: page.locator("#audit tr").count() == 1, 5, "the filtered audit row")
+
+
+# -- on the real CLI ------------------------------------------------------------------------------
+
+
+def test_real_cli_a_background_subagents_requests_are_answered_on_the_desk(real_claude, offline_env, model_server,
+                                                                          monkeypatch, page):
+    from tests.shim_helpers import guarded_env, run_guarded
+    from tests.test_gate_real import agent, py_write
+
+    server = model_server([
+        {"match": "BGASK", "turns": [{"tool_use": agent("SUBTASK-BG write both", True)}, {"text": "launched"}]},
+        {"match": "SUBTASK-BG",
+         "turns": [{"tool_use": py_write("bg-yes.txt")}, {"tool_use": py_write("bg-no.txt")}, {"text": "sub done"}]},
+    ])
+    env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", env["CLAUDEGUARD_RUNTIME_DIR"])
+    monkeypatch.setenv("CLAUDEGUARD_LOG_DIR", env["CLAUDEGUARD_LOG_DIR"])
+    desk = start_desk(LocalSource(config_file=str(offline_env.home / "desk-config.toml")))
+    try:
+        browser_session = open_desk(page, desk)
+        done: dict = {}
+        run = threading.Thread(target=lambda: done.update(proc=run_guarded(env, offline_env.cwd, "BGASK go")))
+        run.start()
+        try:
+            first = page.locator("[data-request-id]", has_text="bg-yes.txt")
+            first.wait_for(timeout=60000)
+            shown_after = time.time() - next(r.created for r in channel.list_pending()
+                                             if r.id == first.get_attribute("data-request-id"))
+            assert shown_after < 1.0, f"shown {shown_after:.2f} s after it was posted"
+            assert first.locator(".agent").inner_text() == "general-purpose"
+            assert [p.strip() for p in first.locator(".parts li").all_inner_texts()] in (
+                [], ["python3 -c \"open('bg-yes.txt','w').write('x')\""])
+            first.locator('[data-answer="once"]').click()
+            second = page.locator("[data-request-id]", has_text="bg-no.txt")
+            second.wait_for(timeout=60000)
+            second.locator("input.msg").fill("no second file")
+            second.locator('[data-answer="deny"]').click()
+        finally:
+            run.join(120)
+        proc = done["proc"]
+        assert proc.returncode == 0, proc.stderr
+        assert (offline_env.cwd / "bg-yes.txt").exists() and not (offline_env.cwd / "bg-no.txt").exists()
+        yes, no = [r for r in server.tool_results() if r["script"] == "SUBTASK-BG"]
+        assert not yes["is_error"]
+        assert no["is_error"] and "no second file" in no["content"]
+        events = list(read_events())
+        human = [e for e in events if e.get("decided_by") == "human"]
+        assert [(e["decision"], e["agent_type"]) for e in human] == [("allow", "general-purpose"),
+                                                                     ("deny", "general-purpose")]
+        desk_rows = [e for e in events if e.get("event") == "desk-answer"]
+        assert [(e["request_id"], e["decision"], e["via"], e["browser_session"]) for e in desk_rows] == [
+            (human[0]["request_id"], "allow", "desk", browser_session),
+            (human[1]["request_id"], "deny", "desk", browser_session)]
+    finally:
+        desk.stop()

@@ -131,7 +131,7 @@ class LocalSource:
         self._audit({"event": "desk-answer", "request_id": request.id, "session_id": request.session_id,
                      "agent_type": request.agent_type, "tool": request.tool, "summary": request.summary,
                      "decision": decision, "scope": scope, "rules": rules, "file": target,
-                     "message": message, **answered_by})
+                     "message": message, "answered_by": dict(answered_by), **answered_by})
         line = f"{request.id} {word} ({scope})" + (f": {', '.join(rules)}" if rules else "")
         if target:
             line += f" written to [permissions].{decision} in {target}"

@@ -384,7 +384,7 @@ class Handler(BaseHTTPRequestHandler):
         head += [f"{k}: {v}" for k, v in SECURITY_HEADERS + headers]
         if self.close_connection:
             head.append("Connection: close")
-        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode() + (body if self.command != "HEAD" else b""))
+        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
 
     def _json(self, status: int, value: object) -> None:
         self._send(status, json.dumps(value, default=str, separators=(",", ":")).encode(),
@@ -400,16 +400,13 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # http.server's naming
         self._handle("GET")
 
-    def do_HEAD(self) -> None:
-        self._handle("GET")
-
     def do_POST(self) -> None:
         self._handle("POST")
 
     def do_PUT(self) -> None:
         self._refuse(405, "method not allowed")
 
-    do_DELETE = do_PATCH = do_OPTIONS = do_PUT  # no CORS preflight is ever granted
+    do_HEAD = do_DELETE = do_PATCH = do_OPTIONS = do_PUT  # no CORS preflight is ever granted
 
     def _cookie(self) -> str | None:
         header = self.headers.get("Cookie") or ""
