@@ -48,6 +48,8 @@ def populate(work: str) -> tuple[list[Waiter], list[StalledSession]]:
     sessions = [StalledSession("7f3c2a91-demo-stalled", stall_after=1.0, prompt="update the changelog for 2.4",
                                cwd=project),
                 StalledSession("c04d5e17-demo-release", stall_after=3600, prompt="tag the release and push it",
+                               cwd=project),
+                StalledSession("1b9e40c2-demo-main", stall_after=3600, prompt="make the notes parser accept bullets",
                                cwd=project)]
     waiters = [
         post_request("Write", {"file_path": os.path.join(project, "CHANGES.md"),
@@ -100,7 +102,9 @@ def screenshots(out_dir: str) -> list[str]:
                 elif action == "ps":
                     page.click("[data-tab=sessions]")
                     page.wait_for_selector("tr[data-state=stalled]")
-                    page.screenshot(path=target, full_page=False)
+                    box = page.locator("#sessions-table").bounding_box()
+                    page.screenshot(path=target, clip={"x": 0, "y": 0, "width": 1200,
+                                                       "height": box["y"] + box["height"] + 24})
                 else:
                     page.screenshot(path=target, full_page=False)
                 made.append(target)
