@@ -228,7 +228,7 @@ def test_state_shows_the_call_and_what_forever_would_write(desk, env, waiters):
     (project / "a.py").write_text("one\ntwo\nthree\n")
     waiters.append(post_request("Bash", {"command": "make && rm -rf build"}, cwd=str(project),
                                 rule="Bash(rm *)", rule_source="config.toml:3"))
-    time.sleep(0.01)  # newest first needs distinct creation times
+    wait_until(lambda: time.time() > waiters[0].request.created, 1, "a later creation time")  # newest first
     waiters.append(post_request("Edit", {"file_path": str(project / "a.py"), "old_string": "two", "new_string": "2"},
                                 cwd=str(project), agent_type="Explore", extra={"cli_short_id": "k3v9"}))
     cookie = login(desk)

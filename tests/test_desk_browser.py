@@ -124,7 +124,7 @@ def test_an_edit_shows_its_diff_against_the_file_on_disk(desk, page, waiters, en
 def test_the_console_keys_answer_and_a_deny_message_reaches_the_waiter(desk, page, waiters):
     open_desk(page, desk)
     waiters.append(post_request("Bash", {"command": "psql prod"}))
-    time.sleep(0.01)
+    wait_until(lambda: time.time() > waiters[0].request.created, 1, "a later creation time")  # newest first
     waiters.append(post_request("Bash", {"command": "make test"}, agent_type="Plan"))
     older, newer = waiters
     card(page, older).wait_for(timeout=5000)

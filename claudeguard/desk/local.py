@@ -125,13 +125,20 @@ class LocalSource:
             rules = forever_rules(request.tool, request.input, request.cwd)
         if scope == "forever":
             target = str(self.config_file())
-        answer_request(request.id, decision, scope=scope, message=message, file=target,
-                       by=provenance_text(answered_by), quiet=True, choice=choice)
+        row = {"event": "desk-answer", "request_id": request.id, "session_id": request.session_id,
+               "agent_type": request.agent_type, "tool": request.tool, "summary": request.summary,
+               "decision": decision, "scope": scope, "rules": rules, "file": target, "message": message,
+               "answered_by": dict(answered_by), **answered_by}
+        try:
+            answer_request(request.id, decision, scope=scope, message=message, file=target,
+                           by=provenance_text(answered_by), quiet=True, choice=choice)
+        except GuardError as exc:
+            if not any(r.id == request.id for r in _pending_quiet()):
+                # answered, but what came after failed (a forever rule not written): still the desk's answer
+                self._audit(dict(row, error=str(exc)))
+            raise
         word = "approved" if decision == "allow" else "denied"
-        self._audit({"event": "desk-answer", "request_id": request.id, "session_id": request.session_id,
-                     "agent_type": request.agent_type, "tool": request.tool, "summary": request.summary,
-                     "decision": decision, "scope": scope, "rules": rules, "file": target,
-                     "message": message, "answered_by": dict(answered_by), **answered_by})
+        self._audit(row)
         line = f"{request.id} {word} ({scope})" + (f": {', '.join(rules)}" if rules else "")
         if target:
             line += f" written to [permissions].{decision} in {target}"
@@ -315,6 +322,15 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _pending_quiet() -> list[Request]:
+    from claudeguard.channel import list_pending
+
+    try:
+        return list_pending()
+    except GuardError:
+        return []
 
 
 def _pid_alive(pid: int) -> bool:
