@@ -369,6 +369,7 @@ class _Server(ThreadingHTTPServer):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    timeout = 30  # a client that sends nothing for this long loses its thread (the stream waits elsewhere)
     server_version = "claudeguard-desk"
     sys_version = ""
     server: _Server
