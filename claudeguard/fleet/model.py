@@ -37,6 +37,10 @@ if TYPE_CHECKING:
         kind: str
         choices: list[str] | None
         cli_short_id: str | None
+        background: bool  # a Claude Code background session's (the desk's RequestItem has it too)
+        rule: str | None  # the rule that asked, and its file:line (None: the CLI would have asked)
+        rule_source: str | None
+        prompt: str | None  # the session's prompt, when the service gives it
         created: float
         deadline: float
         call_sha256: str
@@ -128,8 +132,9 @@ def call_sha256(tool: str, tool_input: dict[str, Any]) -> str:
     return sha256(canonical_json({"input": tool_input, "tool": tool}).encode()).hexdigest()
 
 
-def request_view(request: Request, machine: str) -> RequestView:
-    """The view of a channel request that the owner publishes (see ``RequestView``)."""
+def request_view(request: Request, machine: str, prompt: str | None = None) -> RequestView:
+    """The view of a channel request that the owner publishes (see ``RequestView``); its fields
+    are also the desk's ``RequestItem`` ones, but ``local`` and ``forever_file``."""
     import pwd
 
     try:
@@ -142,6 +147,8 @@ def request_view(request: Request, machine: str) -> RequestView:
         "session_id": request.session_id, "agent_type": request.agent_type, "agent_id": request.agent_id,
         "tool": request.tool, "input": request.input, "summary": request.summary, "cwd": request.cwd,
         "kind": request.kind, "choices": request.choices, "cli_short_id": extra.get("cli_short_id"),
+        "background": bool(extra.get("cli_short_id") or extra.get("background")), "rule": extra.get("rule"),
+        "rule_source": extra.get("rule_source"), "prompt": prompt[:200] if isinstance(prompt, str) else None,
         "created": request.created, "deadline": request.deadline,
         "call_sha256": call_sha256(request.tool, request.input),
     }
