@@ -117,6 +117,11 @@ class Fleet:
 
 @pytest.fixture
 def fleet(redis_server: RedisServer, tmp_path: Path) -> Iterator[Fleet]:
+    if redis_server.proc is None or redis_server.proc.poll() is not None:  # a test that killed it failed
+        from claudeguard.testing.redis_server import wait_port_free
+
+        wait_port_free(redis_server.port)
+        redis_server.start()
     f = Fleet(redis_server, tmp_path)
     admin = redis_server.admin()
     try:
