@@ -35,22 +35,53 @@ def free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self, directory: Path, port: int | None = None) -> None:
+    def __init__(self, directory: Path, port: int | None = None, *, tls: bool = False) -> None:
         self.dir = directory
         self.port = port or free_port()
+        self.tls = tls
         self.proc: subprocess.Popen[bytes] | None = None
         self.dir.mkdir(parents=True, exist_ok=True)
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"{'rediss' if self.tls else 'redis'}://127.0.0.1:{self.port}/0"
+
+    @property
+    def ca_file(self) -> str:
+        """With ``tls``: the test CA that signed the server's certificate (made by ``start``)."""
+        return str(self.dir / "ca.crt")
+
+    def _make_certificates(self) -> None:
+        """A CA and a server certificate for 127.0.0.1 and localhost, with the openssl command."""
+        if (self.dir / "server.crt").exists():
+            return
+        openssl = shutil.which("openssl")
+        if openssl is None:
+            raise RuntimeError("openssl is not on PATH (needed for a TLS redis-server)")
+        d = self.dir
+        (d / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        for args in (
+            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+             "-subj", "/CN=claudeguard test CA"],
+            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+             "-subj", "/CN=127.0.0.1"],
+            ["x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+             "-out", "server.crt", "-days", "2", "-extfile", "san.cnf"],
+        ):
+            subprocess.run([openssl, *args], cwd=d, check=True, capture_output=True, timeout=60)
 
     def start(self) -> RedisServer:
         binary = redis_server_path()
         if binary is None:
             raise RuntimeError("redis-server is not on PATH (Debian package redis-server)")
         conf = self.dir / "redis.conf"  # the admin password in a file, not in argv
-        conf.write_text(f"port {self.port}\nbind 127.0.0.1\nsave \"\"\nappendonly no\ndir {self.dir}\n"
+        listen = f"port {self.port}\n"
+        if self.tls:
+            self._make_certificates()
+            listen = (f"port 0\ntls-port {self.port}\ntls-cert-file {self.dir / 'server.crt'}\n"
+                      f"tls-key-file {self.dir / 'server.key'}\ntls-ca-cert-file {self.ca_file}\n"
+                      "tls-auth-clients no\n")
+        conf.write_text(f"{listen}bind 127.0.0.1\nsave \"\"\nappendonly no\ndir {self.dir}\n"
                         f"requirepass {ADMIN_PASSWORD}\ndaemonize no\nlogfile {self.dir / 'redis.log'}\n")
         conf.chmod(0o600)
         self.proc = subprocess.Popen([binary, str(conf)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -83,7 +114,10 @@ class RedisServer:
             fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as f:
                 f.write(ADMIN_PASSWORD + "\n")
-        cfg = fleet_settings({"url": self.url, "password_file": str(secret), "machine": "admin"}, environ={})
+        table = {"url": self.url, "password_file": str(secret), "machine": "admin"}
+        if self.tls:
+            table["ca_file"] = self.ca_file
+        cfg = fleet_settings(table, environ={})
         assert cfg is not None
         return connect(cfg, io_timeout=10)
 
