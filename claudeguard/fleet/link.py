@@ -82,6 +82,7 @@ class FleetLink:
         self._heartbeat_s = heartbeat_s
         self._ttl = max(2, math.ceil(heartbeat_s * HEARTBEAT_LIVES))  # seconds, for EXPIRE
         self._audit_on = audit
+        self._user = _user_name()  # once: a lookup (NSS, LDAP) never runs under the lock the service takes
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -206,7 +207,7 @@ class FleetLink:
 
     def _beat(self, conn: Conn) -> None:
         with self._lock:
-            payload = {"v": VERSION, "machine": self.machine, "uid": os.getuid(), "user": _user_name(),
+            payload = {"v": VERSION, "machine": self.machine, "uid": os.getuid(), "user": self._user,
                        "pid": os.getpid(), "time": time.time(), "interval_s": self._heartbeat_s,
                        "pending": len(self._requests), "sessions": list(self._sessions)}
         ttl = self._ttl
