@@ -17,7 +17,7 @@ from claudeguard.errors import GuardError, NotFoundError, UsageError
 from claudeguard.fleet.conn import FAILURES, connect, describe_failure
 from claudeguard.fleet.keys import Keys, is_machine
 from claudeguard.fleet.link import forever_refusal
-from claudeguard.fleet.model import VERSION, describe_done
+from claudeguard.fleet.model import VERSION, describe_done, user_name
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -264,12 +264,7 @@ class FleetClient:
 
 
 def _sender(machine: str) -> Sender:
-    import pwd
     import sys
 
-    try:
-        user = pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        user = str(os.getuid())
-    return {"machine": machine, "uid": os.getuid(), "user": user, "pid": os.getpid(),
+    return {"machine": machine, "uid": os.getuid(), "user": user_name(), "pid": os.getpid(),
             "command": os.path.basename(sys.argv[0] or "python")[:64]}

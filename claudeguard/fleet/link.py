@@ -32,7 +32,7 @@ import time
 from claudeguard.errors import GuardError
 from claudeguard.fleet.conn import FAILURES, connect, describe_failure
 from claudeguard.fleet.keys import Keys, is_user
-from claudeguard.fleet.model import VERSION, by_text, clock, describe_done, ref_of, who
+from claudeguard.fleet.model import VERSION, by_text, clock, describe_done, ref_of, user_name, who
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class FleetLink:
         self._heartbeat_s = heartbeat_s
         self._ttl = max(2, math.ceil(heartbeat_s * HEARTBEAT_LIVES))  # seconds, for EXPIRE
         self._audit_on = audit
-        self._user = _user_name()  # once: a lookup (NSS, LDAP) never runs under the lock the service takes
+        self._user = user_name()  # once: a lookup (NSS, LDAP) never runs under the lock the service takes
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -528,15 +528,6 @@ def _id_order(entry_id: str) -> tuple[int, int]:
 
 def _text(value: object, limit: int) -> str | None:
     return value[:limit] if isinstance(value, str) else None
-
-
-def _user_name() -> str:
-    import pwd
-
-    try:
-        return pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        return str(os.getuid())
 
 
 def channel_apply(request_id: str, fields: AnswerFields, answered_by: AnsweredBy) -> Outcome:

@@ -135,12 +135,7 @@ def call_sha256(tool: str, tool_input: dict[str, Any]) -> str:
 def request_view(request: Request, machine: str, prompt: str | None = None) -> RequestView:
     """The view of a channel request that the owner publishes (see ``RequestView``); its fields
     are also the desk's ``RequestItem`` ones, but ``local`` and ``forever_file``."""
-    import pwd
-
-    try:
-        user = pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        user = str(os.getuid())
+    user = user_name()
     extra = request.extra or {}
     view: RequestView = {
         "v": VERSION, "id": request.id, "machine": machine, "user": user, "uid": os.getuid(),
@@ -158,6 +153,22 @@ def request_view(request: Request, machine: str, prompt: str | None = None) -> R
         view["input_truncated"] = True
         view["input_preview"] = encoded[:PREVIEW]
     return view
+
+
+_user_names: dict[int, str] = {}
+
+
+def user_name() -> str:
+    """This process's login name (its uid when it has none), looked up once."""
+    uid = os.getuid()
+    if uid not in _user_names:
+        import pwd
+
+        try:
+            _user_names[uid] = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            _user_names[uid] = str(uid)
+    return _user_names[uid]
 
 
 def done_from_answer(answer: Any, at: float | None = None) -> Done:
