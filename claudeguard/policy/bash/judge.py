@@ -203,9 +203,14 @@ def decide_bash(tool_input: dict[str, Any], deny: Sequence[Sourced], ask: Sequen
         return Decision("none", "claudeguard: the command is empty; no rule applies.", parts=parts)
 
     missing = [inv for inv, ok in zip(split.invocations, allowed, strict=True) if not ok]
-    claude_would_allow = _cli_allows(rules, [inv.surface for inv in missing] + ([raw] if writes.unpermitted else []))
+    # Claude Code's own rules see the outer command only: where a rule matches it, or the part no
+    # rule allows is run by another command, leaving it to the CLI could let it run: ask.
+    # A write of a compound command (``{ ...; } > f``): the CLI may judge only what runs inside.
+    claude_would_allow = bool(rules.allow) and (any(inv.nested for inv in missing) or any(
+        not surface for _, _, surface in writes.unpermitted)) or _cli_allows(
+        rules, [inv.surface for inv in missing] + [surface for _, _, surface in writes.unpermitted if surface])
     if writes.unpermitted and (claude_would_allow or not missing):
-        target, owner = writes.unpermitted[0]
+        target, owner, _ = writes.unpermitted[0]
         reason = (f"claudeguard: `{_one_line(owner, 60)}` writes {_one_line(target, 60)}, which no Edit or Write rule "
                   f"allows{' in this mode' if mode else ''}")
         if claude_would_allow:
@@ -271,7 +276,9 @@ class _Files:
     def __init__(self) -> None:
         self.deny: tuple[str, str, str] | None = None  # (what, rule, source)
         self.ask: tuple[str, str, str] | None = None
-        self.unpermitted: list[tuple[str, str]] = []  # (target as written, the command that writes it)
+        # (target as written, the command that writes it, its outermost command; "" for a write
+        # of a compound command or of nothing: ``{ ...; } > f``)
+        self.unpermitted: list[tuple[str, str, str]] = []
         self.unknown_protected = False
 
 
@@ -297,7 +304,7 @@ def _judge_files(split: Any, rules: _Rules, cwd: str, home: str, mode: str | Non
                            (rules.write_deny + rules.write_ask)[0].rule.text,
                            (rules.write_deny + rules.write_ask)[0].source)
             if write and target.kind != "operand" and not _write_permitted(None, rules, mode, project):
-                out.unpermitted.append((target.via, owner or target.via))
+                out.unpermitted.append((target.via, owner or target.via, inv.surface if inv is not None else ""))
             continue
         real = _real(path)
         for p in guarded:
@@ -315,7 +322,7 @@ def _judge_files(split: Any, rules: _Rules, cwd: str, home: str, mode: str | Non
             out.ask = (f"writes {shown}", hit.rule.text, hit.source)
         if target.kind != "operand" and not _write_permitted(path, rules, mode, project, cwd, home) and not (
                 inv is not None and _named_by_allow_rule(target, inv, rules)):
-            out.unpermitted.append((shown, owner or target.via))
+            out.unpermitted.append((shown, owner or target.via, inv.surface if inv is not None else ""))
     return out
 
 

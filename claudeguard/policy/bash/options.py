@@ -15,13 +15,14 @@ class Grammar:
     """One program's options. ``optional``: short options whose value is optional and attached
     only (``xargs -i``, ``-l5``); ``long_optional``: long options with an optional ``=value``."""
 
-    __slots__ = ("flags", "values", "optional", "long_flags", "long_values", "long_optional", "numeric")
+    __slots__ = ("flags", "values", "optional", "digits", "long_flags", "long_values", "long_optional", "numeric")
 
-    def __init__(self, flags: str = "", values: str = "", *, optional: str = "", long_flags: str = "",
-                 long_values: str = "", long_optional: str = "", numeric: bool = False) -> None:
+    def __init__(self, flags: str = "", values: str = "", *, optional: str = "", digits: str = "",
+                 long_flags: str = "", long_values: str = "", long_optional: str = "", numeric: bool = False) -> None:
         self.flags = flags
         self.values = values
         self.optional = optional
+        self.digits = digits  # optional attached values that are digits only (perl -l0, -le is -l -e)
         self.long_flags = frozenset(long_flags.split())
         self.long_values = frozenset(long_values.split())
         self.long_optional = frozenset(long_optional.split())
@@ -96,6 +97,13 @@ def parse(args: list[str], grammar: Grammar, start: int = 0) -> Parsed | str:
             if c in grammar.optional:
                 options.append(("-" + c, arg[j + 1:] or None))
                 break
+            if c in grammar.digits:
+                k = j + 1
+                while k < len(arg) and arg[k].isdigit():
+                    k += 1
+                options.append(("-" + c, arg[j + 1:k] or None))
+                j = k
+                continue
             if c not in grammar.flags:
                 return f"option -{c} is not known"
             options.append(("-" + c, None))

@@ -132,7 +132,8 @@ def fallback_chunks(command: str) -> list[str]:
         words = re.sub(r"[\"'\\]", "", chunk).split()
         # Drop leading assignments and wrapper words with their option-looking arguments.
         while words and (ASSIGN_RE.match(words[0]) or basename(words[0]) in WRAPPERS
-                         or basename(words[0]) in PRIVILEGED or words[0].startswith("-")
+                         or basename(words[0]) in PRIVILEGED or words[0] in ("eval", "exec", "!")
+                         or words[0].startswith("-")
                          or re.fullmatch(r"[0-9.]+[smhd]?", words[0])):
             out.append(" ".join(words))
             words = words[1:]

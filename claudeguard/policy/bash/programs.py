@@ -95,8 +95,8 @@ NODE_VALUES = frozenset({"eval", "print", "require", "import", "loader", "experi
                          "conditions", "env-file", "title", "inspect-port", "stack-size", "max-old-space-size",
                          "test-reporter", "test-name-pattern", "watch-path", "redirect-warnings", "icu-data-dir"})
 NODE_SHORT = Grammar("ivhc", "eprC")
-PERL = Grammar("acfhnpsStTuUvVwWX", "eEI", optional="0CdDFilmMx")
-RUBY = Grammar("acdhlnpsSvwyU", "eIrCEF", optional="0iKTWx")
+PERL = Grammar("acfhnpsStTuUvVwWX", "eEI", optional="dDFimMx", digits="0lC")
+RUBY = Grammar("acdhlnpsSvwyU", "eIrCEF", optional="iKTWx", digits="0")
 # name -> the options whose value is code; any other interpreter's own options are not parsed, so
 # these are looked for in every argument (a false "asks" is the cost, never a miss).
 INLINE_ANYWHERE: dict[str, tuple[str, ...]] = {
@@ -198,6 +198,7 @@ READERS = frozenset({
     "md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum", "jq", "yq", "source", ".", "bat", "view", "tr",
     "column", "fold", "fmt", "expand", "unexpand", "iconv", "zcat", "gunzip", "bzcat", "xzcat", "tee",
 })
+PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "jq", "yq"})
 SAFE_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
 
 # -- variables ---------------------------------------------------------------------------------

@@ -48,6 +48,8 @@ _WORD_TYPES = frozenset({
     "brace_expression", "special_variable_name", "variable_name", "extglob_pattern", "regex",
 })
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_COMPOUND = frozenset({"if_statement", "while_statement", "for_statement", "c_style_for_statement", "case_statement",
+                       "compound_statement", "subshell", "function_definition"})
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _GLOB = frozenset("*?[")
 _STD_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/", "/usr/local/sbin/",
@@ -110,7 +112,7 @@ class Invocation:
     """
 
     __slots__ = ("words", "text", "plain", "allow_texts", "deny_texts", "writes", "reads", "unknown", "changes",
-                 "surface", "runs_path", "implicit")
+                 "surface", "runs_path", "implicit", "nested")
 
     def __init__(self, words: list[str], text: str, plain: str, allow_texts: tuple[str, ...],
                  deny_texts: tuple[str, ...], writes: list[Target], reads: list[Target], unknown: str | None,
@@ -129,6 +131,9 @@ class Invocation:
         # a shell whose program was read (``sh -c 'ls'``): what it runs are invocations of their
         # own, so it needs no allow rule itself (deny and ask rules still meet it)
         self.implicit = False
+        # run by another command (a wrapper, find -exec, a -c string, a substitution, a
+        # here-document a shell reads): Claude Code's own rules see only the outer command
+        self.nested = False
 
     @property
     def argv(self) -> list[str]:
@@ -218,7 +223,12 @@ def split_command(command: object) -> Split:
     elif len(command.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         out.unknown(f"is too long to read ({len(command)} characters)")
     else:
-        _Walker(command, 0, out, "").program(_Ctx())
+        try:
+            _Walker(command, 0, out, "").program(_Ctx())
+        except RecursionError:
+            out.unknown("is nested too deeply to read")
+        except (ImportError, OSError) as exc:  # no parser: nothing can be read
+            out.unknown(f"cannot be read: the Bash parser cannot load ({exc})")
     split = Split(out.invocations, out.unknowns, out.surfaces, [t for i in out.invocations for t in i.writes]
                   + out.loose_writes, [t for i in out.invocations for t in i.reads] + out.loose_reads)
     if len(_CACHE) > 256:
@@ -257,16 +267,18 @@ class _Ctx:
     """Where the walk is: the directory relative paths are taken from (``cd`` moves it), what
     stdin holds for the command, and the outermost command being read (its surface)."""
 
-    __slots__ = ("cwd", "surface", "insert_at", "redirs")
+    __slots__ = ("cwd", "surface", "insert_at", "redirs", "nested")
 
-    def __init__(self, cwd: str = "", surface: str | None = None) -> None:
+    def __init__(self, cwd: str = "", surface: str | None = None, nested: bool = False) -> None:
         self.cwd = cwd
         self.surface = surface
+        self.nested = nested  # inside another command: a substitution, a -c string, a here-document
         self.insert_at: int | None = None  # where the command being read goes: before what its words ran
         self.redirs: list[tuple[str, str]] = []  # the command's redirections (as written, quotes removed)
 
-    def copy(self) -> _Ctx:
-        return _Ctx(self.cwd, self.surface)  # without the redirections: they belong to one command
+    def copy(self, nested: bool = False) -> _Ctx:
+        # without the redirections: they belong to one command
+        return _Ctx(self.cwd, self.surface, self.nested or nested)
 
 
 class _Word:
@@ -362,6 +374,14 @@ class _Walker:
         kind = node.type
         if not node.is_named or kind == "comment":
             return None
+        if kind in _COMPOUND and not ctx.nested:
+            # What runs inside a loop, a condition, a group or a function body is run by it
+            # (Claude Code's rules see the compound command); ``cd`` inside still moves ctx.
+            ctx.nested = True
+            try:
+                return self.statement(node, ctx, level)
+            finally:
+                ctx.nested = False
         if kind in ("program", "list", "do_group", "else_clause", "elif_clause", "if_statement",
                     "while_statement"):
             self.statements(node, ctx, level)
@@ -460,20 +480,33 @@ class _Walker:
         out: Stream = None
         if body is None:
             self._loose_redirects(redirects, ctx, level)
-        elif body.type == "pipeline" or tail_pipeline:
+        else:
+            out = self._attach(body, redirects, tail_pipeline, ctx, level)
+        for part in after:
+            self.statement(part, ctx, level + 1)
+        return out
+
+    def _attach(self, body: Node, redirects: list[Node], tail: list[Node], ctx: _Ctx, level: int) -> Stream:
+        """Redirections belong to the last command: tree-sitter-bash hangs them on a whole list or
+        pipeline (``a && b > f`` redirects b alone, as bash does)."""
+        if level > MAX_TREE_DEPTH:
+            self.out.unknown("is nested too deeply to read")
+            return None
+        if body.type == "list":
+            named = [c for c in body.children if c.is_named and c.type != "comment"]
+            for child in named[:-1]:
+                self.statement(child, ctx, level + 1)
+            return self._attach(named[-1], redirects, tail, ctx, level + 1) if named else None
+        if body.type == "pipeline" or tail:
             elements: list[tuple[Node, list[Node]]]
             if body.type == "pipeline":
                 elements = [(c, []) for c in body.children if c.is_named and c.type != "comment"]
                 elements[-1] = (elements[-1][0], redirects)
             else:
                 elements = [(body, redirects)]
-            elements += [(c, []) for c in tail_pipeline]
-            out = self.pipeline(elements, ctx, level)
-        else:
-            out = self.element(body, redirects, ctx, None, level)
-        for part in after:
-            self.statement(part, ctx, level + 1)
-        return out
+            elements += [(c, []) for c in tail]
+            return self.pipeline(elements, ctx, level)
+        return self.element(body, redirects, ctx, None, level)
 
     def pipeline(self, elements: list[tuple[Node, list[Node]]], ctx: _Ctx, level: int) -> Stream:
         stream: Stream = None
@@ -492,7 +525,9 @@ class _Walker:
         if node.type == "command":
             return self.command(node, redirects, ctx, stdin, level)
         if node.type == "redirected_statement":
-            return self.redirected(node, ctx, level)
+            out = self.redirected(node, ctx, level)
+            self._loose_redirects(redirects, ctx, level)
+            return out
         self.statement(node, ctx, level)
         self._loose_redirects(redirects, ctx, level)
         return None
@@ -587,7 +622,7 @@ class _Walker:
         # Everything else expands at run time.
         flags[0] = False
         if kind in ("command_substitution", "process_substitution"):
-            self.statements(node, ctx.copy(), level)
+            self.statements(node, ctx.copy(nested=True), level)
             return
         if kind == "arithmetic_expansion":
             if text.startswith("$["):
@@ -627,7 +662,7 @@ class _Walker:
         """The substitutions anywhere below ``node`` (they run)."""
         for child in node.children:
             if child.type in ("command_substitution", "process_substitution"):
-                self.statements(child, ctx.copy(), level + 1)
+                self.statements(child, ctx.copy(nested=True), level + 1)
             elif child.type == "expansion":
                 self._expansion(child, ctx, level + 1, self.text(child))
             elif child.child_count:
@@ -1025,6 +1060,7 @@ class _Walker:
         runs_path = words[0] if words and "/" in words[0] and argv[0].literal else None
         inv = Invocation(words, normalize_space(text), normalize_space(plain), allow_texts, deny_texts, writes, reads,
                          unknown, changes, ctx.surface or normalize_space(text), runs_path)
+        inv.nested = ctx.nested or bool(outer)
         at = ctx.insert_at
         found = self.out.invocations
         if at is None or at >= len(found):
@@ -1649,6 +1685,9 @@ class _Walker:
             inv.writes.append(target(operands[1], "option", "uniq"))
             inv.reads.append(target(operands[0], "operand", "uniq"))
         elif prog in programs.READERS:
+            if prog in programs.PATTERN_FIRST and operands and not any(
+                    v in ("-e", "-f", "--regexp", "--file") or v.startswith(("--regexp=", "--file=")) for v in values):
+                operands = operands[1:]  # the pattern, the program, the filter
             inv.reads += [target(w, "operand", prog) for w in operands]
         outputs = programs.OUTPUT_OPTIONS.get(prog)
         if outputs:
@@ -1691,7 +1730,7 @@ class _Walker:
         if "\0" in text:
             self.out.unknown(f"has code for {via} with a NUL byte")
             return
-        _Walker(text, self.depth + 1, self.out, via).program(ctx.copy())
+        _Walker(text, self.depth + 1, self.out, via).program(ctx.copy(nested=True))
 
 
 _HANDLERS = {
@@ -1814,14 +1853,13 @@ def _string_follows(node: Node) -> bool:
 
 
 def _first_error(node: Node) -> Node | None:
-    if node.is_error or node.is_missing:
-        return node
-    for child in node.children:
-        if child.has_error or child.is_missing:
-            found = _first_error(child)
-            if found is not None:
-                return found
-    return None
+    while True:
+        if node.is_error or node.is_missing:
+            return node
+        below = next((c for c in node.children if c.has_error or c.is_missing), None)
+        if below is None:
+            return None
+        node = below
 
 
 def _descendants(node: Node, kind: str) -> list[Node]:
