@@ -233,7 +233,10 @@ def grant_rules_for_call(tool: str, tool_input: dict[str, Any], *, cwd: str) -> 
         from claudeguard.policy.bash import escape_pattern, split_command
 
         split = split_command(tool_input.get("command"))
-        if not split.ok or not split.parts:
+        # Code an interpreter runs inline (python3 -c) is granted by the exact rule, which names
+        # the invocation itself; what cannot be read at all (a syntax error, a computed command
+        # name) is never granted beyond once.
+        if not split.parts or any(index is None for _, index in split.unknowns):
             return []
         return list(dict.fromkeys(f"Bash({escape_pattern(p.text)})" for p in split.parts))
     if tool in ("Read", "NotebookRead") or tool in EDIT_TOOLS:

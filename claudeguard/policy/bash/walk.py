@@ -891,7 +891,7 @@ class _Walker:
             text = normalize_space(" ".join(
                 [self.text(node)] if kind.startswith("variable_assignment") else []))
             if text or writes or reads:
-                self._add([_lit(text)] if text else [], writes, reads, ctx, None, [], literal_words=False)
+                self._add([_lit(text)] if text else [], writes, reads, ctx, [])
             return None
         return self.run(words, 0, ctx, stdin, writes, reads, [], level)
 
@@ -961,9 +961,8 @@ class _Walker:
         head = words[start]
         argv = words[start:]
         if not head.literal or head.glob:
-            index = self._add(argv, writes, reads, ctx, None, outer)
-            self.out.unknown(f"runs a command whose name is computed at run time: {_short(head.src)}", None)
-            del index
+            self._add(argv, writes, reads, ctx, outer)
+            self.out.unknown(f"runs a command whose name is computed at run time: {_short(head.src)}")
             return None
         if head.brace:
             self.out.unknown(f"runs a command whose name is made by brace expansion: {_short(head.src)}")
@@ -978,15 +977,15 @@ class _Walker:
             return handler(self, argv, ctx, stdin, writes, reads, outer, level)
         if is_shell(prog):
             return self._shell(prog, argv, ctx, stdin, writes, reads, outer, level)
-        index = self._add(argv, writes, reads, ctx, None, outer)
+        index = self._add(argv, writes, reads, ctx, outer)
         self._interpreter(prog, argv, ctx, stdin, index)
         self._file_operands(prog, argv, ctx, index)
         if "/" in head.value:
             return self._output(values, stdin)
         if prog == "cd":
             self._cd(args, ctx)
-        elif prog in ("eval",):
-            self.out.unknown("runs code the guard cannot read: eval", index)
+        elif prog == "eval":
+            self._note(index, "runs code the guard cannot read: eval", coverable=False)
             if all(w.literal for w in argv[1:]):
                 self.code(" ".join(args), ctx, "eval")
         elif prog in ("source", "."):
@@ -1020,8 +1019,7 @@ class _Walker:
         return self._output(values, stdin)
 
     def _add(self, argv: list[_Word], writes: list[Target], reads: list[Target], ctx: _Ctx,
-             unknown: str | None, outer: list[list[_Word]], *, literal_words: bool = True,
-             open_args: bool = False, readings: tuple[list[str], ...] = ()) -> int:
+             outer: list[list[_Word]], *, readings: tuple[list[str], ...] = ()) -> int:
         """Record one invocation; its index."""
         words = [w.value for w in argv]
         text = " ".join([w.src for w in argv] + [r[0] for r in ctx.redirs])
@@ -1038,8 +1036,6 @@ class _Walker:
             allow.append(normalize_space(text))
             if safe:
                 allow.append(normalize_space(plain))
-        if open_args:
-            allow = [a + " \0" for a in allow]
         deny = list(allow)
         deny += [normalize_space(bare_plain), normalize_space(text), normalize_space(plain)]
         if words and "/" in words[0]:
@@ -1059,7 +1055,7 @@ class _Walker:
         changes = bool(writes) or argv_writes(words)
         runs_path = words[0] if words and "/" in words[0] and argv[0].literal else None
         inv = Invocation(words, normalize_space(text), normalize_space(plain), allow_texts, deny_texts, writes, reads,
-                         unknown, changes, ctx.surface or normalize_space(text), runs_path)
+                         None, changes, ctx.surface or normalize_space(text), runs_path)
         inv.nested = ctx.nested or bool(outer)
         at = ctx.insert_at
         found = self.out.invocations
@@ -1112,7 +1108,7 @@ class _Walker:
         spec, positionals = programs.PRIVILEGED[name] if privileged else programs.WRAPPERS[name]
         index = None
         if privileged:
-            index = self._add(argv, writes, reads, ctx, None, outer)
+            index = self._add(argv, writes, reads, ctx, outer)
         # the options must be literal: a word computed at run time could be any option
         limit = next((i for i, w in enumerate(argv[1:], 1) if not w.literal), len(argv))
         parsed = options.parse(values[:limit], spec, 1)
@@ -1123,7 +1119,7 @@ class _Walker:
             return None
         if any(parsed.has(o) for o in programs.NO_COMMAND_OPTIONS.get(name, ())):
             if index is None:
-                self._add(argv, writes, reads, ctx, None, outer)
+                self._add(argv, writes, reads, ctx, outer)
             return None
         at = parsed.index
         if at < len(argv) and at >= limit:
@@ -1154,9 +1150,10 @@ class _Walker:
             arg_file = parsed.value("-a", "--arg-file")
             if arg_file is not None:
                 inner_reads.append(Target(arg_file, ctx.cwd, "operand", f"xargs -a {arg_file}"))
-        elif name == "sudo" and parsed.has("-e", "--edit"):
-            for w in argv[at:]:
-                inner_writes.append(Target(w.value if w.literal else None, ctx.cwd, "operand", f"sudo -e {w.src}"))
+        elif name == "sudo" and parsed.has("-e", "--edit") and index is not None:
+            inv = self.out.invocations[index]  # sudoedit: its operands are the files it edits
+            inv.writes += [Target(w.value if w.literal else None, ctx.cwd, "operand", "sudo -e") for w in argv[at:]]
+            inv.changes = True
             return None
         at += positionals
         if at > len(argv):
@@ -1165,12 +1162,12 @@ class _Walker:
         if at == len(argv):
             if name == "exec" or name not in ("env", "nice", "time", "command", "builtin"):
                 if index is None:
-                    self._add(argv, writes + inner_writes, reads + inner_reads, ctx, None, outer)
+                    self._add(argv, writes + inner_writes, reads + inner_reads, ctx, outer)
                 elif inner_writes:
                     self.out.invocations[index].writes.extend(inner_writes)
                 return None
             if index is None:
-                self._add(argv, writes + inner_writes, reads + inner_reads, ctx, None, outer)
+                self._add(argv, writes + inner_writes, reads + inner_reads, ctx, outer)
             return ("data", name)
         wrapper = argv[:at]
         if name == "xargs":
@@ -1181,7 +1178,7 @@ class _Walker:
     def _unknown_at(self, index: int | None, reason: str, argv: list[_Word], writes: list[Target],
                     reads: list[Target], ctx: _Ctx, outer: list[list[_Word]]) -> None:
         if index is None:
-            index = self._add(argv, writes, reads, ctx, None, outer)
+            index = self._add(argv, writes, reads, ctx, outer)
         self._note(index, reason, coverable=False)
 
     def _xargs(self, parsed: options.Parsed, argv: list[_Word], at: int, ctx: _Ctx, writes: list[Target],
@@ -1223,7 +1220,7 @@ class _Walker:
         while i < len(values) and not values[i].startswith(("-", "(", "!", ")", ",")):
             starts.append(argv[i])
             i += 1
-        index = self._add(argv, writes, reads, ctx, None, outer)
+        index = self._add(argv, writes, reads, ctx, outer)
         inv = self.out.invocations[index]
         for w in starts or [_lit(".")]:
             inv.reads.append(Target(w.value if w.literal else None, ctx.cwd, "operand", f"find {w.src}"))
@@ -1322,14 +1319,14 @@ class _Walker:
                 if a == "-o" and sub in ("format-patch", "archive") and j + 1 < len(rest):
                     inner_writes.append(Target(rest[j + 1], git_dir.cwd, "option", f"git {sub} -o"))
         readings = (normal,) if i > 1 else ()
-        index = self._add(argv, writes + inner_writes, reads, ctx, None, outer, readings=readings)
+        index = self._add(argv, writes + inner_writes, reads, ctx, outer, readings=readings)
         for problem in problems:
             self._note(index, f"runs code the guard cannot read: {problem}", coverable=False)
         return ("data", "git")
 
     def _shell(self, name: str, argv: list[_Word], ctx: _Ctx, stdin: Stream, writes: list[Target],
                reads: list[Target], outer: list[list[_Word]], level: int) -> Stream:
-        index = self._add(argv, writes, reads, ctx, None, outer)
+        index = self._add(argv, writes, reads, ctx, outer)
         values = [w.value if w.literal else "\0" for w in argv]
         found = _shell_script_index(name, values)
         if isinstance(found, str):
@@ -1376,11 +1373,11 @@ class _Walker:
                                  argv, writes, reads, ctx, outer)
                 return None
         if script is not None:
-            self._add(argv, writes, reads, ctx, None, outer)
+            self._add(argv, writes, reads, ctx, outer)
             self.code(script, ctx, "flock -c")
             return None
         if at + 1 >= len(values):  # flock FD, or flock FILE alone
-            self._add(argv, writes, reads, ctx, None, outer)
+            self._add(argv, writes, reads, ctx, outer)
             return None
         return self.run(argv, at + 1, ctx, stdin, writes, reads, outer + [argv[:at + 1]], level)
 
@@ -1396,7 +1393,7 @@ class _Walker:
             self._unknown_at(None, f"runs a command through script, whose {parsed}", argv, writes, reads, ctx, outer)
             return None
         at = parsed.index
-        index = self._add(argv[:at + 1] if at < len(argv) else argv, writes, reads, ctx, None, outer)
+        index = self._add(argv[:at + 1] if at < len(argv) else argv, writes, reads, ctx, outer)
         if at < len(values):
             w = argv[at]
             self.out.invocations[index].writes.append(Target(w.value if w.literal else None, ctx.cwd, "option",
@@ -1424,7 +1421,7 @@ class _Walker:
         if parsed.has("-x", "--exec"):
             return self.run(argv, parsed.index, ctx, stdin, writes, reads, outer + [argv[:parsed.index]], level)
         rest = argv[parsed.index:]
-        self._add(argv, writes, reads, ctx, None, outer)
+        self._add(argv, writes, reads, ctx, outer)
         if not all(w.literal for w in rest):
             self.out.unknown("runs code the guard cannot read: watch with a command computed at run time")
             return None
@@ -1434,7 +1431,7 @@ class _Walker:
     def _busybox(self, argv: list[_Word], ctx: _Ctx, stdin: Stream, writes: list[Target], reads: list[Target],
                  outer: list[list[_Word]], level: int) -> Stream:
         if len(argv) < 2 or argv[1].value.startswith("-"):
-            self._add(argv, writes, reads, ctx, None, outer)
+            self._add(argv, writes, reads, ctx, outer)
             return None
         return self.run(argv, 1, ctx, stdin, writes, reads, outer + [argv[:1]], level)
 
@@ -1461,7 +1458,7 @@ class _Walker:
                              else "runs the commands parallel reads from its input", argv, writes, reads, ctx, outer)
             return None
         command = argv[parsed.index:end]
-        self._add(argv, writes, reads, ctx, None, outer)
+        self._add(argv, writes, reads, ctx, outer)
         if not all(w.literal for w in command):
             self.out.unknown("runs code the guard cannot read: parallel with a command computed at run time")
             return None
@@ -1470,7 +1467,7 @@ class _Walker:
 
     def _su(self, argv: list[_Word], ctx: _Ctx, stdin: Stream, writes: list[Target], reads: list[Target],
             outer: list[list[_Word]], level: int) -> Stream:
-        index = self._add(argv, writes, reads, ctx, None, outer)
+        index = self._add(argv, writes, reads, ctx, outer)
         values = [w.value for w in argv]
         for i, v in enumerate(values[1:], 1):
             if v in ("-c", "--command", "-C", "--session-command") or v.startswith("--command="):
