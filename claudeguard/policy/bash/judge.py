@@ -29,7 +29,7 @@ from claudeguard.decision import Decision, PartDecision
 from claudeguard.policy.bash import resolve
 from claudeguard.policy.bash.patterns import fallback_chunks, part_allowed_by, part_denied_by, pattern_matches
 from claudeguard.policy.bash.programs import COPIERS
-from claudeguard.policy.bash.walk import Invocation, Target, normalize_space, split_command
+from claudeguard.policy.bash.walk import Invocation, Target, basename, normalize_space, split_command
 from claudeguard.policy.pathrules import path_rule_matches
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -181,6 +181,7 @@ def decide_bash(tool_input: dict[str, Any], deny: Sequence[Sourced], ask: Sequen
 
     unread = [reason for reason, index in split.unknowns
               if not (index is not None and _allowed_explicitly(split.invocations[index], rules))]
+    unread += _disguised(split, cwd, home)
     if unread and not rules.blanket:
         reason = f"claudeguard: `{shown}` {unread[0]}; a human decides."
         if rules.any or writes.unknown_protected:
@@ -244,6 +245,20 @@ def _names(sr: Sourced, copied: set[str]) -> bool:
 
 def _needs_table(split: Any) -> bool:
     return any(inv.runs_path or inv.name in COPIERS or inv.name in ("dd", "cat") for inv in split.invocations)
+
+
+def _disguised(split: Any, cwd: str, home: str) -> list[str]:
+    """A program run by a path under another name that is, links followed, one the guard reads
+    into (``ln -s /usr/bin/env e; ./e rm x``): what it runs was not read."""
+    found = []
+    for inv in split.invocations:
+        if not inv.runs_path or resolve.looked_into(basename(inv.runs_path)):
+            continue
+        path = Target(inv.runs_path, "", "operand", "").absolute(cwd, home)
+        name = resolve.binary_at(path, resolve.binaries(resolve.LOOKED_INTO)) if path else None
+        if name is not None:
+            found.append(f"runs {name} by the path {inv.runs_path}, so what it runs was not read")
+    return found
 
 
 def _binary_readings(inv: Invocation, cwd: str, home: str, table: dict[tuple[int, int], str]) -> tuple[list[str],

@@ -65,6 +65,69 @@ NO_COMMAND_OPTIONS = {
                                                                        "--validate", "-V", "--version", "-h"),
 }
 
+# Programs that run commands the guard does not read (in a terminal multiplexer, later, in
+# another namespace): asked whenever the guard must read what runs.
+RUNS_UNREAD = frozenset({"tmux", "screen", "dtach", "abduco", "at", "batch", "systemd-run", "nsenter", "unshare",
+                         "firejail", "bwrap", "proot", "fakeroot", "sg", "newgrp", "machinectl", "xterm",
+                         "gnome-terminal", "konsole", "open", "xdg-open"})
+
+# Package runners: where the command they run starts. name -> (subcommands that run a command;
+# None: the program itself runs one), options taking a value.
+_RUNNERS: dict[str, tuple[frozenset[str] | None, frozenset[str]]] = {
+    "npx": (None, frozenset({"-p", "--package", "--prefix", "--cache", "--userconfig"})),
+    "pnpx": (None, frozenset({"-p", "--package"})),
+    "bunx": (None, frozenset({"-p", "--package"})),
+    "uvx": (None, frozenset({"--from", "--with", "-w", "--python", "-p", "--index", "--index-url"})),
+    "npm": (frozenset({"exec", "x"}), frozenset({"-p", "--package", "--prefix", "-w", "--workspace"})),
+    "pnpm": (frozenset({"exec", "dlx"}), frozenset({"-C", "--dir", "--filter", "-F"})),
+    "yarn": (frozenset({"exec", "dlx"}), frozenset({"-p", "--package"})),
+    "bun": (frozenset({"x"}), frozenset()),
+    "uv": (frozenset({"run"}), frozenset({"--with", "-w", "--python", "-p", "--project", "--directory", "--package",
+                                          "--extra", "--group", "--env-file", "--index", "--index-url", "--from"})),
+    "poetry": (frozenset({"run"}), frozenset({"-C", "--directory", "-P", "--project"})),
+    "pdm": (frozenset({"run"}), frozenset({"-p", "--project"})),
+    "hatch": (frozenset({"run"}), frozenset()),
+    "pipx": (frozenset({"run"}), frozenset({"--spec", "--python", "--index-url"})),
+    "bundle": (frozenset({"exec"}), frozenset({"--gemfile"})),
+    "conda": (frozenset({"run"}), frozenset({"-n", "--name", "-p", "--prefix", "--cwd"})),
+    "mamba": (frozenset({"run"}), frozenset({"-n", "--name", "-p", "--prefix", "--cwd"})),
+}
+
+
+def runner_start(values: list[str]) -> int | str | None:
+    """For a package runner: the index where the command it runs starts; "-c CMD" for a shell
+    string it runs; a reason when an option hides where the command starts; None when ``values``
+    is not a runner running a command (``npm test`` runs a package script)."""
+    name = values[0].rsplit("/", 1)[-1] if values else ""
+    spec = _RUNNERS.get(name)
+    if spec is None:
+        return None
+    subcommands, valued = spec
+    i = 1
+    if subcommands is not None:
+        while i < len(values) and values[i].startswith("-"):
+            i += 2 if values[i] in valued else 1
+        if i >= len(values) or values[i] not in subcommands:
+            return None
+        i += 1
+    while i < len(values):
+        v = values[i]
+        if v == "--":
+            return i + 1
+        if v in ("-c", "--call") and i + 1 < len(values):
+            return "-c " + values[i + 1]
+        if not v.startswith("-"):
+            return i
+        if v.split("=", 1)[0] in valued:
+            i += 1 if "=" in v else 2
+            continue
+        if v.startswith("--") or len(v) == 2:
+            i += 1  # a flag, as far as the guard can tell: a value it took would be read as the command
+            continue
+        return f"option {v} is not known"
+    return i
+
+
 # -- shells ------------------------------------------------------------------------------------
 
 # The option grammar of each POSIX-style shell: short options taking a value, long options taking

@@ -246,6 +246,11 @@ def command_writes(command: str) -> bool:
 # -- the walk ----------------------------------------------------------------------------------
 
 
+# What a pipeline element gives the next one on stdin: None (nothing the guard knows of),
+# ("text", literal text) or ("data", where it comes from).
+Stream = tuple[str, str] | None
+
+
 class _Out:
     """What a walk found, shared by the walks of nested code (sh -c, heredocs)."""
 
@@ -267,18 +272,20 @@ class _Ctx:
     """Where the walk is: the directory relative paths are taken from (``cd`` moves it), what
     stdin holds for the command, and the outermost command being read (its surface)."""
 
-    __slots__ = ("cwd", "surface", "insert_at", "redirs", "nested")
+    __slots__ = ("cwd", "surface", "insert_at", "redirs", "nested", "stdin")
 
-    def __init__(self, cwd: str = "", surface: str | None = None, nested: bool = False) -> None:
+    def __init__(self, cwd: str = "", surface: str | None = None, nested: bool = False,
+                 stdin: Stream = None) -> None:
         self.cwd = cwd
         self.surface = surface
         self.nested = nested  # inside another command: a substitution, a -c string, a here-document
+        self.stdin = stdin  # what a command reads when nothing else feeds it: a compound's input
         self.insert_at: int | None = None  # where the command being read goes: before what its words ran
         self.redirs: list[tuple[str, str]] = []  # the command's redirections (as written, quotes removed)
 
-    def copy(self, nested: bool = False) -> _Ctx:
+    def copy(self, nested: bool = False, stdin: Stream = None) -> _Ctx:
         # without the redirections: they belong to one command
-        return _Ctx(self.cwd, self.surface, self.nested or nested)
+        return _Ctx(self.cwd, self.surface, self.nested or nested, stdin or self.stdin)
 
 
 class _Word:
@@ -301,9 +308,6 @@ def _lit(value: str) -> _Word:
     return _Word(value, value, True, False, False, False, None)
 
 
-# What a pipeline element gives the next one on stdin: None (nothing the guard knows of),
-# ("text", literal text) or ("data", where it comes from).
-Stream = tuple[str, str] | None
 
 
 class _Redir:
@@ -479,7 +483,7 @@ class _Walker:
                             after.append(part)
         out: Stream = None
         if body is None:
-            self._loose_redirects(redirects, ctx, level)
+            self._loose_redirects(self.redirections(redirects, ctx, level), ctx)
         else:
             out = self._attach(body, redirects, tail_pipeline, ctx, level)
         for part in after:
@@ -509,14 +513,17 @@ class _Walker:
         return self.element(body, redirects, ctx, None, level)
 
     def pipeline(self, elements: list[tuple[Node, list[Node]]], ctx: _Ctx, level: int) -> Stream:
+        flat: list[tuple[Node, list[Node]]] = []
+        todo = list(reversed(elements))
+        while todo:  # tree-sitter nests pipelines after a here-document: one pipe all the same
+            node, redirects = todo.pop()
+            if node.type == "pipeline" and not redirects:
+                todo += reversed([(c, []) for c in node.children if c.is_named and c.type != "comment"])
+            else:
+                flat.append((node, redirects))
         stream: Stream = None
-        for index, (node, redirects) in enumerate(elements):
-            inner = ctx.copy() if len(elements) > 1 else ctx  # each element runs in a subshell
-            if node.type == "pipeline":  # tree-sitter nests them after a here-document
-                stream = self.pipeline([(c, []) for c in node.children if c.is_named and c.type != "comment"]
-                                       if index == 0 else [(c, []) for c in node.children if c.is_named],
-                                       inner, level + 1)
-                continue
+        for index, (node, redirects) in enumerate(flat):
+            inner = ctx.copy() if len(flat) > 1 else ctx  # each element runs in a subshell
             stream = self.element(node, redirects, inner, stream if index else None, level + 1)
         return stream
 
@@ -524,17 +531,26 @@ class _Walker:
         """One pipeline element (or a lone statement) with its redirections."""
         if node.type == "command":
             return self.command(node, redirects, ctx, stdin, level)
-        if node.type == "redirected_statement":
-            out = self.redirected(node, ctx, level)
-            self._loose_redirects(redirects, ctx, level)
-            return out
-        self.statement(node, ctx, level)
-        self._loose_redirects(redirects, ctx, level)
-        return None
+        redirs = self.redirections(redirects, ctx, level)
+        for redir in redirs:
+            if redir.stdin is not None or redir.op == "<":
+                stdin = redir.stdin or ("data", "a file")
+        # What a compound command reads (a pipe, < file, a here-document) is read by the commands
+        # inside it, any of them: a shell there reads data, not a program the guard has seen.
+        outer_stdin = ctx.stdin
+        if stdin is not None:
+            ctx.stdin = ("data", "the input of a compound command")
+        try:
+            out = self.redirected(node, ctx, level) if node.type == "redirected_statement" else self.statement(
+                node, ctx, level)
+        finally:
+            ctx.stdin = outer_stdin
+        self._loose_redirects(redirs, ctx)
+        return out if node.type == "redirected_statement" else None
 
-    def _loose_redirects(self, redirects: list[Node], ctx: _Ctx, level: int) -> None:
+    def _loose_redirects(self, redirs: list[_Redir], ctx: _Ctx) -> None:
         """Redirections of a compound command (``{ ...; } > f``) or of nothing at all."""
-        for redir in self.redirections(redirects, ctx, level):
+        for redir in redirs:
             target = self._target(redir, ctx)
             if target is not None:
                 (self.out.loose_writes if target[0] == "w" else self.out.loose_reads).append(target[1])
@@ -622,7 +638,9 @@ class _Walker:
         # Everything else expands at run time.
         flags[0] = False
         if kind in ("command_substitution", "process_substitution"):
-            self.statements(node, ctx.copy(nested=True), level)
+            # >(cmd) reads what the command writes into it
+            feeds = ("data", "a process substitution") if text.startswith(">(") else None
+            self.statements(node, ctx.copy(nested=True, stdin=feeds), level)
             return
         if kind == "arithmetic_expansion":
             if text.startswith("$["):
@@ -662,7 +680,8 @@ class _Walker:
         """The substitutions anywhere below ``node`` (they run)."""
         for child in node.children:
             if child.type in ("command_substitution", "process_substitution"):
-                self.statements(child, ctx.copy(nested=True), level + 1)
+                feeds = ("data", "a process substitution") if self.text(child).startswith(">(") else None
+                self.statements(child, ctx.copy(nested=True, stdin=feeds), level + 1)
             elif child.type == "expansion":
                 self._expansion(child, ctx, level + 1, self.text(child))
             elif child.child_count:
@@ -868,6 +887,8 @@ class _Walker:
         self._line_continuations(node)
         redirs = self.redirections(inner_redirects, ctx, level)
         ctx.redirs = [r.readings() for r in redirs if r.op != "arg"]
+        if stdin is None:
+            stdin = ctx.stdin
         for redir in redirs:
             if redir.op == "arg" and redir.target is not None:
                 words.append(redir.target)
@@ -972,9 +993,21 @@ class _Walker:
         args = values[1:]
         if name in programs.WRAPPERS or name in programs.PRIVILEGED:
             return self._wrapper(name, words, start, ctx, stdin, writes, reads, outer, level)
+        if name is None and (prog in programs.WRAPPERS or prog in programs.PRIVILEGED):
+            # ./timeout, ~/bin/env: a program of its own (matched as written) that may be the
+            # wrapper: what it would run is read too, for deny and ask rules and for allow
+            index = self._add(argv, writes, reads, ctx, outer)
+            return self._wrapper(prog, words, start, ctx, stdin, writes, reads, outer, level, as_path=index)
         handler = _HANDLERS.get(prog)
         if handler is not None:
             return handler(self, argv, ctx, stdin, writes, reads, outer, level)
+        if prog in programs.RUNS_UNREAD:
+            index = self._add(argv, writes, reads, ctx, outer)
+            self._note(index, f"runs commands through {prog}, which the guard does not read", coverable=False)
+            return None
+        runner = programs.runner_start(values)
+        if runner is not None:
+            return self._runner(argv, runner, ctx, stdin, writes, reads, outer, level)
         if is_shell(prog):
             return self._shell(prog, argv, ctx, stdin, writes, reads, outer, level)
         index = self._add(argv, writes, reads, ctx, outer)
@@ -1058,11 +1091,11 @@ class _Walker:
                          None, changes, ctx.surface or normalize_space(text), runs_path)
         inv.nested = ctx.nested or bool(outer)
         at = ctx.insert_at
+        ctx.insert_at = None  # the command's own invocation goes before the ones its words ran
         found = self.out.invocations
         if at is None or at >= len(found):
             found.append(inv)
             return len(found) - 1
-        ctx.insert_at = None  # the command's own invocation goes before the ones its words ran
         found.insert(at, inv)
         self.out.unknowns = [(r, i + 1 if i is not None and i >= at else i) for r, i in self.out.unknowns]
         return at
@@ -1101,13 +1134,14 @@ class _Walker:
     # -- wrappers ----------------------------------------------------------------------------
 
     def _wrapper(self, name: str, words: list[_Word], start: int, ctx: _Ctx, stdin: Stream,
-                 writes: list[Target], reads: list[Target], outer: list[list[_Word]], level: int) -> Stream:
+                 writes: list[Target], reads: list[Target], outer: list[list[_Word]], level: int,
+                 as_path: int | None = None) -> Stream:
         argv = words[start:]
         values = [w.value for w in argv]
         privileged = name in programs.PRIVILEGED
         spec, positionals = programs.PRIVILEGED[name] if privileged else programs.WRAPPERS[name]
-        index = None
-        if privileged:
+        index = as_path  # the path's own invocation (./env), or None
+        if privileged and as_path is None:
             index = self._add(argv, writes, reads, ctx, outer)
         # the options must be literal: a word computed at run time could be any option
         limit = next((i for i, w in enumerate(argv[1:], 1) if not w.literal), len(argv))
@@ -1162,7 +1196,11 @@ class _Walker:
         if at == len(argv):
             if name == "exec" or name not in ("env", "nice", "time", "command", "builtin"):
                 if index is None:
-                    self._add(argv, writes + inner_writes, reads + inner_reads, ctx, outer)
+                    index = self._add(argv, writes + inner_writes, reads + inner_reads, ctx, outer)
+                    if name == "exec" and stdin is not None and stdin is not ctx.stdin:
+                        # every later command reads from there: a shell among them reads data
+                        self._note(index, "makes later commands read from a file or here-document: exec <",
+                                   coverable=False)
                 elif inner_writes:
                     self.out.invocations[index].writes.extend(inner_writes)
                 return None
@@ -1174,6 +1212,32 @@ class _Walker:
             return self._xargs(parsed, argv, at, cwd, writes + inner_writes, reads + inner_reads, outer + [wrapper],
                                level)
         return self.run(argv, at, cwd, stdin, writes + inner_writes, reads + inner_reads, outer + [wrapper], level)
+
+    def _runner(self, argv: list[_Word], at: int | str, ctx: _Ctx, stdin: Stream, writes: list[Target],
+                reads: list[Target], outer: list[list[_Word]], level: int) -> Stream:
+        """``npx CMD``, ``npm exec -- CMD``, ``uv run CMD``, ``bundle exec CMD`` ...: the runner is
+        an invocation of its own; the command it runs meets deny and ask rules, and needs no
+        allow rule of its own beyond the runner's (``Bash(npx *)`` already allows anything)."""
+        index = self._add(argv, writes, reads, ctx, outer)
+        if isinstance(at, str):
+            if at.startswith("-c "):  # npx -c 'CMD', npm exec -c 'CMD': a shell string
+                first = len(self.out.invocations)
+                self.code(at[3:], ctx, "npm exec -c")
+                for inv in self.out.invocations[first:]:
+                    inv.implicit = True
+            else:
+                self._note(index, f"runs a command through {argv[0].value}, whose {at}")
+            return None
+        if at >= len(argv):
+            return None
+        if not all(w.literal for w in argv[1:at]):
+            self._note(index, f"runs a command through {argv[0].value} with options computed at run time")
+            return None
+        first = len(self.out.invocations)
+        out = self.run(argv, at, ctx, stdin, [], [], outer + [argv[:at]], level)
+        for inv in self.out.invocations[first:]:
+            inv.implicit = True
+        return out
 
     def _unknown_at(self, index: int | None, reason: str, argv: list[_Word], writes: list[Target],
                     reads: list[Target], ctx: _Ctx, outer: list[list[_Word]]) -> None:
@@ -1304,6 +1368,10 @@ class _Walker:
         normal = ["git"] + values[i:]
         inner_writes: list[Target] = []
         if sub is not None:
+            if sub == "config":
+                setting = _git_config_set(rest)
+                if setting is not None and not _git_key_harmless(setting.lower(), ""):
+                    problems.append(f"git config {setting} (configuration a later git command runs)")
             if sub in programs.GIT_CODE_SUBCOMMANDS:
                 problems.append(programs.GIT_CODE_SUBCOMMANDS[sub])
             if (sub == "submodule" and "foreach" in rest) or (sub == "bisect" and rest[:1] == ["run"]):
@@ -1804,6 +1872,18 @@ def _shell_operand(name: str, values: list[str]) -> str | None:
     if stdin or i >= len(values):
         return None
     return values[i]
+
+
+def _git_config_set(args: list[str]) -> str | None:
+    """The key ``git config ARGS`` sets (``git config alias.x '!cmd'``), or None when it reads."""
+    reading = ("--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin", "--unset",
+               "--unset-all", "--remove-section", "--rename-section", "--edit", "-e", "get", "list")
+    if any(a in reading or a.startswith("--get") for a in args):
+        return None
+    positional = [a for a in args if not a.startswith("-")]
+    if positional[:1] == ["set"]:
+        positional = positional[1:]
+    return positional[0] if len(positional) >= 2 else None
 
 
 def _git_key_harmless(key: str, value: str) -> bool:
