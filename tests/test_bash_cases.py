@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from claudeguard.policy.bash import split_command
+from claudeguard.policy.bash import part_allowed_by, pattern_matches, split_command
 from claudeguard.policy.decide import Policy, decide, policy_from_spec
 
 if sys.version_info >= (3, 11):
@@ -98,7 +98,8 @@ def test_the_file_covers_every_class_with_several_members_and_sixty_everyday_com
         for name in POLICIES:
             assert case.get(name, "allow") in ("allow", "deny", "ask", "none"), case["id"]
         if "trace" in case and not case.get("encoded"):
-            assert case["trace"].split("/")[-1].rstrip(".") in case["command"] + case.get("tail", ""), case["id"]
+            where = case["command"] + case.get("tail", "") + "".join(case.get("setup", {}).values())
+            assert case["trace"].split("/")[-1].rstrip(".") in where, case["id"]
 
 
 def test_every_smuggled_spelling_is_refused_or_asked() -> None:
@@ -111,9 +112,14 @@ def test_every_smuggled_spelling_is_refused_or_asked() -> None:
     assert {c["denylist"] for c in touches} <= {"deny", "ask"}
     assert {c["allowlist"] for c in touches + writes if "allowlist" in c} <= {"ask", "none"}
     assert all("allowlist" in c for c in touches)
-    # the ones Claude Code's own allow rules would let run are the guard's to ask
-    asked_by_cli = [c["id"] for c in touches + writes if c.get("allowlist") == "none"]
-    assert all(c["class"] in ("quoting", "binary", "list", "write") for c in CASES if c["id"] in asked_by_cli)
+    # "none" only where Claude Code's own copy of the allow list cannot let it run either: no rule
+    # matches, as written, the command that holds a part no rule allows (those are the guard's to ask)
+    specs = [r[5:-1] for r in POLICIES["allowlist"]["allow"] if r.startswith("Bash(")]
+    for case in touches + writes:
+        if case.get("allowlist") == "none":
+            for inv in split_command(command_of(case)).invocations:
+                if not any(part_allowed_by(spec, inv) for spec in specs):
+                    assert not any(pattern_matches(spec, inv.surface) for spec in specs), (case["id"], inv)
 
 
 def decide_with(rules: dict, command: str, cwd: str = "/p", **kw: object) -> object:
