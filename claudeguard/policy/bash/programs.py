@@ -172,6 +172,12 @@ INLINE_ANYWHERE: dict[str, tuple[str, ...]] = {
     "vim": ("-c", "+", "--cmd", "-S"), "nvim": ("-c", "+", "--cmd", "-S"), "vi": ("-c", "+"),
     "emacs": ("--eval", "-l", "--load", "-f", "--funcall", "--batch"),
 }
+# Programs whose own command language can run a shell command: the text that does it.
+SHELL_ESCAPES: dict[str, tuple[str, ...]] = {
+    "sqlite3": (".shell", ".system", ".sh ", ".once", ".output", ".import"), "psql": ("\\!", "\\o", "\\copy"),
+    "mysql": ("\\!", "system ", "\\T"), "mariadb": ("\\!", "system "), "duckdb": (".shell", ".system", ".sh "),
+    "ed": ("!",), "ex": ("!",), "gnuplot": ("system", "!"), "bc": (), "dc": ("!",),
+}
 # Python modules that run code given in their arguments.
 PYTHON_CODE_MODULES = frozenset({"timeit", "pdb", "code", "trace", "runpy"})
 

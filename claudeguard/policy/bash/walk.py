@@ -1580,6 +1580,13 @@ class _Walker:
                 for w in argv[parsed.index + 1:]:
                     inv.writes.append(Target(w.value if w.literal else None, ctx.cwd, "operand", "perl -i"))
             return
+        escapes = programs.SHELL_ESCAPES.get(prog)
+        if escapes is not None and any(e in v for v in values[1:] for e in escapes):
+            self._note(index, f"runs code the guard cannot read: {prog} with a shell escape")
+            return
+        if prog == "man" and any(v in ("-P", "--pager") or v.startswith(("--pager=", "-P")) for v in values[1:]):
+            self._note(index, "runs code the guard cannot read: man -P", coverable=False)
+            return
         code_options = programs.INLINE_ANYWHERE.get(prog)
         if code_options is not None:
             for v in values[1:]:
@@ -1623,6 +1630,12 @@ class _Walker:
             self._note(index, f"runs code the guard cannot read: {prog} reading its program from stdin")
 
     def _make(self, argv: list[_Word], index: int) -> None:
+        values = [w.value for w in argv]
+        for i, v in enumerate(values[1:], 1):
+            if v in ("-f", "--file", "--makefile") and values[i + 1:i + 2] in (["-"], ["/dev/stdin"]) or v in (
+                    "--file=-", "--makefile=-", "-f-", "--file=/dev/stdin"):
+                self._note(index, "runs a Makefile read from stdin: make -f -", coverable=False)
+                return
         for w in argv[1:]:
             v = w.value
             if v in ("-E", "--eval") or v.startswith(("--eval=", "-E")) and not v.startswith("--"):
