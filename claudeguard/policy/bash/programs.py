@@ -247,11 +247,13 @@ OUTPUT_OPTIONS: dict[str, tuple[str, ...]] = {
              "--directory-prefix", "--save-cookies"),
     "cc": ("-o",), "gcc": ("-o",), "g++": ("-o",), "c++": ("-o",), "clang": ("-o",), "clang++": ("-o",),
     "ld": ("-o",), "as": ("-o",), "rustc": ("-o",), "go": ("-o",), "patch": ("-o", "--output", "-r"),
-    "time": ("-o", "--output"), "tar": ("-f", "--file"), "pandoc": ("-o", "--output"),
+    "time": ("-o", "--output"), "pandoc": ("-o", "--output"),
     "script": ("-T", "-B", "-I", "-O", "--log-timing", "--log-io", "--log-in", "--log-out"),
-    "ssh-keygen": ("-f",), "openssl": ("-out", "-keyout"), "jq": (), "gh": ("-o", "--output"),
+    "openssl": ("-out", "-keyout"), "gh": ("-o", "--output"),
     "diff": (), "uniq": (), "xxd": (),
 }
+# getopt-style programs among them: an output option may end a cluster (curl -sSLo F).
+CLUSTERED = frozenset({"curl", "wget", "sort", "gsort", "patch", "time"})
 # Programs whose file operands they write (or remove, or change).
 OPERAND_WRITERS = frozenset({
     "rm", "rmdir", "mkdir", "touch", "chmod", "chown", "chgrp", "truncate", "shred", "unlink", "mkfifo",

@@ -352,6 +352,17 @@ class _Walker:
         root = tree.root_node
         if root.has_error:
             self.out.unknown(self._error_reason(root))
+        if self.data.count(b"`") > 2 and _stray_backquote(root):
+            # tree-sitter-bash reads `a` `b;c` as one substitution holding a "` `" token
+            self.out.unknown("has backquotes the guard cannot read")
+        at = self.data.find(b"\n\\")
+        while at >= 0:
+            # tree-sitter-bash joins a line that starts with a backslash to the line before
+            # (`aa<newline>\bb` as one command aa with the word "\nbb"); bash runs two commands
+            if not self._inside_quotes(root, at + 1):
+                self.out.unknown("has a line that starts with a backslash, which the guard does not read")
+                break
+            at = self.data.find(b"\n\\", at + 2)
         self.statements(root, ctx, 0)
 
     def _error_reason(self, root: Node) -> str:
@@ -577,6 +588,10 @@ class _Walker:
         if kind in ("word", "number", "special_variable_name", "variable_name", "regex", "extglob_pattern"):
             if quoted:
                 parts.append(text)
+                return
+            if "\n" in text:  # no unquoted word holds a newline: the parser has read it wrong
+                self.out.unknown("has a word across lines, which the guard does not read")
+                flags[0] = False
                 return
             value = _unescape_unquoted(text)
             if value is None:
@@ -1769,21 +1784,47 @@ class _Walker:
             inv.reads += [target(w, "operand", prog) for w in operands]
         outputs = programs.OUTPUT_OPTIONS.get(prog)
         if outputs:
-            for i, v in enumerate(values[1:], 1):
-                name, eq, attached = v.partition("=")
-                if name in outputs and name.startswith("--") and eq:
-                    value = attached if argv[i].literal else None
-                    inv.writes.append(Target(value, ctx.cwd, "option", f"{prog} {name}"))
-                elif v in outputs and i + 1 < len(values) and not (prog == "wget" and values[i + 1] == "-"):
-                    inv.writes.append(target(argv[i + 1], "option", f"{prog} {v}"))
-                elif (len(v) > 2 and not v.startswith("--") and v[:2] in outputs and prog not in ("openssl",)
-                      and v[:2] != "-o" or (v.startswith("-o") and len(v) > 2 and "-o" in outputs
-                                            and prog in ("sort", "gsort", "cc", "gcc", "g++", "clang", "clang++"))):
-                    inv.writes.append(Target(v[2:] if argv[i].literal else None, ctx.cwd, "option", f"{prog} {v[:2]}"))
-            if prog == "curl" and any(v in ("-O", "--remote-name", "--remote-name-all", "-J") or (
-                    v.startswith("-") and not v.startswith("--") and "O" in v[1:]) for v in values[1:]):
-                inv.writes.append(Target(".", ctx.cwd, "option", "curl -O"))
+            inv.writes += self._output_files(prog, argv, outputs, ctx)
         inv.changes = inv.changes or bool(inv.writes)
+
+    def _output_files(self, prog: str, argv: list[_Word], outputs: tuple[str, ...], ctx: _Ctx) -> list[Target]:
+        """Files named by output options: ``--output=F``, ``--output F``, ``-o F``, ``-oF``, and
+        for getopt-style programs an option at the end of a cluster (``curl -sSLo F``)."""
+        found = []
+        values = [w.value for w in argv]
+
+        def add(value: str | None, literal: bool, via: str) -> None:
+            if value != "-":  # stdout
+                found.append(Target(value if literal else None, ctx.cwd, "option", f"{prog} {via}"))
+
+        for i, v in enumerate(values[1:], 1):
+            following = argv[i + 1] if i + 1 < len(argv) else None
+            if v.startswith("--"):
+                name, eq, attached = v.partition("=")
+                if name in outputs:
+                    if eq:
+                        add(attached, argv[i].literal, name)
+                    elif following is not None:
+                        add(following.value, following.literal, name)
+            elif v in outputs:  # -o F, and single-dash long options (openssl -out F)
+                if following is not None:
+                    add(following.value, following.literal, v)
+            elif len(v) > 2 and v[0] == "-" and prog != "openssl":
+                if v[:2] in outputs:
+                    add(v[2:], argv[i].literal, v[:2])  # -oF
+                elif prog in programs.CLUSTERED:
+                    for j, c in enumerate(v[1:], 1):
+                        if "-" + c in outputs:
+                            rest = v[j + 1:]
+                            if rest:
+                                add(rest, argv[i].literal, "-" + c)
+                            elif following is not None:
+                                add(following.value, following.literal, "-" + c)
+                            break
+        if prog == "curl" and any(v in ("-O", "--remote-name", "--remote-name-all", "-J") or (
+                v.startswith("-") and not v.startswith("--") and "O" in v[1:]) for v in values[1:]):
+            found.append(Target(".", ctx.cwd, "option", "curl -O"))  # a file named by the server
+        return found
 
     def _cd(self, args: list[str], ctx: _Ctx) -> None:
         operands = [a for a in args if not a.startswith("-") or a == "-"]
@@ -1925,6 +1966,19 @@ def _sed_risk(script: str) -> bool:
     return bool(re.search(r"(?:^|[;{}\n])\s*(?:[0-9$]+|/[^/]*/)?\s*(?:,\s*(?:[0-9$]+|/[^/]*/))?\s*!?\s*[wWe](?:\s|$)"
                           r"|/[gpIiMmeE0-9]*[wWe](?:\s|$)|^\s*:[^;]*;\s*e", script)
                 or re.search(r"s([^\w\s\\])(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpIiMm0-9]*[eEwW]", script))
+
+
+def _stray_backquote(root: Node) -> bool:
+    """Whether a token other than a substitution's own backquote holds one."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.child_count:
+            stack.extend(node.children)
+        elif node.type != "`" and b"`" in (node.text or b"") and node.type not in (
+                "raw_string", "string_content", "ansi_c_string", "comment", "heredoc_body", "heredoc_content"):
+            return True
+    return False
 
 
 def _decode(data: bytes) -> str:
