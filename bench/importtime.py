@@ -36,7 +36,11 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 
-DEPENDENCIES = ("platformdirs", "psutil", "tomlkit", "tomli", "pexpect", "ptyprocess")
+# tree_sitter and tree_sitter_bash: the Bash parser loads their compiled modules directly
+# (policy/bash/grammar.py), which -X importtime does not list; importing the packages themselves
+# costs ~15 ms (bench/RESULTS.md, "Bash parsing") and must not happen on these paths.
+DEPENDENCIES = ("platformdirs", "psutil", "tomlkit", "tomli", "pexpect", "ptyprocess", "tree_sitter",
+                "tree_sitter_bash")
 # What the pass-through path kept out (bench/RESULTS.md, "Start-up"): none of it is needed to exec
 # the real CLI when no config file exists.
 LAUNCHER_OUT = ("re", "enum", "typing", "dataclasses", "pathlib", "json", "subprocess", "threading",

@@ -52,8 +52,10 @@ def test_sessions_dispatched_from_agent_view_are_guarded(bg_claude, offline_env,
                                      {"tool_use": bash("touch asked.txt")}, {"text": "one fin"}]},
         {"match": "AVTWO", "turns": [{"tool_use": bash("echo two > two.txt")}, {"text": "two fin"}]}])
     env = guarded_env(offline_env.use(server), bg_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
-    write_user_config(env, '[permissions]\nmode = "default"\nallow = ["Bash(echo *)"]\ndeny = ["Bash(rm *)"]\n'
-                           'ask = ["Bash(touch *)"]\n')
+    # the redirections are writes: Edit rules allow them (issue 23), as they would Write calls
+    write_user_config(env, '[permissions]\nmode = "default"\n'
+                           'allow = ["Bash(echo *)", "Edit(./allowed.txt)", "Edit(./two.txt)"]\n'
+                           'deny = ["Bash(rm *)"]\nask = ["Bash(touch *)"]\n')
     (offline_env.cwd / "keep.txt").write_text("kept\n")
     cfg = bg.config_dir(env)
     view = spawn_tui(GUARD + ["agents"], env, offline_env.cwd)

@@ -49,8 +49,9 @@ def test_a_bg_session_is_guarded_after_its_launcher_returned(bg_claude, offline_
         {"tool_use": bash("echo allowed > allowed.txt")}, {"tool_use": bash("rm -f keep.txt")},
         {"tool_use": bash("touch asked.txt")}, {"text": "bg fin"}]}])
     env = guarded_env(offline_env.use(server), bg_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
-    write_user_config(env, '[permissions]\nmode = "default"\nallow = ["Bash(echo *)"]\ndeny = ["Bash(rm *)"]\n'
-                           'ask = ["Bash(touch *)"]\n')
+    # the redirection is a write: an Edit rule allows it (issue 23), as it would a Write call
+    write_user_config(env, '[permissions]\nmode = "default"\nallow = ["Bash(echo *)", "Edit(./allowed.txt)"]\n'
+                           'deny = ["Bash(rm *)"]\nask = ["Bash(touch *)"]\n')
     (offline_env.cwd / "keep.txt").write_text("kept\n")
     report = tmp_path / "report.json"
     short = launch(env, offline_env.cwd, "BGGUARD go", "--guard-report", str(report), "--guard-fail-on", "denied")

@@ -240,7 +240,7 @@ def test_state_shows_the_call_and_what_forever_would_write(desk, env, waiters):
     edit, bash = rows
     assert edit["call"]["kind"] == "diff" and "-two" in edit["call"]["diff"] and "+2" in edit["call"]["diff"]
     assert edit["background"] is True and edit["agent_type"] == "Explore" and edit["machine"] == "test-host"
-    assert bash["call"]["parts"] == [{"text": "make", "writes": True}, {"text": "rm -rf build", "writes": True}]
+    assert bash["call"]["parts"] == [{"text": "make", "writes": False}, {"text": "rm -rf build", "writes": True}]
     assert (bash["rule"], bash["rule_source"]) == ("Bash(rm *)", "config.toml:3")
     assert bash["forever"] == {"rules": ["Bash(make)", "Bash(rm -rf build)"], "file": str(env / "config.toml"),
                                "kind": "allow"}

@@ -11,11 +11,12 @@ from hypothesis import strategies as st
 
 import claudeguard.policy.bash as bash
 from claudeguard.policy.bash import compile_pattern, normalize_space, pattern_matches
+from claudeguard.policy.bash import grammar
 from claudeguard.policy.bash.patterns import _matcher, _test
-from claudeguard.policy.bash.wrappers import _plain_safe
+from claudeguard.policy.bash.walk import _plain_safe
 
 PACKAGE = Path(bash.__file__).parent
-MODULES = ["__init__", "lexer", "writes", "parser", "wrappers", "patterns"]
+MODULES = ["__init__", "grammar", "options", "programs", "writes", "walk", "patterns", "resolve", "judge"]
 SPEC_TEXT = st.lists(st.sampled_from(list("ab *:\\-.\t\n\xa0\u2028") + ["\\*", "\\\\", " *", ":*"]),
                      max_size=10).map("".join)
 
@@ -34,25 +35,40 @@ def test_every_module_has_a_docstring_and_imports_only_the_ones_before_it() -> N
 
 def test_the_public_names_come_from_the_package() -> None:
     assert sorted(bash.__all__) == sorted([
-        "Part", "Split", "split_command", "command_writes", "compile_pattern", "pattern_matches", "part_allowed_by",
-        "part_denied_by", "escape_pattern", "normalize_space", "fallback_chunks"])
-    assert all(callable(getattr(bash, name)) for name in bash.__all__)
+        "Invocation", "Split", "Target", "split_command", "command_writes", "compile_pattern", "pattern_matches",
+        "part_allowed_by", "part_denied_by", "escape_pattern", "normalize_space", "fallback_chunks", "MAX_BYTES",
+        "MAX_DEPTH"])
+    assert all(getattr(bash, name) is not None for name in bash.__all__)
 
 
-def test_one_scanning_routine_reads_quotes_dollars_and_backticks() -> None:
-    """The character loop that dispatches on '$' and '`' (and quotes) is Lexer.scan alone, not copies."""
-    tree = ast.parse((PACKAGE / "lexer.py").read_text())
-    lexer = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Lexer")
+def test_the_parser_is_tree_sitter_bash_loaded_without_its_python_packages() -> None:
+    """No hand-written lexer: the grammar is tree-sitter-bash's, its compiled modules loaded from
+    the installed packages (their __init__ files cost the hook ~20 ms), and a later ordinary
+    import of tree_sitter gets the same module, not a second copy."""
+    import sys
 
-    def compared(function: ast.FunctionDef) -> set[object]:
-        return {c.value for n in ast.walk(function) if isinstance(n, ast.Compare)
-                for c in n.comparators if isinstance(c, ast.Constant)}
+    assert not (PACKAGE / "lexer.py").exists() and not (PACKAGE / "parser.py").exists()
+    tree = grammar.parse(b"git status && ls | grep x")
+    assert tree.root_node.type == "program" and not tree.root_node.has_error
+    assert grammar.parser().language.name == "bash"
+    binding = sys.modules["tree_sitter._binding"]
+    assert Path(binding.__file__).parent.name == "tree_sitter"
+    import tree_sitter
 
-    readers = [f.name for f in lexer.body if isinstance(f, ast.FunctionDef) and {"$", "`"} <= compared(f)]
-    assert readers == ["scan"]
-    assert {"'", '"', "\\"} <= compared(next(f
-                                             for f in lexer.body
-                                             if isinstance(f, ast.FunctionDef) and f.name == "scan"))
+    assert tree_sitter.Parser is binding.Parser
+    assert type(grammar.parser()) is tree_sitter.Parser
+
+
+def test_non_ascii_text_reaches_the_parser_as_letters_of_the_same_length() -> None:
+    """tree-sitter-bash's scanner hands characters to ctype (tables end at 255): code points past
+    that are read out of bounds. The parser sees every non-ASCII byte as an ``a``."""
+    text = "echo '\U0001f916 \u00e9t\u00e9' {\U00077568m \u4e2d".encode("utf-8").decode("unicode_escape")
+    data = text.encode("utf-8", "surrogatepass")
+    tree = grammar.parse(data)
+    assert tree.root_node.end_byte == len(data)
+    split = bash.split_command("echo '\U0001f916 caf\u00e9' | grep caf\u00e9".encode().decode("unicode_escape"))
+    assert [i.words for i in split.invocations] == [["echo", "\U0001f916 caf\u00e9".encode().decode("unicode_escape")],
+                                                   ["grep", "caf\u00e9".encode().decode("unicode_escape")]]
 
 
 @settings(max_examples=500, deadline=None, database=None)

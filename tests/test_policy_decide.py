@@ -238,8 +238,10 @@ def test_a_grant_allows_the_same_call_again_and_nothing_wider(tool: str, tool_in
     extra = [SourcedRule(parse_rule(r), "allow", "grant (session)", CWD) for r in rules]
     assert run({}, tool, tool_input, extra=extra).decision == "allow"
     if tool == "Bash":
-        assert run({}, tool, bash(tool_input["command"] + "; whoami"), extra=extra).decision == "none"
-        assert run({}, tool, bash(tool_input["command"] + " x"), extra=extra).decision == "none"
+        # after a here-document the added text breaks it: that is asked (issue 23), not allowed
+        wider = "ask" if "<<" in tool_input["command"] else "none"
+        assert run({}, tool, bash(tool_input["command"] + "; whoami"), extra=extra).decision == wider
+        assert run({}, tool, bash(tool_input["command"] + " x"), extra=extra).decision == wider
 
 
 @settings(max_examples=200, deadline=None, database=None)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any, Iterable
 
-    from claudeguard.policy.bash.wrappers import Part
+    from claudeguard.policy.bash.walk import Invocation
 
 # Commands whose arguments are programs: a prefix rule on them allows anything.
 RUNS_ANYTHING = frozenset(
@@ -224,7 +224,7 @@ def _unescape(spec: str) -> str:
     return re.sub(r"\\([\\*])", r"\1", spec)
 
 
-def _bash_part(rule: str) -> Part | None:
+def _bash_part(rule: str) -> Invocation | None:
     """The one simple command a narrow ``Bash(...)`` rule stands for, or None."""
     from claudeguard.policy.bash import split_command
 
@@ -238,7 +238,7 @@ def broader_rules(allowed: list[RuleStats], blocked: list[str]) -> list[Broader]
     """Prefix rules shared by two or more approved commands (see the module docstring)."""
     from claudeguard.policy.bash import part_allowed_by
 
-    groups: dict[tuple[Any, ...], list[tuple[RuleStats, list[str], Part]]] = {}
+    groups: dict[tuple[Any, ...], list[tuple[RuleStats, list[str], Invocation]]] = {}
     for st in allowed:
         part = _bash_part(st.rule)
         if part is None or not part.argv:

@@ -57,6 +57,8 @@ def main(argv: list[str]) -> int:
     if result.rule:
         print(f"  rule:   {result.rule}")
         print(f"  source: {result.source}")
+    elif result.decision == "ask":  # the guard cannot read it, or Claude Code's own rules could let it run
+        print(f"  asked:  {result.reason.removeprefix('claudeguard: ')}")
     else:
         print("  no rule matches: Claude Code decides (its prompt goes to the approval channel)")
     for part in result.parts:

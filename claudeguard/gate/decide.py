@@ -66,11 +66,12 @@ def needs_human(tool: str, tool_input: dict[str, Any], permission_mode: str | No
 
 
 def policy_decision(session: Session, tool: str, tool_input: dict[str, Any], agent_type: str | None,
-                    cwd: str) -> Decision:
+                    cwd: str, mode: str | None = None) -> Decision:
     from claudeguard.policy.decide import decide, policy_from_spec
 
     policy = policy_from_spec(session.policy_spec)
-    return decide(policy, tool, tool_input, agent_type=agent_type, cwd=cwd, extra=_extra_rules(session, agent_type))
+    return decide(policy, tool, tool_input, agent_type=agent_type, cwd=cwd, extra=_extra_rules(session, agent_type),
+                  mode=mode)
 
 
 def decide_call(
@@ -88,6 +89,7 @@ def decide_call(
     still_wanted: "Callable[[], bool] | None" = None,
     unseen_by_hook: bool = False,
     held: bool = False,
+    permission_mode: str | None = None,
 ) -> Decision:
     """The gate's decision: ``allow`` | ``deny``, or ``leave`` (no rule decides and ``undecided``
     is "leave": the CLI asks) or ``keyboard`` (answered at the keyboard first, or the caller went
@@ -95,9 +97,10 @@ def decide_call(
     the request is posted; ``still_wanted``: checked while waiting (a caller gone: the request is
     withdrawn); ``held``: the request stands for a dialog on a pty session's screen, whose router
     owns it: posted held, released by the router when the keyboard's head start is over, dropped
-    when the dialog was answered at the keyboard (``keyboard``)."""
+    when the dialog was answered at the keyboard (``keyboard``); ``permission_mode``: the CLI's
+    mode as the hook event names it (acceptEdits lets a Bash command write inside the project)."""
     started = time.monotonic()
-    decision = policy_decision(session, tool, tool_input, agent_type, cwd)
+    decision = policy_decision(session, tool, tool_input, agent_type, cwd, permission_mode)
     if decision.decision == "allow" and unseen_by_hook:
         # The hook never saw this call (the service was unreachable): which agent asks is
         # unknown, and an agent's own rules may forbid what the main agent may do, so a human

@@ -138,7 +138,7 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
             undecided = "deny" if background == "deny" else "ask"
         verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
                               cwd=cwd, via="hook", undecided=undecided, tool_use_id=tool_use_id,
-                              still_wanted=client_alive)
+                              still_wanted=client_alive, permission_mode=event.get("permission_mode"))
         if verdict.decision in SILENT:
             return None
         if verdict.request_id:
@@ -165,7 +165,8 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
         # grants, then a human. No dialog is on any screen: no head start, nothing held.
         verdict = reuse_answer(session, tool, tool_input, agent_id, None) or decide_call(
             session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id, cwd=cwd,
-            via="permission-request", undecided="ask", still_wanted=client_alive)
+            via="permission-request", undecided="ask", still_wanted=client_alive,
+            permission_mode=event.get("permission_mode"))
         # An allow without updatedInput: 2.1.330 -p denies an allow that carries updatedInput
         # (even the unchanged input) when one of the CLI's own ask rules matches the call
         # (observed: "Claude requested permissions to use Bash, but you haven't granted it yet").
@@ -180,7 +181,7 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
     delay = 0.0 if held else float(session.approval.get("idle_before_channel") or 0)
     verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
                           cwd=cwd, via="dialog", undecided="ask", tool_use_id=tool_use_id, delay_s=delay,
-                          still_wanted=client_alive, held=held)
+                          still_wanted=client_alive, permission_mode=event.get("permission_mode"), held=held)
     # None for "keyboard": the person at the keyboard answered; the CLI has moved on
     return permission_request_output(verdict, tool_input)
 

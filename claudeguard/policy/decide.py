@@ -7,9 +7,9 @@ A Policy is built from the JSON-able spec the config code produces (``policy_fro
 commands that write. Run-time grants (``extra``) join the same evaluation. Allow rules from
 Claude Code's own settings (``claude_allow``) are tried after the policy's allows.
 
-For Bash every split part gets its own decision: the command is denied if any part (or the raw
-command) matches a deny rule, asked if any part matches an ask rule, and allowed only if every
-part is allowed and the command could be read with confidence.
+For Bash every invocation the command runs gets its own decision, and its writes meet the Edit
+and Write rules (``policy.bash.judge``): denied if any matches a deny rule, asked if any matches
+an ask rule or the guard cannot read it, allowed only if every invocation and write is allowed.
 """
 
 from __future__ import annotations
@@ -23,11 +23,9 @@ from claudeguard.policy.rules import EDIT_TOOLS, Rule, canonical_tool, parse_rul
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any, Callable, NamedTuple
+    from typing import Any, NamedTuple, Sequence
 
-    from claudeguard.policy.bash.wrappers import Part
-
-    from claudeguard.decision import PolicyOutcome, RuleKind
+    from claudeguard.decision import RuleKind
 
 __all__ = [
     "SourcedRule",
@@ -170,8 +168,11 @@ def _where(rule: str | None, source: str | None) -> str:
 
 
 def decide(policy: Policy, tool: str, tool_input: dict[str, Any], *, agent_type: str | None, cwd: str,
-           home: str | None = None, extra: list[SourcedRule] | tuple[SourcedRule, ...] = ()) -> Decision:
-    """The decision for one call. ``agent_type`` None is the main agent; ``extra`` are grants."""
+           home: str | None = None, extra: list[SourcedRule] | tuple[SourcedRule, ...] = (),
+           mode: str | None = None, protected: Sequence[str] = ()) -> Decision:
+    """The decision for one call. ``agent_type`` None is the main agent; ``extra`` are grants;
+    ``mode`` the CLI's permission mode (acceptEdits lets a Bash command write inside the project);
+    ``protected`` paths no Bash command may read or write (denied like a deny rule)."""
     tool = canonical_tool(tool)
     if not isinstance(tool_input, dict):
         tool_input = {}
@@ -188,7 +189,11 @@ def decide(policy: Policy, tool: str, tool_input: dict[str, Any], *, agent_type:
         for rule in policy.blocked_tools:
             deny.append(SourcedRule(rule, "deny", BLOCKED_SOURCE, cwd))
     if tool == "Bash":
-        return _decide_bash(tool_input, deny, ask, allow, agent_type if read_only else None)
+        # deferred: the policy/bash package (and the parser it loads) is needed for Bash calls only
+        from claudeguard.policy.bash.judge import decide_bash
+
+        return decide_bash(tool_input, deny, ask, allow, read_only_type=agent_type if read_only else None, cwd=cwd,
+                           home=home, mode=mode, protected=protected)
 
     for sr in deny:
         if _matches(sr, tool, tool_input, cwd, home, broad=True):
@@ -211,104 +216,6 @@ def decide(policy: Policy, tool: str, tool_input: dict[str, Any], *, agent_type:
     return Decision("none", f"claudeguard: no rule matches this {tool} call.")
 
 
-def _decide_bash(tool_input: dict[str, Any], deny: list[SourcedRule], ask: list[SourcedRule], allow: list[SourcedRule],
-                 read_only_type: str | None) -> Decision:
-    from claudeguard.policy import bash
-
-    command = tool_input.get("command")
-    command = command if isinstance(command, str) else ""
-    split = bash.split_command(command)
-    chunks = bash.fallback_chunks(command) if not split.ok else []
-    raw = bash.normalize_space(command)
-
-    def first(rules: list[SourcedRule], test: Callable[[SourcedRule], bool]) -> SourcedRule | None:
-        return next((sr for sr in rules if test(sr)), None)
-
-    def first_for(part: Part, rules: list[SourcedRule],
-                  test: Callable[[SourcedRule, Part], bool]) -> SourcedRule | None:
-        return next((sr for sr in rules if test(sr, part)), None)
-
-    def broad_on(text: str) -> Callable[[SourcedRule], bool]:
-        return lambda sr: sr.rule.specifier is None or bash.pattern_matches(sr.rule.specifier, text)
-
-    bash_deny = [sr for sr in deny if sr.rule.tool == "Bash"]
-    bash_ask = [sr for sr in ask if sr.rule.tool == "Bash"]
-    bash_allow = [sr for sr in allow if sr.rule.tool == "Bash"]
-
-    parts: list[PartDecision] = []
-    for p in split.parts:
-        hit = first_for(p, bash_deny, lambda sr, part: sr.rule.specifier is None
-                        or bash.part_denied_by(sr.rule.specifier, part))
-        if hit:
-            parts.append(PartDecision(p.text, "deny", hit.rule.text, hit.source))
-            continue
-        if read_only_type and p.writes:
-            parts.append(PartDecision(p.text, "deny", "Bash (writes)", READ_ONLY_SOURCE))
-            continue
-        hit = first_for(p, bash_ask, lambda sr, part: sr.rule.specifier is None
-                        or bash.part_denied_by(sr.rule.specifier, part))
-        if hit:
-            parts.append(PartDecision(p.text, "ask", hit.rule.text, hit.source))
-            continue
-        hit = first_for(p, bash_allow, lambda sr, part: sr.rule.specifier is None
-                        or (split.ok and bash.part_allowed_by(sr.rule.specifier, part)))
-        if hit:
-            parts.append(PartDecision(p.text, "allow", hit.rule.text, hit.source))
-        else:
-            parts.append(PartDecision(p.text, "none", None, None))
-
-    def first_part(decision: PolicyOutcome, rules: list[SourcedRule]) -> PartDecision | None:
-        """The first part so decided; else the raw command and, when it could not be parsed, its
-        crude pieces: deny and ask rules are never escaped by text the splitter could not read."""
-        found = next((pd for pd in parts if pd.decision == decision), None)
-        if found is None:
-            for text in [raw] + chunks:
-                hit = first(rules, broad_on(text))
-                if hit:
-                    found = PartDecision(text, decision, hit.rule.text, hit.source)
-                    parts.append(found)
-                    break
-        return found
-
-    shown = _one_line(command, 80)
-    denied = first_part("deny", bash_deny)
-    if denied is not None:
-        if denied.source == READ_ONLY_SOURCE:
-            reason = (f"claudeguard: {read_only_type} agents are read-only and `{_one_line(denied.part, 60)}` "
-                      f"writes ({READ_ONLY_SOURCE}).")
-        else:
-            reason = f"claudeguard: `{_one_line(denied.part, 60)}` is denied by {_where(denied.rule, denied.source)}."
-        return Decision("deny", reason, rule=denied.rule, source=denied.source, parts=parts)
-    if read_only_type and not split.ok:
-        reason = (f"claudeguard: {read_only_type} agents are read-only and this command cannot be checked "
-                  f"for writes ({split.reason}).")
-        return Decision("deny", reason, rule="Bash (writes)", source=READ_ONLY_SOURCE, parts=parts)
-    asked = first_part("ask", bash_ask)
-    if asked is not None:
-        return Decision("ask", f"claudeguard: `{_one_line(asked.part, 60)}` needs a human decision by "
-                        f"{_where(asked.rule, asked.source)}.", rule=asked.rule, source=asked.source, parts=parts)
-    # A bare Bash allow rule allows every command, readable or not.
-    bare = first(bash_allow, lambda sr: sr.rule.specifier is None)
-    if not split.ok:
-        if bare:
-            return Decision("allow", f"claudeguard: Bash allowed by {_where(bare.rule.text, bare.source)}.",
-                            rule=bare.rule.text, source=bare.source, parts=parts)
-        return Decision("none", f"claudeguard: `{shown}` cannot be read with confidence ({split.reason}); "
-                        "no allow rule applies.", parts=parts)
-    if not parts:
-        if bare:
-            return Decision("allow", f"claudeguard: Bash allowed by {_where(bare.rule.text, bare.source)}.",
-                            rule=bare.rule.text, source=bare.source, parts=parts)
-        return Decision("none", "claudeguard: the command is empty; no rule applies.", parts=parts)
-    if all(pd.decision == "allow" for pd in parts):
-        rules = list(dict.fromkeys(_where(pd.rule, pd.source) for pd in parts))
-        return Decision("allow", f"claudeguard: every part of `{shown}` is allowed ({'; '.join(rules)}).",
-                        rule=parts[0].rule, source=parts[0].source, parts=parts)
-    missing = [pd.part for pd in parts if pd.decision != "allow"]
-    return Decision("none", f"claudeguard: no rule allows `{_one_line(missing[0], 60)}`"
-                    + (f" (and {len(missing) - 1} more part(s))" if len(missing) > 1 else "") + ".", parts=parts)
-
-
 # --------------------------------------------------------------------------------------------
 # Grants, explain, summaries
 
@@ -326,7 +233,10 @@ def grant_rules_for_call(tool: str, tool_input: dict[str, Any], *, cwd: str) -> 
         from claudeguard.policy.bash import escape_pattern, split_command
 
         split = split_command(tool_input.get("command"))
-        if not split.ok or not split.parts:
+        # Code an interpreter runs inline (python3 -c) is granted by the exact rule, which names
+        # the invocation itself; what cannot be read at all (a syntax error, a computed command
+        # name) is never granted beyond once.
+        if not split.parts or any(index is None for _, index in split.unknowns):
             return []
         return list(dict.fromkeys(f"Bash({escape_pattern(p.text)})" for p in split.parts))
     if tool in ("Read", "NotebookRead") or tool in EDIT_TOOLS:

@@ -173,7 +173,9 @@ def rule_matches(rule: Rule, tool: str, tool_input: dict[str, Any], *, cwd: str,
                 return True
             return not split.ok and isinstance(command, str) and any(
                 bash.pattern_matches(spec, chunk) for chunk in bash.fallback_chunks(command))
-        return split.ok and bool(split.parts) and all(bash.part_allowed_by(spec, p) for p in split.parts)
+        # code an invocation runs inline (python3 -c) is allowed by a rule that allows that invocation
+        readable = not any(index is None for _, index in split.unknowns)
+        return readable and bool(split.parts) and all(bash.part_allowed_by(spec, p) for p in split.parts)
     if rule.tool in _PATH_TOOLS:
         from claudeguard.policy.pathrules import path_rule_matches
 

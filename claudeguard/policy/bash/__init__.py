@@ -1,22 +1,21 @@
-"""Split a Bash command line into the simple commands a shell would run, and match rules on them.
+"""What a Bash command line runs, and how permission rules match it.
 
-This is a security boundary: ``Bash(git status:*)`` must never allow ``git status; rm -rf ~``.
-So the splitter reads the command the way bash does (quotes, escapes, line continuations,
-comments, ``&&``/``||``/``;``/``|``/``&``/newlines, subshells, braces, ``$(...)``, backticks,
-``<(...)``/``>(...)``, heredocs, ``$'...'``) and returns every simple command it finds, including
-the ones nested in substitutions. Anything it cannot read with confidence (``eval``, ``case``,
-function definitions, a dynamic command word, ``sh -c "$x"``, unbalanced quotes, arithmetic on
-variables, ...) marks the whole split as not ``ok``: allow rules never match such a command, while
-deny and ask rules are still tried on every form that was extracted (fail closed).
+This is a security boundary: ``Bash(git status *)`` must never allow ``git status; rm -rf ~``,
+and ``Bash(touch *)`` denied must hold however ``touch`` is spelled. The command is parsed by
+tree-sitter-bash (a maintained grammar, not a hand-written lexer) and walked the way bash runs it;
+every invocation it finds (nested ones, and the ones inside ``sh -c``, here-documents a shell
+reads, wrappers, ``find -exec``) is matched on its own. What the guard cannot read is reported,
+never guessed: the decision asks about it (``policy.decide``).
 
 The modules, each importing only the ones above it:
 
-- ``lexer``     tokens; the one quote/``$``/backtick scanning routine (``Lexer.scan``).
-- ``writes``    does a redirection or a command (wrappers removed) write.
-- ``parser``    the grammar: every simple command, nested ones included.
-- ``wrappers``  the look-through (``env``, ``timeout``, ``sudo``, ``sh -c``, ``find -exec``, risky
-                assignments) that turns simple commands into ``Part``s: ``split_command``.
-- ``patterns``  ``Bash(specifier)`` patterns and how allow and deny rules try them on a part.
+- ``grammar``   the parser: tree-sitter-bash, loaded on first use.
+- ``options``   option grammars: where a program's operands start.
+- ``programs``  what the guard knows of programs: wrappers, shells, interpreters, file operands.
+- ``writes``    does a command write (read-only agent types are denied those).
+- ``walk``      the walk: ``split_command`` -> ``Split`` of ``Invocation``s, files and unknowns.
+- ``patterns``  ``Bash(specifier)`` patterns and how allow and deny rules try them.
+- ``resolve``   a program run by a path, or copied, that is a binary a deny or ask rule names.
 """
 
 from __future__ import annotations
@@ -24,12 +23,14 @@ from __future__ import annotations
 from claudeguard.policy.bash.patterns import (
     compile_pattern, escape_pattern, fallback_chunks, part_allowed_by, part_denied_by, pattern_matches,
 )
-from claudeguard.policy.bash.lexer import normalize_space
-from claudeguard.policy.bash.wrappers import Part, Split, command_writes, split_command
+from claudeguard.policy.bash.walk import (
+    MAX_BYTES, MAX_DEPTH, Invocation, Split, Target, command_writes, normalize_space, split_command,
+)
 
 __all__ = [
-    "Part",
+    "Invocation",
     "Split",
+    "Target",
     "split_command",
     "command_writes",
     "compile_pattern",
@@ -39,4 +40,6 @@ __all__ = [
     "escape_pattern",
     "normalize_space",
     "fallback_chunks",
+    "MAX_BYTES",
+    "MAX_DEPTH",
 ]

@@ -1,23 +1,32 @@
-"""Rule patterns: ``Bash(specifier)`` as a regex, and how it is tried on a part.
+"""Rule patterns: ``Bash(specifier)`` as a regex, and how it is tried on an invocation.
 
-Allow rules match a part's own text, or its unquoted form when that is unambiguous; deny and ask
-rules match any reading of it (``Part.deny_texts``). A command that cannot be parsed is still cut
-into crude pieces (``fallback_chunks``) for deny and ask rules, so unreadable text never escapes
-them.
+Allow rules match an invocation's own readings (``Invocation.allow_texts``: its text, its
+unquoted form when that is unambiguous, ``git`` with its global options normalised away); deny
+and ask rules match any reading of it (``Invocation.deny_texts``). A command that cannot be
+parsed is still cut into crude pieces (``fallback_chunks``) for deny and ask rules, so
+unreadable text never escapes them.
 """
 
 from __future__ import annotations
 
 import re
 
-from claudeguard.policy.bash.lexer import ASSIGN_RE, LazyRe, basename, normalize_space
-from claudeguard.policy.bash.wrappers import DENY_WRAPPERS, WRAPPERS, Part
+from claudeguard.policy.bash.programs import PRIVILEGED, WRAPPERS
+from claudeguard.policy.bash.walk import basename, normalize_space
+from claudeguard.policy.bash.writes import LazyRe
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from claudeguard.policy.bash.walk import Invocation
+
+ASSIGN_RE = LazyRe(r"([A-Za-z_][A-Za-z0-9_]*)\+?=")
 
 _PATTERN_CACHE: dict[str, re.Pattern[str]] = {}
 # (literal, open end, None) for a specifier with no "*" but perhaps a trailing " *"; else (_, _, regex)
 _Matcher = tuple[str, bool, re.Pattern[str] | None]
 _MATCHER_CACHE: dict[str, _Matcher] = {}
 _CHUNK_SPLIT = LazyRe(r"\$\(|<\(|>\(|[;&|\n(){}`]")
+_BRACE_LIST = LazyRe(r"\{([^{}\s]*,[^{}\s]*)\}")
 
 
 def compile_pattern(spec: str) -> re.Pattern[str]:
@@ -102,26 +111,29 @@ def pattern_matches(spec: str, text: str) -> bool:
     return _test(_matcher(spec), normalize_space(text))
 
 
-def part_allowed_by(spec: str, part: Part) -> bool:
-    """Allow-style match: the part's own text, or its unquoted form when that is unambiguous."""
+def part_allowed_by(spec: str, part: Invocation) -> bool:
+    """Allow-style match: one of the invocation's own readings."""
     matcher = _matcher(spec)
-    return _test(matcher, normalize_space(part.text)) or (part.plain_ok and _test(matcher, normalize_space(part.plain)))
+    return any(_test(matcher, t) for t in part.allow_texts)
 
 
-def part_denied_by(spec: str, part: Part) -> bool:
-    """Deny/ask-style match: any reading of the part (wrappers, quotes, paths removed)."""
+def part_denied_by(spec: str, part: Invocation) -> bool:
+    """Deny/ask-style match: any reading of the invocation (wrappers, quotes, paths removed)."""
     matcher = _matcher(spec)
     return any(_test(matcher, t) for t in part.deny_texts)
 
 
 def fallback_chunks(command: str) -> list[str]:
-    """Crude pieces of a command that could not be parsed, for deny and ask rules only."""
+    """Crude pieces of a command that could not be parsed, for deny and ask rules only (brace
+    lists such as ``{rm,-rf,/}`` are read as the words bash makes of them)."""
     out: list[str] = []
+    command = _BRACE_LIST.sub(lambda m: " " + m.group(1).replace(",", " ") + " ", command)
     for chunk in _CHUNK_SPLIT.split(command):
         words = re.sub(r"[\"'\\]", "", chunk).split()
         # Drop leading assignments and wrapper words with their option-looking arguments.
         while words and (ASSIGN_RE.match(words[0]) or basename(words[0]) in WRAPPERS
-                         or basename(words[0]) in DENY_WRAPPERS or words[0].startswith("-")
+                         or basename(words[0]) in PRIVILEGED or words[0] in ("eval", "exec", "!")
+                         or words[0].startswith("-")
                          or re.fullmatch(r"[0-9.]+[smhd]?", words[0])):
             out.append(" ".join(words))
             words = words[1:]

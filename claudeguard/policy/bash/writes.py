@@ -1,4 +1,4 @@
-"""Does it write? For one redirection and for one command's argv (wrappers already looked through).
+"""Does a command write? For one command's argv (wrappers already looked through).
 
 Conservative lists: a command is a writer when it is known to write (``rm``, ``tee``, ``git
 commit``, ``sed -i``, ``curl -o``, a package manager's install, ...) or can run arbitrary code
@@ -10,10 +10,31 @@ from __future__ import annotations
 
 import re
 
-from claudeguard.policy.bash.lexer import LazyRe, Redir, basename
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
 
-_SAFE_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
-_DIGITS_RE = LazyRe(r"[0-9]+")
+
+class LazyRe:
+    """A regex compiled on first use (import time matters more than the first match)."""
+
+    __slots__ = ("_pattern", "_flags", "_rx")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._pattern = pattern
+        self._flags = flags
+        self._rx: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        rx = self._rx
+        if rx is None:
+            rx = self._rx = re.compile(self._pattern, self._flags)
+        return getattr(rx, name)
+
+
+def basename(word: str) -> str:
+    return word.rsplit("/", 1)[-1] if "/" in word else word
+
 
 _WRITERS = {
     "rm", "rmdir", "mv", "cp", "mkdir", "touch", "tee", "chmod", "chown", "chgrp", "ln", "link", "unlink",
@@ -52,17 +73,6 @@ _PKG_READONLY = {"list", "ls", "ll", "la", "view", "info", "show", "outdated", "
 _COMPRESSORS = {"gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "lz4", "compress",
                 "uncompress", "zip", "7z", "7za", "rar", "unrar", "lzma", "unlzma", "brotli"}
 _SED_WRITE_RE = LazyRe(r"(?:^|[;{}\n])\s*(?:[0-9$]+|/[^/]*/)?\s*[wWe](?:\s|$)|/[gpIiMmeE0-9]*[wWe](?:\s|$)")
-
-
-def redirect_writes(redir: Redir) -> bool:
-    """Whether a redirection writes a file (``> /dev/null`` and ``2>&1`` do not)."""
-    op, target = redir.op, redir.target
-    if op in (">", ">>", ">|", "&>", "&>>", "<>"):
-        return not (target.static and target.value in _SAFE_TARGETS)
-    if op == ">&":
-        return not (target.static and (_DIGITS_RE.fullmatch(target.value) or target.value == "-"
-                                       or target.value in _SAFE_TARGETS))
-    return False
 
 
 def argv_writes(argv: list[str]) -> bool:
