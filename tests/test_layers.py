@@ -155,7 +155,6 @@ KNOWN_CIRCLES = [
     ["claudeguard.service.agent_view", "claudeguard.service.background", "claudeguard.service.http",
      "claudeguard.service.server", "claudeguard.service.watch"],
     ["claudeguard.service.client", "claudeguard.shim.activity"],
-    ["claudeguard.watchdog.status", "claudeguard.watchdog.unguarded"],
 ]
 KNOWN_UPWARD = [
     "claudeguard.gate.fast_entry (gate) -> claudeguard.commands.ctl (commands)",

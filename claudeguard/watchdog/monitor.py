@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable
 from claudeguard.files import read_json
 from claudeguard.procs import fill, spawn_detached
 from claudeguard.watchdog import sampler
-from claudeguard.watchdog.state import TOOL, Limits, StallVerdict, StreamMsg, Tracker, stall_line
-from claudeguard.watchdog.status import process_start, prompt_words, write_status
+from claudeguard.watchdog.state import TOOL, Limits, StallVerdict, StreamMsg, Tracker, prompt_words, stall_line
+from claudeguard.watchdog.status import process_start, write_status
 
 if TYPE_CHECKING:
     from claudeguard.watchdog.transcript import TranscriptEnds

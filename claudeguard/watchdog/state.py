@@ -164,6 +164,15 @@ def stall_line(diagnosis: str, action: str) -> str:
     return f"claudeguard: {diagnosis}{what}\n"
 
 
+def prompt_words(prompt: str | None, words: int = 8, chars: int = 80) -> str | None:
+    """The prompt's first ``words`` words (at most ``chars`` characters), as status files and
+    ``ps`` show it."""
+    if not prompt:
+        return None
+    text = " ".join(prompt.split()[:words])
+    return text[:chars] + ("..." if len(text) > chars or len(prompt.split()) > words else "")
+
+
 class Tracker:
     def __init__(self, limits: Limits, start: float) -> None:
         self.limits = limits

@@ -63,13 +63,6 @@ def _alive(pid: object, start: object) -> bool:
     return start is None or actual == start
 
 
-def prompt_words(prompt: str | None, words: int = 8, chars: int = 80) -> str | None:
-    if not prompt:
-        return None
-    text = " ".join(prompt.split()[:words])
-    return text[:chars] + ("..." if len(text) > chars or len(prompt.split()) > words else "")
-
-
 def _row(st: dict[str, Any], now: float) -> dict[str, Any]:
     row = {k: st.get(k) for k in FIELDS}
     row["guarded"] = True

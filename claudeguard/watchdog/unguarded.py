@@ -267,7 +267,7 @@ def unguarded_sessions(guarded: list[dict[str, Any]], *, stall_after: float = 30
     import psutil
 
     from claudeguard.watchdog.sampler import TreeSampler
-    from claudeguard.watchdog.status import prompt_words
+    from claudeguard.watchdog.state import prompt_words
 
     skip = {r.get("pid") for r in guarded} | {r.get("child_pid") for r in guarded}
     uid = os.getuid() if hasattr(os, "getuid") else None
