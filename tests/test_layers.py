@@ -157,7 +157,6 @@ KNOWN_CIRCLES = [
     ["claudeguard.service.client", "claudeguard.shim.activity"],
 ]
 KNOWN_UPWARD = [
-    "claudeguard.gate.fast_entry (gate) -> claudeguard.commands.ctl (commands)",
     "claudeguard.service.background (service) -> claudeguard.shim.keeper (launcher)",
     "claudeguard.service.background (service) -> claudeguard.shim.report (launcher)",
     "claudeguard.service.client (service) -> claudeguard.shim.activity (launcher)",

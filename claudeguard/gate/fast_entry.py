@@ -85,6 +85,17 @@ sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__
 # Last, as `site` would put them: the standard library is found first, at no extra cost.
 sys.path.extend(d for d in _site_packages() if d not in sys.path and os.path.isdir(d))
 
-from claudeguard.commands.ctl import main  # noqa: E402 - after sys.path is set above
+from claudeguard.errors import run_main  # noqa: E402 - after sys.path is set above
 
-sys.exit(main())
+# The gate's own entry points, as `claudeguardctl hook|mcp-serve` runs them, without the
+# dispatcher above the gate (commands.ctl): the CLI starts this file for these two alone.
+if len(sys.argv) > 1 and sys.argv[1] == "hook":
+    from claudeguard.gate.hook import main as hook_main
+
+    sys.exit(run_main("claudeguardctl", hook_main))
+if len(sys.argv) > 1 and sys.argv[1] == "mcp-serve":
+    from claudeguard.gate.mcp_server import serve
+
+    sys.exit(run_main("claudeguardctl", serve))
+print(f"usage: {os.path.basename(__file__)} hook|mcp-serve (claudeguardctl runs every other command)", file=sys.stderr)
+sys.exit(2)
