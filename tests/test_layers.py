@@ -154,12 +154,10 @@ def test_every_module_has_a_layer():
 KNOWN_CIRCLES = [
     ["claudeguard.service.agent_view", "claudeguard.service.background", "claudeguard.service.http",
      "claudeguard.service.server", "claudeguard.service.watch"],
-    ["claudeguard.service.client", "claudeguard.shim.activity"],
 ]
 KNOWN_UPWARD = [
     "claudeguard.service.background (service) -> claudeguard.shim.keeper (launcher)",
     "claudeguard.service.background (service) -> claudeguard.shim.report (launcher)",
-    "claudeguard.service.client (service) -> claudeguard.shim.activity (launcher)",
     "claudeguard.service.planner (service) -> claudeguard.shim.claude_args (launcher)",
     "claudeguard.service.planner (service) -> claudeguard.shim.command (launcher)",
     "claudeguard.service.planner (service) -> claudeguard.shim.main (launcher)",

@@ -22,9 +22,19 @@ from claudeguard.service import files
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Protocol
 
-    from claudeguard.shim.activity import Feed
+    class Listener(Protocol):
+        """What the link thread tells the launcher (``shim/activity.py``'s ``Feed``)."""
+
+        def message(self, msg: dict[str, Any]) -> None:
+            """A line of the service with an ``event`` key (``watching``, ``stall``, ...)."""
+
+        def lost(self) -> None:
+            """The service is gone (its connection ended)."""
+
+        def registered(self) -> None:
+            """A service took the session again after ``lost``."""
 
 START_TIMEOUT_S = 10.0
 
@@ -153,7 +163,7 @@ class Registration:
         self.port = 0
         self.sock: socket.socket | None = None
         self.closed = threading.Event()
-        self.listener: Feed | None = None  # shim.activity's feed, once the child runs
+        self.listener: Listener | None = None  # the launcher's watchdog feed, once the child runs
         self._send_lock = threading.Lock()
 
     def open(self) -> int:
@@ -220,13 +230,21 @@ class Registration:
             return False
         return True
 
-    def _tell(self, what: str, *args: object) -> None:
+    def _tell(self, what: str, msg: dict[str, Any] | None = None) -> None:
+        """``listener.message(msg)``, ``.lost()`` or ``.registered()``, if there is a listener;
+        what it raises is said on stderr, and the link lives on."""
         listener = self.listener
-        if listener is not None:
-            try:
-                getattr(listener, what)(*args)
-            except Exception as exc:  # noqa: BLE001 - the link must live on
-                print(f"claudeguard: service link: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        if listener is None:
+            return
+        try:
+            if msg is not None:
+                listener.message(msg)
+            elif what == "lost":
+                listener.lost()
+            else:
+                listener.registered()
+        except Exception as exc:  # noqa: BLE001 - the link must live on
+            print(f"claudeguard: service link: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
     def _watch(self) -> None:
         """Read the service's events until EOF, which means the service is gone: then tell the
