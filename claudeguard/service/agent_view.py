@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
     from claudeguard.gate.session import Session
-    from claudeguard.service.server import Registered, Service
+    from claudeguard.service.registry import Registered, Registry, Shown
 
 END_GRACE_S = 5.0  # after agent view exits: a session it just dispatched may not be recorded yet
 POLL_S = 0.5
@@ -55,18 +55,22 @@ class View:
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
 
+    def session_for(self, service: Registry, reg: Registered, body: bytes) -> Session:
+        """The child of the event's CLI session (``session_for`` below)."""
+        return session_for(service, self, reg, body)
+
+    def shown(self) -> Shown:
+        return {"short_id": None, "cli_pid": self.pid}  # agent view's own process
+
 
 def child_id(view: str, cli_session: str) -> str:
     return f"{view}-{cli_session[:8]}"
 
 
-def session_for(service: Service, reg: Registered, body: bytes) -> Session:
-    """The guard session a hook event belongs to: for a view, the child of the event's CLI
-    session (made if new); else ``reg``'s own. A body without a usable session id is decided
-    by the view itself (same policy; the event is not lost, only not split out)."""
-    view = reg.keeper
-    if not isinstance(view, View):
-        return reg.session
+def session_for(service: Registry, view: View, reg: Registered, body: bytes) -> Session:
+    """The guard session a hook event posted to the view ``reg`` belongs to: the child of the
+    event's CLI session (made if new). A body without a usable session id is decided by the
+    view itself (same policy; the event is not lost, only not split out)."""
     try:
         data = json.loads(body)
         cli, event = data.get("session_id"), data.get("hook_event_name")
@@ -90,7 +94,7 @@ def session_for(service: Service, reg: Registered, body: bytes) -> Session:
     return child.session if child is not None else reg.session
 
 
-def ensure_child(service: Service, view: View, parent: Registered, cli: str,
+def ensure_child(service: Registry, view: View, parent: Registered, cli: str,
                  prompt: str | None = None) -> Registered | None:
     """The child guard session of dispatched CLI session ``cli``: registered with the service
     and kept (``background.keep``) until its process ends."""
@@ -172,7 +176,7 @@ def _live_sessions(config_dir: str) -> set[str]:
     return {rec["sessionId"] for rec, _ in live_records(config_dir) if isinstance(rec.get("sessionId"), str)}
 
 
-def keep_view(service: Service, view: View, on_end: Callable[[], None]) -> None:
+def keep_view(service: Registry, view: View, on_end: Callable[[], None]) -> None:
     """The view's keeper thread: makes a child for every live dispatched session it finds,
     and ends the view when agent view is gone and no child is left."""
     from claudeguard.service.files import process_start
@@ -218,7 +222,7 @@ def keep_view(service: Service, view: View, on_end: Callable[[], None]) -> None:
         shutil.rmtree(view.directory, ignore_errors=True)
 
 
-def start(service: Service, session_id: str, reg: Registered, record: dict[str, Any]) -> dict[str, Any]:
+def start(service: Registry, session_id: str, reg: Registered, record: dict[str, Any]) -> dict[str, Any]:
     """``attach`` of a view: its keeper thread starts."""
     spec = record.get("agent_view") or {}
     if not isinstance(spec, dict) or not isinstance(spec.get("settings"), str):

@@ -29,6 +29,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterator
 
+    from claudeguard.gate.session import Session
+    from claudeguard.service.registry import Registered, Registry, Shown
     from claudeguard.shim.keeper import SessionKeeper
     from claudeguard.watchdog.monitor import Monitor
 
@@ -60,6 +62,13 @@ class Keeper:
     parent: str | None = None  # the agent view's guard session, for a session dispatched from it
     stop: threading.Event = field(default_factory=threading.Event)
     gone: bool = False  # the session's process ended (``stop`` is set then too, to wake the keeper)
+
+    def session_for(self, service: Registry, reg: Registered, body: bytes) -> Session:
+        """Every hook event of a ``--bg`` session is its own."""
+        return reg.session
+
+    def shown(self) -> Shown:
+        return {"short_id": self.short_id or None, "cli_pid": self.pid}
 
 
 def read_record(directory: str) -> dict[str, Any] | None:

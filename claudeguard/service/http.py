@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from claudeguard.service.server import Registered, Service
+    from claudeguard.service.registry import Registered, Registry
 
 MAX_BODY = 8 * 1024 * 1024
 REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
@@ -150,10 +150,10 @@ class HookHandler(BaseHTTPRequestHandler):
 class HookServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True  # a restarted service takes its port back at once (TIME_WAIT)
-    service: Service
+    service: Registry
 
     @classmethod
-    def bind(cls, service: Service, port: int | None) -> HookServer:
+    def bind(cls, service: Registry, port: int | None) -> HookServer:
         """Listen on 127.0.0.1: on ``port`` (the one a dead service had, so that the hooks of
         running sessions reach us again) if it is free, else on any port."""
         for candidate in ([port] if port else []) + [0]:

@@ -33,16 +33,15 @@ import time
 from dataclasses import dataclass, field
 
 from claudeguard.service import files
+from claudeguard.service.registry import Registered
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any
 
     from claudeguard.gate.session import Session
-    from claudeguard.service.agent_view import View
-    from claudeguard.service.background import Keeper
     from claudeguard.service.planner import Planner
-    from claudeguard.service.watch import Link, ServiceMonitor
+    from claudeguard.service.watch import Link
 
 DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
 # A launcher that knows the service's port from its record starts the CLI first and registers
@@ -51,19 +50,6 @@ DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
 REGISTRATION_WAIT_S = 2.0
 MAX_REGISTRATION_WAITERS = 32  # more requests for unknown sessions get their 401 at once
 SLOT_CHECK_S = 2.0  # how often the service checks that its socket and record are still there
-
-
-@dataclass
-class Registered:
-    """A session the service answers hooks for."""
-
-    session: Session
-    token: str
-    kind: str  # "foreground" | "background"
-    registered: float
-    owner: object | None = None  # the control connection of a foreground session
-    keeper: Keeper | View | None = None  # a background session's keeper, or agent view's
-    watch: ServiceMonitor | None = None  # a foreground session's monitor
 
 
 @dataclass
@@ -170,13 +156,11 @@ class Service:
         return {"ok": True}
 
     def session_for(self, reg: Registered, body: bytes) -> Session:
-        """The session a hook event is decided in: a view's events go to the child of their CLI
-        session (``service/agent_view.py``), every other session's to itself."""
-        if reg.keeper is None or type(reg.keeper).__name__ != "View":
+        """The session a hook event is decided in: its keeper's word (a view's events go to the
+        child of their CLI session, ``service/agent_view.py``), else the session itself."""
+        if reg.keeper is None:
             return reg.session
-        from claudeguard.service import agent_view
-
-        return agent_view.session_for(self, reg, body)
+        return reg.keeper.session_for(self, reg, body)
 
     def forget(self, session_id: str, keeper: object) -> None:
         with self.lock:
@@ -245,8 +229,7 @@ class Service:
         with self.lock:
             sessions = [{"session_id": sid, "kind": reg.kind, "cwd": reg.session.snapshot.get("cwd"),
                          "launcher_pid": reg.session.snapshot.get("pid"), "registered": reg.registered,
-                         "short_id": getattr(reg.keeper, "short_id", None) or None,
-                         "cli_pid": getattr(reg.keeper, "pid", None),
+                         **(reg.keeper.shown() if reg.keeper is not None else {"short_id": None, "cli_pid": None}),
                          "agent_view": reg.session.snapshot.get("agent_view")}
                         for sid, reg in self.sessions.items()]
         return {"ok": True, "pid": os.getpid(), "version": self.version, "port": self.port, "started": self.started,

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import socket
     from typing import Any
 
-    from claudeguard.service.server import Registered
+    from claudeguard.service.registry import Registered
 
 # Every session's monitor in the service (foreground and --bg) samples in this one thread.
 SCHEDULE = Schedule("claudeguard-watchdog")
@@ -99,7 +99,7 @@ class ServiceMonitor(Monitor):
 
 
 def start(reg: Registered, msg: dict[str, Any], link: Link) -> dict[str, Any]:
-    """The ``watch`` op: a monitor for the registered session ``reg`` (``service.server.Registered``)."""
+    """The ``watch`` op: a monitor for the registered session ``reg`` (``service.registry.Registered``)."""
     from claudeguard.service.files import process_start
     from claudeguard.watchdog.status import process_start as status_start
 
