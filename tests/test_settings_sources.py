@@ -1,4 +1,4 @@
-"""Detection of Claude Code settings that would silence the guard (shim/settings_sources.py),
+"""Detection of Claude Code settings that would silence the guard (plan/settings_sources.py),
 without the CLI: which sources a run loads and what each key found there leads to. The real-CLI
 effects of the same placements are in test_settings_sources_real.py."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from claudeguard.errors import UsageError
-from claudeguard.shim import settings_sources as ss
-from claudeguard.shim.claude_args import parse_claude_args
+from claudeguard.plan import settings_sources as ss
+from claudeguard.plan.claude_args import parse_claude_args
 
 
 @dataclass
@@ -205,7 +205,7 @@ def test_http_hook_env_allowlist_must_keep_the_guards_variable(place):
 
 
 def test_the_token_variable_is_the_one_the_hooks_use():
-    from claudeguard.shim.command import TOKEN_VAR
+    from claudeguard.plan.hooks import TOKEN_VAR
 
     assert ss.GUARD_TOKEN_VAR == TOKEN_VAR
 

@@ -53,7 +53,7 @@ def _step(text: str) -> None:
 
 def _find_cli() -> str:
     from claudeguard.errors import GuardError
-    from claudeguard.shim.discovery import find_claude
+    from claudeguard.plan.discovery import find_claude
 
     try:
         return find_claude(None)

@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
     from claudeguard.config.load import env_overrides, load_config
     from claudeguard.errors import GuardError
     from claudeguard.paths import runtime_dir
-    from claudeguard.shim.discovery import find_claude
+    from claudeguard.plan.discovery import find_claude
 
     good = True
     try:
@@ -74,9 +74,9 @@ def main(argv: list[str]) -> int:
 
 def settings_sources(cfg: Config) -> bool:
     """Claude Code's own settings sources for this directory and user, and each key in them that
-    would silence the guard or loosen the mode (see claudeguard/shim/settings_sources.py)."""
-    from claudeguard.shim import settings_sources as ss
-    from claudeguard.shim.claude_args import parse_claude_args
+    would silence the guard or loosen the mode (see claudeguard/plan/settings_sources.py)."""
+    from claudeguard.plan import settings_sources as ss
+    from claudeguard.plan.claude_args import parse_claude_args
 
     args = parse_claude_args([])
     srcs = ss.sources(args, os.getcwd(), dict(os.environ))
@@ -121,8 +121,9 @@ def probe(real: str, cfg: Config, version: str | None = None) -> bool:
 
     from claudeguard.files import write_atomic
     from claudeguard.paths import runtime_dir
-    from claudeguard.shim.claude_args import parse_claude_args
-    from claudeguard.shim.command import build_plan, session_snapshot
+    from claudeguard.plan.claude_args import parse_claude_args
+    from claudeguard.plan.argv import build_plan
+    from claudeguard.plan.session import session_snapshot
     from claudeguard.testing.model_server import ModelServer
     from claudeguard.testing.offline_home import offline_env, prepare_home
 

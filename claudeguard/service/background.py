@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from claudeguard.gate.session import Session
     from claudeguard.service.registry import Registered, Registry, Shown
-    from claudeguard.shim.keeper import SessionKeeper
+    from claudeguard.plan.keeper import SessionKeeper
     from claudeguard.watchdog.monitor import Monitor
 
 RECORD = "background.json"
@@ -173,9 +173,9 @@ def keep(keeper: Keeper, on_end: Callable[[], None]) -> None:
 
 
 def _dir_keeper(keeper: Keeper) -> SessionKeeper:
-    """What puts the session dir back if the runtime dir is removed (``shim.keeper``): the files
+    """What puts the session dir back if the runtime dir is removed (``plan.keeper``): the files
     the launcher wrote, read now, while they are there."""
-    from claudeguard.shim.keeper import SessionKeeper
+    from claudeguard.plan.keeper import SessionKeeper
 
     files = {}
     for name in ("session.json", RECORD, "settings.json"):
@@ -216,8 +216,8 @@ def write_report(keeper: Keeper) -> None:
     the session's own exit code is unknown (null), and ``fail_on`` names the words that would
     have failed the run."""
     from claudeguard.channel.audit import session_log
-    from claudeguard.shim.report import EndOptions, Run, fail_on_hits
-    from claudeguard.shim.report import write_report as write_report_file
+    from claudeguard.plan.report import EndOptions, Run, fail_on_hits
+    from claudeguard.plan.report import write_report as write_report_file
 
     spec = keeper.report or {}
     session_log.set(keeper.log_dir)

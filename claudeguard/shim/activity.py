@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from claudeguard.config.load import Config
     from claudeguard.service.client import Registration
-    from claudeguard.shim.claude_args import ClaudeArgs
+    from claudeguard.plan.claude_args import ClaudeArgs
     from claudeguard.watchdog.monitor import Monitor
     from claudeguard.watchdog.state import StreamMsg
 

@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 
     from claudeguard.config.load import Config
     from claudeguard.service.client import Registration
-    from claudeguard.shim.claude_args import ClaudeArgs
-    from claudeguard.shim.command import HttpHooks
-    from claudeguard.shim.report import EndOptions
+    from claudeguard.plan.claude_args import ClaudeArgs
+    from claudeguard.plan.hooks import HttpHooks
+    from claudeguard.plan.report import EndOptions
 
 SETTINGS = "settings.json"
 
@@ -52,11 +52,10 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
          http: HttpHooks) -> tuple[list[str], dict[str, Any]]:
     """Agent view's argv (the guard's ``--settings`` placed after ``agents``, the caller's
     ``--settings`` taken out: merged into ours) and the settings to write."""
-    from claudeguard.shim.command import (
-        BYPASS_FLAGS, _load_settings_value, absolute_rule, cli_allow_rules, ctl_command, guard_settings, merge_settings,
-    )
+    from claudeguard.plan.argv import BYPASS_FLAGS, load_settings_value, absolute_rule, cli_allow_rules, merge_settings
+    from claudeguard.plan.hooks import ctl_command, guard_settings
     from claudeguard.shim.session_commands import tail_args
-    from claudeguard.shim.settings_sources import protected_rules
+    from claudeguard.plan.settings_sources import protected_rules
 
     index = args.subcommand_index if args.subcommand_index is not None else len(args.argv)
     tail = list(args.argv[index + 1 :])
@@ -73,7 +72,7 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
         word = tail[settings_at[-1]]
         value = word.partition("=")[2] if "=" in word else (tail[settings_at[-1] + 1]
                                                             if settings_at[-1] + 1 < len(tail) else "")
-        caller = _load_settings_value(value)
+        caller = load_settings_value(value)
     for i in sorted(settings_at, reverse=True):  # the CLI would keep only the last one
         del tail[i:i + (1 if "=" in tail[i] else 2)]
     front = []
@@ -85,14 +84,14 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
 
 def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: EndOptions | None, *,
                    dry_run: bool = False) -> int:
-    from claudeguard.shim.discovery import RECURSION_VAR, exec_passthrough
+    from claudeguard.plan.discovery import RECURSION_VAR, exec_passthrough
 
     if end is not None:
         raise UsageError("--guard-report and --guard-fail-on do not apply to agent view (claude agents): "
                          "its sessions outlive it; run it without them")
     session_id = os.urandom(8).hex()
     if dry_run:
-        from claudeguard.shim.command import HttpHooks
+        from claudeguard.plan.hooks import HttpHooks
 
         argv, settings = plan(real, args, cfg, str(cwd), session_id=session_id,
                               http=HttpHooks("PORT", "<secret made at start>", literal=True))
@@ -107,7 +106,8 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: End
     from claudeguard.service.client import Registration, ServiceError, request
     from claudeguard.service.files import process_start
     from claudeguard.shim.background import config_dir, end_launch, watch_settings
-    from claudeguard.shim.command import HttpHooks, session_snapshot
+    from claudeguard.plan.hooks import HttpHooks
+    from claudeguard.plan.session import session_snapshot
     from claudeguard.shim.session_commands import tail_args
 
     # Bad input (an unreadable caller --settings) stops us before the service or a dir is touched.

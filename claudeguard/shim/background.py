@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
     from claudeguard.config.load import Config
     from claudeguard.service.client import Registration
-    from claudeguard.shim.claude_args import ClaudeArgs
-    from claudeguard.shim.report import EndOptions
+    from claudeguard.plan.claude_args import ClaudeArgs
+    from claudeguard.plan.report import EndOptions
 
 SHORT_ID = re.compile(r"backgrounded\s+·\s+(\S+)")
 
@@ -52,7 +52,9 @@ def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_
     from claudeguard.files import write_atomic
     from claudeguard.paths import log_dir_text, runtime_dir
     from claudeguard.service.client import Registration, ServiceError, request
-    from claudeguard.shim.command import HttpHooks, build_plan, session_snapshot
+    from claudeguard.plan.argv import build_plan
+    from claudeguard.plan.hooks import HttpHooks
+    from claudeguard.plan.session import session_snapshot
 
     if os.environ.get("CLAUDEGUARD_SERVICE", "1") == "0":
         raise UsageError("--bg needs the guard service (CLAUDEGUARD_SERVICE=0): the session would outlive every "
@@ -72,7 +74,7 @@ def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_
             # The report covers the background session: the service writes it when it ends.
             import time
 
-            from claudeguard.shim.report import audit_mark
+            from claudeguard.plan.report import audit_mark
 
             record["report"] = {"path": end.report, "fail_on": sorted(end.fail_on), "started": time.time(),
                                 "mark": audit_mark(), "real_cli": real}

@@ -21,8 +21,7 @@ import os
 import sys
 
 from claudeguard.errors import GuardError
-
-PLAN_SOCKET = "plan.sock"
+from claudeguard.plan.wire import PLAN_SOCKET
 # A planner answers in a few ms; one that takes longer is stuck (or busy behind a stuck request):
 # the launcher prepares the session itself rather than keep its user waiting.
 ANSWER_WAIT_S = 3.0

@@ -390,7 +390,7 @@ class Monitor:
         data = fh.read(1 << 20)
         if not data:
             if self._events_replaced(fh):
-                # The session dir was removed and made again (shim/keeper.py): read the new file.
+                # The session dir was removed and made again (plan/keeper.py): read the new file.
                 fh.close()
                 self._events_fh, self._events_buf = None, b""
             return

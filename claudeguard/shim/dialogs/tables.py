@@ -157,7 +157,7 @@ def patterns_for(version: str | None) -> list[Pattern]:
 
 def cli_version(real_cli: str) -> str | None:
     """The real CLI's version from its npm package.json (no process started), else None."""
-    from claudeguard.shim.discovery import package_version
+    from claudeguard.plan.discovery import package_version
 
     return package_version(real_cli)
 

@@ -26,7 +26,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Any, Iterable, Mapping
 
-    from claudeguard.shim.options import GuardOptions
+    from claudeguard.plan.options import GuardOptions
 
 FAIL_ON_WORDS = ("denied", "timeout", "stall", "asked")
 COUNT_KEYS = ("allowed_by_rule", "denied_by_rule", "asked", "approved_by_human", "denied_by_human",
@@ -67,7 +67,7 @@ def check_report_path(text: str, where: str, cwd: str) -> str:
 
 
 class EndOptions:
-    """What the caller asked of the end of the run (a plain class: see shim.options)."""
+    """What the caller asked of the end of the run (a plain class: see plan.options)."""
 
     def __init__(self, report: str | None = None, fail_on: frozenset[str] = frozenset()) -> None:
         self.report = report
@@ -186,7 +186,7 @@ class Run:
         """Write the report, print the summary, apply ``--guard-fail-on``; never raises.
         ``failed``: claudeguard itself is ending with an error (its code stays)."""
         # The CLI's version only goes into a report file or a GitHub step summary: looking it up
-        # imports shim.dialogs, or runs `claude --version` when no npm package is beside it.
+        # reads its package.json, or runs `claude --version` when no npm package is beside it.
         wanted = bool(self.end.report) or os.environ.get("GITHUB_ACTIONS") == "true"
         try:
             report = self.build(exit_code, version=wanted)
@@ -237,9 +237,9 @@ class Run:
 
 def cli_version(real_cli: str) -> str | None:
     """From the npm package beside the binary; else ``--version`` (a fraction of a second)."""
-    from claudeguard.shim.dialogs.tables import cli_version as from_package
+    from claudeguard.plan.discovery import package_version
 
-    version = from_package(real_cli)
+    version = package_version(real_cli)
     if version:
         return version
     from claudeguard.errors import GuardError

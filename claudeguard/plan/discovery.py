@@ -13,6 +13,10 @@ import sys
 
 from claudeguard.errors import GuardError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from claudeguard.plan.claude_args import ClaudeArgs
+
 RECURSION_VAR = "CLAUDEGUARD_EXEC_PID"
 INSTALL_HINT = (
     "install Claude Code (npm install -g @anthropic-ai/claude-code) or set CLAUDEGUARD_CLAUDE to the real CLI's path"
@@ -113,6 +117,12 @@ def package_version(real_cli: str) -> str | None:
                 and isinstance(data.get("version"), str)):
             return str(data["version"])
     return None
+
+
+def print_cli_version(real: str, args: ClaudeArgs) -> str | None:
+    """The real CLI's version where it decides who asks (-p, ``hooks.print_asker``): read from
+    its package.json, never by starting it; None elsewhere (nothing to read)."""
+    return package_version(real) if args.print_mode else None
 
 
 def version_at_least(version: str | None, floor: tuple[int, ...]) -> bool:

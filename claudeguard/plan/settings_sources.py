@@ -22,13 +22,13 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Any
     from claudeguard.config.load import Config
-    from claudeguard.shim.claude_args import ClaudeArgs
+    from claudeguard.plan.claude_args import ClaudeArgs
 
 FILE_SOURCES = ("user", "project", "local")
 # URLs the resident service's HTTP hooks will post to (any port, any path under /hook/): a
 # pattern in allowedHttpHookUrls lets the guard through only if it matches all of these.
 GUARD_HOOK_URLS = ("http://127.0.0.1:1/hook/PreToolUse", "http://127.0.0.1:65535/hook/x/y")
-# The variable the guard's HTTP hook headers take the session's secret from (shim.command.TOKEN_VAR).
+# The variable the guard's HTTP hook headers take the session's secret from (plan.hooks.TOKEN_VAR).
 GUARD_TOKEN_VAR = "CLAUDEGUARD_HOOK_TOKEN"
 # Hook events whose answer decides a call: someone else's hook there can allow what the guard
 # leaves to the CLI (a main-agent call no rule decides) or answer a dialog before ours.
