@@ -294,8 +294,8 @@ import json, os, sys, time
 from claudeguard.shim.activity import Feed
 child, seconds, mode, d = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
 class Cfg:
-    def get(self, key): return {"stall_after": 300, "tool_stall_after": 1800, "on_stall": "warn",
-                                "sample_interval": 1.0, "kill_grace": 5}[key.split(".")[1]]
+    def watchdog(self): return {"stall_after": 300, "tool_stall_after": 1800, "on_stall": "warn",
+                                "sample_interval": 1.0, "kill_grace": 5}
 class Args:
     print_mode, prompt = True, "benchmark"
     def last(self, *names): return "stream-json"

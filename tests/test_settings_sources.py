@@ -23,13 +23,19 @@ class _Locked:
 
 @dataclass
 class FakeConfig:
-    """The three things check() reads from a Config."""
+    """What check() reads from a Config."""
 
     lockdown: _Locked = field(default_factory=lambda: _Locked(False))
     values: dict = field(default_factory=dict)
 
     def get(self, key: str):  # type: ignore[no-untyped-def]
         return self.values.get(key)
+
+    def permission_mode(self) -> str | None:
+        return self.values.get("permissions.mode")
+
+    def security(self) -> dict:
+        return {"allow_settings_override": self.values.get("security.allow_settings_override") is True}
 
     def source(self, key: str) -> str:
         return "config.toml:5"

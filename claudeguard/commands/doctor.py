@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
         _say(False, f"runtime dir: {exc}")
         return 1
     try:
-        real = find_claude(cfg.get("claude.path"))
+        real = find_claude(cfg.claude_path())
     except GuardError as exc:
         _say(False, f"real CLI: {exc}")
         return 1
@@ -84,7 +84,7 @@ def settings_sources(cfg: Config) -> bool:
              for s in srcs if s.loaded or s.note != "missing"]
     print(f"      Claude settings sources: {'; '.join(shown) or 'none'}")
     lockdown = bool(cfg.lockdown.value)
-    override = bool(cfg.get("security.allow_settings_override")) and not lockdown
+    override = cfg.security()["allow_settings_override"] and not lockdown
     ok = True
     for f in ss.findings(args, srcs, mode_chosen=ss.mode_chosen(args, cfg)) + ss.env_findings(args, dict(os.environ)):
         refused = f.action == ss.REFUSE or (f.action == ss.STRICT and lockdown)

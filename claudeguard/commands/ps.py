@@ -14,14 +14,14 @@ def _limits(args: argparse.Namespace) -> dict[str, float]:
     layers and CLAUDEGUARD_* variables), ``--stall-after`` over them."""
     from pathlib import Path
 
-    from claudeguard.config.load import env_overrides, load_config, parse_value
+    from claudeguard.config.load import env_overrides, load_config, parse_seconds
 
-    cfg = load_config(Path.cwd(), env_overrides())
-    stall_after = cfg.get("watchdog.stall_after")
+    watchdog = load_config(Path.cwd(), env_overrides()).watchdog()
+    stall_after = watchdog["stall_after"]
     if args.stall_after is not None:
-        stall_after = parse_value("watchdog.stall_after", args.stall_after, "--stall-after")
-    window = parse_value("watchdog.stall_after", args.window, "--window")  # same rule: seconds > 0
-    return {"stall_after": stall_after, "tool_stall_after": cfg.get("watchdog.tool_stall_after"), "window_s": window}
+        stall_after = parse_seconds("watchdog.stall_after", args.stall_after, "--stall-after")
+    window = parse_seconds("watchdog.stall_after", args.window, "--window")  # same rule: seconds > 0
+    return {"stall_after": stall_after, "tool_stall_after": watchdog["tool_stall_after"], "window_s": window}
 
 
 def main(argv: list[str]) -> int:

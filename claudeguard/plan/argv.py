@@ -131,7 +131,7 @@ def cli_allow_rules(cfg: Config, cwd: str) -> list[str]:
     guarded = {_rule_tool(r.rule) for key, rules in cfg.rules.items()
                if key == "permissions.ask" or (key.startswith("agents.") and key.endswith((".ask", ".deny")))
                for r in rules}
-    guarded |= set(cfg.get("subagents.blocked_tools") or ())
+    guarded |= set(cfg.subagents()["blocked_tools"])
     return [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.allow", [])
             if not any(_tools_overlap(_rule_tool(r.rule), tool) for tool in guarded)]
 
@@ -160,7 +160,7 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     check_lockdown(args, cfg)
     ctl = ctl_command()
     front: list[str] = []
-    mode = cfg.get("permissions.mode")
+    mode = cfg.permission_mode()
     if mode and not args.has("--permission-mode") and not args.has(*BYPASS_FLAGS):
         front.append(f"--permission-mode={mode}")
     allow = cli_allow_rules(cfg, cwd)

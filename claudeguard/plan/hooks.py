@@ -150,7 +150,7 @@ def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None
 def guard_settings(cfg: Config, ctl: list[str], cwd: str, http: HttpHooks | None = None, session_id: str = "",
                    print_mode: bool = False, asker: str | None = None, one_prompt: bool = False,
                    transcript_kept: bool = False) -> dict[str, Any]:
-    timeout = int(cfg.get("approval.timeout")) + 30  # the guard, not the CLI, must decide
+    timeout = int(cfg.approval()["timeout"]) + 30  # the guard, not the CLI, must decide
     # Every hook blocks but the HTTP form's PostToolUse and PostToolUseFailure (ASYNC_HTTP_EVENTS).
     hooks: dict[str, Any] = {}
     for event in hook_events(print_mode, asker, one_prompt, transcript_kept):

@@ -19,20 +19,23 @@ if TYPE_CHECKING:
     from typing import Any
 
     from claudeguard.config.load import Config, Overrides
+    from claudeguard.config.schema import RuleSpec
+    from claudeguard.gate.session import Snapshot
     from claudeguard.plan.claude_args import ClaudeArgs
     from claudeguard.plan.options import GuardOptions
 
-def claude_allow_rules(args: ClaudeArgs, cwd: str, home: str) -> list[dict[str, Any]]:
+
+def claude_allow_rules(args: ClaudeArgs, cwd: str, home: str) -> list[RuleSpec]:
     """Allow rules the CLI itself applies (caller's --allowedTools and Claude settings files):
     the hook treats them as allows, so a subagent is not sent to a human for what the CLI allows."""
-    entries: list[dict[str, Any]] = []
+    entries: list[RuleSpec] = []
     for rule in split_tool_list(args.values("--allowedTools", "--allowed-tools")):
         entries.append({"rule": rule, "source": "--allowedTools", "root": cwd})
     files = [Path(home) / ".claude" / "settings.json", Path(cwd) / ".claude" / "settings.json",
              Path(cwd) / ".claude" / "settings.local.json"]
     for path in files:
         try:
-            data = json.loads(path.read_text())
+            data: Any = json.loads(path.read_text())  # a settings file: whatever JSON it holds
             rules = data.get("permissions", {}).get("allow", [])
         except (OSError, ValueError, AttributeError):
             continue
@@ -41,10 +44,11 @@ def claude_allow_rules(args: ClaudeArgs, cwd: str, home: str) -> list[dict[str, 
                 entries.append({"rule": rule, "source": str(path), "root": str(path.parent.parent)})
     for value in args.values("--settings"):
         try:
-            data = load_settings_value(value)
+            settings = load_settings_value(value)
         except UsageError:
             continue
-        rules = (data.get("permissions") or {}).get("allow", [])
+        perms = settings.get("permissions")
+        rules = perms.get("allow", []) if isinstance(perms, dict) else []
         for rule in rules if isinstance(rules, list) else []:
             if isinstance(rule, str):
                 entries.append({"rule": rule, "source": "--settings", "root": cwd})
@@ -61,7 +65,7 @@ def claude_allow_rules(args: ClaudeArgs, cwd: str, home: str) -> list[dict[str, 
 
 
 def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str, interactive: bool,
-                     exec_pid: int | None = None, cli_version: str | None = None) -> dict[str, Any]:
+                     exec_pid: int | None = None, cli_version: str | None = None) -> Snapshot:
     """What the hook and the MCP server need, so they never re-read the config layers.
     ``cli_version`` as for ``build_plan`` (the two must agree on who asks in -p)."""
     spec = cfg.policy_spec()
@@ -73,12 +77,7 @@ def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str
         "pid": exec_pid or os.getpid(),
         "cwd": cwd,
         "policy": spec,
-        "approval": {
-            "timeout": cfg.get("approval.timeout"),
-            "on_timeout": cfg.get("approval.on_timeout"),
-            "notify": cfg.get("approval.notify"),
-            "idle_before_channel": 0 if not interactive else cfg.get("approval.idle_before_channel"),
-        },
+        "approval": cfg.approval(interactive=interactive),
         "forever_file": str(cfg.searched[0][1]),
         "print_mode": args.print_mode,
         # who answers a call the CLI asks about in -p (print_asker): the hook answers
@@ -86,8 +85,6 @@ def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str
         "asker": print_asker(args, cli_version),
         "interactive": interactive,
     }
-
-
 
 
 def overrides(opts: GuardOptions) -> Overrides:
@@ -120,7 +117,7 @@ def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config
     from claudeguard.plan.discovery import find_claude
 
     cfg = load_config(opts, cwd)
-    real = find_claude(cfg.get("claude.path"), configured_source=f"claude.path ({cfg.source('claude.path')})")
+    real = find_claude(cfg.claude_path(), configured_source=f"claude.path ({cfg.source('claude.path')})")
     if not args.passthrough or args.subcommand == "agents":  # `claude agents` dispatches sessions
         from claudeguard.plan.settings_sources import enforce
 
@@ -133,7 +130,7 @@ def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config
 
 
 def session_file(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str, stdin_tty: bool, exec_pid: int,
-                 prepared_by: str = "launcher", cli_version: str | None = None) -> dict[str, Any]:
+                 prepared_by: str = "launcher", cli_version: str | None = None) -> Snapshot:
     """The session's ``session.json`` (what its hooks read) but for ``"hooks"``, which the caller
     sets once it knows who answers them. ``prepared_by``: the launcher, or the service's planner
     (for `ps` and the tests: the plan is the same); ``cli_version``: ``discovery.print_cli_version``, the one
@@ -162,7 +159,7 @@ class Written:
 
     __slots__ = ("path", "snapshot", "text")
 
-    def __init__(self, path: str, snapshot: dict[str, Any]) -> None:
+    def __init__(self, path: str, snapshot: Snapshot) -> None:
         self.path = path
         self.snapshot = snapshot
         self.text = ""

@@ -289,7 +289,7 @@ def env_findings(args: ClaudeArgs, env: dict[str, str]) -> list[Finding]:
 def mode_chosen(args: ClaudeArgs, cfg: Config) -> str | None:
     if args.last("--permission-mode"):
         return "--permission-mode"
-    if cfg.get("permissions.mode"):
+    if cfg.permission_mode():
         return f"permissions.mode ({cfg.source('permissions.mode')})"
     return None
 
@@ -307,7 +307,7 @@ def check(args: ClaudeArgs, cfg: Config, cwd: str, env: dict[str, str] | None = 
         if f.action == REFUSE or (f.action == STRICT and lockdown):
             if lockdown:
                 raise UsageError(f"{f.line()}: refused by lockdown ({cfg.lockdown.source})")
-            if not cfg.get("security.allow_settings_override"):
+            if not cfg.security()["allow_settings_override"]:
                 raise UsageError(f"{f.line()}: refused (set [security] allow_settings_override = true to run anyway)")
     return [f for f in found if f.action == REFUSE]
 
@@ -340,7 +340,7 @@ def protected_files(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = Non
 def protected_rules(args: ClaudeArgs, cfg: Config, cwd: str) -> list[str]:
     """Deny rules for the CLI (``--disallowedTools``) that keep its file tools off the settings
     files: enforced by the CLI itself, so they hold even where a hook would not run."""
-    if cfg.get("security.allow_settings_override") and not cfg.lockdown.value:
+    if cfg.security()["allow_settings_override"] and not cfg.lockdown.value:
         return []
     return [f"Edit(/{path})" for path in protected_files(args, cwd)]  # //abs: an absolute path
 

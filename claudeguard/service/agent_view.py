@@ -28,9 +28,11 @@ from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Callable
 
-    from claudeguard.gate.session import Session
+    from claudeguard.gate.session import Session, Snapshot
+    from claudeguard.service.background import BackgroundRecord
+    from claudeguard.service.protocol import Done, Failed, WatchSettings
     from claudeguard.service.registry import Registered, Registry, Shown
 
 END_GRACE_S = 5.0  # after agent view exits: a session it just dispatched may not be recorded yet
@@ -47,7 +49,7 @@ class View:
     settings: str  # the guard's settings file: what every dispatched session's job names
     pid: int | None
     start: str | None
-    watch: dict[str, Any]
+    watch: WatchSettings
     children: dict[str, str] = field(default_factory=dict)  # CLI session id -> child session id
     mine: dict[str, str | None] = field(default_factory=dict)  # CLI session id -> job intent (its prompt)
     read_jobs: set[str] = field(default_factory=set)  # job dirs whose state.json was read
@@ -111,8 +113,8 @@ def ensure_child(service: Registry, view: View, parent: Registered, cli: str,
                 return reg
         sid = child_id(view.session_id, cli)
         directory = os.path.join(os.path.dirname(view.directory), sid)
-        snapshot = dict(parent.session.snapshot, session_id=sid, kind="background", agent_view=view.session_id,
-                        pty=False)  # no screen of ours: its hooks post as usual
+        snapshot: Snapshot = {**parent.session.snapshot, "session_id": sid, "kind": "background",
+                              "agent_view": view.session_id, "pty": False}  # no screen of ours: its hooks post as usual
         prompt = prompt or view.mine.get(cli)
         try:
             private_dir(directory)
@@ -173,7 +175,7 @@ def _live_sessions(config_dir: str) -> set[str]:
     """The CLI session ids of live session processes (``sessions/<pid>.json``, start checked)."""
     from claudeguard.service.background import live_records
 
-    return {rec["sessionId"] for rec, _ in live_records(config_dir) if isinstance(rec.get("sessionId"), str)}
+    return {cli for rec, _ in live_records(config_dir) if isinstance(cli := rec.get("sessionId"), str)}
 
 
 def keep_view(service: Registry, view: View, on_end: Callable[[], None]) -> None:
@@ -222,17 +224,18 @@ def keep_view(service: Registry, view: View, on_end: Callable[[], None]) -> None
         shutil.rmtree(view.directory, ignore_errors=True)
 
 
-def start(service: Registry, session_id: str, reg: Registered, record: dict[str, Any]) -> dict[str, Any]:
+def start(service: Registry, session_id: str, reg: Registered, record: BackgroundRecord) -> Done | Failed:
     """``attach`` of a view: its keeper thread starts."""
     spec = record.get("agent_view") or {}
-    if not isinstance(spec, dict) or not isinstance(spec.get("settings"), str):
+    settings = spec.get("settings") if isinstance(spec, dict) else None
+    if not isinstance(settings, str):
         return {"ok": False, "error": "background.json: agent_view has no settings file"}
     if isinstance(reg.keeper, View):
         return {"ok": True}
     if reg.session.dir is None:
         return {"ok": False, "error": "agent view's session has no directory"}
     pid = spec.get("pid")
-    view = View(session_id, reg.session.dir, reg.token, str(record.get("config_dir") or ""), spec["settings"],
+    view = View(session_id, reg.session.dir, reg.token, str(record.get("config_dir") or ""), settings,
                 pid if isinstance(pid, int) else None, spec.get("start"), record.get("watch") or {})
     reg.keeper = view
     threading.Thread(target=keep_view, args=(service, view, lambda: service.forget(session_id, view)),

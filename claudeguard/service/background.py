@@ -27,9 +27,44 @@ from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterator
+    from typing import Any, Callable, Iterator, TypedDict
 
     from claudeguard.gate.session import Session
+    from claudeguard.service.protocol import WatchSettings
+
+    class ReportSpec(TypedDict, total=False):
+        """``--guard-report`` of a ``--bg`` launch, written by the service when the session ends."""
+
+        path: str
+        fail_on: list[str]
+        started: float  # the launch's time
+        mark: list[int] | None  # where the audit log ended at the launch (plan.report.audit_mark)
+        real_cli: str
+
+    class AgentViewSpec(TypedDict, total=False):
+        """The view of a guarded agent view: its process and its settings file."""
+
+        settings: str
+        pid: int
+        start: str | None
+
+    class BackgroundRecord(TypedDict, total=False):
+        """``background.json`` in the session dir (0600), written by the launcher (``shim/background``,
+        ``shim/agent_view``) or by the service for a child of agent view; what the service keeps
+        the session by, and adopts it again from."""
+
+        token: str  # the session's secret
+        config_dir: str  # the CLI's (its session records)
+        watch: WatchSettings
+        prompt: str | None
+        short_id: str  # the CLI's, once the launch printed it
+        report: ReportSpec
+        agent_view: AgentViewSpec | None  # a view of agent view
+        cli_session: str  # a child of agent view: the CLI's session id
+        parent: str  # a child of agent view: the view's session id
+
+    # One of the CLI's records of its live sessions (``<config dir>/sessions/<pid>.json``).
+    CliRecord = dict[str, object]
     from claudeguard.service.registry import Registered, Registry, Shown
     from claudeguard.plan.keeper import SessionKeeper
     from claudeguard.watchdog.monitor import Monitor
@@ -49,12 +84,12 @@ class Keeper:
     directory: str
     short_id: str
     config_dir: str
-    watch: dict[str, Any]
+    watch: WatchSettings
     prompt: str | None = None
     cwd: str | None = None
     pid: int | None = None
     log_dir: str | None = None
-    report: dict[str, Any] | None = None  # --guard-report of the launch: path, fail_on, started, mark, real_cli
+    report: ReportSpec | None = None  # --guard-report of the launch: path, fail_on, started, mark, real_cli
     # A session dispatched from agent view is known by the CLI's session id (from its hooks or
     # its job record) before its short id: found by that, the short id is then read from the
     # CLI's record (service/agent_view.py).
@@ -71,13 +106,17 @@ class Keeper:
         return {"short_id": self.short_id or None, "cli_pid": self.pid}
 
 
-def read_record(directory: str) -> dict[str, Any] | None:
+def read_record(directory: str) -> BackgroundRecord | None:
+    """The session's ``background.json``: our own file, private to this user (its readers check
+    what they rely on); None when missing or unreadable."""
     from claudeguard.files import read_json
 
-    return read_json(os.path.join(directory, RECORD))
+    data: Any = read_json(os.path.join(directory, RECORD))  # a JSON object, or None
+    record: BackgroundRecord | None = data
+    return record
 
 
-def live_records(config_dir: str) -> Iterator[tuple[dict[str, Any], str]]:
+def live_records(config_dir: str) -> Iterator[tuple[CliRecord, str]]:
     """The CLI's records of its live session processes (``<config dir>/sessions/<pid>.json``),
     each with the process's start time: a record whose pid is gone or now another process's
     (``procStart``) is left out."""
@@ -105,8 +144,10 @@ def find_process(config_dir: str, short_id: str, cli_session: str | None = None)
     """The session's pid, start time and short id from the CLI's own record of it, if it is
     alive: by short id (``jobId``), or when that is not known yet, by ``sessionId``."""
     for rec, start in live_records(config_dir):
-        if (rec.get("jobId") == short_id) if short_id else (cli_session and rec.get("sessionId") == cli_session):
-            return rec["pid"], start, str(rec.get("jobId") or short_id)
+        pid = rec.get("pid")
+        if isinstance(pid, int) and ((rec.get("jobId") == short_id) if short_id
+                                     else (cli_session and rec.get("sessionId") == cli_session)):
+            return pid, start, str(rec.get("jobId") or short_id)
     return None
 
 
@@ -136,7 +177,7 @@ def keep(keeper: Keeper, on_end: Callable[[], None]) -> None:
         keeper.pid = pid
         restorer = _dir_keeper(keeper)
         named = [-NAME_EVERY_S]
-        extra: dict[str, Any] = {}  # the monitor's extra_status (the monitor may sample before it is returned)
+        extra: dict[str, object] = {}  # the monitor's extra_status (the monitor may sample before it is returned)
 
         def check() -> None:  # after each of the watchdog's samples, in its thread
             if keeper.stop.is_set():
@@ -188,12 +229,13 @@ def _dir_keeper(keeper: Keeper) -> SessionKeeper:
 
 
 def _start_monitor(keeper: Keeper, pid: int, after_sample: Callable[[], None] | None = None,
-                   extra: dict[str, Any] | None = None) -> Monitor:
+                   extra: dict[str, object] | None = None) -> Monitor:
     from pathlib import Path
 
     from claudeguard.watchdog.monitor import Monitor, WatchConfig
 
-    known = {k: v for k, v in keeper.watch.items() if k in WatchConfig.__dataclass_fields__}
+    # As the launcher wrote them (our own file): the fields WatchConfig knows.
+    known: dict[str, Any] = {k: v for k, v in keeper.watch.items() if k in WatchConfig.__dataclass_fields__}
     monitor = Monitor(child_pid=pid, session_id=keeper.session_id, session_dir=Path(keeper.directory),
                       config=WatchConfig(**known), output_format=None, prompt=keeper.prompt, cwd=keeper.cwd or "/",
                       argv=[], on_stall=lambda diagnosis: None)
@@ -226,7 +268,7 @@ def write_report(keeper: Keeper) -> None:
                   end=EndOptions(spec.get("path"), frozenset(spec.get("fail_on") or ())), non_interactive=True)
         run.started = float(spec.get("started") or run.started)
         mark = spec.get("mark")
-        run.mark = tuple(mark) if isinstance(mark, list) else None
+        run.mark = (mark[0], mark[1], mark[2]) if isinstance(mark, list) and len(mark) == 3 else None
         report = run.build(0)
         report["background"] = {"short_id": keeper.short_id, "cli_pid": keeper.pid}
         report["fail_on"] = fail_on_hits(report["counts"], report["calls"], run.end.fail_on)

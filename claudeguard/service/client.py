@@ -22,12 +22,14 @@ from claudeguard.service import files
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any, Protocol
+    from typing import Protocol
+
+    from claudeguard.service.protocol import Received, Request
 
     class Listener(Protocol):
         """What the link thread tells the launcher (``shim/activity.py``'s ``Feed``)."""
 
-        def message(self, msg: dict[str, Any]) -> None:
+        def message(self, msg: Received) -> None:
             """A line of the service with an ``event`` key (``watching``, ``stall``, ...)."""
 
         def lost(self) -> None:
@@ -54,8 +56,8 @@ def _connect_control(directory: str) -> socket.socket:
     return sock
 
 
-def request(sock: socket.socket, msg: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
-    """One control request and its one-line answer."""
+def request(sock: socket.socket, msg: Request, timeout: float = 10.0) -> Received:
+    """One control request and its one-line answer (as received: its fields are the caller's to check)."""
     sock.settimeout(timeout)
     try:
         sock.sendall(json.dumps(msg).encode() + b"\n")
@@ -211,13 +213,24 @@ class Registration:
         if not reply.get("ok"):
             sock.close()
             raise ServiceError(f"the guard service refused the session: {reply.get('error')}")
-        self.port = int(reply["port"])
+        port = reply.get("port")
+        if not isinstance(port, int):
+            sock.close()
+            raise ServiceError(f"the guard service answered no port: {reply}")
+        self.port = port
         files.bound_sends(sock)  # a service that stopped reading fails a send (then the link's EOF decides)
         old, self.sock = self.sock, sock
         if old is not None:
             old.close()  # a dead service's connection
 
-    def send(self, msg: dict[str, Any]) -> bool:
+    def request(self, msg: Request) -> Received:
+        """One request on the registration's connection, and its answer (the connection carries
+        no watchdog traffic: a ``--bg`` or agent view launch). ServiceError when it is closed."""
+        if self.sock is None:
+            raise ServiceError("the registration's connection is closed")
+        return request(self.sock, msg)
+
+    def send(self, msg: Request) -> bool:
         """One line to the service; False when the connection is gone (the link notices)."""
         sock = self.sock
         if sock is None:
@@ -230,7 +243,7 @@ class Registration:
             return False
         return True
 
-    def _tell(self, what: str, msg: dict[str, Any] | None = None) -> None:
+    def _tell(self, what: str, msg: Received | None = None) -> None:
         """``listener.message(msg)``, ``.lost()`` or ``.registered()``, if there is a listener;
         what it raises is said on stderr, and the link lives on."""
         listener = self.listener

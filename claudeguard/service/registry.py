@@ -14,9 +14,11 @@ from dataclasses import dataclass
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     import threading
-    from typing import Any, Protocol, TypedDict
+    from collections.abc import Mapping
+    from typing import Protocol, TypedDict
 
     from claudeguard.gate.session import Session
+    from claudeguard.service.protocol import Failed, RegisterReply
     from claudeguard.watchdog.monitor import Monitor
 
     class Shown(TypedDict):
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
         def lookup(self, session_id: str, token: str | None) -> Registered | None:
             """The session, if ``token`` is its secret."""
 
-        def register(self, msg: dict[str, Any], owner: object) -> dict[str, Any]:
+        def register(self, msg: Mapping[str, object], owner: object) -> RegisterReply | Failed:
             """The ``register`` op."""
 
         def forget(self, session_id: str, keeper: object) -> None:

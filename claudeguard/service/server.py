@@ -37,10 +37,14 @@ from claudeguard.service.registry import Registered
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any
+
+    from collections.abc import Mapping
 
     from claudeguard.gate.session import Session
     from claudeguard.service.planner import Planner
+    from claudeguard.service.protocol import (
+        Done, Failed, HelloReply, Received, RegisterReply, Reply, SessionRow, Status, Stopping, WatchEnded, Watching,
+    )
     from claudeguard.service.watch import Link
 
 DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
@@ -66,7 +70,7 @@ class Service:
     control: socket.socket | None = None
     run_lock: int | None = None  # fd of run.lock, flocked while this service holds the slot
     control_ino: int = 0  # the inode of the socket file we bound (fstat of a socket says another)
-    registered: threading.Condition | None = None  # notified at each register (on ``lock``)
+    registered: threading.Condition = field(init=False)  # notified at each register (on ``lock``)
     waiters: int = 0  # requests waiting in ``lookup`` for their session's registration
     planner: Planner | None = None  # the process that prepares launchers' sessions (service/planner.py)
     # Held by ``retire`` (a control thread) and ``_keep_slot`` (the main loop): without it a
@@ -83,7 +87,6 @@ class Service:
         """The session, if ``token`` is its secret (compared in constant time). A session not
         registered (yet) is waited for up to ``wait`` seconds: its launcher may still be
         registering it while its CLI already runs."""
-        assert self.registered is not None
         with self.lock:
             reg = self.sessions.get(session_id)
             if reg is None and token is not None and wait > 0 and self.waiters < MAX_REGISTRATION_WAITERS:
@@ -99,13 +102,14 @@ class Service:
             return None
         return reg
 
-    def register(self, msg: dict[str, Any], owner: object) -> dict[str, Any]:
+    def register(self, msg: Mapping[str, object], owner: object) -> RegisterReply | Failed:
+        """The ``register`` op (``msg`` as received, or one of ours: ``adopt``, agent view)."""
         from claudeguard.gate.session import load_session
 
         if self.retired:
             return {"ok": False, "error": "retiring: another version took over"}
         sid, directory, token = msg.get("session_id"), msg.get("dir"), msg.get("token")
-        kind = msg.get("kind") or "foreground"
+        kind = str(msg.get("kind") or "foreground")
         if not (isinstance(sid, str) and sid and isinstance(directory, str) and isinstance(token, str)
                 and len(token) >= 32):
             return {"ok": False, "error": "register needs session_id, dir and a token of 32+ characters"}
@@ -124,10 +128,10 @@ class Service:
                 watch.end(old, ...)  # registered again on another connection: that one asks anew
             self.sessions[sid] = Registered(session, token, kind, time.time(), owner if kind == "foreground" else None,
                                             old.keeper if old is not None else None)
-            self.registered.notify_all()  # type: ignore[union-attr]  # made by __post_init__
+            self.registered.notify_all()
         return {"ok": True, "port": self.port, "version": self.version, "pid": os.getpid()}
 
-    def attach(self, session_id: str) -> dict[str, Any]:
+    def attach(self, session_id: str) -> Done | Failed:
         """Start keeping a registered background session, once its launcher knows the CLI's
         short id (written into the session's ``background.json``)."""
         from claudeguard.service.background import Keeper, keep, read_record
@@ -141,12 +145,13 @@ class Service:
             from claudeguard.service import agent_view
 
             return agent_view.start(self, session_id, reg, record)
-        if record is None or not record.get("short_id"):
+        short_id = record.get("short_id") if record is not None else None
+        if record is None or not short_id:
             return {"ok": False, "error": "background.json has no short_id"}
         if reg.keeper is not None:
             return {"ok": True}
-        reg.session.snapshot["cli_short_id"] = record["short_id"]  # shown by pending and audit
-        keeper = Keeper(session_id, reg.session.dir, record["short_id"], record.get("config_dir") or "",
+        reg.session.snapshot["cli_short_id"] = short_id  # shown by pending and audit
+        keeper = Keeper(session_id, reg.session.dir, short_id, record.get("config_dir") or "",
                         record.get("watch") or {}, prompt=record.get("prompt"), cwd=reg.session.snapshot.get("cwd"),
                         log_dir=reg.session.snapshot.get("log_dir"), report=record.get("report"))
         reg.keeper = keeper
@@ -186,8 +191,8 @@ class Service:
             if record is None or not (record.get("short_id") or record.get("agent_view")) or record.get("parent") \
                     or not isinstance(record.get("token"), str):
                 continue
-            reply = self.register({"session_id": entry.name, "dir": entry.path, "token": record["token"],
-                                   "kind": "background"}, None)
+            reply = self.register({"op": "register", "session_id": entry.name, "dir": entry.path,
+                                   "token": record["token"], "kind": "background"}, None)
             if reply.get("ok"):
                 self.attach(entry.name)
 
@@ -201,13 +206,13 @@ class Service:
 
                 watch.end(reg, ...)
 
-    def owned(self, msg: dict[str, Any], owner: object) -> Registered | None:
+    def owned(self, msg: Received, owner: object) -> Registered | None:
         """The foreground session ``msg`` names, if ``owner`` (a control connection) registered it."""
         with self.lock:
             reg = self.sessions.get(str(msg.get("session_id")))
         return reg if reg is not None and reg.owner is owner else None
 
-    def watch_op(self, op: str, msg: dict[str, Any], owner: Link | None) -> dict[str, Any] | None:
+    def watch_op(self, op: str, msg: Received, owner: Link | None) -> Watching | WatchEnded | None:
         """``watch``, ``activity``, ``watch-end`` (``service/watch.py``); None: no answer."""
         from claudeguard.service import watch
 
@@ -222,16 +227,13 @@ class Service:
                 return {"event": "watching", "ok": False, "error": "not registered on this connection"}
             return watch.start(reg, msg, owner)
         if reg is not None:
-            watch.end(reg, msg.get("code") if msg.get("final", True) else ...)
+            code = msg.get("code")
+            watch.end(reg, (code if isinstance(code, int) else None) if msg.get("final", True) else ...)
         return {"event": "watch-ended"}
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> Status:
         with self.lock:
-            sessions = [{"session_id": sid, "kind": reg.kind, "cwd": reg.session.snapshot.get("cwd"),
-                         "launcher_pid": reg.session.snapshot.get("pid"), "registered": reg.registered,
-                         **(reg.keeper.shown() if reg.keeper is not None else {"short_id": None, "cli_pid": None}),
-                         "agent_view": reg.session.snapshot.get("agent_view")}
-                        for sid, reg in self.sessions.items()]
+            sessions = [_row(sid, reg) for sid, reg in self.sessions.items()]
         return {"ok": True, "pid": os.getpid(), "version": self.version, "port": self.port, "started": self.started,
                 "retired": self.retired, "idle_exit": self.idle_exit, "sessions": sessions,
                 "waiting": self.waiters}
@@ -258,6 +260,7 @@ class Service:
         reader = conn.makefile("rb")
         try:
             for line in reader:
+                reply: Reply | None
                 try:
                     msg = json.loads(line)
                     reply = self.control_op(msg if isinstance(msg, dict) else {}, link)
@@ -272,13 +275,16 @@ class Service:
             reader.close()
             conn.close()
 
-    def control_op(self, msg: dict[str, Any], conn: Link | None) -> dict[str, Any] | None:
+    def control_op(self, msg: Received, conn: Link | None) -> Reply | None:
+        """One control message's answer (None: the op has none)."""
         op = msg.get("op")
         if op == "hello":
-            return {"ok": True, "version": self.version, "pid": os.getpid(), "port": self.port, "retired": self.retired}
+            hello: HelloReply = {"ok": True, "version": self.version, "pid": os.getpid(), "port": self.port,
+                                 "retired": self.retired}
+            return hello
         if op == "register":
             return self.register(msg, conn)
-        if op in ("watch", "activity", "watch-end"):
+        if op == "watch" or op == "activity" or op == "watch-end":
             return self.watch_op(op, msg, conn)
         if op == "attach":
             return self.attach(str(msg.get("session_id")))
@@ -290,7 +296,8 @@ class Service:
             return self.status()
         if op == "stop":
             self.stopping.set()
-            return {"ok": True, "sessions": len(self.sessions)}
+            stopping: Stopping = {"ok": True, "sessions": len(self.sessions)}
+            return stopping
         if op == "retire":
             self.retire()
             return {"ok": True}
@@ -462,6 +469,14 @@ class Service:
             hooks.shutdown()
             hooks.server_close()
         return 0
+
+
+def _row(session_id: str, reg: Registered) -> SessionRow:
+    shown = reg.keeper.shown() if reg.keeper is not None else None
+    snapshot = reg.session.snapshot
+    return {"session_id": session_id, "kind": reg.kind, "cwd": snapshot.get("cwd"), "launcher_pid": snapshot.get("pid"),
+            "registered": reg.registered, "short_id": shown["short_id"] if shown else None,
+            "cli_pid": shown["cli_pid"] if shown else None, "agent_view": snapshot.get("agent_view")}
 
 
 def main(argv: list[str]) -> int:

@@ -76,7 +76,7 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
     for i in sorted(settings_at, reverse=True):  # the CLI would keep only the last one
         del tail[i:i + (1 if "=" in tail[i] else 2)]
     front = []
-    mode = cfg.get("permissions.mode")
+    mode = cfg.permission_mode()
     if mode and not own.has("--permission-mode") and not own.has(*BYPASS_FLAGS):
         front.append(f"--permission-mode={mode}")
     return [real, *args.argv[:index], "agents", "<settings>", *front, *tail], merge_settings(caller, ours)
@@ -103,7 +103,7 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: End
                           RECURSION_VAR)
     from claudeguard.files import write_atomic
     from claudeguard.paths import log_dir_text, runtime_dir
-    from claudeguard.service.client import Registration, ServiceError, request
+    from claudeguard.service.client import Registration, ServiceError
     from claudeguard.service.files import process_start
     from claudeguard.shim.background import config_dir, end_launch, watch_settings
     from claudeguard.plan.hooks import HttpHooks
@@ -120,7 +120,7 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: End
     try:
         snapshot = session_snapshot(cfg, tail_args(args.argv[index + 1 :]), session_id=session_id, cwd=str(cwd),
                                     interactive=False)
-        snapshot.update(hooks="http", log_dir=log_dir_text(), kind="background")
+        snapshot.update({"hooks": "http", "log_dir": log_dir_text(), "kind": "background"})
         write_atomic(session_dir / "session.json", json.dumps(snapshot))
         settings_file = str(session_dir / SETTINGS)
         # "agent_view" is added once agent view runs: a service starting now adopts no half-made view.
@@ -145,7 +145,7 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: End
         proc = subprocess.Popen(argv, env=env)
         record["agent_view"] = {"settings": settings_file, "pid": proc.pid, "start": process_start(proc.pid)}
         write_atomic(session_dir / "background.json", json.dumps(record))
-        reply = request(registration.sock, {"op": "attach", "session_id": session_id})  # type: ignore[arg-type]  # open() set it
+        reply = registration.request({"op": "attach", "session_id": session_id})
         if not reply.get("ok"):
             print(f"claudeguard: the guard service did not take agent view: {reply.get('error')}; stopping it",
                   file=sys.stderr)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from claudeguard.service.client import Registration
     from claudeguard.plan.claude_args import ClaudeArgs
     from claudeguard.plan.report import EndOptions
+    from claudeguard.service.protocol import WatchSettings
 
 SHORT_ID = re.compile(r"backgrounded\s+·\s+(\S+)")
 
@@ -38,11 +39,9 @@ def config_dir(env: dict[str, str]) -> str:
     return env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
 
 
-def watch_settings(cfg: Config) -> dict[str, Any]:
+def watch_settings(cfg: Config) -> WatchSettings:
     """The watchdog settings the service's keeper applies to a background session."""
-    return {"stall_after": cfg.get("watchdog.stall_after"), "tool_stall_after": cfg.get("watchdog.tool_stall_after"),
-            "on_stall": cfg.get("watchdog.on_stall"), "sample_interval": cfg.get("watchdog.sample_interval"),
-            "kill_grace": cfg.get("watchdog.kill_grace"), "interactive": True,
+    return {**cfg.watchdog(), "interactive": True,
             # the session draws on a pty nobody reads: its writes are no progress
             "writes_are_screen": True}
 
@@ -51,7 +50,7 @@ def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_
                    end: EndOptions | None = None) -> int:
     from claudeguard.files import write_atomic
     from claudeguard.paths import log_dir_text, runtime_dir
-    from claudeguard.service.client import Registration, ServiceError, request
+    from claudeguard.service.client import Registration, ServiceError
     from claudeguard.plan.argv import build_plan
     from claudeguard.plan.hooks import HttpHooks
     from claudeguard.plan.session import session_snapshot
@@ -65,7 +64,7 @@ def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_
     launched = False
     try:
         snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(cwd), interactive=False)
-        snapshot.update(hooks="http", log_dir=log_dir_text(), kind="background")
+        snapshot.update({"hooks": "http", "log_dir": log_dir_text(), "kind": "background"})
         write_atomic(session_dir / "session.json", json.dumps(snapshot))
         record: dict[str, Any] = {"token": token, "config_dir": config_dir(dict(os.environ)),
                                   "watch": watch_settings(cfg),
@@ -100,7 +99,7 @@ def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_
             return proc.returncode
         record["short_id"] = match.group(1)
         write_atomic(session_dir / "background.json", json.dumps(record))
-        reply = request(registration.sock, {"op": "attach", "session_id": session_id})  # type: ignore[arg-type]  # open() set it
+        reply = registration.request({"op": "attach", "session_id": session_id})
         if not reply.get("ok"):
             print(f"claudeguard: the guard service did not take the session: {reply.get('error')}", file=sys.stderr)
             return 1

@@ -160,7 +160,7 @@ def _disabled(argv: list[str]) -> int:
     cfg = load_config(Path.cwd(), env_overrides())
     if cfg.lockdown.value:
         raise UsageError(f"CLAUDEGUARD_DISABLE is refused: lockdown ({cfg.lockdown.source})")
-    real = find_claude(cfg.get("claude.path"))
+    real = find_claude(cfg.claude_path())
     exec_passthrough([real, *argv], dict(os.environ, **{RECURSION_VAR: str(os.getpid())}))
     return 0
 

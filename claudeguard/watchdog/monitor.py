@@ -34,7 +34,17 @@ from claudeguard.watchdog.state import TOOL, Limits, StallVerdict, StreamMsg, Tr
 from claudeguard.watchdog.status import process_start, write_status
 
 if TYPE_CHECKING:
+    from typing import TypedDict
+
     from claudeguard.watchdog.transcript import TranscriptEnds
+
+    class StallState(TypedDict, total=False):
+        """A stall episode handed from one monitor of a session to the next (``stall_state``,
+        ``carry_stall``): over the service's connection, or from the service's to the launcher's."""
+
+        in_stall: bool
+        stall_count: int
+        since: float | None  # the time of the last progress before the stall (monotonic)
 
 ACTIONS = ("warn", "interrupt", "kill")
 # status.json is rewritten when something in it changes, and otherwise this often (its
@@ -295,7 +305,7 @@ class Monitor:
                 tr.last_progress = tr._hold = since
             tr.in_stall = True
 
-    def stall_state(self) -> dict[str, Any]:
+    def stall_state(self) -> StallState:
         """What ``carry_stall`` of the next monitor needs."""
         tr = self.tracker
         return {"in_stall": tr.in_stall, "stall_count": tr.stall_count, "since": tr.last_progress}
