@@ -73,8 +73,15 @@ if TYPE_CHECKING:
         claude_allow: list[RuleSpec]  # the allow rules the CLI itself applies (plan.session)
         lockdown: bool
 
-# Defaults that code outside this table needs too (one place for each).
+# Defaults that code outside this table needs too (one place for each): the watchdog's own
+# defaults (watchdog.monitor.WatchConfig, watchdog.state.Limits, `ps` of unguarded CLIs) and the
+# approval deadline of a snapshot or a relay that names none.
 APPROVAL_TIMEOUT_S = 600.0
+IDLE_BEFORE_CHANNEL_S = 30.0
+STALL_AFTER_S = 300.0
+TOOL_STALL_AFTER_S = 1800.0
+SAMPLE_INTERVAL_S = 1.0
+KILL_GRACE_S = 5.0
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions", "manual")
 RULE_KINDS = ("allow", "deny", "ask")
@@ -116,14 +123,14 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "timeout": Key("number", APPROVAL_TIMEOUT_S, minimum=0.001),
         "on_timeout": Key("str", "deny", choices=("deny", "allow")),
         "notify": Key("strlist", []),
-        "idle_before_channel": Key("number", 30.0, minimum=0),
+        "idle_before_channel": Key("number", IDLE_BEFORE_CHANNEL_S, minimum=0),
     },
     "watchdog": {
-        "stall_after": Key("number", 300.0, minimum=0.001),
-        "tool_stall_after": Key("number", 1800.0, minimum=0.001),
+        "stall_after": Key("number", STALL_AFTER_S, minimum=0.001),
+        "tool_stall_after": Key("number", TOOL_STALL_AFTER_S, minimum=0.001),
         "on_stall": Key("str", "warn", choices=("warn", "interrupt", "kill")),
-        "sample_interval": Key("number", 1.0, minimum=0.05),
-        "kill_grace": Key("number", 5.0, minimum=0),
+        "sample_interval": Key("number", SAMPLE_INTERVAL_S, minimum=0.05),
+        "kill_grace": Key("number", KILL_GRACE_S, minimum=0),
     },
     "security": {"disable_bypass_permissions": Key("bool", False), "allow_settings_override": Key("bool", False)},
 }

@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from claudeguard.config.schema import APPROVAL_TIMEOUT_S
+from claudeguard.config.schema import APPROVAL_TIMEOUT_S, IDLE_BEFORE_CHANNEL_S
 from claudeguard.shim.child import ChildProcess
 from claudeguard.shim.detached import DetachedExit
 from claudeguard.shim.dialogs.router import DialogRouter, RouteSettings
@@ -352,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command")
-    idle = args.idle if args.idle is not None else (30.0 if os.isatty(0) else 0.0)
+    idle = args.idle if args.idle is not None else (IDLE_BEFORE_CHANNEL_S if os.isatty(0) else 0.0)
     settings = RelaySettings(
         session_id=args.session_id or secrets.token_hex(8), session_dir=args.session_dir, cwd=os.getcwd(),
         idle_before_channel=idle, timeout=args.timeout, on_timeout=args.on_timeout, version=args.version,

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable
 
+from claudeguard.config.schema import KILL_GRACE_S, SAMPLE_INTERVAL_S, STALL_AFTER_S, TOOL_STALL_AFTER_S
 from claudeguard.files import read_json
 from claudeguard.procs import fill, spawn_detached
 from claudeguard.watchdog import sampler
@@ -73,11 +74,11 @@ def _steady(d: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class WatchConfig:
-    stall_after: float = 300
-    tool_stall_after: float = 1800
+    stall_after: float = STALL_AFTER_S
+    tool_stall_after: float = TOOL_STALL_AFTER_S
     on_stall: str = "warn"
-    sample_interval: float = 1.0
-    kill_grace: float = 5.0
+    sample_interval: float = SAMPLE_INTERVAL_S
+    kill_grace: float = KILL_GRACE_S
     interactive: bool = False
     # The notify command (config ``approval.notify``; "{summary}" becomes the diagnosis). None:
     # read it from the session's ``session.json`` snapshot.

@@ -28,6 +28,8 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from claudeguard.config.schema import STALL_AFTER_S, TOOL_STALL_AFTER_S
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any
@@ -262,8 +264,8 @@ def diagnosis(ev: Evidence, quiet: float, window_s: float, cpu: float) -> str:
 
 
 # -- the scan ----------------------------------------------------------------------------------
-def unguarded_sessions(guarded: list[dict[str, Any]], *, stall_after: float = 300.0, tool_stall_after: float = 1800.0,
-                       window_s: float = 1.0) -> list[dict[str, Any]]:
+def unguarded_sessions(guarded: list[dict[str, Any]], *, stall_after: float = STALL_AFTER_S,
+                       tool_stall_after: float = TOOL_STALL_AFTER_S, window_s: float = 1.0) -> list[dict[str, Any]]:
     import psutil
 
     from claudeguard.watchdog.sampler import TreeSampler
