@@ -21,6 +21,7 @@ from claudeguard.errors import GuardError, NotFoundError, UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 CHECK_EVERY_S = 1.0  # how often a waiter verifies its files are still in place (not for answers)
@@ -39,9 +40,9 @@ REFUSALS = {
 }
 
 
-def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool: str, input: dict[str, Any],
+def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool: str, input: Mapping[str, object],
          summary: str, cwd: str, timeout: float, kind: str = "permission", choices: list[str] | None = None,
-         extra: dict[str, Any] | None = None, notify: list[str] | None = None, held: bool = False) -> "Pending":
+         extra: Mapping[str, object] | None = None, notify: list[str] | None = None, held: bool = False) -> "Pending":
     """Publish a request and return the handle to wait on. The FIFO exists and is open for
     reading before the request becomes visible, so no answerer can find it without a reader.
 
@@ -57,7 +58,7 @@ def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool:
     now = time.time()
     request = Request(
         id=new_id(), session_id=session_id, agent_type=agent_type, agent_id=agent_id, tool=tool,
-        input=input, summary=summary, cwd=cwd, created=now,
+        input=dict(input), summary=summary, cwd=cwd, created=now,
         deadline=now + max(0.0, float(timeout)) + (HELD_MAX_S if held else 0.0),
         pid=os.getpid(), kind=kind, choices=list(choices) if choices else None, extra=dict(extra or {}),
     )

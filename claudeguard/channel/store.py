@@ -18,8 +18,8 @@ from claudeguard.errors import GuardError, InsecurePathError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
-    from typing import Any
 
 SUFFIXES = (".json", ".fifo", ".done", ".lock", ".go", ".drop")  # .go/.drop: a held request's owner speaking
 ORPHAN_AGE_S = 10.0  # a file without its .json this old is left over from a crash
@@ -105,7 +105,7 @@ class ChannelDir:
         except FileNotFoundError:
             pass
 
-    def write_json_atomic(self, name: str, data: dict[str, Any]) -> None:
+    def write_json_atomic(self, name: str, data: Mapping[str, object]) -> None:
         """Write ``name`` whole or not at all: readers never see a half-written request."""
         tmp = f".{name}.tmp"
         payload = json.dumps(data, default=str, ensure_ascii=False).encode()
@@ -122,7 +122,7 @@ class ChannelDir:
             self.unlink(tmp)
             raise
 
-    def read_json(self, name: str) -> dict[str, Any] | None:
+    def read_json(self, name: str) -> dict[str, object] | None:
         """The parsed file, or None when it is gone; ValueError when it is not ours or not JSON."""
         try:
             fd = os.open(name, os.O_RDONLY | FLAGS, dir_fd=self.fd)
@@ -228,8 +228,10 @@ def _process_start_psutil(pid: int) -> str | None:
         return None
 
 
-def waiter_alive(record: dict[str, Any]) -> bool:
-    waiter = record.get("waiter") or {}
+def waiter_alive(record: Mapping[str, object]) -> bool:
+    waiter = record.get("waiter")
+    if not isinstance(waiter, dict):
+        return False
     pid = waiter.get("pid")
     if not isinstance(pid, int):
         return False

@@ -45,7 +45,8 @@ from claudeguard.plan.wire import PLAN_SOCKET
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     import subprocess
-    from typing import Any
+
+    from claudeguard.plan.wire import PlanAnswer, PlanRequest
 
 PREPARE_LIMIT_S = 3.0  # a request that takes longer is dropped (``TooLong``): its launcher gave up by then
 IO_LIMIT_S = 1.0  # a launcher sends its request as soon as it connects, and reads the answer at once
@@ -165,14 +166,15 @@ def _serve_one(conn: socket.socket, port: int, version: str | None) -> None:
     if data is None:
         return
     try:
-        request = marshal.loads(data)
+        # Whatever a peer of this user sent: prepare() refuses a request whose fields are not there.
+        request: PlanRequest = marshal.loads(data)
     except (EOFError, ValueError, TypeError):
         return
-    answer = prepare(request, port, version) if isinstance(request, dict) else {"refused": "not a request"}
-    conn.sendall(marshal.dumps(answer))
+    answer: PlanAnswer = prepare(request, port, version) if isinstance(request, dict) else {"refused": "not a request"}
+    conn.sendall(marshal.dumps(dict(answer)))
 
 
-def prepare(request: dict[str, Any], port: int, version: str | None) -> dict[str, Any]:
+def prepare(request: PlanRequest, port: int, version: str | None) -> PlanAnswer:
     """Prepare the launcher's session as its own path would: in the launcher's environment,
     working directory and names (``sys.argv[0]``, ``sys.executable``), all put back after."""
     import io
@@ -208,7 +210,7 @@ def prepare(request: dict[str, Any], port: int, version: str | None) -> dict[str
     return answer
 
 
-def _prepare(request: dict[str, Any], port: int) -> dict[str, Any]:
+def _prepare(request: PlanRequest, port: int) -> PlanAnswer:
     import shutil
 
     from claudeguard.errors import GuardError
