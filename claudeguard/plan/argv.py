@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 
     from claudeguard.config.load import Config
     from claudeguard.plan.claude_args import ClaudeArgs
-    from claudeguard.plan.hooks import HttpHooks
+    from collections.abc import Mapping
+
+    from claudeguard.plan.hooks import GuardSettings, HttpHooks
 
 BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
 
@@ -35,16 +37,16 @@ class Plan:
     """The child's argv and environment additions (plain classes in this module: dataclasses
     cost every session's start ~10 ms of imports, bench/RESULTS.md)."""
 
-    def __init__(self, argv: list[str], env_additions: dict[str, str], session_id: str,
-                 policy_spec: dict[str, Any] | None = None) -> None:
+    def __init__(self, argv: list[str], env_additions: dict[str, str], session_id: str) -> None:
         self.argv = argv
         self.env_additions = env_additions
         self.session_id = session_id
-        self.policy_spec = policy_spec if policy_spec is not None else {}
 
 
 
-def load_settings_value(value: str) -> dict[str, Any]:
+def load_settings_value(value: str) -> dict[str, object]:
+    """A ``--settings`` value (inline JSON or a file) as the JSON object it holds; a usage error
+    when it cannot be read or is not an object."""
     text = value
     if not value.lstrip().startswith("{"):
         try:
@@ -136,8 +138,10 @@ def cli_allow_rules(cfg: Config, cwd: str) -> list[str]:
             if not any(_tools_overlap(_rule_tool(r.rule), tool) for tool in guarded)]
 
 
-def merge_settings(caller: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(caller)
+def merge_settings(caller: Mapping[str, object], ours: GuardSettings) -> dict[str, object]:
+    """The caller's settings with the guard's hooks (and rules) added: the caller's own hooks and
+    keys kept."""
+    merged: dict[str, Any] = dict(caller)  # whatever JSON the caller gave: its lists are extended
     hooks = dict(merged.get("hooks") or {})
     for event, entries in ours["hooks"].items():
         hooks[event] = list(hooks.get(event) or []) + entries

@@ -14,10 +14,27 @@ import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import TypedDict
 
     from claudeguard.config.load import Config
     from claudeguard.plan.claude_args import ClaudeArgs
+
+    # One hook as Claude Code's settings hold it: a command, or an HTTP hook ("async": the CLI
+    # does not wait for it; a keyword, hence this form).
+    HookEntry = TypedDict("HookEntry", {
+        "type": str, "command": str, "url": str, "headers": dict[str, str], "allowedEnvVars": list[str],
+        "timeout": int, "async": bool}, total=False)
+
+    class HookGroup(TypedDict, total=False):
+        matcher: str  # tool events only
+        hooks: list[HookEntry]
+
+    class GuardSettings(TypedDict, total=False):
+        """The guard's part of the CLI's ``--settings``: its hooks (``guard_settings``), and for
+        agent view the permission rules too (``shim/agent_view.py``)."""
+
+        hooks: dict[str, list[HookGroup]]
+        permissions: dict[str, list[str]]
 
 MCP_SERVER_NAME = "claudeguard"
 PROMPT_TOOL = f"mcp__{MCP_SERVER_NAME}__approve"
@@ -132,7 +149,7 @@ TOKEN_VAR = "CLAUDEGUARD_HOOK_TOKEN"
 ASYNC_HTTP_EVENTS = ("PostToolUse", "PostToolUseFailure")
 
 
-def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None, session_id: str) -> dict[str, Any]:
+def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None, session_id: str) -> HookEntry:
     if http is None:
         return {"type": "command", "command": " ".join(shlex.quote(p) for p in ctl + ["hook"]), "timeout": timeout}
     if http.literal:
@@ -140,7 +157,7 @@ def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None
                 "headers": {"Authorization": f"Bearer {http.token}"}, "timeout": timeout}
     # The header names the variable, not the secret: the CLI fills it from its environment, and
     # only because allowedEnvVars lists it, so the secret is in no argv and no settings file.
-    entry = {"type": "http", "url": f"http://127.0.0.1:{http.port}/hook/{session_id}/{event}",
+    entry: HookEntry = {"type": "http", "url": f"http://127.0.0.1:{http.port}/hook/{session_id}/{event}",
              "headers": {"Authorization": f"Bearer ${TOKEN_VAR}"}, "allowedEnvVars": [TOKEN_VAR], "timeout": timeout}
     if event in ASYNC_HTTP_EVENTS:
         entry["async"] = True
@@ -149,12 +166,12 @@ def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None
 
 def guard_settings(cfg: Config, ctl: list[str], cwd: str, http: HttpHooks | None = None, session_id: str = "",
                    print_mode: bool = False, asker: str | None = None, one_prompt: bool = False,
-                   transcript_kept: bool = False) -> dict[str, Any]:
+                   transcript_kept: bool = False) -> GuardSettings:
     timeout = int(cfg.approval()["timeout"]) + 30  # the guard, not the CLI, must decide
     # Every hook blocks but the HTTP form's PostToolUse and PostToolUseFailure (ASYNC_HTTP_EVENTS).
-    hooks: dict[str, Any] = {}
+    hooks: dict[str, list[HookGroup]] = {}
     for event in hook_events(print_mode, asker, one_prompt, transcript_kept):
-        group: dict[str, Any] = {"matcher": "*"} if event in TOOL_HOOK_EVENTS else {}
+        group: HookGroup = {"matcher": "*"} if event in TOOL_HOOK_EVENTS else {}
         group["hooks"] = [_hook_entry(event, ctl, timeout, http, session_id)]
         hooks[event] = [group]
     # The policy's ask rules are NOT given to the CLI: the hook asks the human itself, and the

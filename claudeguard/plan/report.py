@@ -24,9 +24,30 @@ import time
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any, Iterable, Mapping
+    from typing import Iterable, Mapping, TypedDict
 
     from claudeguard.plan.options import GuardOptions
+
+    # One line of the audit log (decision.audit_row, a channel or watchdog event), as read back.
+    Row = dict[str, object]
+
+    class _Report(TypedDict):
+        session_id: str
+        cli_version: str | None
+        started: str  # ISO 8601, UTC
+        ended: str
+        duration_s: float
+        exit_code: int  # claudeguard's
+        child_exit_code: int | None  # the CLI's (None: unknown, e.g. a --bg session)
+        counts: dict[str, int]  # COUNT_KEYS
+        calls: list[Row]
+        stalls: list[dict[str, object]]
+        fail_on: list[str]  # the words of --guard-fail-on that this run matched
+
+    class Report(_Report, total=False):
+        """The report file (``--guard-report``), and what the summaries are made from."""
+
+        background: dict[str, object]  # a --bg session: its short id and CLI pid
 
 FAIL_ON_WORDS = ("denied", "timeout", "stall", "asked")
 COUNT_KEYS = ("allowed_by_rule", "denied_by_rule", "asked", "approved_by_human", "denied_by_human",
@@ -100,7 +121,7 @@ def audit_mark() -> tuple[int, int, int] | None:
     return (st.st_dev, st.st_ino, st.st_size)
 
 
-def session_rows(session_id: str, mark: tuple[int, int, int] | None) -> list[dict[str, Any]]:
+def session_rows(session_id: str, mark: tuple[int, int, int] | None) -> list[Row]:
     """Every audit row of ``session_id`` written after ``mark`` (from the start when the log was
     created, rotated or truncated since)."""
     import json
@@ -111,7 +132,7 @@ def session_rows(session_id: str, mark: tuple[int, int, int] | None) -> list[dic
         fd = os.open(_audit_file(), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return []
-    rows: list[dict[str, Any]] = []
+    rows: list[Row] = []
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if mark is not None and (st.st_dev, st.st_ino) == mark[:2] and st.st_size >= mark[2]:
@@ -129,12 +150,12 @@ def session_rows(session_id: str, mark: tuple[int, int, int] | None) -> list[dic
     return rows
 
 
-def is_call(row: dict[str, Any]) -> bool:
+def is_call(row: Mapping[str, object]) -> bool:
     """A decision about one call (not a channel or watchdog event)."""
     return "event" not in row and row.get("decision") in ("allow", "deny")
 
 
-def count(calls: Iterable[dict[str, Any]], stalls: int) -> dict[str, int]:
+def count(calls: Iterable[Mapping[str, object]], stalls: int) -> dict[str, int]:
     out = dict.fromkeys(COUNT_KEYS, 0)
     for row in calls:
         by, decision = row.get("decided_by"), row.get("decision")
@@ -152,7 +173,7 @@ def count(calls: Iterable[dict[str, Any]], stalls: int) -> dict[str, int]:
     return out
 
 
-def fail_on_hits(counts: Mapping[str, int], calls: Iterable[dict[str, Any]], fail_on: Iterable[str]) -> list[str]:
+def fail_on_hits(counts: Mapping[str, int], calls: Iterable[Mapping[str, object]], fail_on: Iterable[str]) -> list[str]:
     """The words of ``fail_on`` this run's events match, in the order of FAIL_ON_WORDS."""
     seen = {
         "denied": any(row.get("decision") == "deny" for row in calls),
@@ -180,7 +201,7 @@ class Run:
         self.started = time.time()
         self.mark = audit_mark()  # before the child starts: its rows come after this
         self.child_exit_code: int | None = None
-        self.stalls: list[dict[str, Any]] | None = None  # the watchdog's; None: take the audit's stall rows
+        self.stalls: list[dict[str, object]] | None = None  # the watchdog's; None: take the audit's stall rows
 
     def finish(self, exit_code: int, *, failed: bool = False) -> int:
         """Write the report, print the summary, apply ``--guard-fail-on``; never raises.
@@ -210,7 +231,7 @@ class Run:
                 github(report, os.environ.get("GITHUB_STEP_SUMMARY"))
         return exit_code
 
-    def build(self, exit_code: int, *, version: bool = True) -> dict[str, Any]:
+    def build(self, exit_code: int, *, version: bool = True) -> Report:
         ended = time.time()
         rows = session_rows(self.session_id, self.mark)
         calls = [row for row in rows if is_call(row)]
@@ -251,7 +272,7 @@ def cli_version(real_cli: str) -> str | None:
         return None
 
 
-def write_report(path: str, report: dict[str, Any]) -> None:
+def write_report(path: str, report: Report) -> None:
     """Replace the report whole, 0600 (the calls' summaries may be private) and synced."""
     import json
 
@@ -264,7 +285,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def summary_line(report: dict[str, Any], hits: list[str]) -> str | None:
+def summary_line(report: Report, hits: list[str]) -> str | None:
     """One line for cron's mail when calls were denied or timed out or a stall was found."""
     c = report["counts"]
     parts = []
@@ -304,7 +325,7 @@ def _cell(text: object) -> str:
     return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")[:200]
 
 
-def workflow_commands(report: dict[str, Any]) -> list[str]:
+def workflow_commands(report: Report) -> list[str]:
     """Workflow-command lines: a warning per denied or timed-out call and per stall."""
     out = []
     for row in report["calls"]:
@@ -326,7 +347,7 @@ def workflow_commands(report: dict[str, Any]) -> list[str]:
     return out
 
 
-def step_summary(report: dict[str, Any]) -> str:
+def step_summary(report: Report) -> str:
     c = report["counts"]
     lines = [f"### claudeguard: session `{report['session_id']}`", "",
              f"exit {report['exit_code']} (Claude: {report['child_exit_code']}), {report['duration_s']:.0f} s, CLI "
@@ -349,7 +370,7 @@ def step_summary(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def github(report: dict[str, Any], summary_file: str | None) -> None:
+def github(report: Report, summary_file: str | None) -> None:
     """Annotations on stderr (the runner reads workflow commands there too; stdout belongs to
     the child) and the markdown summary appended to ``$GITHUB_STEP_SUMMARY``."""
     for line in workflow_commands(report):
