@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import stat
 import time
+from dataclasses import replace
 
 from claudeguard.channel import fifo
 from claudeguard.channel.model import DECISIONS, ID_MIN_PREFIX, KINDS, SCOPES, Answer, Request, is_id_text, new_id
+from claudeguard.channel.notify import run_notify
 from claudeguard.channel.store import ORPHAN_AGE_S, ChannelDir, process_start, request_id_of, waiter_alive
 from claudeguard.errors import GuardError, NotFoundError, UsageError
 
@@ -122,7 +125,6 @@ def _announce(ch: ChannelDir, request: Request, notify: list[str] | None) -> Non
             fifo.ring_all(bells)
     except OSError:
         pass  # consoles also list on their own; a doorbell problem must not fail the request
-    from claudeguard.channel.notify import run_notify
 
     run_notify(notify, request)
 
@@ -240,7 +242,6 @@ class Pending:
         """Publish a held request for approvers, its deadline counted from now."""
         if not self.held or self._answer is not None:
             return
-        from dataclasses import replace
 
         timeout, notify = self._on_release
         now = time.time()
@@ -534,8 +535,6 @@ def _deliver(ch: ChannelDir, rid: str, request: Request, record: dict[str, Any],
 def _write_no_sigpipe(fd: int, data: bytes) -> int:
     """os.write that reports a reader gone as BrokenPipeError even in a program that restored the
     default SIGPIPE action (which would otherwise kill the answering command)."""
-    import signal
-
     if signal.getsignal(signal.SIGPIPE) != signal.SIG_DFL:
         return os.write(fd, data)  # Python's default: SIGPIPE ignored, EPIPE raised
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})

@@ -7,6 +7,7 @@ key and of every string element of an array. Good enough for messages; never use
 
 from __future__ import annotations
 
+import json
 import re
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -29,8 +30,6 @@ def _split_key(text: str) -> tuple[str, ...]:
 
 def _unescape(raw: str) -> str:
     try:
-        import json
-
         text: str = json.loads(f'"{raw}"')
         return text
     except ValueError:

@@ -21,10 +21,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
+
+from claudeguard.files import write_atomic
+from claudeguard.paths import private_dir
+from claudeguard.service.background import RECORD, Keeper, keep, live_records
+from claudeguard.service.files import process_start
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -100,10 +106,6 @@ def ensure_child(service: Registry, view: View, parent: Registered, cli: str,
                  prompt: str | None = None) -> Registered | None:
     """The child guard session of dispatched CLI session ``cli``: registered with the service
     and kept (``background.keep``) until its process ends."""
-    from claudeguard.files import write_atomic
-    from claudeguard.paths import private_dir
-    from claudeguard.service.background import RECORD, Keeper, keep
-
     with view.lock:
         sid = view.children.get(cli)
         if sid is not None:
@@ -173,16 +175,12 @@ def _scan_jobs(view: View) -> None:
 
 def _live_sessions(config_dir: str) -> set[str]:
     """The CLI session ids of live session processes (``sessions/<pid>.json``, start checked)."""
-    from claudeguard.service.background import live_records
-
     return {cli for rec, _ in live_records(config_dir) if isinstance(cli := rec.get("sessionId"), str)}
 
 
 def keep_view(service: Registry, view: View, on_end: Callable[[], None]) -> None:
     """The view's keeper thread: makes a child for every live dispatched session it finds,
     and ends the view when agent view is gone and no child is left."""
-    from claudeguard.service.files import process_start
-
     gone_at: float | None = None
     while not view.stop.wait(POLL_S):
         try:
@@ -211,7 +209,6 @@ def keep_view(service: Registry, view: View, on_end: Callable[[], None]) -> None
         if time.monotonic() - gone_at >= END_GRACE_S:
             break
     if not view.stop.is_set():  # agent view and its sessions ended (not the service): forget it
-        import shutil
 
         on_end()
         root = os.path.dirname(view.directory)

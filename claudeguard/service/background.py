@@ -21,9 +21,20 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from claudeguard.channel.audit import session_log
+from claudeguard.files import read_json
+from claudeguard.plan.keeper import SessionKeeper
+from claudeguard.plan.report import EndOptions, Run, fail_on_hits, write_report as write_report_file
+from claudeguard.service.files import process_start
+from claudeguard.service.watch import SCHEDULE
+from claudeguard.watchdog.monitor import Monitor, WatchConfig
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -31,6 +42,7 @@ if TYPE_CHECKING:
 
     from claudeguard.gate.session import Session
     from claudeguard.service.protocol import WatchSettings
+    from claudeguard.service.registry import Registered, Registry, Shown
 
     class ReportSpec(TypedDict, total=False):
         """``--guard-report`` of a ``--bg`` launch, written by the service when the session ends."""
@@ -65,9 +77,6 @@ if TYPE_CHECKING:
 
     # One of the CLI's records of its live sessions (``<config dir>/sessions/<pid>.json``).
     CliRecord = dict[str, object]
-    from claudeguard.service.registry import Registered, Registry, Shown
-    from claudeguard.plan.keeper import SessionKeeper
-    from claudeguard.watchdog.monitor import Monitor
 
 RECORD = "background.json"
 FIND_TIMEOUT_S = 60.0  # from the launch until the CLI records the session's process
@@ -109,8 +118,6 @@ class Keeper:
 def read_record(directory: str) -> BackgroundRecord | None:
     """The session's ``background.json``: our own file, private to this user (its readers check
     what they rely on); None when missing or unreadable."""
-    from claudeguard.files import read_json
-
     data: Any = read_json(os.path.join(directory, RECORD))  # a JSON object, or None
     record: BackgroundRecord | None = data
     return record
@@ -120,8 +127,6 @@ def live_records(config_dir: str) -> Iterator[tuple[CliRecord, str]]:
     """The CLI's records of its live session processes (``<config dir>/sessions/<pid>.json``),
     each with the process's start time: a record whose pid is gone or now another process's
     (``procStart``) is left out."""
-    from claudeguard.service.files import process_start
-
     folder = os.path.join(config_dir, "sessions")
     try:
         names = [n for n in os.listdir(folder) if n.endswith(".json")]
@@ -163,8 +168,6 @@ def session_name(config_dir: str, pid: int) -> str | None:
 
 def keep(keeper: Keeper, on_end: Callable[[], None]) -> None:
     """The keeper thread's body (see the module docstring); ``on_end()`` drops the session."""
-    from claudeguard.service.files import process_start
-
     found = None
     deadline = time.monotonic() + FIND_TIMEOUT_S
     while found is None and time.monotonic() < deadline and not keeper.stop.is_set():
@@ -206,7 +209,6 @@ def keep(keeper: Keeper, on_end: Callable[[], None]) -> None:
     if keeper.gone or not keeper.stop.is_set():  # the session ended (not the service): forget it for good
         if keeper.report:
             write_report(keeper)
-        import shutil
 
         # The dir first: once forgotten, the same CLI session (respawned) may get it made again.
         shutil.rmtree(keeper.directory, ignore_errors=True)
@@ -216,8 +218,6 @@ def keep(keeper: Keeper, on_end: Callable[[], None]) -> None:
 def _dir_keeper(keeper: Keeper) -> SessionKeeper:
     """What puts the session dir back if the runtime dir is removed (``plan.keeper``): the files
     the launcher wrote, read now, while they are there."""
-    from claudeguard.plan.keeper import SessionKeeper
-
     files = {}
     for name in ("session.json", RECORD, "settings.json"):
         try:
@@ -230,10 +230,6 @@ def _dir_keeper(keeper: Keeper) -> SessionKeeper:
 
 def _start_monitor(keeper: Keeper, pid: int, after_sample: Callable[[], None] | None = None,
                    extra: dict[str, object] | None = None) -> Monitor:
-    from pathlib import Path
-
-    from claudeguard.watchdog.monitor import Monitor, WatchConfig
-
     # As the launcher wrote them (our own file): the fields WatchConfig knows.
     known: dict[str, Any] = {k: v for k, v in keeper.watch.items() if k in WatchConfig.__dataclass_fields__}
     monitor = Monitor(child_pid=pid, session_id=keeper.session_id, session_dir=Path(keeper.directory),
@@ -245,7 +241,6 @@ def _start_monitor(keeper: Keeper, pid: int, after_sample: Callable[[], None] | 
         monitor.extra_status["agent_view"] = keeper.parent
     monitor.log_dir = keeper.log_dir
     monitor.after_sample = after_sample
-    from claudeguard.service.watch import SCHEDULE
 
     monitor.start(SCHEDULE)
     return monitor
@@ -257,10 +252,6 @@ def write_report(keeper: Keeper) -> None:
     watchdog's list). The launcher exited long ago: ``exit_code`` is the one it returned (0),
     the session's own exit code is unknown (null), and ``fail_on`` names the words that would
     have failed the run."""
-    from claudeguard.channel.audit import session_log
-    from claudeguard.plan.report import EndOptions, Run, fail_on_hits
-    from claudeguard.plan.report import write_report as write_report_file
-
     spec = keeper.report or {}
     session_log.set(keeper.log_dir)
     try:
@@ -274,7 +265,6 @@ def write_report(keeper: Keeper) -> None:
         report["fail_on"] = fail_on_hits(report["counts"], report["calls"], run.end.fail_on)
         write_report_file(str(spec["path"]), report)
     except Exception as exc:  # noqa: BLE001 - a report must not keep the session registered
-        import sys
 
         print(f"claudeguard service: --guard-report of {keeper.session_id}: {exc}", file=sys.stderr, flush=True)
     finally:

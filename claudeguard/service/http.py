@@ -17,6 +17,11 @@ import json
 import socket
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from claudeguard.channel.audit import session_log
+from claudeguard.gate.hook import deny_output, run_event
+from claudeguard.gate.mcp_server import respond
+from claudeguard.gate.server import client_alive
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from claudeguard.service.registry import Registered, Registry
@@ -67,8 +72,6 @@ class HookHandler(BaseHTTPRequestHandler):
         return reg
 
     def do_POST(self) -> None:
-        from claudeguard.gate.hook import deny_output, run_event
-
         parts = self.path.split("?", 1)[0].strip("/").split("/")
         if len(parts) == 2 and parts[0] == "mcp":
             self._mcp(parts[1])
@@ -107,8 +110,6 @@ class HookHandler(BaseHTTPRequestHandler):
         """The permission-prompt tool over MCP's HTTP transport (JSON responses, no event
         stream): both pinned CLIs accept it with a header (checked: initialize, tools/list and
         tools/call arrive with the secret; 2.1.330 sends ``server/discover`` first)."""
-        from claudeguard.gate.mcp_server import respond
-
         reg = self._registered(session_id)
         if reg is None:
             return
@@ -124,7 +125,6 @@ class HookHandler(BaseHTTPRequestHandler):
         except ValueError:
             self.reply(400, {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}})
             return
-        from claudeguard.channel.audit import session_log
 
         session_log.set(reg.session.snapshot.get("log_dir"))
         try:
@@ -142,9 +142,7 @@ class HookHandler(BaseHTTPRequestHandler):
         self.wfile.write(f"HTTP/1.1 {status} Accepted\r\nContent-Length: 0\r\n\r\n".encode())
 
     def _client_alive(self) -> bool:
-        from claudeguard.gate.server import _client_alive
-
-        return _client_alive(self.connection)
+        return client_alive(self.connection)
 
 
 class HookServer(ThreadingHTTPServer):

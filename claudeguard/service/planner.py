@@ -31,20 +31,30 @@ service's, which a launcher of the new code then retires; so it refuses everyone
 
 from __future__ import annotations
 
+import importlib
+import io
 import marshal
 import os
 import select
+import shutil
 import signal
 import socket
+import subprocess
 import sys
 
+from claudeguard.errors import GuardError
+from claudeguard.plan.argv import build_plan
+from claudeguard.plan.claude_args import parse_claude_args
+from claudeguard.plan.discovery import print_cli_version
+from claudeguard.plan.hooks import HttpHooks
+from claudeguard.plan.options import split_argv
+from claudeguard.plan.session import load_checked, session_dir_of, write_session
+from claudeguard.plan.wire import PLAN_SOCKET
 from claudeguard.service import files
 from claudeguard.sockets import is_own_user, read_to_end
-from claudeguard.plan.wire import PLAN_SOCKET
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    import subprocess
 
     from claudeguard.plan.wire import PlanAnswer, PlanRequest
 
@@ -88,8 +98,6 @@ def start(directory: str, port: int, version: str) -> Planner | None:
     """Start the planner for the service (of fingerprint ``version``) whose hook port is
     ``port``. None when it cannot be started: launchers then prepare their sessions themselves,
     as before it existed."""
-    import subprocess
-
     read_end, write_end = os.pipe()  # not inheritable: only the planner gets the read end
     try:
         proc = subprocess.Popen([sys.executable, "-m", "claudeguard.service.planner", directory, str(port),
@@ -105,8 +113,6 @@ def start(directory: str, port: int, version: str) -> Planner | None:
 
 
 def serve(directory: str, port: int, lifeline: int, service_version: str) -> int:
-    import importlib
-
     for name in WARM:
         importlib.import_module(name)
     # None: this planner's code is not its service's (see the module's docstring).
@@ -177,8 +183,6 @@ def _serve_one(conn: socket.socket, port: int, version: str | None) -> None:
 def prepare(request: PlanRequest, port: int, version: str | None) -> PlanAnswer:
     """Prepare the launcher's session as its own path would: in the launcher's environment,
     working directory and names (``sys.argv[0]``, ``sys.executable``), all put back after."""
-    import io
-
     try:
         if version is None or files.fingerprint(request["root"]) != version:
             return {"refused": "another version of claudeguard"}
@@ -211,16 +215,6 @@ def prepare(request: PlanRequest, port: int, version: str | None) -> PlanAnswer:
 
 
 def _prepare(request: PlanRequest, port: int) -> PlanAnswer:
-    import shutil
-
-    from claudeguard.errors import GuardError
-    from claudeguard.plan.argv import build_plan
-    from claudeguard.plan.claude_args import parse_claude_args
-    from claudeguard.plan.discovery import print_cli_version
-    from claudeguard.plan.hooks import HttpHooks
-    from claudeguard.plan.options import split_argv
-    from claudeguard.plan.session import load_checked, session_dir_of, write_session
-
     cwd, pid, session_id = request["cwd"], request["pid"], request["session_id"]
     session_dir = None
     try:

@@ -26,14 +26,21 @@ import fcntl
 import hmac
 import json
 import os
+import signal
 import socket
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
 
-from claudeguard.service import files
+from claudeguard.gate.session import load_session
+from claudeguard.paths import check_private_dir
+from claudeguard.service import agent_view, files, planner, watch
+from claudeguard.service.background import Keeper, keep, read_record
+from claudeguard.service.http import HookServer
 from claudeguard.service.registry import Registered
+from claudeguard.service.watch import Link
+from claudeguard.sockets import peer_uid
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -45,7 +52,6 @@ if TYPE_CHECKING:
     from claudeguard.service.protocol import (
         Done, Failed, HelloReply, Received, RegisterReply, Reply, SessionRow, Status, Stopping, WatchEnded, Watching,
     )
-    from claudeguard.service.watch import Link
 
 DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
 # A launcher that knows the service's port from its record starts the CLI first and registers
@@ -104,8 +110,6 @@ class Service:
 
     def register(self, msg: Mapping[str, object], owner: object) -> RegisterReply | Failed:
         """The ``register`` op (``msg`` as received, or one of ours: ``adopt``, agent view)."""
-        from claudeguard.gate.session import load_session
-
         if self.retired:
             return {"ok": False, "error": "retiring: another version took over"}
         sid, directory, token = msg.get("session_id"), msg.get("dir"), msg.get("token")
@@ -113,7 +117,6 @@ class Service:
         if not (isinstance(sid, str) and sid and isinstance(directory, str) and isinstance(token, str)
                 and len(token) >= 32):
             return {"ok": False, "error": "register needs session_id, dir and a token of 32+ characters"}
-        from claudeguard.paths import check_private_dir
 
         try:
             check_private_dir(directory)
@@ -123,8 +126,6 @@ class Service:
         with self.lock:
             old = self.sessions.get(sid)
             if old is not None and old.watch is not None and old.owner is not owner:
-                from claudeguard.service import watch
-
                 watch.end(old, ...)  # registered again on another connection: that one asks anew
             self.sessions[sid] = Registered(session, token, kind, time.time(), owner if kind == "foreground" else None,
                                             old.keeper if old is not None else None)
@@ -134,16 +135,12 @@ class Service:
     def attach(self, session_id: str) -> Done | Failed:
         """Start keeping a registered background session, once its launcher knows the CLI's
         short id (written into the session's ``background.json``)."""
-        from claudeguard.service.background import Keeper, keep, read_record
-
         with self.lock:
             reg = self.sessions.get(session_id)
         if reg is None or reg.kind != "background" or reg.session.dir is None:
             return {"ok": False, "error": f"no background session {session_id}"}
         record = read_record(reg.session.dir)
         if record is not None and record.get("agent_view"):
-            from claudeguard.service import agent_view
-
             return agent_view.start(self, session_id, reg, record)
         short_id = record.get("short_id") if record is not None else None
         if record is None or not short_id:
@@ -176,8 +173,6 @@ class Service:
     def adopt(self) -> None:
         """Background sessions of an earlier service (it died, or was stopped): registered again
         from their ``background.json``, so their hooks are answered and they are watched."""
-        from claudeguard.service.background import read_record
-
         root = os.path.join(os.path.dirname(self.directory), "sessions")
         try:
             entries = list(os.scandir(root))
@@ -202,8 +197,6 @@ class Service:
                        for sid in [sid for sid, reg in self.sessions.items() if reg.owner is owner]]
         for reg in dropped:
             if reg.watch is not None:
-                from claudeguard.service import watch
-
                 watch.end(reg, ...)
 
     def owned(self, msg: Received, owner: object) -> Registered | None:
@@ -214,8 +207,6 @@ class Service:
 
     def watch_op(self, op: str, msg: Received, owner: Link | None) -> Watching | WatchEnded | None:
         """``watch``, ``activity``, ``watch-end`` (``service/watch.py``); None: no answer."""
-        from claudeguard.service import watch
-
         reg = self.owned(msg, owner)
         if op == "activity":
             monitor = reg.watch if reg is not None else None
@@ -249,12 +240,9 @@ class Service:
             threading.Thread(target=self._serve_control, args=(conn,), name="claudeguard-control", daemon=True).start()
 
     def _serve_control(self, conn: socket.socket) -> None:
-        from claudeguard.sockets import peer_uid
-
         uid = peer_uid(conn)  # None: no SO_PEERCRED here, and the directory's mode is the guard
         if uid is not None and uid != os.getuid():
             return  # the directory is 0700 already; a peer of another uid is never served
-        from claudeguard.service.watch import Link
 
         link = Link(conn)  # the owner of the sessions it registers; the watchdog writes to it too
         reader = conn.makefile("rb")
@@ -390,8 +378,6 @@ class Service:
 
     def _start_planner(self) -> None:
         """The warm process that prepares launchers' sessions (service/planner.py)."""
-        from claudeguard.service import planner
-
         self.planner = planner.start(self.directory, self.port, self.version)
 
     def _stop_planner(self) -> None:
@@ -428,7 +414,6 @@ class Service:
             os.close(run_lock)
             return 0  # a live service holds the slot
         self.run_lock = run_lock
-        from claudeguard.service.http import HookServer
 
         self.version = files.fingerprint()
         hooks = HookServer.bind(self, files.read_stale_port(self.directory))
@@ -496,7 +481,6 @@ def main(argv: list[str]) -> int:
     for name in ("CLAUDEGUARD_SESSION_DIR", "CLAUDEGUARD_SESSION", "CLAUDEGUARD_EXEC_PID", "CLAUDEGUARD_HOOK_TOKEN"):
         os.environ.pop(name, None)
     service = Service(directory, idle_exit=idle)
-    import signal
 
     # SIGTERM and SIGINT end the service the clean way (record and socket removed); the main
     # loop wakes from its wait within half a second.

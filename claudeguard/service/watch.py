@@ -27,15 +27,17 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import threading
 
+from claudeguard.service.files import bound_sends, process_start
 from claudeguard.watchdog.monitor import Monitor, Schedule, WatchConfig
 from claudeguard.watchdog.state import StallVerdict, StreamMsg
+from claudeguard.watchdog.status import process_start as status_start
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    import socket
     from collections.abc import Mapping
     from typing import Any
 
@@ -51,8 +53,6 @@ class Link:
     monitor's events."""
 
     def __init__(self, conn: socket.socket) -> None:
-        from claudeguard.service.files import bound_sends
-
         self.conn = conn
         self.lock = threading.Lock()
         bound_sends(conn)  # a launcher that stops reading must not hold the one sampling thread
@@ -65,8 +65,6 @@ class Link:
             with self.lock:
                 self.conn.sendall(data)
         except OSError:
-            import socket
-
             try:
                 self.conn.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -102,9 +100,6 @@ class ServiceMonitor(Monitor):
 
 def start(reg: Registered, msg: Received, link: Link) -> Watching:
     """The ``watch`` op: a monitor for the registered session ``reg`` (``service.registry.Registered``)."""
-    from claudeguard.service.files import process_start
-    from claudeguard.watchdog.status import process_start as status_start
-
     child = msg.get("child_pid")
     if not isinstance(child, int) or child <= 0 or process_start(child) != msg.get("child_start"):
         return {"event": "watching", "ok": False, "error": "no such child process"}

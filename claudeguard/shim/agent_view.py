@@ -20,21 +20,31 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from claudeguard.errors import UsageError
+from claudeguard.files import write_atomic
+from claudeguard.paths import log_dir_text, runtime_dir
+from claudeguard.plan.argv import BYPASS_FLAGS, absolute_rule, cli_allow_rules, load_settings_value, merge_settings
+from claudeguard.plan.discovery import RECURSION_VAR, exec_passthrough
+from claudeguard.plan.hooks import HttpHooks, ctl_command, guard_settings
+from claudeguard.plan.session import session_snapshot
+from claudeguard.plan.settings_sources import protected_rules
+from claudeguard.service.client import Registration, ServiceError
+from claudeguard.service.files import process_start
+from claudeguard.shim.background import config_dir, end_launch, watch_settings
+from claudeguard.shim.session_commands import check_agent_view, tail_args
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any, Callable
 
     from claudeguard.config.load import Config
-    from claudeguard.service.client import Registration
     from claudeguard.plan.claude_args import ClaudeArgs
-    from claudeguard.plan.hooks import HttpHooks
     from claudeguard.plan.report import EndOptions
 
 SETTINGS = "settings.json"
@@ -52,11 +62,6 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
          http: HttpHooks) -> tuple[list[str], dict[str, Any]]:
     """Agent view's argv (the guard's ``--settings`` placed after ``agents``, the caller's
     ``--settings`` taken out: merged into ours) and the settings to write."""
-    from claudeguard.plan.argv import BYPASS_FLAGS, load_settings_value, absolute_rule, cli_allow_rules, merge_settings
-    from claudeguard.plan.hooks import ctl_command, guard_settings
-    from claudeguard.shim.session_commands import tail_args
-    from claudeguard.plan.settings_sources import protected_rules
-
     index = args.subcommand_index if args.subcommand_index is not None else len(args.argv)
     tail = list(args.argv[index + 1 :])
     own = tail_args(tail)
@@ -84,15 +89,11 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
 
 def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: EndOptions | None, *,
                    dry_run: bool = False) -> int:
-    from claudeguard.plan.discovery import RECURSION_VAR, exec_passthrough
-
     if end is not None:
         raise UsageError("--guard-report and --guard-fail-on do not apply to agent view (claude agents): "
                          "its sessions outlive it; run it without them")
     session_id = os.urandom(8).hex()
     if dry_run:
-        from claudeguard.plan.hooks import HttpHooks
-
         argv, settings = plan(real, args, cfg, str(cwd), session_id=session_id,
                               http=HttpHooks("PORT", "<secret made at start>", literal=True))
         argv[argv.index("<settings>")] = "--settings=<session dir>/settings.json"
@@ -101,14 +102,6 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: End
     if os.environ.get("CLAUDEGUARD_SERVICE", "1") == "0":
         return _unguarded(real, args, cfg, "the guard service is off (CLAUDEGUARD_SERVICE=0)", exec_passthrough,
                           RECURSION_VAR)
-    from claudeguard.files import write_atomic
-    from claudeguard.paths import log_dir_text, runtime_dir
-    from claudeguard.service.client import Registration, ServiceError
-    from claudeguard.service.files import process_start
-    from claudeguard.shim.background import config_dir, end_launch, watch_settings
-    from claudeguard.plan.hooks import HttpHooks
-    from claudeguard.plan.session import session_snapshot
-    from claudeguard.shim.session_commands import tail_args
 
     # Bad input (an unreadable caller --settings) stops us before the service or a dir is touched.
     plan(real, args, cfg, str(cwd), session_id=session_id, http=HttpHooks("PORT", "-", literal=True))
@@ -178,11 +171,7 @@ def _unguarded(real: str, args: ClaudeArgs, cfg: Config, why: str,
                exec_passthrough: Callable[[list[str], dict[str, str]], None], recursion_var: str,
                cleanup: Path | None = None) -> int:
     """Never pretend: one line before agent view runs unguarded; under lockdown, refused."""
-    from claudeguard.shim.session_commands import check_agent_view
-
     if cleanup is not None:
-        import shutil
-
         shutil.rmtree(cleanup, ignore_errors=True)
     check_agent_view(args, cfg, why)
     exec_passthrough([real, *args.argv], dict(os.environ, **{recursion_var: str(os.getpid())}))

@@ -15,10 +15,19 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import time
 
 from claudeguard.errors import UsageError
+from claudeguard.files import write_atomic
+from claudeguard.paths import log_dir_text, runtime_dir
+from claudeguard.plan.argv import build_plan
+from claudeguard.plan.hooks import HttpHooks
+from claudeguard.plan.report import audit_mark
+from claudeguard.plan.session import session_snapshot
+from claudeguard.service.client import Registration, ServiceError, request
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -26,7 +35,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from claudeguard.config.load import Config
-    from claudeguard.service.client import Registration
     from claudeguard.plan.claude_args import ClaudeArgs
     from claudeguard.plan.report import EndOptions
     from claudeguard.service.protocol import WatchSettings
@@ -48,13 +56,6 @@ def watch_settings(cfg: Config) -> WatchSettings:
 
 def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_id: str,
                    end: EndOptions | None = None) -> int:
-    from claudeguard.files import write_atomic
-    from claudeguard.paths import log_dir_text, runtime_dir
-    from claudeguard.service.client import Registration, ServiceError
-    from claudeguard.plan.argv import build_plan
-    from claudeguard.plan.hooks import HttpHooks
-    from claudeguard.plan.session import session_snapshot
-
     if os.environ.get("CLAUDEGUARD_SERVICE", "1") == "0":
         raise UsageError("--bg needs the guard service (CLAUDEGUARD_SERVICE=0): the session would outlive every "
                          "guard; refused")
@@ -71,9 +72,6 @@ def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_
                   "prompt": args.prompt}
         if end is not None and end.report:
             # The report covers the background session: the service writes it when it ends.
-            import time
-
-            from claudeguard.plan.report import audit_mark
 
             record["report"] = {"path": end.report, "fail_on": sorted(end.fail_on), "started": time.time(),
                                 "mark": audit_mark(), "real_cli": real}
@@ -112,8 +110,6 @@ def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_
 def end_launch(registration: Registration | None, session_id: str, session_dir: Path, *, handed_over: bool) -> None:
     """The launcher's part ends: a session not handed over to the service is unregistered and
     its dir removed; the control connection closes either way."""
-    from claudeguard.service.client import request
-
     if registration is not None:
         if not handed_over and registration.sock is not None:
             try:
@@ -122,6 +118,4 @@ def end_launch(registration: Registration | None, session_id: str, session_dir: 
                 pass
         registration.close()
     if not handed_over:
-        import shutil
-
         shutil.rmtree(session_dir, ignore_errors=True)

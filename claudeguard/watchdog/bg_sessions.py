@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from claudeguard.channel.store import process_start
 
 AGENTS_TIMEOUT_S = 10.0
@@ -89,8 +91,6 @@ def _from_records(cfg_dir: Path) -> list[dict[str, Any]]:
 def background_rows(parts: list[tuple[Any, list[str], str]], skip: set[Any]) -> list[dict[str, Any]]:
     """Rows for ``ps --all`` from the machinery processes found by the scan: ``parts`` is
     ``(psutil.Process, cmdline, component)``; ``skip`` holds pids already listed as guarded."""
-    import psutil
-
     dirs: dict[Path, tuple[str, dict[str, str], int] | None] = {}
     for proc, _cmdline, kind in parts:
         try:
