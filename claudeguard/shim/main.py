@@ -14,17 +14,19 @@ from claudeguard.errors import UsageError, run_main
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from contextlib import ExitStack
+
     from claudeguard.config.load import Config
     from claudeguard.gate.server import GateServer
-    from claudeguard.service.client import Registration
-    from claudeguard.shim.activity import Feed
     from claudeguard.plan.claude_args import ClaudeArgs
     from claudeguard.plan.hooks import HttpHooks
     from claudeguard.plan.keeper import SessionKeeper
     from claudeguard.plan.options import GuardOptions
+    from claudeguard.plan.report import EndOptions, Run
+    from claudeguard.service.client import Registration
+    from claudeguard.shim.activity import Feed
     from claudeguard.shim.planned import Planned
     from claudeguard.shim.pty_relay import PtySession
-    from claudeguard.plan.report import EndOptions
     from claudeguard.shim.supervise import Supervisor
 
 
@@ -165,103 +167,160 @@ def _disabled(argv: list[str]) -> int:
     return 0
 
 
+class _Launch:
+    """One session on its way: what the plan step made (its dir, the CLI's argv, the session
+    file, who answers its hooks) and what the start step started (a plain class: the start path
+    stays without dataclasses)."""
+
+    __slots__ = ("session_id", "session_dir", "argv", "env_add", "snapshot_text", "port_token", "registration", "cfg",
+                 "sup", "pty", "child_pid", "run", "monitor")
+
+    def __init__(self, session_id: str, cfg: Config | None) -> None:
+        self.session_id = session_id
+        self.cfg = cfg  # None when the planner prepared the session: read once the CLI started
+        self.session_dir = ""
+        self.argv: list[str] = []
+        self.env_add: dict[str, str] = {}
+        self.snapshot_text = ""
+        self.port_token: tuple[int, str] | None = None  # the service's hooks, when the CLI names its port
+        self.registration: Registration | None = None
+        self.sup: PtySession | Supervisor | None = None
+        self.pty: PtySession | None = None
+        self.child_pid = 0
+        self.run: Run | None = None  # the run's report: only for a run that started (exit 2 starts nothing)
+        self.monitor: Feed | None = None
+
+
 def _run_session(real: str, args: ClaudeArgs, cfg: Config | None, cwd: str, session_id: str, end: EndOptions | None,
                  *, opts: GuardOptions, planned: Planned | None = None) -> int:
-    """Start the CLI as our child and supervise it to the end. ``planned``: the service's planner
-    prepared the session (``cfg`` is None then, and read here once the CLI has started)."""
-    interactive = not args.print_mode
-    use_pty = args.uses_pty
-    registration: Registration | None = None
-    port_token: tuple[int, str] | None
-    try:
-        if planned is not None:
-            session_dir = planned.session_dir
-            argv, env_add, snapshot_text = planned.argv, planned.env, planned.snapshot
-            port_token = (planned.port, planned.token)
-        else:
-            assert cfg is not None
-            from claudeguard.plan.argv import build_plan
-            from claudeguard.plan.discovery import print_cli_version
-            from claudeguard.plan.session import session_dir_of, write_session
+    """Plan the session (or take the planner's plan), start the CLI as our child, supervise it
+    to the end. ``planned``: the service's planner prepared the session (``cfg`` is None then,
+    and read once the CLI has started). What each step set up is undone on the way out, last
+    first: the keeper before the session dir goes, the dir last."""
+    import contextlib  # with the session, not before: the pass-through path never needs it
 
-            session_dir = session_dir_of(session_id)
-            version = print_cli_version(real, args)
-            written = write_session(cfg, args, session_dir, session_id=session_id, cwd=cwd, stdin_tty=os.isatty(0),
-                                    exec_pid=os.getpid(), cli_version=version)
-            registration, http = _register_with_service(session_id, session_dir)
-            if http is None:
-                written.write("command")
-            snapshot_text = written.text
-            plan = build_plan(real, args, cfg, session_id=session_id, session_dir=session_dir, cwd=cwd, http=http,
-                              cli_version=version)
-            argv, env_add = plan.argv, plan.env_additions
-            port_token = (int(http.port), http.token) if http is not None else None
-        env = dict(os.environ, **env_add)
-        sup: PtySession | Supervisor
-        pty: PtySession | None = None
-        if use_pty:
-            assert cfg is not None
-            from claudeguard.shim.pty_relay import PtySession, relay_settings
-
-            sup = pty = PtySession(argv, env, relay_settings(
-                cfg, session_id=session_id, session_dir=session_dir, cwd=cwd, real_cli=real,
-                prompt_given=args.prompt is not None))
-        else:
-            from claudeguard.shim.supervise import Supervisor
-
-            sup = Supervisor(argv, env, tap_stdout=True)
-        child_pid = sup.start()
-        if port_token is not None and registration is None:
-            registration = _register_started(session_id, session_dir, *port_token)
-        from claudeguard.plan.report import Run
-
-        run = Run(session_id=session_id, real_cli=real, end=end, non_interactive=not interactive or not os.isatty(0))
-        if cfg is None:
-            # While the CLI starts (another core): what the watchdog and the settings watch
-            # read, as the planner read it a moment ago. Not checked again: the planner did (and
-            # said any warning); the settings watch takes changes from here on.
-            from claudeguard.plan.session import load_config
-
-            cfg = load_config(opts, cwd)
-        from claudeguard.plan.settings_sources import Watch
-
-        settings_watch = Watch(args, cfg, cwd, child_pid).start()  # a settings file written mid-session
-        # After start(): the supervisor has blocked the forwarded signals, and the gate's threads
-        # must inherit that mask (only its signal thread may take them). A hook that comes before
-        # the server listens decides in its own process.
-        gate = _start_gate_server(session_dir, session_id) if port_token is None else None
-        monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, argv, registration)
-        keeper = _start_keeper(session_id, session_dir, snapshot_text, gate)
-        if pty is not None:
-            pty.on_output = None  # the screen is not stream-json
-            pty.monitor = monitor
+    launch = _Launch(session_id, cfg)
+    with contextlib.ExitStack() as undo:
         try:
-            code = sup.relay()
-            sup.leftovers.stop()
-        finally:
-            sup.close()
-            if monitor is not None:
-                monitor.stop(code if "code" in locals() else None)
-        run.child_exit_code = code
-        run.stalls = monitor.stalls if monitor is not None else None
-        return run.finish(124 if monitor is not None and monitor.killed else code)
-    except BaseException as exc:
-        if "run" in locals():  # a report only for a run that started (exit 2 starts nothing)
-            run.finish(getattr(exc, "exit_code", 1), failed=True)
-        raise
-    finally:
-        if "settings_watch" in locals():
-            settings_watch.stop()
-        if "keeper" in locals():
-            keeper.stop()  # before the directory goes: it would make it again
-        if "gate" in locals() and gate is not None:
-            gate.close()
-        if registration is not None:
-            registration.close()
-        if "session_dir" in locals():
-            import shutil  # here, not before the CLI starts: every import up front delays it
+            _plan_session(launch, real, args, cwd, planned, undo)
+            _start_session(launch, real, args, cwd, end, opts, undo)
+            return _supervise(launch)
+        except BaseException as exc:
+            if launch.run is not None:
+                launch.run.finish(getattr(exc, "exit_code", 1), failed=True)
+            raise
 
-            shutil.rmtree(session_dir, ignore_errors=True)
+
+def _remove_dir(path: str) -> None:
+    import shutil  # here, not before the CLI starts: every import up front delays it
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planned: Planned | None,
+                  undo: ExitStack) -> None:
+    """The session dir, the session file and the CLI's argv: the planner's, or made here (and the
+    session registered with the service, when its port is not known before the CLI starts)."""
+    if planned is not None:
+        launch.session_dir = planned.session_dir
+        undo.callback(_remove_dir, launch.session_dir)
+        launch.argv, launch.env_add, launch.snapshot_text = planned.argv, planned.env, planned.snapshot
+        launch.port_token = (planned.port, planned.token)
+        return
+    cfg = launch.cfg
+    assert cfg is not None
+    from claudeguard.plan.argv import build_plan
+    from claudeguard.plan.discovery import print_cli_version
+    from claudeguard.plan.session import session_dir_of, write_session
+
+    launch.session_dir = session_dir = session_dir_of(launch.session_id)
+    undo.callback(_remove_dir, session_dir)
+    version = print_cli_version(real, args)
+    written = write_session(cfg, args, session_dir, session_id=launch.session_id, cwd=cwd, stdin_tty=os.isatty(0),
+                            exec_pid=os.getpid(), cli_version=version)
+    registration, http = _register_with_service(launch.session_id, session_dir)
+    if registration is not None:
+        launch.registration = registration
+        undo.callback(registration.close)
+    if http is None:
+        written.write("command")
+    launch.snapshot_text = written.text
+    plan = build_plan(real, args, cfg, session_id=launch.session_id, session_dir=session_dir, cwd=cwd, http=http,
+                      cli_version=version)
+    launch.argv, launch.env_add = plan.argv, plan.env_additions
+    launch.port_token = (int(http.port), http.token) if http is not None else None
+
+
+def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: EndOptions | None,
+                   opts: GuardOptions, undo: ExitStack) -> None:
+    """Start the CLI (on a pty, or on pipes), then around it: the registration of a session whose
+    port was known, the run's report, the settings watch, this process's gate server (command
+    hooks), the watchdog's feed and the session dir's keeper."""
+    session_id, session_dir = launch.session_id, launch.session_dir
+    env = dict(os.environ, **launch.env_add)
+    sup: PtySession | Supervisor
+    if args.uses_pty:
+        assert launch.cfg is not None
+        from claudeguard.shim.pty_relay import PtySession, relay_settings
+
+        sup = launch.pty = PtySession(launch.argv, env, relay_settings(
+            launch.cfg, session_id=session_id, session_dir=session_dir, cwd=cwd, real_cli=real,
+            prompt_given=args.prompt is not None))
+    else:
+        from claudeguard.shim.supervise import Supervisor
+
+        sup = Supervisor(launch.argv, env, tap_stdout=True)
+    launch.sup = sup
+    launch.child_pid = child_pid = sup.start()
+    if launch.port_token is not None and launch.registration is None:
+        launch.registration = _register_started(session_id, session_dir, *launch.port_token)
+        undo.callback(launch.registration.close)
+    from claudeguard.plan.report import Run
+
+    launch.run = Run(session_id=session_id, real_cli=real, end=end,
+                     non_interactive=args.print_mode or not os.isatty(0))
+    if launch.cfg is None:
+        # While the CLI starts (another core): what the watchdog and the settings watch
+        # read, as the planner read it a moment ago. Not checked again: the planner did (and
+        # said any warning); the settings watch takes changes from here on.
+        from claudeguard.plan.session import load_config
+
+        launch.cfg = load_config(opts, cwd)
+    cfg = launch.cfg
+    from claudeguard.plan.settings_sources import Watch
+
+    undo.callback(Watch(args, cfg, cwd, child_pid).start().stop)  # a settings file written mid-session
+    # After start(): the supervisor has blocked the forwarded signals, and the gate's threads
+    # must inherit that mask (only its signal thread may take them). A hook that comes before
+    # the server listens decides in its own process.
+    gate = _start_gate_server(session_dir, session_id) if launch.port_token is None else None
+    if gate is not None:
+        undo.callback(gate.close)
+    launch.monitor = monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, launch.argv,
+                                               launch.registration)
+    # Stopped before the gate server closes and the directory goes (it would make them again).
+    undo.callback(_start_keeper(session_id, session_dir, launch.snapshot_text, gate).stop)
+    if launch.pty is not None:
+        launch.pty.on_output = None  # the screen is not stream-json
+        launch.pty.monitor = monitor
+
+
+def _supervise(launch: _Launch) -> int:
+    """Relay until the CLI exits; then the watchdog's last status and the run's end (its report,
+    ``--guard-fail-on``): the exit code (124 when the watchdog killed a stalled CLI)."""
+    sup, monitor, run = launch.sup, launch.monitor, launch.run
+    assert sup is not None and run is not None
+    code: int | None = None
+    try:
+        code = sup.relay()
+        sup.leftovers.stop()
+    finally:
+        sup.close()
+        if monitor is not None:
+            monitor.stop(code)
+    run.child_exit_code = code
+    run.stalls = monitor.stalls if monitor is not None else None
+    return run.finish(124 if monitor is not None and monitor.killed else code)
 
 
 def _use_service() -> bool:
