@@ -190,7 +190,7 @@ def bench_throughput(tmp: Path, mb: int) -> None:
             writer.wait()
             extra = ""
             if m is not None:
-                tap = m.tap
+                tap = m.inputs.tap
                 while tap.done_bytes < tap.fed_bytes and time.perf_counter() - t1 < 60:
                     time.sleep(0.005)
                 t2 = time.perf_counter()
@@ -275,7 +275,7 @@ def bench_delay(tmp: Path, label: str, rate: float, batch: int, pad: int, second
             skipped = ""
             if m is not None:
                 m.stop(None)
-                skipped = f", tap skipped {m.tap.skipped_bytes} bytes"
+                skipped = f", tap skipped {m.inputs.tap.skipped_bytes} bytes"
             feed = ""
             if calls:
                 calls.sort()

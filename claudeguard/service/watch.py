@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from claudeguard.service.protocol import Received, Watching
+    from claudeguard.service.protocol import Stall as StallEvent
     from claudeguard.service.registry import Registered
 
 # Every session's monitor in the service (foreground and --bg) samples in this one thread.
@@ -86,14 +87,14 @@ class ServiceMonitor(Monitor):
         return verdict
 
     def _act(self, v: StallVerdict) -> None:
-        diagnosis, action, stall = self._stall(v)
-        sent = self.link.send({"event": "stall", "session_id": self.session_id, "diagnosis": diagnosis,
-                               "action": action,
-                               "stall": stall, "notify": self._notify_args(diagnosis, v), "carry": self.stall_state()})
-        if not sent:
+        handler = self.stall_handler
+        diagnosis, action, stall = handler.stall(v)
+        event: StallEvent = {"event": "stall", "session_id": self.session_id, "diagnosis": diagnosis, "action": action,
+                             "stall": stall, "notify": handler.notify_args(diagnosis, v), "carry": self.stall_state()}
+        if not self.link.send(event):
             return  # the launcher's monitor takes over with the connection's end, and reports it
-        self.stalls.append(stall)
-        self._audit(diagnosis, v, action)
+        handler.stalls.append(stall)
+        handler.audit(diagnosis, v, action)
         print(f"claudeguard service: session {self.session_id}: {diagnosis} [{action}, by the service]",
               file=sys.stderr, flush=True)
 
