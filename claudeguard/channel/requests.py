@@ -19,7 +19,8 @@ from dataclasses import replace
 from claudeguard.channel import fifo
 from claudeguard.channel.model import DECISIONS, ID_MIN_PREFIX, KINDS, SCOPES, Answer, Request, is_id_text, new_id
 from claudeguard.channel.notify import run_notify
-from claudeguard.channel.store import ORPHAN_AGE_S, ChannelDir, process_start, request_id_of, waiter_alive
+from claudeguard.channel.store import ORPHAN_AGE_S, ChannelDir, request_id_of, waiter_alive
+from claudeguard.procs import process_start
 from claudeguard.errors import GuardError, NotFoundError, UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")

@@ -15,6 +15,7 @@ import stat
 import time
 
 from claudeguard.errors import GuardError, InsecurePathError
+from claudeguard.procs import process_start
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -195,37 +196,6 @@ def request_id_of(name: str) -> str | None:
 
 
 # -- is the waiter still there? ----------------------------------------------------------------
-
-
-def process_start(pid: int) -> str | None:
-    """An identity token for a live process (its start time), None if it is gone or a zombie.
-
-    Comparing it with the token recorded at post time tells a reused pid from the waiter."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return _process_start_psutil(pid)
-    # Fields after the command name (which may hold spaces and parentheses): state is first,
-    # starttime is the 20th (field 22 of proc(5)).
-    rest = raw[raw.rfind(b")") + 2 :].split()
-    if not rest or rest[0] in (b"Z", b"X"):
-        return None  # killed but not yet reaped: as good as gone
-    return rest[19].decode()
-
-
-def _process_start_psutil(pid: int) -> str | None:
-    import psutil  # lazy: only where /proc is not available
-
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-        return f"{proc.create_time():.3f}"
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return None
 
 
 def waiter_alive(record: Mapping[str, object]) -> bool:

@@ -25,7 +25,7 @@ from claudeguard.commands.cli import parser as command_parser
 from claudeguard.errors import GuardError
 from claudeguard.paths import runtime_root
 from claudeguard.plan.discovery import find_claude
-from claudeguard.procs import cli_version
+from claudeguard.procs import ask_version
 from claudeguard.testing.cli_install import cli_path, cli_root, install_cli
 from claudeguard.testing.model_server import ModelServer
 from claudeguard.testing.offline_home import offline_env, prepare_home
@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int:
 
     claude = _find_cli()
 
-    version = cli_version(claude)
+    version = ask_version(claude)
     print(f"claudeguard demo: real Claude Code CLI {claude} ({version}), offline against an embedded scripted model")
     tmp = Path(tempfile.mkdtemp(prefix="claudeguard-demo-"))
     proc: subprocess.Popen[str] | None = None
@@ -105,6 +105,7 @@ def main(argv: list[str]) -> int:
                     "--permission-mode", "default", "--output-format", "stream-json", "--verbose",
                     "--guard-approval-timeout", "120"]
             _step("Running: claude -p ... (through claudeguard; the model asks for a background subagent)")
+            # Not procs.capture: the demo answers the run's request while it runs.
             proc = subprocess.Popen(argv, env=env, cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True)
             request = _wait_for_request(list_pending, proc, timeout=90)

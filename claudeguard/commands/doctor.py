@@ -22,7 +22,7 @@ from claudeguard.plan.argv import build_plan
 from claudeguard.plan.claude_args import parse_claude_args
 from claudeguard.plan.discovery import find_claude
 from claudeguard.plan.session import session_snapshot
-from claudeguard.procs import cli_version
+from claudeguard.procs import ask_version, capture
 from claudeguard.testing.model_server import ModelServer
 from claudeguard.testing.offline_home import offline_env, prepare_home
 
@@ -68,7 +68,7 @@ def main(argv: list[str]) -> int:
         return 1
 
     try:
-        version: str | None = cli_version(real)
+        version: str | None = ask_version(real)
         good &= _say(True, f"real CLI: {real} version {version}")
     except GuardError as exc:
         version = None
@@ -151,8 +151,7 @@ def probe(real: str, cfg: Config, version: str | None = None) -> bool:
                     env.pop(var, None)
             env["CLAUDEGUARD_RUNTIME_DIR"] = str(runtime_dir())
             try:
-                proc = subprocess.run(plan.argv, env=env, cwd=work, capture_output=True, text=True, timeout=90,
-                                      stdin=subprocess.DEVNULL)
+                proc = capture(plan.argv, env=env, cwd=str(work), timeout=90)
             except subprocess.TimeoutExpired:
                 return _say(False, "injected flags: the probe run did not finish within 90 s")
         lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]

@@ -13,6 +13,7 @@ import time
 
 from claudeguard.commands.cli import parser as command_parser
 from claudeguard.errors import UsageError
+from claudeguard.procs import process_start
 from claudeguard.service import client, files
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -60,7 +61,7 @@ def _wait_gone(pid: object, directory: str, timeout: float = 5.0) -> None:
     """Return once the service has exited, so that a script's next step finds it gone."""
     deadline = time.monotonic() + timeout
     while isinstance(pid, int) and time.monotonic() < deadline:
-        if files.process_start(pid) is None:
+        if process_start(pid) is None:
             return
         time.sleep(0.05)
 

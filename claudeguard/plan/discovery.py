@@ -95,6 +95,7 @@ def check_recursion() -> None:
 def exec_passthrough(argv: list[str], env: dict[str, str]) -> None:
     """Replace this process with the real CLI (no guard): version, help, sub-commands, disable."""
     try:
+        # Not through procs: an exec, no new process (this one becomes the real CLI).
         os.execve(argv[0], argv, env)
     except OSError as exc:
         raise GuardError(f"cannot run {argv[0]}: {exc.strerror}") from None
@@ -117,6 +118,21 @@ def package_version(real_cli: str) -> str | None:
                 and isinstance(data.get("version"), str)):
             return str(data["version"])
     return None
+
+
+def cli_version(real_cli: str, ask_timeout: float = 10) -> str | None:
+    """The real CLI's version: from its package.json, else what ``real_cli --version`` says
+    (``procs.ask_version``, within ``ask_timeout``); None when neither tells (the run report, a
+    GitHub step summary)."""
+    version = package_version(real_cli)
+    if version:
+        return version
+    from claudeguard.procs import ask_version
+
+    try:
+        return ask_version(real_cli, timeout=ask_timeout)
+    except GuardError:
+        return None
 
 
 def print_cli_version(real: str, args: ClaudeArgs) -> str | None:

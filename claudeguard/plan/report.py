@@ -22,6 +22,8 @@ import os
 import sys
 import time
 
+from claudeguard.plan.discovery import cli_version
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Iterable, Mapping, TypedDict
@@ -254,22 +256,6 @@ class Run:
             "stalls": stalls,
             "fail_on": [],
         }
-
-
-def cli_version(real_cli: str) -> str | None:
-    """From the npm package beside the binary; else ``--version`` (a fraction of a second)."""
-    from claudeguard.plan.discovery import package_version
-
-    version = package_version(real_cli)
-    if version:
-        return version
-    from claudeguard.errors import GuardError
-    from claudeguard.procs import cli_version as ask
-
-    try:
-        return ask(real_cli, timeout=10)
-    except GuardError:
-        return None
 
 
 def write_report(path: str, report: Report) -> None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from claudeguard.files import write_atomic
 from claudeguard.paths import private_dir
 from claudeguard.service.background import RECORD, Keeper, keep, live_records
-from claudeguard.service.files import process_start
+from claudeguard.procs import process_start
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from claudeguard.channel.audit import session_log
 from claudeguard.files import read_json
 from claudeguard.plan.keeper import SessionKeeper
 from claudeguard.plan.report import EndOptions, Run, fail_on_hits, write_report as write_report_file
-from claudeguard.service.files import process_start
+from claudeguard.procs import process_start
 from claudeguard.service.watch import SCHEDULE
 from claudeguard.watchdog.monitor import Monitor, WatchConfig
 

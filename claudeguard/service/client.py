@@ -143,6 +143,8 @@ def _start(directory: str) -> None:
                if not k.startswith(("CLAUDEGUARD_SESSION", "CLAUDEGUARD_HOOK_TOKEN"))}
         # -E -S like the hook entry would be wrong here: the service imports the package the
         # normal way, once, and lives on.
+        # Not through procs: only the service's first process is waited for (it double-forks and exits),
+        # with the service's stderr going to its log.
         first = subprocess.Popen([sys.executable, "-m", "claudeguard.service", "--detach"], stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL, stderr=log, env=env, close_fds=True, cwd="/")
         first.wait(timeout=START_TIMEOUT_S)  # the first process forks the service and exits at once

@@ -21,6 +21,7 @@ import json
 import os
 
 from claudeguard.files import read_json, write_atomic
+from claudeguard.procs import process_start
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -97,14 +98,6 @@ def fingerprint(root: str | None = None) -> str:
                 st = os.stat(path)
                 parts.append(f"{path[skip:]}:{st.st_size}:{st.st_mtime_ns}")
     return f"{__version__}+{zlib.crc32(chr(0).join(parts).encode()):08x}"
-
-
-def process_start(pid: int) -> str | None:
-    """The process's start token, or None if it is gone or a zombie: the channel's own check of
-    a waiter (one definition, so a record and a request judge a pid alike)."""
-    from claudeguard.channel.store import process_start as start
-
-    return start(pid)
 
 
 def read_record(directory: str) -> ServiceRecord | None:

@@ -100,6 +100,8 @@ def start(directory: str, port: int, version: str) -> Planner | None:
     as before it existed."""
     read_end, write_end = os.pipe()  # not inheritable: only the planner gets the read end
     try:
+        # Not through procs: the service keeps the planner's handle (poll, wait, kill) and hands it
+        # the lifeline's read end.
         proc = subprocess.Popen([sys.executable, "-m", "claudeguard.service.planner", directory, str(port),
                                  str(read_end), version], pass_fds=(read_end,), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL)

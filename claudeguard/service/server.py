@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from claudeguard.gate.session import load_session
 from claudeguard.paths import check_private_dir
+from claudeguard.procs import process_start
 from claudeguard.service import agent_view, files, planner, watch
 from claudeguard.service.background import Keeper, keep, read_record
 from claudeguard.service.http import HookServer
@@ -371,7 +372,7 @@ class Service:
         self._stop_planner()  # its socket went with the dir
         self._start_planner()
         files.write_port(self.directory, self.port)
-        files.write_record(self.directory, {"pid": os.getpid(), "start": files.process_start(os.getpid()),
+        files.write_record(self.directory, {"pid": os.getpid(), "start": process_start(os.getpid()),
                                             "version": self.version, "port": self.port, "started": self.started})
         print("claudeguard service: the runtime dir was removed; socket and record published again",
               file=sys.stderr, flush=True)
@@ -425,7 +426,7 @@ class Service:
                          daemon=True).start()
         self.adopt()
         files.write_record(self.directory,
-                           {"pid": os.getpid(), "start": files.process_start(os.getpid()), "version": self.version,
+                           {"pid": os.getpid(), "start": process_start(os.getpid()), "version": self.version,
                                             "port": self.port, "started": self.started})
         idle_since = time.monotonic()
         next_check = time.monotonic() + SLOT_CHECK_S
@@ -471,6 +472,7 @@ def main(argv: list[str]) -> int:
     if "--detach" in argv:
         # The launcher waits for this first process only: the service itself is nobody's child
         # but init's, in a session of its own, so no terminal signal or launcher exit reaches it.
+        # The service's own double fork (not through procs): no other program starts.
         if os.fork() > 0:
             os._exit(0)
         os.setsid()

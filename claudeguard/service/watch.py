@@ -31,10 +31,10 @@ import socket
 import sys
 import threading
 
-from claudeguard.service.files import bound_sends, process_start
+from claudeguard.procs import process_start
+from claudeguard.service.files import bound_sends
 from claudeguard.watchdog.monitor import Monitor, Schedule, WatchConfig
 from claudeguard.watchdog.state import StallVerdict, StreamMsg
-from claudeguard.watchdog.status import process_start as status_start
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def start(reg: Registered, msg: Received, link: Link) -> Watching:
     monitor.link = link
     pid = msg.get("pid")
     # The status file says the launcher's pid (``ps`` tells a dead launcher by it) and who samples.
-    monitor.extra_status = {"pid": pid, "pid_start": status_start(pid) if isinstance(pid, int) else None,
+    monitor.extra_status = {"pid": pid, "pid_start": process_start(pid) if isinstance(pid, int) else None,
                             "watcher": "service", "watcher_pid": os.getpid()}
     monitor.log_dir = session.snapshot.get("log_dir")
     carry = msg.get("carry")

@@ -182,7 +182,7 @@ class Feed:
     # -- the service ---------------------------------------------------------------------
     def _ask_service(self) -> None:
         """Ask the service to watch (under the lock, with no local monitor running)."""
-        from claudeguard.service.files import process_start
+        from claudeguard.procs import process_start
 
         self.mode, self._asked = "pending", time.monotonic()
         reg = self.registration

@@ -35,7 +35,7 @@ from claudeguard.plan.hooks import HttpHooks, ctl_command, guard_settings
 from claudeguard.plan.session import session_snapshot
 from claudeguard.plan.settings_sources import protected_rules
 from claudeguard.service.client import Registration, ServiceError
-from claudeguard.service.files import process_start
+from claudeguard.procs import process_start
 from claudeguard.shim.background import config_dir, end_launch, watch_settings
 from claudeguard.shim.session_commands import check_agent_view, tail_args
 
@@ -135,6 +135,8 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: End
         # The daemon agent view may start keeps this environment for every session it runs
         # later: nothing of a guard session goes into it (the secret is in the settings file).
         env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDEGUARD_SESSION")}
+        # Not through procs: agent view is the user's TUI on this terminal, waited for here (its exit
+        # code is the launcher's).
         proc = subprocess.Popen(argv, env=env)
         record["agent_view"] = {"settings": settings_file, "pid": proc.pid, "start": process_start(proc.pid)}
         write_atomic(session_dir / "background.json", json.dumps(record))

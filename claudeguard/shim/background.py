@@ -86,6 +86,8 @@ def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_
         # The daemon this may start keeps our environment for every later session it runs:
         # nothing of this session goes into it (the secret is in the settings file).
         env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDEGUARD_SESSION")}
+        # Not procs.capture: the launch's stderr stays on the user's terminal; its stdout is passed on
+        # (and the short id read off it).
         proc = subprocess.run(plan.argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
         sys.stdout.buffer.write(proc.stdout)
         sys.stdout.flush()

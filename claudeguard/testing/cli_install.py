@@ -22,7 +22,7 @@ from typing import Sequence
 
 from claudeguard.errors import GuardError, run_main
 from claudeguard.paths import cache_dir
-from claudeguard.procs import cli_version
+from claudeguard.procs import ask_version
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -73,6 +73,7 @@ def install_cli(version: str, *, quiet: bool = True) -> Path:
         cmd = [npm, "install", "--no-audit", "--no-fund", "--save-exact", "--prefix", str(scratch),
                f"{PACKAGE}@{version}"]
         try:
+            # Not procs.capture: npm's output goes to the terminal unless quiet.
             proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True, timeout=INSTALL_TIMEOUT,
                                   stdout=subprocess.PIPE if quiet else None,
                                   stderr=subprocess.STDOUT if quiet else None)
@@ -99,7 +100,7 @@ def _check_runs(binary: Path, version: str, scratch: Path) -> None:
     """Refuse an install whose binary does not report ``version`` (e.g. a postinstall step that an
     npm policy skipped left a placeholder behind)."""
     try:
-        said = cli_version(str(binary))
+        said = ask_version(str(binary))
     except GuardError as exc:
         said = str(exc)
     if said != version:

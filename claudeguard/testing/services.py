@@ -8,7 +8,7 @@ import os
 import signal
 import time
 
-from claudeguard.service.files import process_start
+from claudeguard.procs import process_start
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:

@@ -61,6 +61,7 @@ def spawn_tui(argv: Sequence[str], env: dict[str, str], cwd: str | Path,
     """Start ``argv`` under a pty (rows, cols); the caller must ``close_tui`` it."""
     import pexpect  # noqa: PLC0415 - pexpect is a test extra: only tests drive a TUI
 
+    # Not through procs: a pty that the test reads and types into (pexpect).
     return pexpect.spawn(str(argv[0]), [str(a) for a in argv[1:]], env=env, cwd=str(cwd),
                          dimensions=dimensions, encoding="utf-8", codec_errors="replace", timeout=timeout)
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import psutil
 
-from claudeguard.channel.store import process_start
+from claudeguard.procs import capture, process_start
 
 AGENTS_TIMEOUT_S = 10.0
 
@@ -53,8 +53,7 @@ def config_dir_of(environ: dict[str, str]) -> Path | None:
 
 def _from_agents(exe: str, environ: dict[str, str]) -> list[dict[str, Any]] | None:
     try:
-        proc = subprocess.run([exe, "agents", "--json"], env=environ, cwd="/", capture_output=True, text=True,
-                              timeout=AGENTS_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        proc = capture([exe, "agents", "--json"], env=environ, cwd="/", timeout=AGENTS_TIMEOUT_S)
         data = json.loads(proc.stdout) if proc.returncode == 0 else None
     except (OSError, subprocess.SubprocessError, ValueError):
         return None

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable
 
 from claudeguard.config.schema import KILL_GRACE_S, SAMPLE_INTERVAL_S, STALL_AFTER_S, TOOL_STALL_AFTER_S
 from claudeguard.files import read_json
-from claudeguard.procs import fill, spawn_detached
 from claudeguard.watchdog import sampler
 from claudeguard.watchdog.state import TOOL, Limits, StallVerdict, StreamMsg, Tracker, prompt_words, stall_line
-from claudeguard.watchdog.status import process_start, write_status
+from claudeguard.procs import fill, process_start, spawn_detached
+from claudeguard.watchdog.status import write_status
 
 if TYPE_CHECKING:
     from typing import TypedDict
