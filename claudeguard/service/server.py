@@ -15,9 +15,13 @@ too): one JSON object per line each way.
 - ``{"op": "watch"|"activity"|"watch-end", ...}`` on the connection that registered a
   foreground session: the service runs its watchdog (``service/watch.py``); ``activity`` has
   no answer, the service sends ``stall`` and ``calm`` events on that connection unasked.
+- ``{"op": "attach", "session_id"}`` → ``{"ok"}``: keep a registered background session (a
+  ``--bg`` or agent view launch, once its ``background.json`` says what to keep).
 - ``{"op": "unregister", "session_id"}``, ``{"op": "status"}``, ``{"op": "stop"}``,
   ``{"op": "retire"}`` (a launcher of another version found this one: stop taking sessions,
   give up the slot, exit when the last session ends).
+
+Each message's type is in ``protocol``.
 """
 
 from __future__ import annotations
