@@ -32,6 +32,9 @@ from claudeguard.testing.offline_home import offline_env as _offline_env, prepar
 from claudeguard.testing.runner import run_claude as _run_claude
 from claudeguard.testing.tui import close_tui, spawn_tui as _spawn_tui
 
+# The fleet's fixtures (`redis_server`, one real redis-server per test module; `fleet`).
+pytest_plugins = ["fleet_helpers"]
+
 # Long enough that the CLI's last-20-characters key lookup differs from the whole key.
 API_KEY = "sk-ant-api03-offline-test-key-0123456789abcdef"
 UNUSED_URL = "http://127.0.0.1:9"  # until a test points the env at its server: nothing listens

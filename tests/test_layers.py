@@ -17,7 +17,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "claudeguard"
 
 # Bottom first. A module may import modules of its own layer and of the layers below it, never
 # one above. The first entry of each layer is its name in messages; a module belongs to the layer
-# of the longest prefix that names it. The same order is written in docs/design.md ("Layers").
+# of the longest prefix that names it (``claudeguard`` itself names the package's __init__ alone).
+# The same order is written in docs/design.md ("Layers").
 LAYERS: list[tuple[str, ...]] = [
     ("base", "claudeguard", "claudeguard.errors"),
     ("tools", "claudeguard.files", "claudeguard.procs", "claudeguard.sockets", "claudeguard.decision"),
@@ -25,14 +26,18 @@ LAYERS: list[tuple[str, ...]] = [
     ("config", "claudeguard.config"),
     ("paths", "claudeguard.paths"),
     ("channel", "claudeguard.channel"),
+    ("fleet", "claudeguard.fleet"),
     ("gate", "claudeguard.gate"),
     ("watchdog", "claudeguard.watchdog"),
     ("plan", "claudeguard.plan"),
     ("service", "claudeguard.service"),
     ("launcher", "claudeguard.shim"),
     ("testing", "claudeguard.testing"),
-    ("commands", "claudeguard.commands", "claudeguard.__main__"),
+    ("commands", "claudeguard.commands", "claudeguard.desk", "claudeguard.__main__"),
+    # the desk's screenshots: a demo run of the desk, above it
+    ("demos", "claudeguard.testing.desk_demo"),
 ]
+ROOT = "claudeguard"
 
 
 def modules() -> dict[str, Path]:
@@ -88,7 +93,8 @@ def layer_of(module: str) -> int | None:
     best: tuple[int, int] | None = None  # (prefix length, layer)
     for index, (_, *prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > best[0]):
+            inside = module == prefix or (prefix != ROOT and module.startswith(prefix + "."))
+            if inside and (best is None or len(prefix) > best[0]):
                 best = (len(prefix), index)
     return best[1] if best is not None else None
 
@@ -179,3 +185,4 @@ def test_the_reader_sees_every_kind_of_import(tmp_path):
     assert circles({"x": {"y"}, "y": {"z"}, "z": {"x"}, "w": {"x"}}) == [["x", "y", "z"]]
     assert layer_of("claudeguard.shim.main") == layer_of("claudeguard.shim") > layer_of("claudeguard.service.files")
     assert layer_of("claudeguard") == 0 and layer_of("claudeguard.errors") == 0
+    assert layer_of("claudeguard.nowhere") is None and layer_of("claudeguard.nowhere.x") is None
