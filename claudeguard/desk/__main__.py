@@ -42,6 +42,7 @@ def main(argv: list[str]) -> int:
     url = desk.login_url()
     print(url, flush=True)
     if args.open:
+        # The user's browser (not through procs): webbrowser picks and starts it the platform's way.
         webbrowser.open(url)
     try:
         while True:

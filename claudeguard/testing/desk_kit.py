@@ -63,6 +63,7 @@ def browser_context(viewport: tuple[int, int] = (1280, 900)) -> Iterator[Any]:
         raise RuntimeError(browser_missing() or "no chromium")
     profile = tempfile.mkdtemp(prefix="claudeguard-chromium-")
     try:
+        # Chromium is started by Playwright (not through procs), and stopped with the context.
         with sync_playwright() as pw:
             context = pw.chromium.launch_persistent_context(
                 profile, executable_path=path, headless=True, args=CHROMIUM_ARGS,
@@ -129,6 +130,7 @@ class StalledSession:
 
     def __init__(self, session_id: str, *, stall_after: float = 1.0, prompt: str = "refactor the parser module",
                  cwd: str = "/tmp") -> None:
+        # Not through procs: a stand-in CLI the test's watchdog samples, stopped by its handle.
         self.child = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(600)"],
                                       stdout=subprocess.PIPE, text=True)
         assert self.child.stdout is not None

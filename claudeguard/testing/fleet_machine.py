@@ -59,6 +59,7 @@ class FleetMachine:
             self.env["CLAUDEGUARD_FLEET_PASSWORD"] = password
         args = [sys.executable, "-m", "claudeguard.testing.fleet_machine", "--machine", name, "--username", username,
                 "--prefix", prefix, "--heartbeat", str(heartbeat_s)]
+        # Not through procs: a test machine process, talked to through its pipes and stopped by its handle.
         self.proc: subprocess.Popen[str] = subprocess.Popen(
             args, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(self.root / "stderr", "w"),
             text=True, bufsize=1, start_new_session=True)
