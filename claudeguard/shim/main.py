@@ -197,12 +197,23 @@ def _run_session(real: str, args: ClaudeArgs, cfg: Config | None, cwd: str, sess
     to the end. ``planned``: the service's planner prepared the session (``cfg`` is None then,
     and read once the CLI has started). What each step set up is undone on the way out, last
     first: the keeper before the session dir goes, the dir last."""
-    import contextlib  # with the session, not before: the pass-through path never needs it
-
     launch = _Launch(session_id, cfg)
+    try:
+        _plan_session(launch, real, args, cwd, planned)
+        _start_child(launch, real, args, cwd)
+    except BaseException:
+        _abandon(launch)  # nothing else was set up yet
+        raise
+    # Only now: contextlib and what it imports (collections, functools, ...: 12 modules) would
+    # delay the CLI's start. Nothing between the start and here can fail (the supervisor has
+    # blocked the signals it forwards).
+    import contextlib
+
     with contextlib.ExitStack() as undo:
+        undo.callback(_remove_dir, launch.session_dir)
+        if launch.registration is not None:
+            undo.callback(launch.registration.close)
         try:
-            _plan_session(launch, real, args, cwd, planned, undo)
             _start_session(launch, real, args, cwd, end, opts, undo)
             return _supervise(launch)
         except BaseException as exc:
@@ -217,13 +228,19 @@ def _remove_dir(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planned: Planned | None,
-                  undo: ExitStack) -> None:
+def _abandon(launch: _Launch) -> None:
+    """Undo the plan step of a session whose CLI did not start: its registration, its dir."""
+    if launch.registration is not None:
+        launch.registration.close()
+    if launch.session_dir:
+        _remove_dir(launch.session_dir)
+
+
+def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planned: Planned | None) -> None:
     """The session dir, the session file and the CLI's argv: the planner's, or made here (and the
     session registered with the service, when its port is not known before the CLI starts)."""
     if planned is not None:
         launch.session_dir = planned.session_dir
-        undo.callback(_remove_dir, launch.session_dir)
         launch.argv, launch.env_add, launch.snapshot_text = planned.argv, planned.env, planned.snapshot
         launch.port_token = (planned.port, planned.token)
         return
@@ -234,14 +251,10 @@ def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planne
     from claudeguard.plan.session import session_dir_of, write_session
 
     launch.session_dir = session_dir = session_dir_of(launch.session_id)
-    undo.callback(_remove_dir, session_dir)
     version = print_cli_version(real, args)
     written = write_session(cfg, args, session_dir, session_id=launch.session_id, cwd=cwd, stdin_tty=os.isatty(0),
                             exec_pid=os.getpid(), cli_version=version)
-    registration, http = _register_with_service(launch.session_id, session_dir)
-    if registration is not None:
-        launch.registration = registration
-        undo.callback(registration.close)
+    launch.registration, http = _register_with_service(launch.session_id, session_dir)
     if http is None:
         written.write("command")
     launch.snapshot_text = written.text
@@ -251,12 +264,8 @@ def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planne
     launch.port_token = (int(http.port), http.token) if http is not None else None
 
 
-def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: EndOptions | None,
-                   opts: GuardOptions, undo: ExitStack) -> None:
-    """Start the CLI (on a pty, or on pipes), then around it: the registration of a session whose
-    port was known, the run's report, the settings watch, this process's gate server (command
-    hooks), the watchdog's feed and the session dir's keeper."""
-    session_id, session_dir = launch.session_id, launch.session_dir
+def _start_child(launch: _Launch, real: str, args: ClaudeArgs, cwd: str) -> None:
+    """Start the CLI: on a pty (the TUI), or on pipes."""
     env = dict(os.environ, **launch.env_add)
     sup: PtySession | Supervisor
     if args.uses_pty:
@@ -264,14 +273,24 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
         from claudeguard.shim.pty_relay import PtySession, relay_settings
 
         sup = launch.pty = PtySession(launch.argv, env, relay_settings(
-            launch.cfg, session_id=session_id, session_dir=session_dir, cwd=cwd, real_cli=real,
+            launch.cfg, session_id=launch.session_id, session_dir=launch.session_dir, cwd=cwd, real_cli=real,
             prompt_given=args.prompt is not None))
     else:
         from claudeguard.shim.supervise import Supervisor
 
         sup = Supervisor(launch.argv, env, tap_stdout=True)
     launch.sup = sup
-    launch.child_pid = child_pid = sup.start()
+    launch.child_pid = sup.start()
+
+
+def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: EndOptions | None,
+                   opts: GuardOptions, undo: ExitStack) -> None:
+    """Around the started CLI: the registration of a session whose port was known, the run's
+    report, the settings watch, this process's gate server (command hooks), the watchdog's feed
+    and the session dir's keeper."""
+    session_id, session_dir, child_pid = launch.session_id, launch.session_dir, launch.child_pid
+    sup = launch.sup
+    assert sup is not None
     if launch.port_token is not None and launch.registration is None:
         launch.registration = _register_started(session_id, session_dir, *launch.port_token)
         undo.callback(launch.registration.close)
