@@ -33,7 +33,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("service", "claudeguard.service"),
     ("launcher", "claudeguard.shim"),
     ("testing", "claudeguard.testing"),
-    ("commands", "claudeguard.commands", "claudeguard.desk", "claudeguard.__main__"),
+    # gate/fast_entry.py is a program (`python -E -S .../gate/fast_entry.py hook`), imported by
+    # nothing: in gate/ for its path, which running sessions' settings name; an entry like
+    # bin/claudeguardctl, it may run any command
+    ("commands", "claudeguard.commands", "claudeguard.desk", "claudeguard.__main__", "claudeguard.gate.fast_entry"),
     # the desk's screenshots: a demo run of the desk, above it
     ("demos", "claudeguard.testing.desk_demo"),
 ]
@@ -185,4 +188,5 @@ def test_the_reader_sees_every_kind_of_import(tmp_path):
     assert circles({"x": {"y"}, "y": {"z"}, "z": {"x"}, "w": {"x"}}) == [["x", "y", "z"]]
     assert layer_of("claudeguard.shim.main") == layer_of("claudeguard.shim") > layer_of("claudeguard.service.files")
     assert layer_of("claudeguard") == 0 and layer_of("claudeguard.errors") == 0
+    assert layer_of("claudeguard.gate.fast_entry") == layer_of("claudeguard.commands") > layer_of("claudeguard.gate")
     assert layer_of("claudeguard.nowhere") is None and layer_of("claudeguard.nowhere.x") is None

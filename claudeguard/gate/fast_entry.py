@@ -87,15 +87,18 @@ sys.path.extend(d for d in _site_packages() if d not in sys.path and os.path.isd
 
 from claudeguard.errors import run_main  # noqa: E402 - after sys.path is set above
 
-# The gate's own entry points, as `claudeguardctl hook|mcp-serve` runs them, without the
-# dispatcher above the gate (commands.ctl): the CLI starts this file for these two alone.
-if len(sys.argv) > 1 and sys.argv[1] == "hook":
+# What the CLI starts, `hook` and `mcp-serve`, runs the gate's own entry points as
+# `claudeguardctl hook|mcp-serve` would, without loading the dispatcher and its package.
+if sys.argv[1:] == ["hook"]:
     from claudeguard.gate.hook import main as hook_main
 
     sys.exit(run_main("claudeguardctl", hook_main))
-if len(sys.argv) > 1 and sys.argv[1] == "mcp-serve":
+if sys.argv[1:] == ["mcp-serve"]:
     from claudeguard.gate.mcp_server import serve
 
     sys.exit(run_main("claudeguardctl", serve))
-print(f"usage: {os.path.basename(__file__)} hook|mcp-serve (claudeguardctl runs every other command)", file=sys.stderr)
-sys.exit(2)
+# Every other command line, as claudeguardctl runs it. This file is a program, which nothing
+# imports: tests/test_layers.py gives it the commands' layer, beside bin/claudeguardctl's.
+from claudeguard.commands.ctl import main  # noqa: E402 - after sys.path is set above
+
+sys.exit(main())
