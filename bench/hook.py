@@ -34,7 +34,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--importtime", action="store_true")
     args = parser.parse_args()
-    from claudeguard.shim.command import ctl_command
+    from claudeguard.plan.hooks import ctl_command
 
     ctl_argv = ctl_command()  # exactly what the shim registers as the hook command
     with tempfile.TemporaryDirectory() as tmp:
@@ -49,8 +49,8 @@ def main() -> int:
         script = (
             "import json, sys; from pathlib import Path\n"
             "from claudeguard.config.load import load_config\n"
-            "from claudeguard.shim.claude_args import parse_claude_args\n"
-            "from claudeguard.shim.command import session_snapshot\n"
+            "from claudeguard.plan.claude_args import parse_claude_args\n"
+            "from claudeguard.plan.session import session_snapshot\n"
             "from claudeguard.paths import runtime_dir\n"
             "cfg = load_config(Path('/tmp'))\n"
             "d = runtime_dir('sessions', 'bench')\n"

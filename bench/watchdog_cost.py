@@ -190,7 +190,7 @@ def bench_throughput(tmp: Path, mb: int) -> None:
             writer.wait()
             extra = ""
             if m is not None:
-                tap = m.tap
+                tap = m.inputs.tap
                 while tap.done_bytes < tap.fed_bytes and time.perf_counter() - t1 < 60:
                     time.sleep(0.005)
                 t2 = time.perf_counter()
@@ -275,7 +275,7 @@ def bench_delay(tmp: Path, label: str, rate: float, batch: int, pad: int, second
             skipped = ""
             if m is not None:
                 m.stop(None)
-                skipped = f", tap skipped {m.tap.skipped_bytes} bytes"
+                skipped = f", tap skipped {m.inputs.tap.skipped_bytes} bytes"
             feed = ""
             if calls:
                 calls.sort()
@@ -294,8 +294,8 @@ import json, os, sys, time
 from claudeguard.shim.activity import Feed
 child, seconds, mode, d = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
 class Cfg:
-    def get(self, key): return {"stall_after": 300, "tool_stall_after": 1800, "on_stall": "warn",
-                                "sample_interval": 1.0, "kill_grace": 5}[key.split(".")[1]]
+    def watchdog(self): return {"stall_after": 300, "tool_stall_after": 1800, "on_stall": "warn",
+                                "sample_interval": 1.0, "kill_grace": 5}
 class Args:
     print_mode, prompt = True, "benchmark"
     def last(self, *names): return "stream-json"

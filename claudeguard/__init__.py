@@ -3,8 +3,12 @@
 Kept empty on purpose: `claudeguard --version` and every hook call import this package, so it
 must cost nothing. The parts live in sub-packages:
 
-- ``shim/``      the ``claudeguard`` executable: options, CLI discovery, command building,
-                 process supervision (pipes and pseudo-terminal).
+- ``shim/``      the ``claudeguard`` executable: the launcher and its process supervision
+                 (pipes and pseudo-terminal).
+- ``plan/``      a session's plan: options, CLI discovery, the config check, the session file,
+                 the CLI's argv and the guard's hooks (shared by the launcher and the service).
+- ``service/``   the resident guard service: hooks over HTTP, the registry, the planner.
+- ``gate/``      where the CLI calls back: the hook, the prompt tool, the decision.
 - ``config/``    layered TOML configuration with file:line for every value.
 - ``policy/``    Claude-Code-compatible permission rules and the decision for one tool call.
 - ``channel/``   the FIFO approval channel, grants, and the audit log.

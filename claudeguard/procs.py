@@ -1,8 +1,18 @@
-"""The two ways claudeguard starts a helper process: a detached command nobody waits on the output
-of (``spawn_detached``: notify commands, the watchdog's notifications), and the real CLI's
-``--version`` (``cli_version``: doctor, demo, the run report, the test CLI installer).
+"""How claudeguard starts a helper process and tells a process apart from another of the same pid.
 
-``subprocess`` is imported only by ``cli_version``: the session's path starts no subprocess.
+- ``spawn_detached``: a command nobody waits on the output of (notify commands, the watchdog's
+  notifications);
+- ``capture``: a command run to its end with its output captured (``ask_version``, the listing
+  of Claude Code's background sessions, doctor's probe);
+- ``ask_version``: the real CLI's ``--version`` (``plan.discovery.cli_version`` when no
+  package.json says it; doctor, demo, the test CLI installer);
+- ``process_start``: a live process's start token, the one identity check of a pid (a channel
+  request's waiter, the service's record, status files, background sessions).
+
+A process started elsewhere says there why not here (the CLI itself, ``shim.child``; the
+service's own start and double fork; the planner; agent view and ``--bg`` launches on the
+user's terminal; the pty leader). ``subprocess`` is imported only by ``capture``: the session's
+path starts no subprocess.
 """
 
 from __future__ import annotations
@@ -11,6 +21,10 @@ import os
 import signal
 
 from claudeguard.errors import GuardError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    import subprocess
 
 # Signals a spawned command gets back at their default action: a caller that ignores SIGPIPE or
 # SIGINT (Python does both) would otherwise hand that on through exec.
@@ -55,7 +69,17 @@ def fill(argv: list[str], values: dict[str, str]) -> list[str]:
     return out
 
 
-def cli_version(cli: str, timeout: float = 60) -> str:
+def capture(argv: list[str], *, env: dict[str, str], timeout: float, cwd: str | None = None,
+            new_session: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` to its end, stdin on /dev/null, stdout and stderr captured as text.
+    ``subprocess.TimeoutExpired`` past ``timeout``; OSError when it cannot start."""
+    import subprocess
+
+    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL, start_new_session=new_session)
+
+
+def ask_version(cli: str, timeout: float = 60) -> str:
     """The version ``cli --version`` prints (e.g. ``2.1.197``). Its stdin is /dev/null and
     claudeguard is off in it (a shim named ``claude`` passes straight through). A one-line
     GuardError when it cannot start, times out, fails or prints no version."""
@@ -63,8 +87,7 @@ def cli_version(cli: str, timeout: float = 60) -> str:
     import subprocess
 
     try:
-        proc = subprocess.run([cli, "--version"], capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, env=dict(os.environ, CLAUDEGUARD_DISABLE="1"))
+        proc = capture([cli, "--version"], env=dict(os.environ, CLAUDEGUARD_DISABLE="1"), timeout=timeout)
     except subprocess.TimeoutExpired:
         raise GuardError(f"`{cli} --version` did not answer within {timeout:g} s") from None
     except OSError as exc:
@@ -74,3 +97,48 @@ def cli_version(cli: str, timeout: float = 60) -> str:
         said = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
         raise GuardError(f"`{cli} --version` exited {proc.returncode}: {said[0][:100] if said else 'no output'}")
     return found.group(0)
+
+
+def process_start(pid: int) -> str | None:
+    """An identity token for a live process (its start time), None if it is gone or a zombie.
+
+    Comparing it with the token recorded earlier tells a reused pid from the process that was
+    recorded (a channel request's waiter, the service, a session's launcher or CLI)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return _process_start_psutil(pid)
+    # Fields after the command name (which may hold spaces and parentheses): state is first,
+    # starttime is the 20th (field 22 of proc(5)).
+    rest = raw[raw.rfind(b")") + 2 :].split()
+    if not rest or rest[0] in (b"Z", b"X"):
+        return None  # killed but not yet reaped: as good as gone
+    return rest[19].decode()
+
+
+def _process_start_psutil(pid: int) -> str | None:
+    import psutil  # only where /proc is not available
+
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return f"{proc.create_time():.3f}"
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def same_start(actual: str | None, recorded: object) -> bool:
+    """``actual`` (``process_start`` now) is the start ``recorded`` earlier: the same token, or the
+    same number where an earlier version recorded it as one (status files of a running session)."""
+    if actual is None:
+        return False
+    if isinstance(recorded, (int, float)) and not isinstance(recorded, bool):
+        try:
+            return float(actual) == float(recorded)
+        except ValueError:
+            return False
+    return actual == recorded

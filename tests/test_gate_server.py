@@ -13,7 +13,7 @@ import pytest
 
 from claudeguard import channel
 from claudeguard.gate import server as gate_server
-from claudeguard.shim.command import ctl_command
+from claudeguard.plan.hooks import ctl_command
 from tests.shim_helpers import wait_until
 
 
@@ -156,7 +156,7 @@ def test_a_held_request_whose_launcher_is_gone_is_withdrawn(session):
 
 def _asker(session_dir, asker: str | None) -> None:  # type: ignore[no-untyped-def]
     snapshot = json.loads((session_dir / "session.json").read_text())
-    snapshot["asker"] = asker  # what the launcher writes (shim/command.print_asker)
+    snapshot["asker"] = asker  # what the launcher writes (plan/hooks.print_asker)
     (session_dir / "session.json").write_text(json.dumps(snapshot))
 
 

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from claudeguard.shim.command import ctl_command
+from claudeguard.plan.hooks import ctl_command
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from claudeguard.shim.discovery import is_claudeguard
+from claudeguard.plan.discovery import is_claudeguard
 
 REPO = Path(__file__).resolve().parents[1]
 INSTALLED = Path(sys.executable).with_name("claudeguard")

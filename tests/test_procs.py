@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from claudeguard.errors import GuardError
-from claudeguard.procs import cli_version, spawn_detached
+from claudeguard.procs import ask_version, spawn_detached
 
 
 def _script(tmp_path, body: str) -> str:
@@ -46,7 +46,7 @@ def test_a_detached_command_has_no_signal_blocked_or_ignored_and_its_own_session
     ("read x && echo 4.5.6 || echo 7.8.9", "7.8.9"),  # stdin is /dev/null, not ours
 ])
 def test_cli_version_reads_the_version(tmp_path, body, expected):
-    assert cli_version(_script(tmp_path, body)) == expected
+    assert ask_version(_script(tmp_path, body)) == expected
 
 
 @pytest.mark.parametrize(("body", "said"), [
@@ -56,13 +56,13 @@ def test_cli_version_reads_the_version(tmp_path, body, expected):
 ])
 def test_cli_version_refuses_with_one_line(tmp_path, body, said):
     with pytest.raises(GuardError, match=said) as info:
-        cli_version(_script(tmp_path, body), timeout=0.5)
+        ask_version(_script(tmp_path, body), timeout=0.5)
     assert "\n" not in str(info.value)
 
 
 def test_cli_version_of_a_missing_binary(tmp_path):
     with pytest.raises(GuardError, match="cannot start"):
-        cli_version(str(tmp_path / "nowhere"))
+        ask_version(str(tmp_path / "nowhere"))
 
 
 def test_spawn_detached_from_a_thread_is_reaped_by_the_caller():

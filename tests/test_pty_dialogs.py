@@ -10,7 +10,8 @@ import pytest
 
 from claudeguard.shim.dialogs.parse import at_idle_prompt, find_dialog
 from claudeguard.shim.dialogs.router import DialogRouter, RouteSettings
-from claudeguard.shim.dialogs.tables import DOWN, ENTER, ESC, SHIFT_TAB, banner_version, cli_version, patterns_for
+from claudeguard.plan.discovery import package_version
+from claudeguard.shim.dialogs.tables import DOWN, ENTER, ESC, SHIFT_TAB, banner_version, patterns_for
 
 RULE = "─" * 100
 DASH = "╌" * 100
@@ -393,8 +394,8 @@ def test_idle_prompt_and_versions(tmp_path):
     bin_dir = tmp_path / "node_modules" / ".bin"
     bin_dir.mkdir()
     (bin_dir / "claude").symlink_to(pkg / "bin" / "claude.exe")
-    assert cli_version(str(bin_dir / "claude")) == "2.1.250"
-    assert cli_version(str(tmp_path / "nowhere")) is None
+    assert package_version(str(bin_dir / "claude")) == "2.1.250"
+    assert package_version(str(tmp_path / "nowhere")) is None
 
 
 # --- the router -------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ import pytest
 
 from claudeguard.channel import audit
 from claudeguard.errors import UsageError
-from claudeguard.shim import report as rp
-from claudeguard.shim.options import split_argv
+from claudeguard.plan import report as rp
+from claudeguard.plan.options import split_argv
 from tests.shim_helpers import GUARD
 
 

@@ -1,4 +1,4 @@
-"""Detection of Claude Code settings that would silence the guard (shim/settings_sources.py),
+"""Detection of Claude Code settings that would silence the guard (plan/settings_sources.py),
 without the CLI: which sources a run loads and what each key found there leads to. The real-CLI
 effects of the same placements are in test_settings_sources_real.py."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from claudeguard.errors import UsageError
-from claudeguard.shim import settings_sources as ss
-from claudeguard.shim.claude_args import parse_claude_args
+from claudeguard.plan import settings_sources as ss
+from claudeguard.plan.claude_args import parse_claude_args
 
 
 @dataclass
@@ -23,13 +23,19 @@ class _Locked:
 
 @dataclass
 class FakeConfig:
-    """The three things check() reads from a Config."""
+    """What check() reads from a Config."""
 
     lockdown: _Locked = field(default_factory=lambda: _Locked(False))
     values: dict = field(default_factory=dict)
 
     def get(self, key: str):  # type: ignore[no-untyped-def]
         return self.values.get(key)
+
+    def permission_mode(self) -> str | None:
+        return self.values.get("permissions.mode")
+
+    def security(self) -> dict:
+        return {"allow_settings_override": self.values.get("security.allow_settings_override") is True}
 
     def source(self, key: str) -> str:
         return "config.toml:5"
@@ -205,7 +211,7 @@ def test_http_hook_env_allowlist_must_keep_the_guards_variable(place):
 
 
 def test_the_token_variable_is_the_one_the_hooks_use():
-    from claudeguard.shim.command import TOKEN_VAR
+    from claudeguard.plan.hooks import TOKEN_VAR
 
     assert ss.GUARD_TOKEN_VAR == TOKEN_VAR
 

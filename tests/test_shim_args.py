@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from claudeguard.errors import UsageError
-from claudeguard.shim.claude_args import parse_claude_args
-from claudeguard.shim.command import split_tool_list
-from claudeguard.shim.options import split_argv
+from claudeguard.plan.claude_args import parse_claude_args
+from claudeguard.plan.argv import split_tool_list
+from claudeguard.plan.options import split_argv
 
 
 def test_split_keeps_order_and_bytes():

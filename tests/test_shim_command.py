@@ -125,7 +125,7 @@ def test_ask_rules_stay_out_of_the_cli_and_allow_rules_of_their_tools_too(tmp_pa
     assert [a for a in argv if a.startswith("--disallowedTools=")] == [f"--disallowedTools=Bash(rm *),{protected}"]
 
 
-# --- who asks in -p, per real CLI version (shim/command.print_asker) -----------------------------
+# --- who asks in -p, per real CLI version (plan/hooks.print_asker) -----------------------------
 
 
 def _plan(tmp_path, cli: str, *argv: str, service: bool = True) -> tuple[list[str], dict]:
@@ -196,8 +196,8 @@ def test_the_asker_follows_the_version_and_an_unknown_version_keeps_the_prompt_t
 
 def test_the_session_snapshot_names_the_asker(tmp_path, monkeypatch):
     from claudeguard.config.load import load_config
-    from claudeguard.shim.claude_args import parse_claude_args
-    from claudeguard.shim.command import session_snapshot
+    from claudeguard.plan.claude_args import parse_claude_args
+    from claudeguard.plan.session import session_snapshot
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))

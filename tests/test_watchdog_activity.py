@@ -28,6 +28,9 @@ class Cfg:
     def get(self, key: str) -> object:
         return self.values[key.split(".", 1)[1]]
 
+    def watchdog(self) -> dict[str, object]:  # Config.watchdog: the [watchdog] section
+        return dict(self.values)
+
 
 class Args:
     print_mode = True
@@ -166,8 +169,8 @@ PROBE = """
 import json, sys, time
 from claudeguard.shim.activity import Feed
 class Cfg:
-    def get(self, key): return {"stall_after": 300, "tool_stall_after": 1800, "on_stall": "warn",
-                                "sample_interval": 0.1, "kill_grace": 5}[key.split(".")[1]]
+    def watchdog(self): return {"stall_after": 300, "tool_stall_after": 1800, "on_stall": "warn",
+                                "sample_interval": 0.1, "kill_grace": 5}
 class Args:
     print_mode, prompt = True, "go"
     def last(self, *names): return "stream-json"

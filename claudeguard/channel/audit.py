@@ -16,7 +16,7 @@ import time
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import IO, Any, Iterator
+    from typing import IO, Iterator, Mapping
 
 FILE_NAME = "audit.jsonl"
 FOLLOW_POLL_S = 0.2  # `audit --follow` is a reader of a regular file: a short poll is fine there
@@ -64,7 +64,7 @@ def now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
 
 
-def input_digest(tool_input: dict[str, Any]) -> str:
+def input_digest(tool_input: Mapping[str, object]) -> str:
     """sha256 of the canonical JSON of a tool input, first 16 hex chars: the same call always
     digests the same, whatever the key order."""
     canonical = json.dumps(tool_input, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
@@ -78,7 +78,7 @@ def input_digest(tool_input: dict[str, Any]) -> str:
     return sha256(canonical.encode()).hexdigest()[:16]
 
 
-def record(event: dict[str, Any]) -> None:
+def record(event: Mapping[str, object]) -> None:
     """Append one event; fills ``time`` if missing. Never raises."""
     global _reported
     path = "?"
@@ -107,7 +107,7 @@ def _append(path: str, line: bytes) -> None:
     append_line(path, line)
 
 
-def _parse(line: bytes) -> dict[str, Any] | None:
+def _parse(line: bytes) -> dict[str, object] | None:
     try:
         event = json.loads(line)
     except ValueError:
@@ -115,7 +115,7 @@ def _parse(line: bytes) -> dict[str, Any] | None:
     return event if isinstance(event, dict) else None
 
 
-def read_events(follow: bool = False) -> Iterator[dict[str, Any]]:
+def read_events(follow: bool = False) -> Iterator[dict[str, object]]:
     """Every logged event in order; with ``follow``, then every new one as it is appended (also
     across the file being rotated or truncated, and before it exists)."""
     path = audit_path()

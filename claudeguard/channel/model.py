@@ -16,9 +16,27 @@ from claudeguard.decision import SCOPES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypedDict
 
     from claudeguard.decision import AnsweredBy, Permission, Scope
+
+    class RequestRecord(TypedDict):
+        """A ``Request`` as its ``.json`` file in the channel holds it."""
+
+        id: str
+        session_id: str
+        agent_type: str | None
+        agent_id: str | None
+        tool: str
+        input: dict[str, object]
+        summary: str
+        cwd: str
+        created: float
+        deadline: float
+        pid: int
+        kind: str
+        choices: list[str] | None
+        extra: dict[str, object]
 
 __all__ = ["DECISIONS", "SCOPES", "KINDS", "ID_MIN_PREFIX", "Request", "Answer", "new_id", "is_id_text"]
 KINDS = ("permission", "dialog")
@@ -64,14 +82,20 @@ class Request:
         """Seconds left before the request ends with ``on_timeout``."""
         return max(0.0, self.deadline - time.time())
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> RequestRecord:
+        data: Any = asdict(self)  # the fields above, each copied
+        record: RequestRecord = data
+        return record
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Request:
+    def from_dict(cls, data: object) -> Request:
+        """The request a ``to_dict`` record holds; TypeError when it is not one."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a request record is a JSON object, not {type(data).__name__}")
         # Tolerate fields added by a newer claudeguard writing the same runtime dir.
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        values: dict[str, Any] = {k: v for k, v in data.items() if k in known}  # as a Request wrote them
+        return cls(**values)
 
 
 @dataclass

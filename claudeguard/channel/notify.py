@@ -11,6 +11,9 @@ from __future__ import annotations
 import os
 import threading
 
+from claudeguard.channel import audit
+from claudeguard.procs import fill, spawn_detached
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from claudeguard.channel.model import Request
@@ -25,7 +28,6 @@ def substitute(argv: list[str], request: Request) -> list[str]:
         "{session}": request.session_id,
         "{agent}": request.agent_type or "main",
     }
-    from claudeguard.procs import fill
 
     return fill(argv, values)
 
@@ -35,8 +37,6 @@ def run_notify(argv: list[str] | None, request: Request) -> int | None:
     if not argv:
         return None
     try:
-        from claudeguard.procs import spawn_detached
-
         # The caller may be the session's supervisor, whose threads block SIGINT/SIGTERM & co.
         # for its signal thread: spawn_detached starts the command with none of them blocked.
         pid = spawn_detached(substitute([str(a) for a in argv], request))
@@ -58,8 +58,6 @@ def _reap(pid: int, argv: list[str], request: Request) -> None:
 
 
 def _failed(argv: list[str], request: Request, error: str) -> None:
-    from claudeguard.channel import audit
-
     audit.record({
         "event": "notify-failed",
         "session_id": request.session_id,

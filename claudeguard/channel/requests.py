@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import stat
 import time
+from dataclasses import replace
 
 from claudeguard.channel import fifo
 from claudeguard.channel.model import DECISIONS, ID_MIN_PREFIX, KINDS, SCOPES, Answer, Request, is_id_text, new_id
-from claudeguard.channel.store import ORPHAN_AGE_S, ChannelDir, process_start, request_id_of, waiter_alive
+from claudeguard.channel.notify import run_notify
+from claudeguard.channel.store import ORPHAN_AGE_S, ChannelDir, request_id_of, waiter_alive
+from claudeguard.procs import process_start
 from claudeguard.errors import GuardError, NotFoundError, UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 CHECK_EVERY_S = 1.0  # how often a waiter verifies its files are still in place (not for answers)
@@ -39,9 +44,9 @@ REFUSALS = {
 }
 
 
-def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool: str, input: dict[str, Any],
+def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool: str, input: Mapping[str, object],
          summary: str, cwd: str, timeout: float, kind: str = "permission", choices: list[str] | None = None,
-         extra: dict[str, Any] | None = None, notify: list[str] | None = None, held: bool = False) -> "Pending":
+         extra: Mapping[str, object] | None = None, notify: list[str] | None = None, held: bool = False) -> "Pending":
     """Publish a request and return the handle to wait on. The FIFO exists and is open for
     reading before the request becomes visible, so no answerer can find it without a reader.
 
@@ -57,7 +62,7 @@ def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool:
     now = time.time()
     request = Request(
         id=new_id(), session_id=session_id, agent_type=agent_type, agent_id=agent_id, tool=tool,
-        input=input, summary=summary, cwd=cwd, created=now,
+        input=dict(input), summary=summary, cwd=cwd, created=now,
         deadline=now + max(0.0, float(timeout)) + (HELD_MAX_S if held else 0.0),
         pid=os.getpid(), kind=kind, choices=list(choices) if choices else None, extra=dict(extra or {}),
     )
@@ -121,7 +126,6 @@ def _announce(ch: ChannelDir, request: Request, notify: list[str] | None) -> Non
             fifo.ring_all(bells)
     except OSError:
         pass  # consoles also list on their own; a doorbell problem must not fail the request
-    from claudeguard.channel.notify import run_notify
 
     run_notify(notify, request)
 
@@ -239,7 +243,6 @@ class Pending:
         """Publish a held request for approvers, its deadline counted from now."""
         if not self.held or self._answer is not None:
             return
-        from dataclasses import replace
 
         timeout, notify = self._on_release
         now = time.time()
@@ -533,8 +536,6 @@ def _deliver(ch: ChannelDir, rid: str, request: Request, record: dict[str, Any],
 def _write_no_sigpipe(fd: int, data: bytes) -> int:
     """os.write that reports a reader gone as BrokenPipeError even in a program that restored the
     default SIGPIPE action (which would otherwise kill the answering command)."""
-    import signal
-
     if signal.getsignal(signal.SIGPIPE) != signal.SIG_DFL:
         return os.write(fd, data)  # Python's default: SIGPIPE ignored, EPIPE raised
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})

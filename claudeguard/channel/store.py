@@ -15,11 +15,12 @@ import stat
 import time
 
 from claudeguard.errors import GuardError, InsecurePathError
+from claudeguard.procs import process_start
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
-    from typing import Any
 
 SUFFIXES = (".json", ".fifo", ".done", ".lock", ".go", ".drop")  # .go/.drop: a held request's owner speaking
 ORPHAN_AGE_S = 10.0  # a file without its .json this old is left over from a crash
@@ -105,7 +106,7 @@ class ChannelDir:
         except FileNotFoundError:
             pass
 
-    def write_json_atomic(self, name: str, data: dict[str, Any]) -> None:
+    def write_json_atomic(self, name: str, data: Mapping[str, object]) -> None:
         """Write ``name`` whole or not at all: readers never see a half-written request."""
         tmp = f".{name}.tmp"
         payload = json.dumps(data, default=str, ensure_ascii=False).encode()
@@ -122,7 +123,7 @@ class ChannelDir:
             self.unlink(tmp)
             raise
 
-    def read_json(self, name: str) -> dict[str, Any] | None:
+    def read_json(self, name: str) -> dict[str, object] | None:
         """The parsed file, or None when it is gone; ValueError when it is not ours or not JSON."""
         try:
             fd = os.open(name, os.O_RDONLY | FLAGS, dir_fd=self.fd)
@@ -197,39 +198,10 @@ def request_id_of(name: str) -> str | None:
 # -- is the waiter still there? ----------------------------------------------------------------
 
 
-def process_start(pid: int) -> str | None:
-    """An identity token for a live process (its start time), None if it is gone or a zombie.
-
-    Comparing it with the token recorded at post time tells a reused pid from the waiter."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return _process_start_psutil(pid)
-    # Fields after the command name (which may hold spaces and parentheses): state is first,
-    # starttime is the 20th (field 22 of proc(5)).
-    rest = raw[raw.rfind(b")") + 2 :].split()
-    if not rest or rest[0] in (b"Z", b"X"):
-        return None  # killed but not yet reaped: as good as gone
-    return rest[19].decode()
-
-
-def _process_start_psutil(pid: int) -> str | None:
-    import psutil  # lazy: only where /proc is not available
-
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-        return f"{proc.create_time():.3f}"
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return None
-
-
-def waiter_alive(record: dict[str, Any]) -> bool:
-    waiter = record.get("waiter") or {}
+def waiter_alive(record: Mapping[str, object]) -> bool:
+    waiter = record.get("waiter")
+    if not isinstance(waiter, dict):
+        return False
     pid = waiter.get("pid")
     if not isinstance(pid, int):
         return False

@@ -7,15 +7,21 @@ tomlkit (the user file unless ``--file`` names another), keeping its comments an
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from claudeguard import channel
 from claudeguard.channel.model import SCOPES
-from claudeguard.errors import GuardError, NotFoundError
+from claudeguard.commands.cli import parser as command_parser
+from claudeguard.config.load import read_layer
+from claudeguard.config.write import add_rule
+from claudeguard.errors import ConfigError, GuardError, NotFoundError
+from claudeguard.paths import user_config_file
+from claudeguard.policy.decide import grant_rules_for_call
 
 
 def main(argv: list[str]) -> int:
     verb = argv[0]
-    from claudeguard.commands.cli import parser as command_parser
 
     word = "allow" if verb == "approve" else "deny"
     parser = command_parser(verb,
@@ -44,9 +50,6 @@ def main(argv: list[str]) -> int:
 
 def answer_request(request_id: str, decision: str, *, scope: str, message: str | None, file: str | None, by: str,
                    quiet: bool = False, choice: str | None = None) -> int:
-    from claudeguard import channel
-    from claudeguard.policy.decide import grant_rules_for_call
-
     match = [r for r in channel.list_pending() if r.id.startswith(request_id)] if len(request_id) >= 6 else []
     if len(match) > 1:
         raise NotFoundError(f"{request_id}: matches {len(match)} requests; give more of the id")
@@ -61,8 +64,6 @@ def answer_request(request_id: str, decision: str, *, scope: str, message: str |
             raise GuardError(f"{req.id}: this call cannot be granted beyond once (the command could not be parsed with "
                              f"confidence); use --scope once")
         if scope == "forever":
-            from claudeguard.paths import user_config_file
-
             target = Path(file) if file else user_config_file()
             _check_writable(target)
     if choice is not None and choice.isdigit():
@@ -74,8 +75,6 @@ def answer_request(request_id: str, decision: str, *, scope: str, message: str |
     answered = channel.answer(request_id, decision, scope=scope, message=message, by=by, choice=choice)
     word = "approved" if decision == "allow" else "denied"
     if target is not None:
-        from claudeguard.config.write import add_rule
-
         try:
             for rule in rules:
                 add_rule(target, decision, rule)
@@ -92,14 +91,9 @@ def answer_request(request_id: str, decision: str, *, scope: str, message: str |
 
 def _check_writable(path: Path) -> None:
     """Fail before answering rather than answer and then fail to write (nothing half-done)."""
-    import os
-
-    from claudeguard.errors import ConfigError
-
     if path.exists():
         if not os.access(path, os.W_OK):
             raise ConfigError(f"{path}: not writable; not answering")
-        from claudeguard.config.load import read_layer
 
         read_layer("forever target", path, required=True)
     else:

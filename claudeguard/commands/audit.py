@@ -3,6 +3,15 @@ the decision log, one line per decision; with ``--suggest``, the rules it teache
 
 from __future__ import annotations
 
+import json
+import sys
+import time
+
+from claudeguard.channel.audit import audit_path, read_events
+from claudeguard.commands.audit_suggest import event_epoch, parse_duration, run
+from claudeguard.commands.cli import parser as command_parser
+from claudeguard.errors import UsageError
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     import argparse
@@ -34,8 +43,6 @@ def format_event(event: dict[str, Any]) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    from claudeguard.commands.cli import parser as command_parser
-
     p = command_parser("audit", epilog=EPILOG)
     p.add_argument("--follow", "-f", action="store_true",
                    help="keep printing new decisions as they are logged (Ctrl-C ends)")
@@ -56,26 +63,17 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv[1:])
-    import json
-    import sys
-    import time
-
-    from claudeguard.errors import UsageError
 
     if (args.apply or args.file or args.broader) and not args.suggest:
         raise UsageError("--apply, --file and --broader go with --suggest")
     if args.suggest:
         if args.follow:
             raise UsageError("--suggest reads the log once; it does not go with --follow")
-        from claudeguard.commands.audit_suggest import run
 
         return run(args)
-    from claudeguard.channel.audit import audit_path, read_events
 
     since = None
     if args.since is not None:
-        from claudeguard.commands.audit_suggest import parse_duration
-
         since = time.time() - parse_duration(args.since)
     if not args.follow and not audit_path().exists():
         print(f"no decisions logged yet ({audit_path()})", file=sys.stderr)
@@ -85,8 +83,6 @@ def main(argv: list[str]) -> int:
             if args.session and not str(event.get("session_id") or "").startswith(args.session):
                 continue
             if since is not None:
-                from claudeguard.commands.audit_suggest import event_epoch
-
                 when = event_epoch(event)
                 if when is None or when < since:
                     continue

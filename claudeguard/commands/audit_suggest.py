@@ -25,10 +25,15 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
+from claudeguard.channel.audit import read_events
+from claudeguard.config.write import add_rules, existing_rules
 from claudeguard.decision import PERMISSIONS
 from claudeguard.errors import UsageError
+from claudeguard.paths import user_config_file
+from claudeguard.policy.bash import part_allowed_by, split_command
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -68,8 +73,6 @@ def parse_duration(text: str) -> float:
 
 def event_epoch(event: dict[str, Any]) -> float | None:
     """The ``time`` of an audit line (ISO 8601 UTC) as epoch seconds; None when unreadable."""
-    from datetime import datetime, timezone
-
     text = event.get("time")
     if not isinstance(text, str):
         return None
@@ -226,8 +229,6 @@ def _unescape(spec: str) -> str:
 
 def _bash_part(rule: str) -> Invocation | None:
     """The one simple command a narrow ``Bash(...)`` rule stands for, or None."""
-    from claudeguard.policy.bash import split_command
-
     if not (rule.startswith("Bash(") and rule.endswith(")")):
         return None
     split = split_command(_unescape(rule[5:-1]))
@@ -236,8 +237,6 @@ def _bash_part(rule: str) -> Invocation | None:
 
 def broader_rules(allowed: list[RuleStats], blocked: list[str]) -> list[Broader]:
     """Prefix rules shared by two or more approved commands (see the module docstring)."""
-    from claudeguard.policy.bash import part_allowed_by
-
     groups: dict[tuple[Any, ...], list[tuple[RuleStats, list[str], Invocation]]] = {}
     for st in allowed:
         part = _bash_part(st.rule)
@@ -330,22 +329,15 @@ def as_json(s: Suggestions) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """``args``: the parsed ``audit`` options (``since``, ``session``, ``apply``, ``file``, ``broader``, ``json``)."""
-    from claudeguard.channel.audit import read_events
-    from claudeguard.config.write import existing_rules
-
     since = time.time() - parse_duration(args.since) if args.since is not None else None
     if args.file and not args.apply:
         raise UsageError("--file goes with --apply (the config file to write)")
     if args.broader and not args.apply:
         raise UsageError("--broader goes with --apply (the prefix rules are always listed)")
     if args.apply:
-        from claudeguard.paths import user_config_file
-
         target = Path(args.file) if args.file else user_config_file()
         present = existing_rules(target)  # an unreadable or invalid file stops here, before anything
     else:
-        from claudeguard.paths import user_config_file
-
         target = user_config_file()
         try:
             present = existing_rules(target)
@@ -361,7 +353,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(render_toml(s, scope=scope, target=target))
     if not args.apply:
         return 0
-    from claudeguard.config.write import add_rules
 
     allow = [(st.rule, st.note()) for st in s.allow]
     if args.broader:

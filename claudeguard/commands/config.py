@@ -3,12 +3,16 @@ the files searched, and a commented starter file."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+from claudeguard.commands.cli import Parser, parser as command_parser
+from claudeguard.config.load import Sourced, env_overrides, load_config
+from claudeguard.config.write import write_starter
+from claudeguard.paths import user_config_file
 
 
 def main(argv: list[str]) -> int:
-    from claudeguard.commands.cli import Parser, parser as command_parser
-
     parser = command_parser("config")
     sub = parser.add_subparsers(dest="action", required=True, metavar="{show,path,init}", parser_class=Parser)
     show = sub.add_parser("show", help="every effective value and the file:line (or option, or default) it came from",
@@ -25,12 +29,7 @@ def main(argv: list[str]) -> int:
     init.add_argument("--file", help="write this file")
     args = parser.parse_args(argv[1:])
 
-    from claudeguard.config.load import Sourced, env_overrides, load_config
-
     if args.action == "init":
-        from claudeguard.config.write import write_starter
-        from claudeguard.paths import user_config_file
-
         path = Path(args.file) if args.file else Path(".claudeguard.toml") if args.project else user_config_file()
         write_starter(path)
         print(f"wrote {path}")
@@ -44,8 +43,6 @@ def main(argv: list[str]) -> int:
             print(f"{layer:20} {path}{'' if exists else '  (not found)'}")
         return 0
     if args.json:
-        import json
-
         out = {
             "values": {k: {"value": v.value, "source": v.source} for k, v in sorted(cfg.values.items())},
             "rules": {k: [{"rule": r.rule, "source": r.source} for r in v] for k, v in sorted(cfg.rules.items())},

@@ -12,13 +12,18 @@ from __future__ import annotations
 import os
 import select
 import sys
+import termios
+import tty
+
+from claudeguard.channel import Doorbell, list_pending, wait_for_new
+from claudeguard.commands.answer import answer_request
+from claudeguard.errors import GuardError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any, Callable
 
     from claudeguard.channel.model import Request
-    from claudeguard.channel.requests import Doorbell
 
 KEYS = {"y": ("allow", "once"), "a": ("allow", "agent"), "s": ("allow", "session"), "f": ("allow", "forever"),
         "n": ("deny", "once")}
@@ -42,9 +47,6 @@ def _render(requests: list[Any], current: int, note: str) -> str:
 
 
 def _answer(req: Request, key: str, message: str | None) -> str:
-    from claudeguard.commands.answer import answer_request
-    from claudeguard.errors import GuardError
-
     decision, scope = KEYS[key]
     try:
         answer_request(req.id, decision, scope=scope, message=message, file=None, by="console", quiet=True)
@@ -60,12 +62,8 @@ LINE_MODE_WAIT_S = 5.0
 
 
 def main(argv: list[str]) -> int:
-    from claudeguard.channel import Doorbell, list_pending
-
     if not os.isatty(0):
         return _line_mode(list_pending)
-    import termios
-    import tty
 
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
@@ -81,9 +79,6 @@ def main(argv: list[str]) -> int:
 
 
 def _interact(fd: int, saved: list[Any], bell: Doorbell, list_pending: Callable[[], list[Request]]) -> int:
-    import termios
-    import tty
-
     out = sys.stdout
     known: set[str] = set()
     current = 0
@@ -124,8 +119,6 @@ def _interact(fd: int, saved: list[Any], bell: Doorbell, list_pending: Callable[
 def _line_mode(list_pending: Callable[[], list[Request]]) -> int:
     """Scripted use: each input line is `KEY [message]`, applied to the oldest pending request
     (waiting up to LINE_MODE_WAIT_S for one to arrive)."""
-    from claudeguard.channel import wait_for_new
-
     for line in sys.stdin:
         key, _, message = line.strip().partition(" ")
         if key == "q":

@@ -19,6 +19,17 @@ import tempfile
 import time
 from pathlib import Path
 
+from claudeguard.channel import audit, list_pending
+from claudeguard.commands.answer import answer_request
+from claudeguard.commands.cli import parser as command_parser
+from claudeguard.errors import GuardError
+from claudeguard.paths import runtime_root
+from claudeguard.plan.discovery import find_claude
+from claudeguard.procs import ask_version
+from claudeguard.testing.cli_install import cli_path, cli_root, install_cli
+from claudeguard.testing.model_server import ModelServer
+from claudeguard.testing.offline_home import offline_env, prepare_home
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Callable
@@ -52,14 +63,10 @@ def _step(text: str) -> None:
 
 
 def _find_cli() -> str:
-    from claudeguard.errors import GuardError
-    from claudeguard.shim.discovery import find_claude
-
     try:
         return find_claude(None)
     except GuardError:
         pass
-    from claudeguard.testing.cli_install import cli_path, cli_root, install_cli
 
     path = cli_path(DEMO_CLI_VERSION)
     if path is None:
@@ -70,23 +77,15 @@ def _find_cli() -> str:
 
 
 def main(argv: list[str]) -> int:
-    from claudeguard.commands.cli import parser as command_parser
-
     parser = command_parser("demo")
     parser.add_argument("--auto-after", type=float, metavar="SECONDS", default=3.0,
                         help="seconds before answering automatically without a terminal")
     parser.add_argument("--deny", action="store_true", help="answer the request with a deny instead")
     args = parser.parse_args(argv[1:])
 
-    from claudeguard.channel import audit, list_pending
-    from claudeguard.paths import runtime_root
-    from claudeguard.testing.model_server import ModelServer
-    from claudeguard.testing.offline_home import offline_env, prepare_home
-
     claude = _find_cli()
-    from claudeguard.procs import cli_version
 
-    version = cli_version(claude)
+    version = ask_version(claude)
     print(f"claudeguard demo: real Claude Code CLI {claude} ({version}), offline against an embedded scripted model")
     tmp = Path(tempfile.mkdtemp(prefix="claudeguard-demo-"))
     proc: subprocess.Popen[str] | None = None
@@ -106,6 +105,7 @@ def main(argv: list[str]) -> int:
                     "--permission-mode", "default", "--output-format", "stream-json", "--verbose",
                     "--guard-approval-timeout", "120"]
             _step("Running: claude -p ... (through claudeguard; the model asks for a background subagent)")
+            # Not procs.capture: the demo answers the run's request while it runs.
             proc = subprocess.Popen(argv, env=env, cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True)
             request = _wait_for_request(list_pending, proc, timeout=90)
@@ -119,7 +119,6 @@ def main(argv: list[str]) -> int:
                   f"    tool     {request.tool}\n    summary  {request.summary}\n    deadline "
                   f"{request.deadline_s:.0f} s")
             decision = _ask(request, args.auto_after, args.deny)
-            from claudeguard.commands.answer import answer_request
 
             answer_request(request.id, decision, scope="once",
                            message="not in the demo" if decision == "deny" else None,

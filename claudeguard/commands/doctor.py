@@ -6,10 +6,25 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
+
+from claudeguard.config.load import env_overrides, load_config
+from claudeguard.errors import GuardError
+from claudeguard.files import write_atomic
+from claudeguard.paths import legacy_note, runtime_dir
+from claudeguard.plan import settings_sources as ss
+from claudeguard.plan.argv import build_plan
+from claudeguard.plan.claude_args import parse_claude_args
+from claudeguard.plan.discovery import find_claude
+from claudeguard.plan.session import session_snapshot
+from claudeguard.procs import ask_version, capture
+from claudeguard.testing.model_server import ModelServer
+from claudeguard.testing.offline_home import offline_env, prepare_home
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -27,11 +42,6 @@ def _say(ok: bool, what: str) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    from claudeguard.config.load import env_overrides, load_config
-    from claudeguard.errors import GuardError
-    from claudeguard.paths import runtime_dir
-    from claudeguard.shim.discovery import find_claude
-
     good = True
     try:
         cfg = load_config(Path.cwd(), env_overrides())
@@ -44,7 +54,6 @@ def main(argv: list[str]) -> int:
     try:
         root = runtime_dir()
         good &= _say(True, f"runtime dir: {root} (mode 0700, owned by uid {os.getuid()})")
-        from claudeguard.paths import legacy_note
 
         note = legacy_note()
         if note:
@@ -53,14 +62,13 @@ def main(argv: list[str]) -> int:
         _say(False, f"runtime dir: {exc}")
         return 1
     try:
-        real = find_claude(cfg.get("claude.path"))
+        real = find_claude(cfg.claude_path())
     except GuardError as exc:
         _say(False, f"real CLI: {exc}")
         return 1
-    from claudeguard.procs import cli_version
 
     try:
-        version: str | None = cli_version(real)
+        version: str | None = ask_version(real)
         good &= _say(True, f"real CLI: {real} version {version}")
     except GuardError as exc:
         version = None
@@ -74,17 +82,14 @@ def main(argv: list[str]) -> int:
 
 def settings_sources(cfg: Config) -> bool:
     """Claude Code's own settings sources for this directory and user, and each key in them that
-    would silence the guard or loosen the mode (see claudeguard/shim/settings_sources.py)."""
-    from claudeguard.shim import settings_sources as ss
-    from claudeguard.shim.claude_args import parse_claude_args
-
+    would silence the guard or loosen the mode (see claudeguard/plan/settings_sources.py)."""
     args = parse_claude_args([])
     srcs = ss.sources(args, os.getcwd(), dict(os.environ))
     shown = [f"{s.name} {s.where} ({'loaded' if s.loaded else s.note})"
              for s in srcs if s.loaded or s.note != "missing"]
     print(f"      Claude settings sources: {'; '.join(shown) or 'none'}")
     lockdown = bool(cfg.lockdown.value)
-    override = bool(cfg.get("security.allow_settings_override")) and not lockdown
+    override = cfg.security()["allow_settings_override"] and not lockdown
     ok = True
     for f in ss.findings(args, srcs, mode_chosen=ss.mode_chosen(args, cfg)) + ss.env_findings(args, dict(os.environ)):
         refused = f.action == ss.REFUSE or (f.action == ss.STRICT and lockdown)
@@ -104,8 +109,6 @@ def settings_sources(cfg: Config) -> bool:
 
 def _launcher() -> None:
     """Which `claudeguard` this installation runs (the script of bin/, a plain Python script)."""
-    import sys
-
     beside = os.path.join(os.path.dirname(sys.executable), "claudeguard")
     path = beside if os.path.isfile(beside) else shutil.which("claudeguard")
     if not path:
@@ -117,15 +120,6 @@ def _launcher() -> None:
 def probe(real: str, cfg: Config, version: str | None = None) -> bool:
     """Run the real CLI offline with the injected flags against the embedded model (a -p run,
     injected as a session on ``version`` is: who asks there depends on it)."""
-    import secrets
-
-    from claudeguard.files import write_atomic
-    from claudeguard.paths import runtime_dir
-    from claudeguard.shim.claude_args import parse_claude_args
-    from claudeguard.shim.command import build_plan, session_snapshot
-    from claudeguard.testing.model_server import ModelServer
-    from claudeguard.testing.offline_home import offline_env, prepare_home
-
     # Read of a file in the working folder: a tool every version has and runs without asking.
     scenario: list[dict[str, Any]] = [{"match": PROBE,
                                        "turns": [{"tool_use": {"name": "Read", "input": {"file_path": "PROBE_FILE"}}},
@@ -157,8 +151,7 @@ def probe(real: str, cfg: Config, version: str | None = None) -> bool:
                     env.pop(var, None)
             env["CLAUDEGUARD_RUNTIME_DIR"] = str(runtime_dir())
             try:
-                proc = subprocess.run(plan.argv, env=env, cwd=work, capture_output=True, text=True, timeout=90,
-                                      stdin=subprocess.DEVNULL)
+                proc = capture(plan.argv, env=env, cwd=str(work), timeout=90)
             except subprocess.TimeoutExpired:
                 return _say(False, "injected flags: the probe run did not finish within 90 s")
         lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]

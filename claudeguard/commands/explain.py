@@ -4,15 +4,17 @@ line that decided it."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+from claudeguard.commands.cli import parser as command_parser
+from claudeguard.config.load import Sourced, env_overrides, load_config
 from claudeguard.errors import UsageError
+from claudeguard.policy.decide import call_from_rule_like, decide, policy_from_spec
 
 
 def main(argv: list[str]) -> int:
-    from claudeguard.commands.cli import parser as command_parser
-
     parser = command_parser("explain")
     parser.add_argument("--agent", metavar="TYPE",
                         help="decide as this subagent type, e.g. Explore (default: the main agent)")
@@ -22,9 +24,6 @@ def main(argv: list[str]) -> int:
                         help="one JSON object: decision, rule, source, agent_type, parts")
     parser.add_argument("call", help="e.g. 'Bash(git push --force)', 'Read(/etc/passwd)', 'mcp__github__create_issue'")
     args = parser.parse_args(argv[1:])
-
-    from claudeguard.config.load import Sourced, env_overrides, load_config
-    from claudeguard.policy.decide import call_from_rule_like, decide, policy_from_spec
 
     overrides = env_overrides()
     if args.profile:
@@ -38,8 +37,6 @@ def main(argv: list[str]) -> int:
     result = decide(policy_from_spec(cfg.policy_spec()), tool, tool_input, agent_type=args.agent, cwd=str(cwd),
                     home=os.path.expanduser("~"))
     if args.json:
-        import json
-
         print(json.dumps({
             "call": args.call,
             "tool": tool,

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import sys
+
+from claudeguard.channel import list_pending
+from claudeguard.commands.cli import parser as command_parser
+from claudeguard.paths import legacy_note
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any
@@ -28,27 +35,19 @@ def request_json(req: Request) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    from claudeguard.commands.cli import parser as command_parser
-
     parser = command_parser("pending",
                             epilog="An id may be shortened to a unique prefix of 6 or more characters when answering.")
     parser.add_argument("--json", action="store_true",
                         help="a JSON list: id, session_id, agent_type, agent_id, tool, input (full), summary, "
                              "age_s, deadline_s")
     args = parser.parse_args(argv[1:])
-    from claudeguard.channel import list_pending
 
     requests = list_pending()
-    from claudeguard.paths import legacy_note
 
     note = legacy_note()
     if note:
-        import sys
-
         print(f"claudeguardctl: {note}", file=sys.stderr)
     if args.json:
-        import json
-
         print(json.dumps([request_json(r) for r in requests], indent=2))
         return 0
     if not requests:

@@ -4,6 +4,15 @@ with state, CPU, tokens, last activity and pending requests."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
+from claudeguard.commands.cli import parser as command_parser
+from claudeguard.config.load import env_overrides, load_config, parse_seconds
+from claudeguard.paths import legacy_note
+from claudeguard.watchdog.status import list_sessions
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     import argparse
@@ -12,21 +21,15 @@ if TYPE_CHECKING:
 def _limits(args: argparse.Namespace) -> dict[str, float]:
     """How unguarded CLIs are judged: the watchdog's thresholds from the config (this directory's
     layers and CLAUDEGUARD_* variables), ``--stall-after`` over them."""
-    from pathlib import Path
-
-    from claudeguard.config.load import env_overrides, load_config, parse_value
-
-    cfg = load_config(Path.cwd(), env_overrides())
-    stall_after = cfg.get("watchdog.stall_after")
+    watchdog = load_config(Path.cwd(), env_overrides()).watchdog()
+    stall_after = watchdog["stall_after"]
     if args.stall_after is not None:
-        stall_after = parse_value("watchdog.stall_after", args.stall_after, "--stall-after")
-    window = parse_value("watchdog.stall_after", args.window, "--window")  # same rule: seconds > 0
-    return {"stall_after": stall_after, "tool_stall_after": cfg.get("watchdog.tool_stall_after"), "window_s": window}
+        stall_after = parse_seconds("watchdog.stall_after", args.stall_after, "--stall-after")
+    window = parse_seconds("watchdog.stall_after", args.window, "--window")  # same rule: seconds > 0
+    return {"stall_after": stall_after, "tool_stall_after": watchdog["tool_stall_after"], "window_s": window}
 
 
 def main(argv: list[str]) -> int:
-    from claudeguard.commands.cli import parser as command_parser
-
     parser = command_parser("ps")
     parser.add_argument("--json", action="store_true", help="a JSON list (fields in the README)")
     parser.add_argument("--all", action="store_true", help="also Claude processes not started through claudeguard, "
@@ -37,18 +40,12 @@ def main(argv: list[str]) -> int:
                         "unguarded CLI's CPU and io before flagging it (default 1)")
     parser.add_argument("--screen", action="store_true", help="show the last screen lines of pty sessions")
     args = parser.parse_args(argv[1:])
-    from claudeguard.watchdog.status import list_sessions
 
     sessions = list_sessions(include_unguarded=args.all, **(_limits(args) if args.all else {}))
-    from claudeguard.paths import legacy_note
 
     if note := legacy_note():
-        import sys
-
         print(f"claudeguardctl: {note}", file=sys.stderr)
     if args.json:
-        import json
-
         print(json.dumps(sessions, indent=2))
         return 0
     if not sessions:

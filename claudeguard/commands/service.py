@@ -9,8 +9,12 @@ launchers re-register with a new service: docs/design.md, "When the service dies
 from __future__ import annotations
 
 import json
+import time
 
+from claudeguard.commands.cli import parser as command_parser
 from claudeguard.errors import UsageError
+from claudeguard.procs import process_start
+from claudeguard.service import client, files
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -18,8 +22,6 @@ if TYPE_CHECKING:
 
 
 def main(argv: list[str]) -> int:
-    from claudeguard.commands.cli import parser as command_parser
-
     parser = command_parser("service")
     parser.add_argument("action", choices=("status", "start", "stop"),
                         help="status: pid, version, hook port and sessions (exit 1 when none runs); start: start it "
@@ -27,7 +29,6 @@ def main(argv: list[str]) -> int:
                              "go unanswered)")
     parser.add_argument("--json", action="store_true", help="print the status as JSON")
     args = parser.parse_args(argv[1:])
-    from claudeguard.service import client, files
 
     directory = files.service_dir()
     if args.action == "start":
@@ -58,13 +59,9 @@ def main(argv: list[str]) -> int:
 
 def _wait_gone(pid: object, directory: str, timeout: float = 5.0) -> None:
     """Return once the service has exited, so that a script's next step finds it gone."""
-    import time
-
-    from claudeguard.service import files
-
     deadline = time.monotonic() + timeout
     while isinstance(pid, int) and time.monotonic() < deadline:
-        if files.process_start(pid) is None:
+        if process_start(pid) is None:
             return
         time.sleep(0.05)
 

@@ -7,11 +7,16 @@ key and of every string element of an array. Good enough for messages; never use
 
 from __future__ import annotations
 
+import json
 import re
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Union
+
+    # A key's place in the file: its table and key names, and for an element of a string array
+    # also its index and text.
+    KeyPath = tuple[Union[str, int], ...]
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _KEY = re.compile(r"""^\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_\-]+)(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_\-]+))*)\s*=""")
@@ -25,17 +30,15 @@ def _split_key(text: str) -> tuple[str, ...]:
 
 def _unescape(raw: str) -> str:
     try:
-        import json
-
         text: str = json.loads(f'"{raw}"')
         return text
     except ValueError:
         return raw
 
 
-def locate(text: str) -> dict[tuple[Any, ...], int]:
+def locate(text: str) -> dict[KeyPath, int]:
     """Map key paths to 1-based lines. Array string elements get ``path + (index, value)``."""
-    found: dict[tuple[Any, ...], int] = {}
+    found: dict[KeyPath, int] = {}
     table: tuple[str, ...] = ()
     array_path: tuple[str, ...] | None = None
     array_index = 0
@@ -83,7 +86,7 @@ def locate(text: str) -> dict[tuple[Any, ...], int]:
     return found
 
 
-def line_of(found: dict[tuple[Any, ...], int], path: tuple[Any, ...], value: str | None = None,
+def line_of(found: dict[KeyPath, int], path: KeyPath, value: str | None = None,
             index: int | None = None) -> int | None:
     """Line of ``path`` (a key) or, given ``value``/``index``, of that array element."""
     if value is not None and index is not None:

@@ -22,13 +22,18 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Any
 
+    from claudeguard.config.lines import KeyPath
+    from claudeguard.config.schema import (
+        AgentSpec, ApprovalSettings, PolicySpec, RuleSpec, SecuritySettings, SubagentsSettings, Value, WatchdogSettings,
+    )
+
 
 class Sourced:
     """A value and where it came from: "path:line", "default", "--guard-x", "env NAME"."""
 
     __slots__ = ("value", "source")
 
-    def __init__(self, value: Any, source: str) -> None:
+    def __init__(self, value: Value, source: str) -> None:
         self.value = value
         self.source = source
 
@@ -54,13 +59,13 @@ class RuleEntry:
     def __repr__(self) -> str:
         return f"RuleEntry(rule={self.rule!r}, source={self.source!r}, root={self.root!r})"
 
-    def as_spec(self) -> dict[str, Any]:
+    def as_spec(self) -> RuleSpec:
         return {"rule": self.rule, "source": self.source, "root": self.root}
 
 
 class Layer:
-    def __init__(self, name: str, path: Path, data: dict[str, Any], lines: dict[tuple[Any, ...], int],
-                 prefix: tuple[Any, ...] = (), trusted: bool = False) -> None:
+    def __init__(self, name: str, path: Path, data: dict[str, object], lines: dict[KeyPath, int],
+                 prefix: KeyPath = (), trusted: bool = False) -> None:
         self.name = name  # "user", "project", "profile NAME", "CLAUDEGUARD_CONFIG", "--guard-config"
         self.path = path
         self.data = data
@@ -68,7 +73,7 @@ class Layer:
         self.prefix = prefix  # where `data` sits in the file: ("profiles", NAME) for a profile layer
         self.trusted = trusted  # may set [security]
 
-    def where(self, keypath: tuple[Any, ...], value: str | None = None, index: int | None = None) -> str:
+    def where(self, keypath: KeyPath, value: str | None = None, index: int | None = None) -> str:
         from claudeguard.config.lines import line_of
 
         line = line_of(self.lines, self.prefix + keypath, value, index)
@@ -97,9 +102,68 @@ class Config:
         self.lockdown = lockdown
         self.project_root = project_root
 
-    def get(self, key: str) -> Any:
+    def get(self, key: str) -> Value:
+        """The value of ``section.key`` (its default if no layer set it); the sections' typed
+        accessors below are what the package reads."""
         hit = self.values.get(key)
         return hit.value if hit else None
+
+    def _number(self, key: str) -> float:
+        value = self.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key} ({self.source(key)}): not a number")  # the schema's check held this off
+        return value  # as the file wrote it (an int stays an int in session.json)
+
+    def _text(self, key: str) -> str | None:
+        value = self.get(key)
+        return value if isinstance(value, str) else None
+
+    def _texts(self, key: str) -> list[str]:
+        value = self.get(key)
+        return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+    def claude_path(self) -> str | None:
+        """``claude.path``: the real CLI, if the config names it."""
+        return self._text("claude.path")
+
+    def permission_mode(self) -> str | None:
+        """``permissions.mode``: injected unless the caller chose a mode."""
+        return self._text("permissions.mode")
+
+    def approval(self, *, interactive: bool = True) -> ApprovalSettings:
+        """``[approval]`` as the hooks read it (``session.json``): built here alone. A run
+        nobody watches (not ``interactive``) gives its dialogs no head start."""
+        return {
+            "timeout": self._number("approval.timeout"),
+            "on_timeout": self._text("approval.on_timeout") or "deny",
+            "notify": self._texts("approval.notify"),
+            "idle_before_channel": self._number("approval.idle_before_channel") if interactive else 0,
+        }
+
+    def watchdog(self) -> WatchdogSettings:
+        """``[watchdog]``."""
+        return {
+            "stall_after": self._number("watchdog.stall_after"),
+            "tool_stall_after": self._number("watchdog.tool_stall_after"),
+            "on_stall": self._text("watchdog.on_stall") or "warn",
+            "sample_interval": self._number("watchdog.sample_interval"),
+            "kill_grace": self._number("watchdog.kill_grace"),
+        }
+
+    def subagents(self) -> SubagentsSettings:
+        """``[subagents]``."""
+        return {
+            "blocked_tools": self._texts("subagents.blocked_tools"),
+            "read_only_types": self._texts("subagents.read_only_types"),
+            "background": self._text("subagents.background") or "like-foreground",
+        }
+
+    def security(self) -> SecuritySettings:
+        """``[security]`` (lockdown is ``lockdown``, with where it was set)."""
+        return {
+            "disable_bypass_permissions": bool(self.lockdown.value),
+            "allow_settings_override": self.get("security.allow_settings_override") is True,
+        }
 
     def source(self, key: str) -> str:
         hit = self.values.get(key)
@@ -110,25 +174,20 @@ class Config:
         names |= set(self.agent_replace)
         return sorted(names)
 
-    def policy_spec(self) -> dict[str, Any]:
+    def policy_spec(self) -> PolicySpec:
         """The JSON-able policy description that ``claudeguard.policy`` builds a Policy from."""
-        spec: dict[str, Any] = {
-            "permissions": {k: [r.as_spec() for r in self.rules.get(f"permissions.{k}", [])]
-                            for k in schema.RULE_KINDS},
-            "agents": {},
-            "subagents": {
-                "blocked_tools": list(self.get("subagents.blocked_tools")),
-                "read_only_types": list(self.get("subagents.read_only_types")),
-                "background": self.get("subagents.background"),
-            },
-        }
+        agents: dict[str, AgentSpec] = {}
         for agent in self.agent_types():
             rep = self.agent_replace.get(agent)
-            spec["agents"][agent] = {
-                "replace": bool(rep.value) if rep else False,
-                **{k: [r.as_spec() for r in self.rules.get(f"agents.{agent}.{k}", [])] for k in schema.RULE_KINDS},
-            }
-        return spec
+            rules = {k: [r.as_spec() for r in self.rules.get(f"agents.{agent}.{k}", [])] for k in schema.RULE_KINDS}
+            agents[agent] = {"replace": bool(rep.value) if rep else False,
+                             "allow": rules["allow"], "deny": rules["deny"], "ask": rules["ask"]}
+        return {
+            "permissions": {k: [r.as_spec() for r in self.rules.get(f"permissions.{k}", [])]
+                            for k in schema.RULE_KINDS},
+            "agents": agents,
+            "subagents": self.subagents(),
+        }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -264,8 +323,14 @@ def validate(layer: Layer, *, allow_profiles: bool) -> None:
 # Merging
 
 
+def _table(data: dict[str, object], key: str) -> dict[str, Any]:
+    """``data[key]`` of a validated layer: a table (empty when not there)."""
+    table = data.get(key)
+    return table if isinstance(table, dict) else {}
+
+
 def _merge(cfg: Config, layer: Layer, root: str, lockdown: bool) -> None:
-    data = layer.data
+    data: dict[str, Any] = layer.data  # validated: tables of the schema's types
     for section, table in data.items():
         if section == "agents":
             for agent, sub in table.items():
@@ -327,10 +392,10 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
     for item in overrides.extra_files:
         trusted = item.source == "env CLAUDEGUARD_CONFIG"
         name = "CLAUDEGUARD_CONFIG" if trusted else "--guard-config"
-        layer = read_layer(name, Path(item.value), required=True, trusted=trusted)
+        layer = read_layer(name, Path(str(item.value)), required=True, trusted=trusted)
         assert layer is not None
         extras.append(layer)
-        searched.append((name, Path(item.value), True))
+        searched.append((name, Path(str(item.value)), True))
 
     for layer in [user, project, *extras]:
         if layer is not None:
@@ -340,7 +405,7 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
     # Lockdown is decided by the trusted layers alone; nothing after them may turn it off.
     lockdown = Sourced(False, "default")
     for layer in layers:
-        sec = layer.data.get("security", {})
+        sec = _table(layer.data, "security")
         if "disable_bypass_permissions" in sec:
             value = sec["disable_bypass_permissions"]
             if lockdown.value and not value:
@@ -350,11 +415,11 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
                 lockdown = Sourced(True, layer.where(("security", "disable_bypass_permissions")))
 
     profile = overrides.profile
-    profile_name = profile.value if profile else None
+    profile_name = str(profile.value) if profile else None
     profile_layers: list[Layer] = []
     if profile and profile_name:
         for layer in layers:
-            sub = layer.data.get("profiles", {}).get(profile_name)
+            sub = _table(layer.data, "profiles").get(profile_name)
             if sub is not None:
                 profile_layers.append(Layer(f"profile {profile_name}", layer.path, sub, layer.lines,
                                             ("profiles", profile_name)))
@@ -376,7 +441,7 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
     ordered = [lay for lay in (user, project) if lay is not None] + profile_layers + extras
     for layer in ordered:
         layer_root = str(layer.path.parent) if layer.name != "user" else str(root)
-        _merge(cfg, layer, layer_root, lockdown.value)
+        _merge(cfg, layer, layer_root, bool(lockdown.value))
     for key, value in overrides.values.items():
         cfg.values[key] = value
     cfg.values["security.disable_bypass_permissions"] = lockdown
@@ -404,18 +469,26 @@ ENV_VALUES = {
 }
 
 
-def parse_value(key: str, text: str, where: str) -> Any:
+def parse_value(key: str, text: str, where: str) -> Value:
     """Check a value given on the command line or in the environment against the schema."""
     section, name = key.split(".")
     spec = schema.SECTIONS[section][name]
     if spec.type == "number":
-        try:
-            value: Any = float(text)
-        except ValueError:
-            raise ConfigError(f"{where}: expected a number of seconds, got {text!r}") from None
-        if value != value or value in (float("inf"),) or (spec.minimum is not None and value < spec.minimum):
-            raise ConfigError(f"{where}: must be a positive number of seconds, got {text!r}")
-        return value
+        return parse_seconds(key, text, where)
     if spec.choices and text not in spec.choices:
         raise ConfigError(f"{where}: {text!r} is not one of: {', '.join(spec.choices)}")
     return text
+
+
+def parse_seconds(key: str, text: str, where: str) -> float:
+    """A number of seconds given for ``key`` (a number key of the schema), checked as the
+    schema checks it."""
+    section, name = key.split(".")
+    spec = schema.SECTIONS[section][name]
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{where}: expected a number of seconds, got {text!r}") from None
+    if value != value or value in (float("inf"),) or (spec.minimum is not None and value < spec.minimum):
+        raise ConfigError(f"{where}: must be a positive number of seconds, got {text!r}")
+    return value

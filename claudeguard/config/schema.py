@@ -8,7 +8,80 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import TypedDict, Union
+
+    # A config value: what a key of the schema holds (a number is a float once read).
+    Value = Union[str, bool, float, list[str], None]
+
+    # The sections as the rest of the package reads them (``load.Config``'s accessors), each key
+    # with its type; the defaults are below, in SECTIONS.
+    class ApprovalSettings(TypedDict, total=False):
+        """``[approval]``, as ``session.json`` carries it to the hooks (built by ``Config.approval``,
+        with every key; a snapshot written by hand may lack some, so its readers have defaults)."""
+
+        timeout: float  # seconds a request waits for an answer
+        on_timeout: str  # "deny" | "allow"
+        notify: list[str]  # a command and its arguments, with placeholders
+        idle_before_channel: float  # an interactive dialog's head start for the keyboard (0: none)
+
+    class WatchdogSettings(TypedDict):
+        """``[watchdog]``."""
+
+        stall_after: float
+        tool_stall_after: float
+        on_stall: str  # "warn" | "interrupt" | "kill"
+        sample_interval: float
+        kill_grace: float
+
+    class SubagentsSettings(TypedDict):
+        """``[subagents]``."""
+
+        blocked_tools: list[str]
+        read_only_types: list[str]
+        background: str  # "like-foreground" | "deny"
+
+    class SecuritySettings(TypedDict):
+        """``[security]``."""
+
+        disable_bypass_permissions: bool
+        allow_settings_override: bool
+
+    class RuleSpec(TypedDict):
+        """One rule as the policy spec carries it: the rule, where it came from, and the root its
+        ``/path`` rules are anchored at."""
+
+        rule: str
+        source: str
+        root: str
+
+    class AgentSpec(TypedDict):
+        """``[agents.TYPE]`` in the policy spec: its rules by kind, and whether they replace."""
+
+        replace: bool
+        allow: list[RuleSpec]
+        deny: list[RuleSpec]
+        ask: list[RuleSpec]
+
+    class PolicySpec(TypedDict, total=False):
+        """The JSON-able policy a session's hooks decide by (``Config.policy_spec``, then the
+        launcher's additions), as ``claudeguard.policy.decide.policy_from_spec`` reads it (every
+        key with a default: a snapshot written by hand may lack some)."""
+
+        permissions: dict[str, list[RuleSpec]]  # "allow" | "deny" | "ask" -> rules
+        agents: dict[str, AgentSpec]
+        subagents: SubagentsSettings
+        claude_allow: list[RuleSpec]  # the allow rules the CLI itself applies (plan.session)
+        lockdown: bool
+
+# Defaults that code outside this table needs too (one place for each): the watchdog's own
+# defaults (watchdog.monitor.WatchConfig, watchdog.state.Limits, `ps` of unguarded CLIs) and the
+# approval deadline of a snapshot or a relay that names none.
+APPROVAL_TIMEOUT_S = 600.0
+IDLE_BEFORE_CHANNEL_S = 30.0
+STALL_AFTER_S = 300.0
+TOOL_STALL_AFTER_S = 1800.0
+SAMPLE_INTERVAL_S = 1.0
+KILL_GRACE_S = 5.0
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions", "manual")
 RULE_KINDS = ("allow", "deny", "ask")
@@ -17,7 +90,7 @@ RULE_KINDS = ("allow", "deny", "ask")
 class Key:
     __slots__ = ("type", "default", "choices", "minimum")
 
-    def __init__(self, type: str, default: Any = None, choices: tuple[str, ...] = (),
+    def __init__(self, type: str, default: Value = None, choices: tuple[str, ...] = (),
                  minimum: float | None = None) -> None:
         self.type = type  # "str" | "bool" | "number" | "rules" | "strlist"
         self.default = default
@@ -47,17 +120,17 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "background": Key("str", "like-foreground", choices=("like-foreground", "deny")),
     },
     "approval": {
-        "timeout": Key("number", 600.0, minimum=0.001),
+        "timeout": Key("number", APPROVAL_TIMEOUT_S, minimum=0.001),
         "on_timeout": Key("str", "deny", choices=("deny", "allow")),
         "notify": Key("strlist", []),
-        "idle_before_channel": Key("number", 30.0, minimum=0),
+        "idle_before_channel": Key("number", IDLE_BEFORE_CHANNEL_S, minimum=0),
     },
     "watchdog": {
-        "stall_after": Key("number", 300.0, minimum=0.001),
-        "tool_stall_after": Key("number", 1800.0, minimum=0.001),
+        "stall_after": Key("number", STALL_AFTER_S, minimum=0.001),
+        "tool_stall_after": Key("number", TOOL_STALL_AFTER_S, minimum=0.001),
         "on_stall": Key("str", "warn", choices=("warn", "interrupt", "kill")),
-        "sample_interval": Key("number", 1.0, minimum=0.05),
-        "kill_grace": Key("number", 5.0, minimum=0),
+        "sample_interval": Key("number", SAMPLE_INTERVAL_S, minimum=0.05),
+        "kill_grace": Key("number", KILL_GRACE_S, minimum=0),
     },
     "security": {"disable_bypass_permissions": Key("bool", False), "allow_settings_override": Key("bool", False)},
 }
@@ -73,9 +146,9 @@ AGENT_SECTION: dict[str, Key] = {
 PROFILE_SECTIONS = tuple(s for s in SECTIONS if s != "security") + ("agents",)
 
 
-def default_values() -> dict[str, Any]:
+def default_values() -> dict[str, Value]:
     """Flat ``section.key -> default`` for every key that has one."""
-    out: dict[str, Any] = {}
+    out: dict[str, Value] = {}
     for section, keys in SECTIONS.items():
         for name, key in keys.items():
             if key.default is not None and key.type != "rules" and name != "replace":

@@ -3,7 +3,12 @@ layout. Used by ``approve/deny --scope forever`` (add one rule) and ``config ini
 
 from __future__ import annotations
 
+import re
+
+import tomlkit
+
 from claudeguard.errors import ConfigError
+from claudeguard.files import write_atomic
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -50,8 +55,6 @@ on_stall = "warn"                  # warn | interrupt | kill (exit 124)
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    from claudeguard.files import write_atomic
-
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, text, keep_mode=True, durable=True)  # the user's file: synced, mode kept
 
@@ -65,8 +68,6 @@ def write_starter(path: Path) -> None:
 def add_rule(path: Path, kind: str, rule: str) -> bool:
     """Add ``rule`` to ``[permissions].<kind>`` of ``path`` (created if missing). Returns False
     when the rule was already there. The file is validated before and after."""
-    import tomlkit
-
     doc = _parse_for_edit(path)
     perms = doc.get("permissions")
     if perms is None:
@@ -89,8 +90,6 @@ KINDS = ("allow", "deny", "ask")
 
 
 def _parse_for_edit(path: Path) -> TOMLDocument:
-    import tomlkit
-
     try:
         text = path.read_text() if path.exists() else ""
     except OSError as exc:
@@ -121,8 +120,6 @@ def add_rules(path: Path, rules: dict[str, list[tuple[str, str]]]) -> dict[str, 
     """Add ``(rule, comment)`` pairs to ``[permissions].<kind>`` of ``path`` in one write (all or
     nothing), each on its own line with its comment. A rule already in allow, deny or ask is
     left out; the file is created when missing. Returns what was added, by kind."""
-    import tomlkit
-
     doc = _parse_for_edit(path)
     perms = doc.get("permissions")
     present = existing_rules(path)
@@ -162,7 +159,5 @@ def add_rules(path: Path, rules: dict[str, list[tuple[str, str]]]) -> dict[str, 
 
 def _indent_of(array_text: str) -> str | None:
     """The indentation of the first element line of a multi-line array, if there is one."""
-    import re
-
     m = re.search(r"\n([ \t]+)\S", array_text)
     return m.group(1) if m else None

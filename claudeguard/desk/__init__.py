@@ -13,15 +13,14 @@ first URL. docs/design.md ("The approval desk") has the security model and the s
 
 from __future__ import annotations
 
+from claudeguard.desk.server import Desk
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from claudeguard.desk.server import Desk
     from claudeguard.desk.source import DeskSource
 
 
 def start_desk(source: DeskSource, *, port: int = 0) -> Desk:
     """Serve the desk over ``source`` on 127.0.0.1 (``port`` 0: any free one), in threads of
     this process; ``Desk.login_url()`` gives a first URL, ``Desk.stop()`` ends it."""
-    from claudeguard.desk.server import Desk
-
     return Desk(source, port=port).start()

@@ -5,15 +5,19 @@ URL on stdout (one line) and serves until SIGINT or SIGTERM; SIGUSR1 prints one 
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
 import threading
+import webbrowser
+
+from claudeguard.desk import start_desk
+from claudeguard.desk.local import LocalSource
+from claudeguard.paths import runtime_dir
 
 
 def main(argv: list[str]) -> int:
-    import argparse
-
     parser = argparse.ArgumentParser(prog="python -m claudeguard.desk",
                                      description="Serve the approval desk on 127.0.0.1 and print its first URL.")
     parser.add_argument("--runtime-dir", help="the runtime dir (default: CLAUDEGUARD_RUNTIME_DIR, else "
@@ -28,9 +32,6 @@ def main(argv: list[str]) -> int:
         os.environ["CLAUDEGUARD_RUNTIME_DIR"] = os.path.abspath(args.runtime_dir)
     if args.log_dir:
         os.environ["CLAUDEGUARD_LOG_DIR"] = os.path.abspath(args.log_dir)
-    from claudeguard.desk import start_desk
-    from claudeguard.desk.local import LocalSource
-    from claudeguard.paths import runtime_dir
 
     runtime_dir("channel")  # refuses a runtime dir that is not private to us, before serving anything
     desk = start_desk(LocalSource(config_file=args.config_file), port=args.port)
@@ -41,8 +42,7 @@ def main(argv: list[str]) -> int:
     url = desk.login_url()
     print(url, flush=True)
     if args.open:
-        import webbrowser
-
+        # The user's browser (not through procs): webbrowser picks and starts it the platform's way.
         webbrowser.open(url)
     try:
         while True:

@@ -21,16 +21,26 @@ import os
 import socket
 import threading
 import time
+from pathlib import Path
 
+from claudeguard.channel import Doorbell, list_pending
+from claudeguard.channel.audit import audit_path, read_events, record
+from claudeguard.channel.model import DECISIONS, SCOPES, is_id_text
+from claudeguard.commands.answer import answer_request
+from claudeguard.commands.audit_suggest import as_json, asked_calls, suggest
+from claudeguard.config.write import add_rules, existing_rules
+from claudeguard.desk.views import forever_rules
 from claudeguard.errors import GuardError, NotFoundError, UsageError
+from claudeguard.paths import runtime_dir, runtime_root, user_config_file
+from claudeguard.procs import process_start
+from claudeguard.watchdog.sampler import kill_tree
+from claudeguard.watchdog.status import list_sessions, read_status
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from pathlib import Path
     from typing import Any
 
     from claudeguard.channel.model import Request
-    from claudeguard.channel.requests import Doorbell
     from claudeguard.desk.source import AnswerResult, Decision, Provenance, RequestItem, Scope
 
 RELIST_S = 30.0  # the channel is listed again at least this often (its listing is also its cleanup)
@@ -60,11 +70,8 @@ class LocalSource:
     # -- requests -----------------------------------------------------------------------------
 
     def config_file(self) -> Path:
-        from pathlib import Path
-
         if self._config_file:
             return Path(self._config_file)
-        from claudeguard.paths import user_config_file
 
         return user_config_file()
 
@@ -72,9 +79,6 @@ class LocalSource:
         """The channel listed again only when its directory changed, a waiter is gone, a
         deadline passed or ``RELIST_S`` went by (listing 200 requests costs ~10 ms); otherwise
         the same list object as last time (the desk then keeps the JSON it made of it)."""
-        from claudeguard.channel import list_pending
-        from claudeguard.paths import runtime_root
-
         root = str(runtime_root())
         key = (_stamp(os.path.join(root, "channel")), _stamp(os.path.join(root, "sessions")))
         now = time.time()
@@ -109,9 +113,6 @@ class LocalSource:
 
     def answer(self, request_id: str, decision: Decision, scope: Scope, message: str | None,
                choice: str | None, answered_by: Provenance) -> AnswerResult:
-        from claudeguard.channel.model import DECISIONS, SCOPES
-        from claudeguard.commands.answer import answer_request
-
         if decision not in DECISIONS or scope not in SCOPES:
             raise UsageError(f"answer {decision!r} {scope!r}: expected allow|deny and once|agent|session|forever")
         if decision == "deny" and scope != "once":
@@ -120,8 +121,6 @@ class LocalSource:
         rules: list[str] = []
         target: str | None = None
         if scope != "once":
-            from claudeguard.desk.views import forever_rules
-
             rules = forever_rules(request.tool, request.input, request.cwd)
         if scope == "forever":
             target = str(self.config_file())
@@ -145,9 +144,6 @@ class LocalSource:
         return {"line": line, "rules": rules, "file": target}
 
     def _find(self, request_id: str) -> Request:
-        from claudeguard.channel import list_pending
-        from claudeguard.channel.model import is_id_text
-
         if not (isinstance(request_id, str) and len(request_id) == 16 and is_id_text(request_id)):
             raise NotFoundError(f"{str(request_id)[:40]!r}: not a request id")
         for req in list_pending():
@@ -158,8 +154,6 @@ class LocalSource:
     # -- sessions -----------------------------------------------------------------------------
 
     def sessions(self) -> list[dict[str, Any]]:
-        from claudeguard.watchdog.status import list_sessions
-
         return list_sessions()
 
     def _sessions_quiet(self) -> list[dict[str, Any]]:
@@ -169,9 +163,6 @@ class LocalSource:
             return []
 
     def stop_session(self, session_id: str, answered_by: Provenance) -> str:
-        from claudeguard.paths import runtime_dir
-        from claudeguard.watchdog.status import process_start, read_status
-
         if not isinstance(session_id, str) or not session_id or "/" in session_id or session_id.startswith("."):
             raise NotFoundError(f"{str(session_id)[:40]!r}: not a session id")
         path = runtime_dir("sessions") / session_id
@@ -185,7 +176,6 @@ class LocalSource:
         actual = process_start(child) if isinstance(child, int) else None
         if not isinstance(child, int) or actual is None or (start is not None and actual != start):
             raise NotFoundError(f"{session_id}: its CLI is no longer running")
-        from claudeguard.watchdog.sampler import kill_tree
 
         killed = kill_tree(child, STOP_GRACE_S)
         self._audit({"event": "desk-stop", "session_id": session_id, "decision": "stop", "state": state,
@@ -195,8 +185,6 @@ class LocalSource:
     # -- the audit log -------------------------------------------------------------------------
 
     def audit_rows(self) -> list[dict[str, Any]]:
-        from claudeguard.channel.audit import audit_path, read_events
-
         path = audit_path()
         try:
             st = os.stat(path)
@@ -212,14 +200,9 @@ class LocalSource:
         return rows
 
     def _audit(self, event: dict[str, Any]) -> None:
-        from claudeguard.channel.audit import record
-
         record(event)
 
     def suggestions(self, since_s: float | None) -> dict[str, Any]:
-        from claudeguard.commands.audit_suggest import as_json, asked_calls, suggest
-        from claudeguard.config.write import existing_rules
-
         target = self.config_file()
         try:
             present = existing_rules(target)
@@ -240,8 +223,6 @@ class LocalSource:
         return out
 
     def apply_suggestion(self, rule: str, kind: Decision, since_s: float | None, answered_by: Provenance) -> str:
-        from claudeguard.config.write import add_rules
-
         found = self.suggestions(since_s)
         offered = {r["rule"]: r.get("note") or "" for r in found.get(kind, [])}
         if kind == "allow":
@@ -274,8 +255,6 @@ class LocalSource:
     def _wait_bell(self, timeout: float) -> bool:
         if self._bell is None:
             try:
-                from claudeguard.channel import Doorbell
-
                 bell = Doorbell()
                 bell.__enter__()
                 self._bell = bell
@@ -297,9 +276,6 @@ class LocalSource:
                 pass
 
     def _stat_fingerprint(self) -> tuple[Any, ...]:
-        from claudeguard.channel.audit import audit_path
-        from claudeguard.paths import runtime_root
-
         root = str(runtime_root())
         out: list[Any] = []
         for path in (os.path.join(root, "channel"), os.path.join(root, "sessions"), str(audit_path())):
@@ -325,8 +301,6 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
 
 
 def _pending_quiet() -> list[Request]:
-    from claudeguard.channel import list_pending
-
     try:
         return list_pending()
     except GuardError:

@@ -37,8 +37,13 @@ import secrets
 import socket
 import threading
 import time
+from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib.resources import files
+from urllib.parse import parse_qs
 
+from claudeguard.commands.audit_suggest import parse_duration
+from claudeguard.desk.views import call_view, forever_rules
 from claudeguard.errors import GuardError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -296,8 +301,6 @@ class Desk:
     # -- topics ---------------------------------------------------------------------------------
 
     def requests_json(self) -> str:
-        from claudeguard.desk.views import call_view, forever_rules
-
         mine = self.source.requests()
         fleet = self.source.fleet_requests()
         with self._lock:
@@ -445,8 +448,6 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _login(self, query: str, cookie: str | None) -> None:
-        from urllib.parse import parse_qs
-
         desk = self.server.desk
         token = (parse_qs(query).get("token") or [""])[0]
         made = desk.log_in(token) if token else None
@@ -606,14 +607,11 @@ class Handler(BaseHTTPRequestHandler):
 def _since_value(value: object) -> float | None:
     if value in (None, "", "all"):
         return None
-    from claudeguard.commands.audit_suggest import parse_duration
 
     return parse_duration(str(value))
 
 
 def _since(query: str) -> float | None:
-    from urllib.parse import parse_qs
-
     return _since_value((parse_qs(query).get("since") or [""])[0])
 
 
@@ -624,8 +622,6 @@ AUDIT_FIELDS = ("time", "session_id", "agent_type", "tool", "summary", "decision
 def _audit(rows: list[dict[str, Any]], query: str) -> dict[str, Any]:
     """The newest rows matching the filters of ``query``: ``q`` (text anywhere in the row),
     ``decision``, ``decided_by``, ``tool``, ``session`` (an id prefix), ``limit`` (<= 2000)."""
-    from urllib.parse import parse_qs
-
     params = {k: v[0] for k, v in parse_qs(query).items() if v}
     try:
         limit = max(1, min(2000, int(params.get("limit", "300"))))
@@ -656,8 +652,6 @@ _files: dict[str, bytes] = {}
 def _static(name: str) -> bytes:
     data = _files.get(name)
     if data is None:
-        from importlib.resources import files
-
         data = files("claudeguard.desk").joinpath("static", name).read_bytes()
         _files[name] = data
     return data
@@ -665,7 +659,6 @@ def _static(name: str) -> bytes:
 
 def _index(csrf: str, browser_session: str) -> bytes:
     # The page's only per-session values, as attributes of <meta> (no inline script under the CSP).
-    from html import escape
 
     return (_static("index.html").replace(b"{{csrf}}", escape(csrf).encode())
             .replace(b"{{browser_session}}", escape(browser_session).encode()))

@@ -9,8 +9,13 @@ or a device named by the agent is not read), at most ``MAX_FILE`` bytes; the dif
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
 import stat
+
+from claudeguard.policy.bash import split_command
+from claudeguard.policy.decide import grant_rules_for_call
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -31,15 +36,12 @@ def call_view(tool: str, tool_input: dict[str, Any], cwd: str, *, local: bool = 
         return bash_view(tool_input.get("command"))
     if tool in EDIT_TOOLS and local:
         return edit_view(tool, tool_input, cwd)
-    import json
 
     text = json.dumps(tool_input, indent=2, ensure_ascii=False, default=str)
     return {"kind": "input", "text": _cut(text)}
 
 
 def bash_view(command: object) -> dict[str, Any]:
-    from claudeguard.policy.bash import split_command
-
     split = split_command(command)
     return {
         "kind": "bash",
@@ -101,8 +103,6 @@ def _apply_edit(text: str, old: object, new: object, replace_all: object) -> tup
 
 
 def edit_view(tool: str, tool_input: dict[str, Any], cwd: str) -> dict[str, Any]:
-    import difflib
-
     path = tool_input.get("file_path")
     if not isinstance(path, str) or not path:
         return {"kind": "input", "text": repr(tool_input)[:MAX_TEXT]}
@@ -153,8 +153,6 @@ def edit_view(tool: str, tool_input: dict[str, Any], cwd: str) -> dict[str, Any]
 
 def forever_rules(tool: str, tool_input: dict[str, Any], cwd: str) -> list[str]:
     """The rules ``forever`` writes (the same as a session grant: exactly this call)."""
-    from claudeguard.policy.decide import grant_rules_for_call
-
     try:
         return grant_rules_for_call(tool, tool_input, cwd=cwd)
     except Exception:  # noqa: BLE001 - a call the grant code cannot read offers no grant (fail closed)

@@ -63,7 +63,7 @@ class FleetExtraMissing(GuardError, ImportError):
 def _require_extra() -> None:
     # find_spec, not an import: the check costs nothing, and redis (~100 ms of imports, asyncio
     # among them) is imported only by the modules that talk to it.
-    import importlib.util
+    import importlib.util  # noqa: PLC0415 - the fleet's optional extra is looked for only when the fleet is used
 
     try:
         found = importlib.util.find_spec("redis") is not None

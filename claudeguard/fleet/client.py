@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 from claudeguard.errors import GuardError, NotFoundError, UsageError
@@ -264,7 +265,5 @@ class FleetClient:
 
 
 def _sender(machine: str) -> Sender:
-    import sys
-
     return {"machine": machine, "uid": os.getuid(), "user": user_name(), "pid": os.getpid(),
             "command": os.path.basename(sys.argv[0] or "python")[:64]}

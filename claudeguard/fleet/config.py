@@ -17,7 +17,11 @@ A password never goes in the URL: a URL ends up in argv, logs and ``config show`
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
+import stat
+from urllib.parse import unquote, urlsplit
 
 from claudeguard.errors import ConfigError, GuardError
 from claudeguard.fleet.keys import DEFAULT_PREFIX, DEFAULT_USER, is_machine, is_prefix, is_user, machine_label
@@ -145,8 +149,6 @@ def fleet_settings(table: Mapping[str, Any] | None, *, where: Callable[[tuple[st
 
     machine = table.get("machine")
     if machine is None:
-        import socket
-
         machine = machine_label(hostname if hostname is not None else socket.gethostname())
     elif not is_machine(machine):
         raise ConfigError(f"{at('machine')}: fleet.machine {machine!r}: 1-64 letters, digits, '.', '_', '-'")
@@ -169,8 +171,6 @@ def fleet_settings(table: Mapping[str, Any] | None, *, where: Callable[[tuple[st
 def parse_url(url: str, where: str) -> tuple[bool, str, int, int, str | None]:
     """``redis[s]://[USER@]HOST[:PORT][/DB]`` -> (tls, host, port, db, user). No password, query
     or fragment (each refused with one line)."""
-    from urllib.parse import urlsplit
-
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -192,8 +192,6 @@ def parse_url(url: str, where: str) -> tuple[bool, str, int, int, str | None]:
         raise ConfigError(f"{where}: fleet.url {_shown(url)}: the path is a database number (/0), not {path!r}")
     user = parts.username
     if user is not None:
-        from urllib.parse import unquote
-
         user = unquote(user)
         if not is_user(user):
             raise ConfigError(f"{where}: fleet.url: user {user!r}: 1-64 letters, digits, '.', '_', '-', '@'")
@@ -215,8 +213,6 @@ def _is_env_name(text: str) -> bool:
 def read_password_file(path: str) -> str:
     """The first line of a 0600 regular file owned by us, opened without following a link.
     Anything else is one line that names the file and what is wrong, never its content."""
-    import stat
-
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as exc:
@@ -265,8 +261,6 @@ def url_warning(cfg: FleetConfig) -> str | None:
 
 
 def is_loopback(host: str) -> bool:
-    import ipaddress
-
     if host.lower().rstrip(".") in LOOPBACK_NAMES:
         return True
     try:

@@ -29,7 +29,9 @@ import os
 import threading
 import time
 
-from claudeguard.errors import GuardError
+from claudeguard.channel import audit
+from claudeguard.channel.requests import answer
+from claudeguard.errors import GuardError, NotFoundError
 from claudeguard.fleet.conn import FAILURES, connect, describe_failure
 from claudeguard.fleet.keys import Keys, is_user
 from claudeguard.fleet.model import VERSION, by_text, clock, describe_done, ref_of, user_name, who
@@ -492,7 +494,6 @@ class FleetLink:
         machine and uid its client gave), what, and whether it was applied."""
         if not self._audit_on:
             return
-        from claudeguard.channel import audit
 
         audit.record({"event": "fleet-answer", "request_id": rid, "machine": self.machine,
                       "decision": fields["decision"] if fields else None, "scope": fields["scope"] if fields else None,
@@ -534,9 +535,6 @@ def channel_apply(request_id: str, fields: AnswerFields, answered_by: AnsweredBy
     """``apply_answer`` through today's channel answer path (``channel.answer``): the first answer
     the request's waiter takes wins, from here or from afar. Phase 2 points the link at the
     service's answer path instead, which records ``answered_by`` itself."""
-    from claudeguard.channel.requests import answer
-    from claudeguard.errors import NotFoundError
-
     try:
         answer(request_id, fields["decision"], scope=fields["scope"], message=fields["message"],
                choice=fields["choice"], by=by_text(answered_by))

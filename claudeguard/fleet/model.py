@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import time
+from hashlib import sha256
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -127,8 +129,6 @@ def canonical_json(value: Any) -> str:
 def call_sha256(tool: str, tool_input: dict[str, Any]) -> str:
     """SHA-256 (hex) of the exact call: ``{"input": <input>, "tool": <tool>}`` as canonical JSON.
     The owner applies an answer only if the hash it carries is the one of the call it holds."""
-    from hashlib import sha256
-
     return sha256(canonical_json({"input": tool_input, "tool": tool}).encode()).hexdigest()
 
 
@@ -162,8 +162,6 @@ def user_name() -> str:
     """This process's login name (its uid when it has none), looked up once."""
     uid = os.getuid()
     if uid not in _user_names:
-        import pwd
-
         try:
             _user_names[uid] = pwd.getpwuid(uid).pw_name
         except KeyError:

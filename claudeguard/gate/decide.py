@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 
+from claudeguard.config.schema import APPROVAL_TIMEOUT_S
 from claudeguard.decision import PERMISSIONS, Decision, audit_row
 from claudeguard.gate.session import Session, add_grants, load_grants
 
@@ -157,7 +158,7 @@ def ask_human(session: Session, *, tool: str, tool_input: dict[str, Any], agent_
     from claudeguard.policy.decide import grant_rules_for_call, summarize_call
 
     approval = session.approval
-    timeout = float(approval.get("timeout") or 600)
+    timeout = float(approval.get("timeout") or APPROVAL_TIMEOUT_S)  # a snapshot written without one
     on_timeout: Permission = "allow" if approval.get("on_timeout") == "allow" else "deny"
     extra = {"via": via, "tool_use_id": tool_use_id, "rule": rule, "rule_source": source,
              "guard_pid": session.snapshot.get("pid")}

@@ -85,6 +85,20 @@ sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__
 # Last, as `site` would put them: the standard library is found first, at no extra cost.
 sys.path.extend(d for d in _site_packages() if d not in sys.path and os.path.isdir(d))
 
+from claudeguard.errors import run_main  # noqa: E402 - after sys.path is set above
+
+# What the CLI starts, `hook` and `mcp-serve`, runs the gate's own entry points as
+# `claudeguardctl hook|mcp-serve` would, without loading the dispatcher and its package.
+if sys.argv[1:] == ["hook"]:
+    from claudeguard.gate.hook import main as hook_main
+
+    sys.exit(run_main("claudeguardctl", hook_main))
+if sys.argv[1:] == ["mcp-serve"]:
+    from claudeguard.gate.mcp_server import serve
+
+    sys.exit(run_main("claudeguardctl", serve))
+# Every other command line, as claudeguardctl runs it. This file is a program, which nothing
+# imports: tests/test_layers.py gives it the commands' layer, beside bin/claudeguardctl's.
 from claudeguard.commands.ctl import main  # noqa: E402 - after sys.path is set above
 
 sys.exit(main())

@@ -38,7 +38,7 @@ def _recv_exact(conn: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def _client_alive(conn: socket.socket) -> bool:
+def client_alive(conn: socket.socket) -> bool:
     """The client sends nothing after its event: readable now means it closed."""
     try:
         ready, _, _ = select.select([conn], [], [], 0)
@@ -85,7 +85,7 @@ class GateServer:
             if size > MAX_EVENT:
                 return  # the client decides on its own
             text = _recv_exact(conn, size).decode("utf-8", "replace")
-            out = run(text, client_alive=lambda: _client_alive(conn))
+            out = run(text, client_alive=lambda: client_alive(conn))
             conn.sendall(b"OK" + (json.dumps(out).encode() if out is not None else b""))
         except OSError:
             pass  # the client went away, or will decide on its own

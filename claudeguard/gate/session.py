@@ -16,34 +16,57 @@ from claudeguard.files import append_line, read_json, write_atomic
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypedDict
+
+    from claudeguard.config.schema import ApprovalSettings, PolicySpec
+
+    class Snapshot(TypedDict, total=False):
+        """``session.json``: what the launcher (or the service's planner) wrote for the session's
+        hooks (``plan.session.session_file``), or the ad-hoc one of a hook outside a session
+        (``current_session``); the service adds ``cli_short_id`` to a ``--bg`` session's."""
+
+        session_id: str
+        pid: int  # the launcher's
+        cwd: str
+        policy: PolicySpec
+        approval: ApprovalSettings
+        forever_file: str  # where `approve --forever` writes (the user's config file)
+        print_mode: bool
+        asker: str | None  # who answers a call the CLI asks about in -p (plan.hooks.print_asker)
+        interactive: bool
+        pty: bool  # the launcher's pty router owns its dialogs' requests (held)
+        log_dir: str | None  # the audit log's directory in the launcher's environment
+        prepared_by: str  # "launcher" | "planner"
+        hooks: str  # "http" (the service answers them) | "command"
+        kind: str  # "background" for a --bg session or a child of agent view
+        agent_view: str  # a child of agent view: the view's session id
+        cli_short_id: str  # a --bg session: the id `claude agents` shows
 
 
 class Session:
     """The session a callback serves (a plain class, and ``dir`` a str: no dataclasses or
     pathlib on the hook's path)."""
 
-    def __init__(self, id: str, dir: str | None, snapshot: dict[str, Any]) -> None:
+    def __init__(self, id: str, dir: str | None, snapshot: Snapshot) -> None:
         self.id = id
         self.dir = dir
         self.snapshot = snapshot
 
     @property
-    def approval(self) -> dict[str, Any]:
-        approval: dict[str, Any] = self.snapshot.get("approval", {})
-        return approval
+    def approval(self) -> ApprovalSettings:
+        """The snapshot's ``approval``; its keys may be missing in a snapshot written by hand."""
+        return self.snapshot.get("approval") or {}
 
     @property
-    def policy_spec(self) -> dict[str, Any]:
-        spec: dict[str, Any] = self.snapshot.get("policy", {})
-        return spec
+    def policy_spec(self) -> PolicySpec:
+        return self.snapshot.get("policy") or {}
 
 
 def load_session(directory: str) -> Session:
     """The session whose snapshot the launcher wrote into ``directory``."""
     fd = os.open(os.path.join(directory, "session.json"), os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd) as fh:
-        snapshot = json.load(fh)
+        snapshot: Snapshot = json.load(fh)  # written by plan.session (a reader meets a bad one as a deny)
     return Session(snapshot.get("session_id") or os.environ.get("CLAUDEGUARD_SESSION", ""), directory, snapshot)
 
 
@@ -58,17 +81,11 @@ def current_session(event_cwd: str | None = None, cli_session_id: str | None = N
 
     cwd = Path(event_cwd or os.getcwd())
     cfg = load_config(cwd, env_overrides())
-    spec = cfg.policy_spec()
-    snapshot = {
+    snapshot: Snapshot = {
         "session_id": cli_session_id or "unguarded",
         "cwd": str(cwd),
-        "policy": spec,
-        "approval": {
-            "timeout": cfg.get("approval.timeout"),
-            "on_timeout": cfg.get("approval.on_timeout"),
-            "notify": cfg.get("approval.notify"),
-            "idle_before_channel": cfg.get("approval.idle_before_channel"),
-        },
+        "policy": cfg.policy_spec(),
+        "approval": cfg.approval(),
         "forever_file": str(cfg.searched[0][1]),
     }
     return Session(os.environ.get("CLAUDEGUARD_SESSION") or cli_session_id or "unguarded", None, snapshot)

@@ -23,7 +23,7 @@ from claudeguard.policy.rules import EDIT_TOOLS, Rule, canonical_tool, parse_rul
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any, NamedTuple, Sequence
+    from typing import Any, Mapping, NamedTuple, Sequence
 
     from claudeguard.decision import RuleKind
 
@@ -131,7 +131,7 @@ def _sourced(entries: list[Any] | None, kind: RuleKind, where: str, *, strict: b
     return out
 
 
-def policy_from_spec(spec: dict[str, Any]) -> Policy:
+def policy_from_spec(spec: Mapping[str, Any]) -> Policy:
     """Build a Policy from the spec dict; ValueError for a malformed policy rule."""
     spec = spec or {}
     perms = spec.get("permissions") or {}

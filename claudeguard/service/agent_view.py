@@ -21,17 +21,25 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
 
+from claudeguard.files import write_atomic
+from claudeguard.paths import private_dir
+from claudeguard.service.background import RECORD, Keeper, keep, live_records
+from claudeguard.procs import process_start
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Callable
 
-    from claudeguard.gate.session import Session
-    from claudeguard.service.server import Registered, Service
+    from claudeguard.gate.session import Session, Snapshot
+    from claudeguard.service.background import BackgroundRecord
+    from claudeguard.service.protocol import Done, Failed, WatchSettings
+    from claudeguard.service.registry import Registered, Registry, Shown
 
 END_GRACE_S = 5.0  # after agent view exits: a session it just dispatched may not be recorded yet
 POLL_S = 0.5
@@ -47,7 +55,7 @@ class View:
     settings: str  # the guard's settings file: what every dispatched session's job names
     pid: int | None
     start: str | None
-    watch: dict[str, Any]
+    watch: WatchSettings
     children: dict[str, str] = field(default_factory=dict)  # CLI session id -> child session id
     mine: dict[str, str | None] = field(default_factory=dict)  # CLI session id -> job intent (its prompt)
     read_jobs: set[str] = field(default_factory=set)  # job dirs whose state.json was read
@@ -55,18 +63,22 @@ class View:
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
 
+    def session_for(self, service: Registry, reg: Registered, body: bytes) -> Session:
+        """The child of the event's CLI session (``session_for`` below)."""
+        return session_for(service, self, reg, body)
+
+    def shown(self) -> Shown:
+        return {"short_id": None, "cli_pid": self.pid}  # agent view's own process
+
 
 def child_id(view: str, cli_session: str) -> str:
     return f"{view}-{cli_session[:8]}"
 
 
-def session_for(service: Service, reg: Registered, body: bytes) -> Session:
-    """The guard session a hook event belongs to: for a view, the child of the event's CLI
-    session (made if new); else ``reg``'s own. A body without a usable session id is decided
-    by the view itself (same policy; the event is not lost, only not split out)."""
-    view = reg.keeper
-    if not isinstance(view, View):
-        return reg.session
+def session_for(service: Registry, view: View, reg: Registered, body: bytes) -> Session:
+    """The guard session a hook event posted to the view ``reg`` belongs to: the child of the
+    event's CLI session (made if new). A body without a usable session id is decided by the
+    view itself (same policy; the event is not lost, only not split out)."""
     try:
         data = json.loads(body)
         cli, event = data.get("session_id"), data.get("hook_event_name")
@@ -90,14 +102,10 @@ def session_for(service: Service, reg: Registered, body: bytes) -> Session:
     return child.session if child is not None else reg.session
 
 
-def ensure_child(service: Service, view: View, parent: Registered, cli: str,
+def ensure_child(service: Registry, view: View, parent: Registered, cli: str,
                  prompt: str | None = None) -> Registered | None:
     """The child guard session of dispatched CLI session ``cli``: registered with the service
     and kept (``background.keep``) until its process ends."""
-    from claudeguard.files import write_atomic
-    from claudeguard.paths import private_dir
-    from claudeguard.service.background import RECORD, Keeper, keep
-
     with view.lock:
         sid = view.children.get(cli)
         if sid is not None:
@@ -107,8 +115,8 @@ def ensure_child(service: Service, view: View, parent: Registered, cli: str,
                 return reg
         sid = child_id(view.session_id, cli)
         directory = os.path.join(os.path.dirname(view.directory), sid)
-        snapshot = dict(parent.session.snapshot, session_id=sid, kind="background", agent_view=view.session_id,
-                        pty=False)  # no screen of ours: its hooks post as usual
+        snapshot: Snapshot = {**parent.session.snapshot, "session_id": sid, "kind": "background",
+                              "agent_view": view.session_id, "pty": False}  # no screen of ours: its hooks post as usual
         prompt = prompt or view.mine.get(cli)
         try:
             private_dir(directory)
@@ -167,16 +175,12 @@ def _scan_jobs(view: View) -> None:
 
 def _live_sessions(config_dir: str) -> set[str]:
     """The CLI session ids of live session processes (``sessions/<pid>.json``, start checked)."""
-    from claudeguard.service.background import live_records
-
-    return {rec["sessionId"] for rec, _ in live_records(config_dir) if isinstance(rec.get("sessionId"), str)}
+    return {cli for rec, _ in live_records(config_dir) if isinstance(cli := rec.get("sessionId"), str)}
 
 
-def keep_view(service: Service, view: View, on_end: Callable[[], None]) -> None:
+def keep_view(service: Registry, view: View, on_end: Callable[[], None]) -> None:
     """The view's keeper thread: makes a child for every live dispatched session it finds,
     and ends the view when agent view is gone and no child is left."""
-    from claudeguard.service.files import process_start
-
     gone_at: float | None = None
     while not view.stop.wait(POLL_S):
         try:
@@ -205,7 +209,6 @@ def keep_view(service: Service, view: View, on_end: Callable[[], None]) -> None:
         if time.monotonic() - gone_at >= END_GRACE_S:
             break
     if not view.stop.is_set():  # agent view and its sessions ended (not the service): forget it
-        import shutil
 
         on_end()
         root = os.path.dirname(view.directory)
@@ -218,17 +221,18 @@ def keep_view(service: Service, view: View, on_end: Callable[[], None]) -> None:
         shutil.rmtree(view.directory, ignore_errors=True)
 
 
-def start(service: Service, session_id: str, reg: Registered, record: dict[str, Any]) -> dict[str, Any]:
+def start(service: Registry, session_id: str, reg: Registered, record: BackgroundRecord) -> Done | Failed:
     """``attach`` of a view: its keeper thread starts."""
     spec = record.get("agent_view") or {}
-    if not isinstance(spec, dict) or not isinstance(spec.get("settings"), str):
+    settings = spec.get("settings") if isinstance(spec, dict) else None
+    if not isinstance(settings, str):
         return {"ok": False, "error": "background.json: agent_view has no settings file"}
     if isinstance(reg.keeper, View):
         return {"ok": True}
     if reg.session.dir is None:
         return {"ok": False, "error": "agent view's session has no directory"}
     pid = spec.get("pid")
-    view = View(session_id, reg.session.dir, reg.token, str(record.get("config_dir") or ""), spec["settings"],
+    view = View(session_id, reg.session.dir, reg.token, str(record.get("config_dir") or ""), settings,
                 pid if isinstance(pid, int) else None, spec.get("start"), record.get("watch") or {})
     reg.keeper = view
     threading.Thread(target=keep_view, args=(service, view, lambda: service.forget(session_id, view)),

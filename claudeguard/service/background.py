@@ -21,16 +21,62 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from claudeguard.channel.audit import session_log
+from claudeguard.files import read_json
+from claudeguard.plan.keeper import SessionKeeper
+from claudeguard.plan.report import EndOptions, Run, fail_on_hits, write_report as write_report_file
+from claudeguard.procs import process_start
+from claudeguard.service.watch import SCHEDULE
+from claudeguard.watchdog.monitor import Monitor, WatchConfig
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterator
+    from typing import Any, Callable, Iterator, TypedDict
 
-    from claudeguard.shim.keeper import SessionKeeper
-    from claudeguard.watchdog.monitor import Monitor
+    from claudeguard.gate.session import Session
+    from claudeguard.service.protocol import WatchSettings
+    from claudeguard.service.registry import Registered, Registry, Shown
+
+    class ReportSpec(TypedDict, total=False):
+        """``--guard-report`` of a ``--bg`` launch, written by the service when the session ends."""
+
+        path: str
+        fail_on: list[str]
+        started: float  # the launch's time
+        mark: list[int] | None  # where the audit log ended at the launch (plan.report.audit_mark)
+        real_cli: str
+
+    class AgentViewSpec(TypedDict, total=False):
+        """The view of a guarded agent view: its process and its settings file."""
+
+        settings: str
+        pid: int
+        start: str | None
+
+    class BackgroundRecord(TypedDict, total=False):
+        """``background.json`` in the session dir (0600), written by the launcher (``shim/background``,
+        ``shim/agent_view``) or by the service for a child of agent view; what the service keeps
+        the session by, and adopts it again from."""
+
+        token: str  # the session's secret
+        config_dir: str  # the CLI's (its session records)
+        watch: WatchSettings
+        prompt: str | None
+        short_id: str  # the CLI's, once the launch printed it
+        report: ReportSpec
+        agent_view: AgentViewSpec | None  # a view of agent view
+        cli_session: str  # a child of agent view: the CLI's session id
+        parent: str  # a child of agent view: the view's session id
+
+    # One of the CLI's records of its live sessions (``<config dir>/sessions/<pid>.json``).
+    CliRecord = dict[str, object]
 
 RECORD = "background.json"
 FIND_TIMEOUT_S = 60.0  # from the launch until the CLI records the session's process
@@ -47,12 +93,12 @@ class Keeper:
     directory: str
     short_id: str
     config_dir: str
-    watch: dict[str, Any]
+    watch: WatchSettings
     prompt: str | None = None
     cwd: str | None = None
     pid: int | None = None
     log_dir: str | None = None
-    report: dict[str, Any] | None = None  # --guard-report of the launch: path, fail_on, started, mark, real_cli
+    report: ReportSpec | None = None  # --guard-report of the launch: path, fail_on, started, mark, real_cli
     # A session dispatched from agent view is known by the CLI's session id (from its hooks or
     # its job record) before its short id: found by that, the short id is then read from the
     # CLI's record (service/agent_view.py).
@@ -61,19 +107,26 @@ class Keeper:
     stop: threading.Event = field(default_factory=threading.Event)
     gone: bool = False  # the session's process ended (``stop`` is set then too, to wake the keeper)
 
+    def session_for(self, service: Registry, reg: Registered, body: bytes) -> Session:
+        """Every hook event of a ``--bg`` session is its own."""
+        return reg.session
 
-def read_record(directory: str) -> dict[str, Any] | None:
-    from claudeguard.files import read_json
-
-    return read_json(os.path.join(directory, RECORD))
+    def shown(self) -> Shown:
+        return {"short_id": self.short_id or None, "cli_pid": self.pid}
 
 
-def live_records(config_dir: str) -> Iterator[tuple[dict[str, Any], str]]:
+def read_record(directory: str) -> BackgroundRecord | None:
+    """The session's ``background.json``: our own file, private to this user (its readers check
+    what they rely on); None when missing or unreadable."""
+    data: Any = read_json(os.path.join(directory, RECORD))  # a JSON object, or None
+    record: BackgroundRecord | None = data
+    return record
+
+
+def live_records(config_dir: str) -> Iterator[tuple[CliRecord, str]]:
     """The CLI's records of its live session processes (``<config dir>/sessions/<pid>.json``),
     each with the process's start time: a record whose pid is gone or now another process's
     (``procStart``) is left out."""
-    from claudeguard.service.files import process_start
-
     folder = os.path.join(config_dir, "sessions")
     try:
         names = [n for n in os.listdir(folder) if n.endswith(".json")]
@@ -96,8 +149,10 @@ def find_process(config_dir: str, short_id: str, cli_session: str | None = None)
     """The session's pid, start time and short id from the CLI's own record of it, if it is
     alive: by short id (``jobId``), or when that is not known yet, by ``sessionId``."""
     for rec, start in live_records(config_dir):
-        if (rec.get("jobId") == short_id) if short_id else (cli_session and rec.get("sessionId") == cli_session):
-            return rec["pid"], start, str(rec.get("jobId") or short_id)
+        pid = rec.get("pid")
+        if isinstance(pid, int) and ((rec.get("jobId") == short_id) if short_id
+                                     else (cli_session and rec.get("sessionId") == cli_session)):
+            return pid, start, str(rec.get("jobId") or short_id)
     return None
 
 
@@ -113,8 +168,6 @@ def session_name(config_dir: str, pid: int) -> str | None:
 
 def keep(keeper: Keeper, on_end: Callable[[], None]) -> None:
     """The keeper thread's body (see the module docstring); ``on_end()`` drops the session."""
-    from claudeguard.service.files import process_start
-
     found = None
     deadline = time.monotonic() + FIND_TIMEOUT_S
     while found is None and time.monotonic() < deadline and not keeper.stop.is_set():
@@ -127,7 +180,7 @@ def keep(keeper: Keeper, on_end: Callable[[], None]) -> None:
         keeper.pid = pid
         restorer = _dir_keeper(keeper)
         named = [-NAME_EVERY_S]
-        extra: dict[str, Any] = {}  # the monitor's extra_status (the monitor may sample before it is returned)
+        extra: dict[str, object] = {}  # the monitor's extra_status (the monitor may sample before it is returned)
 
         def check() -> None:  # after each of the watchdog's samples, in its thread
             if keeper.stop.is_set():
@@ -156,7 +209,6 @@ def keep(keeper: Keeper, on_end: Callable[[], None]) -> None:
     if keeper.gone or not keeper.stop.is_set():  # the session ended (not the service): forget it for good
         if keeper.report:
             write_report(keeper)
-        import shutil
 
         # The dir first: once forgotten, the same CLI session (respawned) may get it made again.
         shutil.rmtree(keeper.directory, ignore_errors=True)
@@ -164,10 +216,8 @@ def keep(keeper: Keeper, on_end: Callable[[], None]) -> None:
 
 
 def _dir_keeper(keeper: Keeper) -> SessionKeeper:
-    """What puts the session dir back if the runtime dir is removed (``shim.keeper``): the files
+    """What puts the session dir back if the runtime dir is removed (``plan.keeper``): the files
     the launcher wrote, read now, while they are there."""
-    from claudeguard.shim.keeper import SessionKeeper
-
     files = {}
     for name in ("session.json", RECORD, "settings.json"):
         try:
@@ -179,12 +229,9 @@ def _dir_keeper(keeper: Keeper) -> SessionKeeper:
 
 
 def _start_monitor(keeper: Keeper, pid: int, after_sample: Callable[[], None] | None = None,
-                   extra: dict[str, Any] | None = None) -> Monitor:
-    from pathlib import Path
-
-    from claudeguard.watchdog.monitor import Monitor, WatchConfig
-
-    known = {k: v for k, v in keeper.watch.items() if k in WatchConfig.__dataclass_fields__}
+                   extra: dict[str, object] | None = None) -> Monitor:
+    # As the launcher wrote them (our own file): the fields WatchConfig knows.
+    known: dict[str, Any] = {k: v for k, v in keeper.watch.items() if k in WatchConfig.__dataclass_fields__}
     monitor = Monitor(child_pid=pid, session_id=keeper.session_id, session_dir=Path(keeper.directory),
                       config=WatchConfig(**known), output_format=None, prompt=keeper.prompt, cwd=keeper.cwd or "/",
                       argv=[], on_stall=lambda diagnosis: None)
@@ -194,7 +241,6 @@ def _start_monitor(keeper: Keeper, pid: int, after_sample: Callable[[], None] | 
         monitor.extra_status["agent_view"] = keeper.parent
     monitor.log_dir = keeper.log_dir
     monitor.after_sample = after_sample
-    from claudeguard.service.watch import SCHEDULE
 
     monitor.start(SCHEDULE)
     return monitor
@@ -206,10 +252,6 @@ def write_report(keeper: Keeper) -> None:
     watchdog's list). The launcher exited long ago: ``exit_code`` is the one it returned (0),
     the session's own exit code is unknown (null), and ``fail_on`` names the words that would
     have failed the run."""
-    from claudeguard.channel.audit import session_log
-    from claudeguard.shim.report import EndOptions, Run, fail_on_hits
-    from claudeguard.shim.report import write_report as write_report_file
-
     spec = keeper.report or {}
     session_log.set(keeper.log_dir)
     try:
@@ -217,13 +259,12 @@ def write_report(keeper: Keeper) -> None:
                   end=EndOptions(spec.get("path"), frozenset(spec.get("fail_on") or ())), non_interactive=True)
         run.started = float(spec.get("started") or run.started)
         mark = spec.get("mark")
-        run.mark = tuple(mark) if isinstance(mark, list) else None
+        run.mark = (mark[0], mark[1], mark[2]) if isinstance(mark, list) and len(mark) == 3 else None
         report = run.build(0)
         report["background"] = {"short_id": keeper.short_id, "cli_pid": keeper.pid}
         report["fail_on"] = fail_on_hits(report["counts"], report["calls"], run.end.fail_on)
         write_report_file(str(spec["path"]), report)
     except Exception as exc:  # noqa: BLE001 - a report must not keep the session registered
-        import sys
 
         print(f"claudeguard service: --guard-report of {keeper.session_id}: {exc}", file=sys.stderr, flush=True)
     finally:

@@ -22,9 +22,21 @@ from claudeguard.service import files
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Protocol
 
-    from claudeguard.shim.activity import Feed
+    from claudeguard.service.protocol import Received, Request
+
+    class Listener(Protocol):
+        """What the link thread tells the launcher (``shim/activity.py``'s ``Feed``)."""
+
+        def message(self, msg: Received) -> None:
+            """A line of the service with an ``event`` key (``watching``, ``stall``, ...)."""
+
+        def lost(self) -> None:
+            """The service is gone (its connection ended)."""
+
+        def registered(self) -> None:
+            """A service took the session again after ``lost``."""
 
 START_TIMEOUT_S = 10.0
 
@@ -44,8 +56,8 @@ def _connect_control(directory: str) -> socket.socket:
     return sock
 
 
-def request(sock: socket.socket, msg: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
-    """One control request and its one-line answer."""
+def request(sock: socket.socket, msg: Request, timeout: float = 10.0) -> Received:
+    """One control request and its one-line answer (as received: its fields are the caller's to check)."""
     sock.settimeout(timeout)
     try:
         sock.sendall(json.dumps(msg).encode() + b"\n")
@@ -131,6 +143,8 @@ def _start(directory: str) -> None:
                if not k.startswith(("CLAUDEGUARD_SESSION", "CLAUDEGUARD_HOOK_TOKEN"))}
         # -E -S like the hook entry would be wrong here: the service imports the package the
         # normal way, once, and lives on.
+        # Not through procs: only the service's first process is waited for (it double-forks and exits),
+        # with the service's stderr going to its log.
         first = subprocess.Popen([sys.executable, "-m", "claudeguard.service", "--detach"], stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL, stderr=log, env=env, close_fds=True, cwd="/")
         first.wait(timeout=START_TIMEOUT_S)  # the first process forks the service and exits at once
@@ -153,7 +167,7 @@ class Registration:
         self.port = 0
         self.sock: socket.socket | None = None
         self.closed = threading.Event()
-        self.listener: Feed | None = None  # shim.activity's feed, once the child runs
+        self.listener: Listener | None = None  # the launcher's watchdog feed, once the child runs
         self._send_lock = threading.Lock()
 
     def open(self) -> int:
@@ -201,13 +215,24 @@ class Registration:
         if not reply.get("ok"):
             sock.close()
             raise ServiceError(f"the guard service refused the session: {reply.get('error')}")
-        self.port = int(reply["port"])
+        port = reply.get("port")
+        if not isinstance(port, int):
+            sock.close()
+            raise ServiceError(f"the guard service answered no port: {reply}")
+        self.port = port
         files.bound_sends(sock)  # a service that stopped reading fails a send (then the link's EOF decides)
         old, self.sock = self.sock, sock
         if old is not None:
             old.close()  # a dead service's connection
 
-    def send(self, msg: dict[str, Any]) -> bool:
+    def request(self, msg: Request) -> Received:
+        """One request on the registration's connection, and its answer (the connection carries
+        no watchdog traffic: a ``--bg`` or agent view launch). ServiceError when it is closed."""
+        if self.sock is None:
+            raise ServiceError("the registration's connection is closed")
+        return request(self.sock, msg)
+
+    def send(self, msg: Request) -> bool:
         """One line to the service; False when the connection is gone (the link notices)."""
         sock = self.sock
         if sock is None:
@@ -220,13 +245,21 @@ class Registration:
             return False
         return True
 
-    def _tell(self, what: str, *args: object) -> None:
+    def _tell(self, what: str, msg: Received | None = None) -> None:
+        """``listener.message(msg)``, ``.lost()`` or ``.registered()``, if there is a listener;
+        what it raises is said on stderr, and the link lives on."""
         listener = self.listener
-        if listener is not None:
-            try:
-                getattr(listener, what)(*args)
-            except Exception as exc:  # noqa: BLE001 - the link must live on
-                print(f"claudeguard: service link: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        if listener is None:
+            return
+        try:
+            if msg is not None:
+                listener.message(msg)
+            elif what == "lost":
+                listener.lost()
+            else:
+                listener.registered()
+        except Exception as exc:  # noqa: BLE001 - the link must live on
+            print(f"claudeguard: service link: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
     def _watch(self) -> None:
         """Read the service's events until EOF, which means the service is gone: then tell the

@@ -21,13 +21,23 @@ import json
 import os
 
 from claudeguard.files import read_json, write_atomic
+from claudeguard.procs import process_start
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     import socket
-    from typing import Any
+    from typing import TypedDict
 
     from claudeguard.sockets import socket_address
+
+    class ServiceRecord(TypedDict):
+        """``service.json``: the live service, written once it listens."""
+
+        pid: int
+        start: str | None  # procs.process_start of pid: a record of a dead service is stale
+        version: str  # its fingerprint
+        port: int  # the hook port
+        started: float  # time.time() at its start
 
 RECORD = "service.json"
 CONTROL = "control.sock"
@@ -90,22 +100,17 @@ def fingerprint(root: str | None = None) -> str:
     return f"{__version__}+{zlib.crc32(chr(0).join(parts).encode()):08x}"
 
 
-def process_start(pid: int) -> str | None:
-    """The process's start token, or None if it is gone or a zombie: the channel's own check of
-    a waiter (one definition, so a record and a request judge a pid alike)."""
-    from claudeguard.channel.store import process_start as start
-
-    return start(pid)
-
-
-def read_record(directory: str) -> dict[str, Any] | None:
-    """The live service's record, or None (missing, unreadable, or stale)."""
+def read_record(directory: str) -> ServiceRecord | None:
+    """The live service's record, or None (missing, unreadable, not a record, or stale)."""
     record = read_json(os.path.join(directory, RECORD))
-    if record is None or not isinstance(record.get("pid"), int):
+    if record is None:
         return None
-    if process_start(record["pid"]) != record.get("start"):
+    pid, start, version, port, started = (record.get(k) for k in ("pid", "start", "version", "port", "started"))
+    if not isinstance(pid, int) or process_start(pid) != start:
         return None
-    return record
+    return {"pid": pid, "start": start, "version": version if isinstance(version, str) else "",
+            "port": port if isinstance(port, int) else 0,
+            "started": started if isinstance(started, (int, float)) else 0.0}
 
 
 def known_port(directory: str | None = None) -> int | None:
@@ -114,10 +119,10 @@ def known_port(directory: str | None = None) -> int | None:
     the CLI starts (``client.Registration.open_started``); the service holds the session's
     first requests until then (``server.REGISTRATION_WAIT_S``). None: no such service."""
     record = read_record(directory or service_dir())
-    if record is None or record.get("version") != fingerprint():
+    if record is None or record["version"] != fingerprint():
         return None
-    port = record.get("port")
-    return port if isinstance(port, int) and 0 < port < 65536 else None
+    port = record["port"]
+    return port if 0 < port < 65536 else None
 
 
 def read_stale_port(directory: str) -> int | None:
@@ -136,5 +141,5 @@ def write_port(directory: str, port: int) -> None:
     write_atomic(os.path.join(directory, PORT), f"{port}\n")
 
 
-def write_record(directory: str, record: dict[str, Any]) -> None:
+def write_record(directory: str, record: ServiceRecord) -> None:
     write_atomic(os.path.join(directory, RECORD), json.dumps(record))

@@ -17,9 +17,14 @@ import json
 import socket
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from claudeguard.channel.audit import session_log
+from claudeguard.gate.hook import deny_output, run_event
+from claudeguard.gate.mcp_server import respond
+from claudeguard.gate.server import client_alive
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from claudeguard.service.server import Registered, Service
+    from claudeguard.service.registry import Registered, Registry
 
 MAX_BODY = 8 * 1024 * 1024
 REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
@@ -67,8 +72,6 @@ class HookHandler(BaseHTTPRequestHandler):
         return reg
 
     def do_POST(self) -> None:
-        from claudeguard.gate.hook import deny_output, run_event
-
         parts = self.path.split("?", 1)[0].strip("/").split("/")
         if len(parts) == 2 and parts[0] == "mcp":
             self._mcp(parts[1])
@@ -107,8 +110,6 @@ class HookHandler(BaseHTTPRequestHandler):
         """The permission-prompt tool over MCP's HTTP transport (JSON responses, no event
         stream): both pinned CLIs accept it with a header (checked: initialize, tools/list and
         tools/call arrive with the secret; 2.1.330 sends ``server/discover`` first)."""
-        from claudeguard.gate.mcp_server import respond
-
         reg = self._registered(session_id)
         if reg is None:
             return
@@ -124,7 +125,6 @@ class HookHandler(BaseHTTPRequestHandler):
         except ValueError:
             self.reply(400, {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}})
             return
-        from claudeguard.channel.audit import session_log
 
         session_log.set(reg.session.snapshot.get("log_dir"))
         try:
@@ -142,18 +142,16 @@ class HookHandler(BaseHTTPRequestHandler):
         self.wfile.write(f"HTTP/1.1 {status} Accepted\r\nContent-Length: 0\r\n\r\n".encode())
 
     def _client_alive(self) -> bool:
-        from claudeguard.gate.server import _client_alive
-
-        return _client_alive(self.connection)
+        return client_alive(self.connection)
 
 
 class HookServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True  # a restarted service takes its port back at once (TIME_WAIT)
-    service: Service
+    service: Registry
 
     @classmethod
-    def bind(cls, service: Service, port: int | None) -> HookServer:
+    def bind(cls, service: Registry, port: int | None) -> HookServer:
         """Listen on 127.0.0.1: on ``port`` (the one a dead service had, so that the hooks of
         running sessions reach us again) if it is free, else on any port."""
         for candidate in ([port] if port else []) + [0]:

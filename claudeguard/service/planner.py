@@ -2,9 +2,9 @@
 
 ``shim/planned.py`` is the launcher's side. The planner has imported everything that preparing a
 session needs. For each request it takes the launcher's argv, environment, working directory and
-pid, runs the launcher's own preparation (``shim.main.load_checked`` and
-``session_file``, ``shim.command.build_plan``: the same code, so the same plan and the
-same errors), writes the session file, answers, and puts its own environment back: ~3 ms.
+pid, runs the launcher's own preparation (``plan.session.load_checked`` and
+``write_session``, ``plan.argv.build_plan``: the same code, so the same plan and the same
+errors), answers, and puts its own environment back: ~3 ms.
 
 Why a single-threaded process beside the service rather than a thread in it: preparing reads the
 process's environment and working directory (config paths, PATH, XDG_*, the runtime dir), which
@@ -31,33 +31,44 @@ service's, which a launcher of the new code then retires; so it refuses everyone
 
 from __future__ import annotations
 
+import importlib
+import io
 import marshal
 import os
 import select
+import shutil
 import signal
 import socket
+import subprocess
 import sys
 
+from claudeguard.errors import GuardError
+from claudeguard.plan.argv import build_plan
+from claudeguard.plan.claude_args import parse_claude_args
+from claudeguard.plan.discovery import print_cli_version
+from claudeguard.plan.hooks import HttpHooks
+from claudeguard.plan.options import split_argv
+from claudeguard.plan.session import load_checked, session_dir_of, write_session
+from claudeguard.plan.wire import PLAN_SOCKET
 from claudeguard.service import files
 from claudeguard.sockets import is_own_user, read_to_end
-from claudeguard.shim.planned import PLAN_SOCKET
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    import subprocess
-    from typing import Any
+
+    from claudeguard.plan.wire import PlanAnswer, PlanRequest
 
 PREPARE_LIMIT_S = 3.0  # a request that takes longer is dropped (``TooLong``): its launcher gave up by then
 IO_LIMIT_S = 1.0  # a launcher sends its request as soon as it connects, and reads the answer at once
 MAX_REQUEST = 4 << 20
 # What preparing a session imports (tests/test_service_planner.py holds that it imports nothing
 # more in the forked child): imported once here, not in every child.
-WARM = ("claudeguard.shim.main", "claudeguard.shim.options", "claudeguard.shim.claude_args",
-        "claudeguard.shim.discovery", "claudeguard.shim.command", "claudeguard.shim.settings_sources",
-        "claudeguard.config.load", "claudeguard.config.find", "claudeguard.config.lines",
-        "claudeguard.config.schema", "claudeguard.policy.rules", "claudeguard.policy.pathrules",
-        "claudeguard.paths", "claudeguard.files", "claudeguard.gate", "json", "io", "pathlib", "shlex", "shutil",
-        "tomllib")
+WARM = ("claudeguard.plan.options", "claudeguard.plan.claude_args", "claudeguard.plan.discovery",
+        "claudeguard.plan.session", "claudeguard.plan.argv", "claudeguard.plan.hooks",
+        "claudeguard.plan.settings_sources", "claudeguard.config.load", "claudeguard.config.find",
+        "claudeguard.config.lines", "claudeguard.config.schema", "claudeguard.policy.rules",
+        "claudeguard.policy.pathrules", "claudeguard.paths", "claudeguard.files", "claudeguard.gate", "json", "io",
+        "pathlib", "shlex", "shutil", "tomllib")
 
 
 class Planner:
@@ -87,10 +98,10 @@ def start(directory: str, port: int, version: str) -> Planner | None:
     """Start the planner for the service (of fingerprint ``version``) whose hook port is
     ``port``. None when it cannot be started: launchers then prepare their sessions themselves,
     as before it existed."""
-    import subprocess
-
     read_end, write_end = os.pipe()  # not inheritable: only the planner gets the read end
     try:
+        # Not through procs: the service keeps the planner's handle (poll, wait, kill) and hands it
+        # the lifeline's read end.
         proc = subprocess.Popen([sys.executable, "-m", "claudeguard.service.planner", directory, str(port),
                                  str(read_end), version], pass_fds=(read_end,), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL)
@@ -104,8 +115,6 @@ def start(directory: str, port: int, version: str) -> Planner | None:
 
 
 def serve(directory: str, port: int, lifeline: int, service_version: str) -> int:
-    import importlib
-
     for name in WARM:
         importlib.import_module(name)
     # None: this planner's code is not its service's (see the module's docstring).
@@ -165,18 +174,17 @@ def _serve_one(conn: socket.socket, port: int, version: str | None) -> None:
     if data is None:
         return
     try:
-        request = marshal.loads(data)
+        # Whatever a peer of this user sent: prepare() refuses a request whose fields are not there.
+        request: PlanRequest = marshal.loads(data)
     except (EOFError, ValueError, TypeError):
         return
-    answer = prepare(request, port, version) if isinstance(request, dict) else {"refused": "not a request"}
-    conn.sendall(marshal.dumps(answer))
+    answer: PlanAnswer = prepare(request, port, version) if isinstance(request, dict) else {"refused": "not a request"}
+    conn.sendall(marshal.dumps(dict(answer)))
 
 
-def prepare(request: dict[str, Any], port: int, version: str | None) -> dict[str, Any]:
+def prepare(request: PlanRequest, port: int, version: str | None) -> PlanAnswer:
     """Prepare the launcher's session as its own path would: in the launcher's environment,
     working directory and names (``sys.argv[0]``, ``sys.executable``), all put back after."""
-    import io
-
     try:
         if version is None or files.fingerprint(request["root"]) != version:
             return {"refused": "another version of claudeguard"}
@@ -208,34 +216,22 @@ def prepare(request: dict[str, Any], port: int, version: str | None) -> dict[str
     return answer
 
 
-def _prepare(request: dict[str, Any], port: int) -> dict[str, Any]:
-    import json
-    import shutil
-
-    from claudeguard.errors import GuardError
-    from claudeguard.files import write_atomic
-    from claudeguard.paths import runtime_dir
-    from claudeguard.shim.claude_args import parse_claude_args
-    from claudeguard.shim.command import HttpHooks, build_plan
-    from claudeguard.shim.main import load_checked, print_cli_version, session_file
-    from claudeguard.shim.options import split_argv
-
+def _prepare(request: PlanRequest, port: int) -> PlanAnswer:
     cwd, pid, session_id = request["cwd"], request["pid"], request["session_id"]
     session_dir = None
     try:
         opts, rest = split_argv(request["argv"])
         args = parse_claude_args(rest)
         cfg, real = load_checked(opts, args, cwd)
-        session_dir = str(runtime_dir("sessions", session_id))
+        session_dir = session_dir_of(session_id)
         version = print_cli_version(real, args)  # who asks in -p (its package.json: ~0.1 ms)
-        snapshot = json.dumps(dict(session_file(cfg, args, session_id=session_id, cwd=cwd,
-                                                stdin_tty=bool(request["stdin_tty"]), exec_pid=pid,
-                                                prepared_by="planner", cli_version=version), hooks="http"))
-        write_atomic(os.path.join(session_dir, "session.json"), snapshot)
+        written = write_session(cfg, args, session_dir, session_id=session_id, cwd=cwd,
+                                stdin_tty=bool(request["stdin_tty"]), exec_pid=pid, cli_version=version,
+                                prepared_by="planner")
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=session_dir, cwd=cwd,
                           http=HttpHooks(port, request["token"]), exec_pid=pid, cli_version=version)
         return {"argv": plan.argv, "env": plan.env_additions, "port": port, "real": real, "session_dir": session_dir,
-                "snapshot": snapshot}
+                "snapshot": written.text}
     except GuardError as exc:
         if session_dir is not None:
             shutil.rmtree(session_dir, ignore_errors=True)

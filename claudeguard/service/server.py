@@ -15,9 +15,13 @@ too): one JSON object per line each way.
 - ``{"op": "watch"|"activity"|"watch-end", ...}`` on the connection that registered a
   foreground session: the service runs its watchdog (``service/watch.py``); ``activity`` has
   no answer, the service sends ``stall`` and ``calm`` events on that connection unasked.
+- ``{"op": "attach", "session_id"}`` → ``{"ok"}``: keep a registered background session (a
+  ``--bg`` or agent view launch, once its ``background.json`` says what to keep).
 - ``{"op": "unregister", "session_id"}``, ``{"op": "status"}``, ``{"op": "stop"}``,
   ``{"op": "retire"}`` (a launcher of another version found this one: stop taking sessions,
   give up the slot, exit when the last session ends).
+
+Each message's type is in ``protocol``.
 """
 
 from __future__ import annotations
@@ -26,23 +30,33 @@ import fcntl
 import hmac
 import json
 import os
+import signal
 import socket
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
 
-from claudeguard.service import files
+from claudeguard.gate.session import load_session
+from claudeguard.paths import check_private_dir
+from claudeguard.procs import process_start
+from claudeguard.service import agent_view, files, planner, watch
+from claudeguard.service.background import Keeper, keep, read_record
+from claudeguard.service.http import HookServer
+from claudeguard.service.registry import Registered
+from claudeguard.service.watch import Link
+from claudeguard.sockets import peer_uid
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any
+
+    from collections.abc import Mapping
 
     from claudeguard.gate.session import Session
-    from claudeguard.service.agent_view import View
-    from claudeguard.service.background import Keeper
     from claudeguard.service.planner import Planner
-    from claudeguard.service.watch import Link, ServiceMonitor
+    from claudeguard.service.protocol import (
+        Done, Failed, HelloReply, Received, RegisterReply, Reply, SessionRow, Status, Stopping, WatchEnded, Watching,
+    )
 
 DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
 # A launcher that knows the service's port from its record starts the CLI first and registers
@@ -51,19 +65,6 @@ DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
 REGISTRATION_WAIT_S = 2.0
 MAX_REGISTRATION_WAITERS = 32  # more requests for unknown sessions get their 401 at once
 SLOT_CHECK_S = 2.0  # how often the service checks that its socket and record are still there
-
-
-@dataclass
-class Registered:
-    """A session the service answers hooks for."""
-
-    session: Session
-    token: str
-    kind: str  # "foreground" | "background"
-    registered: float
-    owner: object | None = None  # the control connection of a foreground session
-    keeper: Keeper | View | None = None  # a background session's keeper, or agent view's
-    watch: ServiceMonitor | None = None  # a foreground session's monitor
 
 
 @dataclass
@@ -80,7 +81,7 @@ class Service:
     control: socket.socket | None = None
     run_lock: int | None = None  # fd of run.lock, flocked while this service holds the slot
     control_ino: int = 0  # the inode of the socket file we bound (fstat of a socket says another)
-    registered: threading.Condition | None = None  # notified at each register (on ``lock``)
+    registered: threading.Condition = field(init=False)  # notified at each register (on ``lock``)
     waiters: int = 0  # requests waiting in ``lookup`` for their session's registration
     planner: Planner | None = None  # the process that prepares launchers' sessions (service/planner.py)
     # Held by ``retire`` (a control thread) and ``_keep_slot`` (the main loop): without it a
@@ -97,7 +98,6 @@ class Service:
         """The session, if ``token`` is its secret (compared in constant time). A session not
         registered (yet) is waited for up to ``wait`` seconds: its launcher may still be
         registering it while its CLI already runs."""
-        assert self.registered is not None
         with self.lock:
             reg = self.sessions.get(session_id)
             if reg is None and token is not None and wait > 0 and self.waiters < MAX_REGISTRATION_WAITERS:
@@ -113,17 +113,15 @@ class Service:
             return None
         return reg
 
-    def register(self, msg: dict[str, Any], owner: object) -> dict[str, Any]:
-        from claudeguard.gate.session import load_session
-
+    def register(self, msg: Mapping[str, object], owner: object) -> RegisterReply | Failed:
+        """The ``register`` op (``msg`` as received, or one of ours: ``adopt``, agent view)."""
         if self.retired:
             return {"ok": False, "error": "retiring: another version took over"}
         sid, directory, token = msg.get("session_id"), msg.get("dir"), msg.get("token")
-        kind = msg.get("kind") or "foreground"
+        kind = str(msg.get("kind") or "foreground")
         if not (isinstance(sid, str) and sid and isinstance(directory, str) and isinstance(token, str)
                 and len(token) >= 32):
             return {"ok": False, "error": "register needs session_id, dir and a token of 32+ characters"}
-        from claudeguard.paths import check_private_dir
 
         try:
             check_private_dir(directory)
@@ -133,34 +131,29 @@ class Service:
         with self.lock:
             old = self.sessions.get(sid)
             if old is not None and old.watch is not None and old.owner is not owner:
-                from claudeguard.service import watch
-
                 watch.end(old, ...)  # registered again on another connection: that one asks anew
             self.sessions[sid] = Registered(session, token, kind, time.time(), owner if kind == "foreground" else None,
                                             old.keeper if old is not None else None)
-            self.registered.notify_all()  # type: ignore[union-attr]  # made by __post_init__
+            self.registered.notify_all()
         return {"ok": True, "port": self.port, "version": self.version, "pid": os.getpid()}
 
-    def attach(self, session_id: str) -> dict[str, Any]:
+    def attach(self, session_id: str) -> Done | Failed:
         """Start keeping a registered background session, once its launcher knows the CLI's
         short id (written into the session's ``background.json``)."""
-        from claudeguard.service.background import Keeper, keep, read_record
-
         with self.lock:
             reg = self.sessions.get(session_id)
         if reg is None or reg.kind != "background" or reg.session.dir is None:
             return {"ok": False, "error": f"no background session {session_id}"}
         record = read_record(reg.session.dir)
         if record is not None and record.get("agent_view"):
-            from claudeguard.service import agent_view
-
             return agent_view.start(self, session_id, reg, record)
-        if record is None or not record.get("short_id"):
+        short_id = record.get("short_id") if record is not None else None
+        if record is None or not short_id:
             return {"ok": False, "error": "background.json has no short_id"}
         if reg.keeper is not None:
             return {"ok": True}
-        reg.session.snapshot["cli_short_id"] = record["short_id"]  # shown by pending and audit
-        keeper = Keeper(session_id, reg.session.dir, record["short_id"], record.get("config_dir") or "",
+        reg.session.snapshot["cli_short_id"] = short_id  # shown by pending and audit
+        keeper = Keeper(session_id, reg.session.dir, short_id, record.get("config_dir") or "",
                         record.get("watch") or {}, prompt=record.get("prompt"), cwd=reg.session.snapshot.get("cwd"),
                         log_dir=reg.session.snapshot.get("log_dir"), report=record.get("report"))
         reg.keeper = keeper
@@ -170,13 +163,11 @@ class Service:
         return {"ok": True}
 
     def session_for(self, reg: Registered, body: bytes) -> Session:
-        """The session a hook event is decided in: a view's events go to the child of their CLI
-        session (``service/agent_view.py``), every other session's to itself."""
-        if reg.keeper is None or type(reg.keeper).__name__ != "View":
+        """The session a hook event is decided in: its keeper's word (a view's events go to the
+        child of their CLI session, ``service/agent_view.py``), else the session itself."""
+        if reg.keeper is None:
             return reg.session
-        from claudeguard.service import agent_view
-
-        return agent_view.session_for(self, reg, body)
+        return reg.keeper.session_for(self, reg, body)
 
     def forget(self, session_id: str, keeper: object) -> None:
         with self.lock:
@@ -187,8 +178,6 @@ class Service:
     def adopt(self) -> None:
         """Background sessions of an earlier service (it died, or was stopped): registered again
         from their ``background.json``, so their hooks are answered and they are watched."""
-        from claudeguard.service.background import read_record
-
         root = os.path.join(os.path.dirname(self.directory), "sessions")
         try:
             entries = list(os.scandir(root))
@@ -202,8 +191,8 @@ class Service:
             if record is None or not (record.get("short_id") or record.get("agent_view")) or record.get("parent") \
                     or not isinstance(record.get("token"), str):
                 continue
-            reply = self.register({"session_id": entry.name, "dir": entry.path, "token": record["token"],
-                                   "kind": "background"}, None)
+            reply = self.register({"op": "register", "session_id": entry.name, "dir": entry.path,
+                                   "token": record["token"], "kind": "background"}, None)
             if reply.get("ok"):
                 self.attach(entry.name)
 
@@ -213,20 +202,16 @@ class Service:
                        for sid in [sid for sid, reg in self.sessions.items() if reg.owner is owner]]
         for reg in dropped:
             if reg.watch is not None:
-                from claudeguard.service import watch
-
                 watch.end(reg, ...)
 
-    def owned(self, msg: dict[str, Any], owner: object) -> Registered | None:
+    def owned(self, msg: Received, owner: object) -> Registered | None:
         """The foreground session ``msg`` names, if ``owner`` (a control connection) registered it."""
         with self.lock:
             reg = self.sessions.get(str(msg.get("session_id")))
         return reg if reg is not None and reg.owner is owner else None
 
-    def watch_op(self, op: str, msg: dict[str, Any], owner: Link | None) -> dict[str, Any] | None:
+    def watch_op(self, op: str, msg: Received, owner: Link | None) -> Watching | WatchEnded | None:
         """``watch``, ``activity``, ``watch-end`` (``service/watch.py``); None: no answer."""
-        from claudeguard.service import watch
-
         reg = self.owned(msg, owner)
         if op == "activity":
             monitor = reg.watch if reg is not None else None
@@ -238,17 +223,13 @@ class Service:
                 return {"event": "watching", "ok": False, "error": "not registered on this connection"}
             return watch.start(reg, msg, owner)
         if reg is not None:
-            watch.end(reg, msg.get("code") if msg.get("final", True) else ...)
+            code = msg.get("code")
+            watch.end(reg, (code if isinstance(code, int) else None) if msg.get("final", True) else ...)
         return {"event": "watch-ended"}
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> Status:
         with self.lock:
-            sessions = [{"session_id": sid, "kind": reg.kind, "cwd": reg.session.snapshot.get("cwd"),
-                         "launcher_pid": reg.session.snapshot.get("pid"), "registered": reg.registered,
-                         "short_id": getattr(reg.keeper, "short_id", None) or None,
-                         "cli_pid": getattr(reg.keeper, "pid", None),
-                         "agent_view": reg.session.snapshot.get("agent_view")}
-                        for sid, reg in self.sessions.items()]
+            sessions = [_row(sid, reg) for sid, reg in self.sessions.items()]
         return {"ok": True, "pid": os.getpid(), "version": self.version, "port": self.port, "started": self.started,
                 "retired": self.retired, "idle_exit": self.idle_exit, "sessions": sessions,
                 "waiting": self.waiters}
@@ -264,17 +245,15 @@ class Service:
             threading.Thread(target=self._serve_control, args=(conn,), name="claudeguard-control", daemon=True).start()
 
     def _serve_control(self, conn: socket.socket) -> None:
-        from claudeguard.sockets import peer_uid
-
         uid = peer_uid(conn)  # None: no SO_PEERCRED here, and the directory's mode is the guard
         if uid is not None and uid != os.getuid():
             return  # the directory is 0700 already; a peer of another uid is never served
-        from claudeguard.service.watch import Link
 
         link = Link(conn)  # the owner of the sessions it registers; the watchdog writes to it too
         reader = conn.makefile("rb")
         try:
             for line in reader:
+                reply: Reply | None
                 try:
                     msg = json.loads(line)
                     reply = self.control_op(msg if isinstance(msg, dict) else {}, link)
@@ -289,13 +268,16 @@ class Service:
             reader.close()
             conn.close()
 
-    def control_op(self, msg: dict[str, Any], conn: Link | None) -> dict[str, Any] | None:
+    def control_op(self, msg: Received, conn: Link | None) -> Reply | None:
+        """One control message's answer (None: the op has none)."""
         op = msg.get("op")
         if op == "hello":
-            return {"ok": True, "version": self.version, "pid": os.getpid(), "port": self.port, "retired": self.retired}
+            hello: HelloReply = {"ok": True, "version": self.version, "pid": os.getpid(), "port": self.port,
+                                 "retired": self.retired}
+            return hello
         if op == "register":
             return self.register(msg, conn)
-        if op in ("watch", "activity", "watch-end"):
+        if op == "watch" or op == "activity" or op == "watch-end":
             return self.watch_op(op, msg, conn)
         if op == "attach":
             return self.attach(str(msg.get("session_id")))
@@ -307,7 +289,8 @@ class Service:
             return self.status()
         if op == "stop":
             self.stopping.set()
-            return {"ok": True, "sessions": len(self.sessions)}
+            stopping: Stopping = {"ok": True, "sessions": len(self.sessions)}
+            return stopping
         if op == "retire":
             self.retire()
             return {"ok": True}
@@ -393,15 +376,13 @@ class Service:
         self._stop_planner()  # its socket went with the dir
         self._start_planner()
         files.write_port(self.directory, self.port)
-        files.write_record(self.directory, {"pid": os.getpid(), "start": files.process_start(os.getpid()),
+        files.write_record(self.directory, {"pid": os.getpid(), "start": process_start(os.getpid()),
                                             "version": self.version, "port": self.port, "started": self.started})
         print("claudeguard service: the runtime dir was removed; socket and record published again",
               file=sys.stderr, flush=True)
 
     def _start_planner(self) -> None:
         """The warm process that prepares launchers' sessions (service/planner.py)."""
-        from claudeguard.service import planner
-
         self.planner = planner.start(self.directory, self.port, self.version)
 
     def _stop_planner(self) -> None:
@@ -438,7 +419,6 @@ class Service:
             os.close(run_lock)
             return 0  # a live service holds the slot
         self.run_lock = run_lock
-        from claudeguard.service.http import HookServer
 
         self.version = files.fingerprint()
         hooks = HookServer.bind(self, files.read_stale_port(self.directory))
@@ -450,7 +430,7 @@ class Service:
                          daemon=True).start()
         self.adopt()
         files.write_record(self.directory,
-                           {"pid": os.getpid(), "start": files.process_start(os.getpid()), "version": self.version,
+                           {"pid": os.getpid(), "start": process_start(os.getpid()), "version": self.version,
                                             "port": self.port, "started": self.started})
         idle_since = time.monotonic()
         next_check = time.monotonic() + SLOT_CHECK_S
@@ -481,6 +461,14 @@ class Service:
         return 0
 
 
+def _row(session_id: str, reg: Registered) -> SessionRow:
+    shown = reg.keeper.shown() if reg.keeper is not None else None
+    snapshot = reg.session.snapshot
+    return {"session_id": session_id, "kind": reg.kind, "cwd": snapshot.get("cwd"), "launcher_pid": snapshot.get("pid"),
+            "registered": reg.registered, "short_id": shown["short_id"] if shown else None,
+            "cli_pid": shown["cli_pid"] if shown else None, "agent_view": snapshot.get("agent_view")}
+
+
 def main(argv: list[str]) -> int:
     """``python -m claudeguard.service [--detach]``: run the service for this user's runtime dir."""
     directory = files.service_dir()
@@ -488,6 +476,7 @@ def main(argv: list[str]) -> int:
     if "--detach" in argv:
         # The launcher waits for this first process only: the service itself is nobody's child
         # but init's, in a session of its own, so no terminal signal or launcher exit reaches it.
+        # The service's own double fork (not through procs): no other program starts.
         if os.fork() > 0:
             os._exit(0)
         os.setsid()
@@ -498,7 +487,6 @@ def main(argv: list[str]) -> int:
     for name in ("CLAUDEGUARD_SESSION_DIR", "CLAUDEGUARD_SESSION", "CLAUDEGUARD_EXEC_PID", "CLAUDEGUARD_HOOK_TOKEN"):
         os.environ.pop(name, None)
     service = Service(directory, idle_exit=idle)
-    import signal
 
     # SIGTERM and SIGINT end the service the clean way (record and socket removed); the main
     # loop wakes from its wait within half a second.

@@ -27,18 +27,23 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import threading
 
+from claudeguard.procs import process_start
+from claudeguard.service.files import bound_sends
 from claudeguard.watchdog.monitor import Monitor, Schedule, WatchConfig
 from claudeguard.watchdog.state import StallVerdict, StreamMsg
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    import socket
+    from collections.abc import Mapping
     from typing import Any
 
-    from claudeguard.service.server import Registered
+    from claudeguard.service.protocol import Received, Watching
+    from claudeguard.service.protocol import Stall as StallEvent
+    from claudeguard.service.registry import Registered
 
 # Every session's monitor in the service (foreground and --bg) samples in this one thread.
 SCHEDULE = Schedule("claudeguard-watchdog")
@@ -49,13 +54,11 @@ class Link:
     monitor's events."""
 
     def __init__(self, conn: socket.socket) -> None:
-        from claudeguard.service.files import bound_sends
-
         self.conn = conn
         self.lock = threading.Lock()
         bound_sends(conn)  # a launcher that stops reading must not hold the one sampling thread
 
-    def send(self, msg: dict[str, Any]) -> bool:
+    def send(self, msg: Mapping[str, object]) -> bool:
         """Send one line; False when it could not be. A failed (possibly half-sent) line ends the
         connection: the launcher then sees it end and watches on its own, as after a crash."""
         data = json.dumps(msg, separators=(",", ":")).encode() + b"\n"
@@ -63,8 +66,6 @@ class Link:
             with self.lock:
                 self.conn.sendall(data)
         except OSError:
-            import socket
-
             try:
                 self.conn.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -86,23 +87,20 @@ class ServiceMonitor(Monitor):
         return verdict
 
     def _act(self, v: StallVerdict) -> None:
-        diagnosis, action, stall = self._stall(v)
-        sent = self.link.send({"event": "stall", "session_id": self.session_id, "diagnosis": diagnosis,
-                               "action": action,
-                               "stall": stall, "notify": self._notify_args(diagnosis, v), "carry": self.stall_state()})
-        if not sent:
+        handler = self.stall_handler
+        diagnosis, action, stall = handler.stall(v)
+        event: StallEvent = {"event": "stall", "session_id": self.session_id, "diagnosis": diagnosis, "action": action,
+                             "stall": stall, "notify": handler.notify_args(diagnosis, v), "carry": self.stall_state()}
+        if not self.link.send(event):
             return  # the launcher's monitor takes over with the connection's end, and reports it
-        self.stalls.append(stall)
-        self._audit(diagnosis, v, action)
+        handler.stalls.append(stall)
+        handler.audit(diagnosis, v, action)
         print(f"claudeguard service: session {self.session_id}: {diagnosis} [{action}, by the service]",
               file=sys.stderr, flush=True)
 
 
-def start(reg: Registered, msg: dict[str, Any], link: Link) -> dict[str, Any]:
-    """The ``watch`` op: a monitor for the registered session ``reg`` (``service.server.Registered``)."""
-    from claudeguard.service.files import process_start
-    from claudeguard.watchdog.status import process_start as status_start
-
+def start(reg: Registered, msg: Received, link: Link) -> Watching:
+    """The ``watch`` op: a monitor for the registered session ``reg`` (``service.registry.Registered``)."""
     child = msg.get("child_pid")
     if not isinstance(child, int) or child <= 0 or process_start(child) != msg.get("child_start"):
         return {"event": "watching", "ok": False, "error": "no such child process"}
@@ -118,8 +116,8 @@ def start(reg: Registered, msg: dict[str, Any], link: Link) -> dict[str, Any]:
     try:
         monitor = ServiceMonitor(child_pid=child, session_id=session.id,
                                  session_dir=session.dir, config=WatchConfig(**known),
-                                 output_format=msg.get("output_format"),
-                                 prompt=msg.get("prompt"), cwd=str(msg.get("cwd") or "/"),
+                                 output_format=_text(msg.get("output_format")),
+                                 prompt=_text(msg.get("prompt")), cwd=str(msg.get("cwd") or "/"),
                                  argv=[str(a) for a in argv] if isinstance(argv, list) else [], on_stall=lambda d: None,
                                  stream_tap=False)
     except Exception as exc:  # noqa: BLE001 - one line back; the launcher watches itself
@@ -127,7 +125,7 @@ def start(reg: Registered, msg: dict[str, Any], link: Link) -> dict[str, Any]:
     monitor.link = link
     pid = msg.get("pid")
     # The status file says the launcher's pid (``ps`` tells a dead launcher by it) and who samples.
-    monitor.extra_status = {"pid": pid, "pid_start": status_start(pid) if isinstance(pid, int) else None,
+    monitor.extra_status = {"pid": pid, "pid_start": process_start(pid) if isinstance(pid, int) else None,
                             "watcher": "service", "watcher_pid": os.getpid()}
     monitor.log_dir = session.snapshot.get("log_dir")
     carry = msg.get("carry")
@@ -140,16 +138,18 @@ def start(reg: Registered, msg: dict[str, Any], link: Link) -> dict[str, Any]:
     return {"event": "watching", "ok": True, "pid": os.getpid()}
 
 
-def activity(monitor: Monitor, msg: dict[str, Any]) -> None:
+def activity(monitor: Monitor, msg: Received) -> None:
     """The ``activity`` op: what the launcher's relay saw since its last one."""
     out = msg.get("out")
     if isinstance(out, list) and len(out) == 2:
         monitor.output_seen(int(out[0]), float(out[1]))
-    for item in msg.get("msgs") or ():
+    msgs = msg.get("msgs")
+    for item in msgs if isinstance(msgs, list) else ():
         if isinstance(item, dict):
             collapsed = int(item.pop("collapsed", 0) or 0)
             monitor.feed_stream(stream_msg(item), collapsed)
-    for call in msg.get("calls") or ():
+    calls = msg.get("calls")
+    for call in calls if isinstance(calls, list) else ():
         if isinstance(call, list) and len(call) == 3:
             kind, t, value = call
             if kind == "activity":
@@ -161,9 +161,10 @@ def activity(monitor: Monitor, msg: dict[str, Any]) -> None:
         monitor.set_screen_tail([str(x) for x in tail] if isinstance(tail, list) else None)
 
 
-def stream_msg(d: dict[str, Any]) -> StreamMsg:
+def stream_msg(d: dict[str, object]) -> StreamMsg:
     """A ``StreamMsg`` back from its JSON form (``shim.activity.compact``)."""
-    fields = {k: v for k, v in d.items() if k in StreamMsg.__dataclass_fields__}
+    # As the launcher's compact() sent them: field by field, unchecked, as before this was typed.
+    fields: dict[str, Any] = {k: v for k, v in d.items() if k in StreamMsg.__dataclass_fields__}
     if isinstance(fields.get("tokens"), list):
         fields["tokens"] = tuple(fields["tokens"])
     if isinstance(fields.get("tool_uses"), list):
@@ -180,6 +181,10 @@ def end(reg: Registered, code: object) -> None:
             monitor.stop(None, final=False)
         else:
             monitor.stop(code if isinstance(code, int) else None)
+
+
+def _text(x: object) -> str | None:
+    return x if isinstance(x, str) else None
 
 
 def _num(x: object) -> float | None:

@@ -30,13 +30,14 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Any
 
+    from claudeguard.service.protocol import Activity, Carry, Received, WatchSettings
+
     from claudeguard.config.load import Config
     from claudeguard.service.client import Registration
-    from claudeguard.shim.claude_args import ClaudeArgs
+    from claudeguard.plan.claude_args import ClaudeArgs
     from claudeguard.watchdog.monitor import Monitor
     from claudeguard.watchdog.state import StreamMsg
 
-CONFIG_KEYS = ("stall_after", "tool_stall_after", "on_stall", "sample_interval", "kill_grace")
 END_WAIT_S = 2.0  # how long the launcher waits for the service's final status at exit
 ANSWER_WAIT_S = 5.0  # a service that has not answered ``watch`` by then: the launcher watches
 
@@ -63,18 +64,21 @@ class Feed:
         self.child_pid = child_pid
         self.session_id = session_id
         self.session_dir = session_dir
-        self.config = {k: cfg.get(f"watchdog.{k}") for k in CONFIG_KEYS}
-        self.config["interactive"] = not args.print_mode
+        watchdog = cfg.watchdog()
+        self.config: WatchSettings = {
+            "stall_after": watchdog["stall_after"], "tool_stall_after": watchdog["tool_stall_after"],
+            "on_stall": watchdog["on_stall"], "sample_interval": watchdog["sample_interval"],
+            "kill_grace": watchdog["kill_grace"], "interactive": not args.print_mode}
         self.output_format = args.last("--output-format")
         self.prompt = args.prompt
         self.cwd = cwd
         self.argv = list(argv)
         self.registration = registration
-        self.interval = max(0.05, float(self.config["sample_interval"]))
+        self.interval = max(0.05, self.config["sample_interval"])
         self.lock = threading.RLock()
         self.mode = "off"  # local | pending (watch asked) | service | ended
         self.monitor: Monitor | None = None  # the local one, in mode "local"
-        self.carry: dict[str, Any] = {"in_stall": False, "stall_count": 0, "since": None}  # the last stall state heard
+        self.carry: Carry = {"in_stall": False, "stall_count": 0, "since": None}  # the last stall state heard
         self.stalls: list[dict[str, Any]] = []  # for the end-of-run report, from every monitor in turn
         self.killed = False
         self._ended = threading.Event()
@@ -134,7 +138,7 @@ class Feed:
         if told:
             self._ended.wait(END_WAIT_S)  # the service's last status is written before the dir goes
         if self._killer is not None:  # the tree's stragglers get their SIGKILL before we exit
-            self._killer.join(float(self.config["kill_grace"]) + 5.0)
+            self._killer.join(self.config["kill_grace"] + 5.0)
         self._reap()
 
     # -- the relay's side: counts and appends only -----------------------------------------
@@ -178,7 +182,7 @@ class Feed:
     # -- the service ---------------------------------------------------------------------
     def _ask_service(self) -> None:
         """Ask the service to watch (under the lock, with no local monitor running)."""
-        from claudeguard.service.files import process_start
+        from claudeguard.procs import process_start
 
         self.mode, self._asked = "pending", time.monotonic()
         reg = self.registration
@@ -203,7 +207,7 @@ class Feed:
 
     def _flush(self) -> None:
         """One ``activity`` line with what happened since the last one; nothing when nothing did."""
-        msg: dict[str, Any] = {"op": "activity", "session_id": self.session_id}
+        msg: Activity = {"op": "activity", "session_id": self.session_id}
         if self._out_bytes != self._sent_bytes:
             self._sent_bytes = self._out_bytes
             msg["out"] = [self._sent_bytes, self._out_last]
@@ -229,7 +233,7 @@ class Feed:
             self.registration.send(msg)  # lost with a broken connection: the local monitor starts anew
 
     # the link thread's calls (service.client.Registration.listener)
-    def message(self, msg: dict[str, Any]) -> None:
+    def message(self, msg: Received) -> None:
         event = msg.get("event")
         with self.lock:
             if event == "watching":
@@ -247,8 +251,12 @@ class Feed:
             elif event == "watch-ended":
                 self._ended.set()
             elif event in ("stall", "calm") and self.mode in ("service", "pending"):  # its monitor may speak first
-                if isinstance(msg.get("carry"), dict):
-                    self.carry = msg["carry"]
+                carry = msg.get("carry")
+                if isinstance(carry, dict):  # as the service's monitor said it (stall_state)
+                    since = carry.get("since")
+                    self.carry = {"in_stall": bool(carry.get("in_stall")),
+                                  "stall_count": int(carry.get("stall_count") or 0),
+                                  "since": since if isinstance(since, (int, float)) else None}
                 if event == "stall":
                     self._act(msg)
 
@@ -266,7 +274,7 @@ class Feed:
             self._ask_service()
 
     # -- acting on the service's verdict ---------------------------------------------------
-    def _act(self, msg: dict[str, Any]) -> None:
+    def _act(self, msg: Received) -> None:
         from claudeguard.watchdog.state import stall_line
 
         diagnosis, action = str(msg.get("diagnosis") or "stalled"), str(msg.get("action") or "warn")
@@ -275,8 +283,9 @@ class Feed:
             sys.stderr.flush()
         except Exception:  # noqa: BLE001 - a closed stderr must not stop the action
             pass
-        if isinstance(msg.get("stall"), dict):
-            self.stalls.append(msg["stall"])
+        stall = msg.get("stall")
+        if isinstance(stall, dict):
+            self.stalls.append(stall)
         notify = msg.get("notify")
         if isinstance(notify, list) and notify:
             from claudeguard.procs import spawn_detached
@@ -294,7 +303,7 @@ class Feed:
             self.killed = True
             from claudeguard.watchdog.sampler import kill_tree
 
-            grace = float(self.config["kill_grace"])
+            grace = self.config["kill_grace"]
             self._killer = threading.Thread(target=kill_tree, args=(self.child_pid, grace),
                                             name="claudeguard-kill", daemon=True)
             self._killer.start()

@@ -20,22 +20,32 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from claudeguard.errors import UsageError
+from claudeguard.files import write_atomic
+from claudeguard.paths import log_dir_text, runtime_dir
+from claudeguard.plan.argv import BYPASS_FLAGS, absolute_rule, cli_allow_rules, load_settings_value, merge_settings
+from claudeguard.plan.discovery import RECURSION_VAR, exec_passthrough
+from claudeguard.plan.hooks import HttpHooks, ctl_command, guard_settings
+from claudeguard.plan.session import session_snapshot
+from claudeguard.plan.settings_sources import protected_rules
+from claudeguard.service.client import Registration, ServiceError
+from claudeguard.procs import process_start
+from claudeguard.shim.background import config_dir, end_launch, watch_settings
+from claudeguard.shim.session_commands import check_agent_view, tail_args
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any, Callable
 
     from claudeguard.config.load import Config
-    from claudeguard.service.client import Registration
-    from claudeguard.shim.claude_args import ClaudeArgs
-    from claudeguard.shim.command import HttpHooks
-    from claudeguard.shim.report import EndOptions
+    from claudeguard.plan.claude_args import ClaudeArgs
+    from claudeguard.plan.report import EndOptions
 
 SETTINGS = "settings.json"
 
@@ -52,12 +62,6 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
          http: HttpHooks) -> tuple[list[str], dict[str, Any]]:
     """Agent view's argv (the guard's ``--settings`` placed after ``agents``, the caller's
     ``--settings`` taken out: merged into ours) and the settings to write."""
-    from claudeguard.shim.command import (
-        BYPASS_FLAGS, _load_settings_value, absolute_rule, cli_allow_rules, ctl_command, guard_settings, merge_settings,
-    )
-    from claudeguard.shim.session_commands import tail_args
-    from claudeguard.shim.settings_sources import protected_rules
-
     index = args.subcommand_index if args.subcommand_index is not None else len(args.argv)
     tail = list(args.argv[index + 1 :])
     own = tail_args(tail)
@@ -73,11 +77,11 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
         word = tail[settings_at[-1]]
         value = word.partition("=")[2] if "=" in word else (tail[settings_at[-1] + 1]
                                                             if settings_at[-1] + 1 < len(tail) else "")
-        caller = _load_settings_value(value)
+        caller = load_settings_value(value)
     for i in sorted(settings_at, reverse=True):  # the CLI would keep only the last one
         del tail[i:i + (1 if "=" in tail[i] else 2)]
     front = []
-    mode = cfg.get("permissions.mode")
+    mode = cfg.permission_mode()
     if mode and not own.has("--permission-mode") and not own.has(*BYPASS_FLAGS):
         front.append(f"--permission-mode={mode}")
     return [real, *args.argv[:index], "agents", "<settings>", *front, *tail], merge_settings(caller, ours)
@@ -85,15 +89,11 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
 
 def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: EndOptions | None, *,
                    dry_run: bool = False) -> int:
-    from claudeguard.shim.discovery import RECURSION_VAR, exec_passthrough
-
     if end is not None:
         raise UsageError("--guard-report and --guard-fail-on do not apply to agent view (claude agents): "
                          "its sessions outlive it; run it without them")
     session_id = os.urandom(8).hex()
     if dry_run:
-        from claudeguard.shim.command import HttpHooks
-
         argv, settings = plan(real, args, cfg, str(cwd), session_id=session_id,
                               http=HttpHooks("PORT", "<secret made at start>", literal=True))
         argv[argv.index("<settings>")] = "--settings=<session dir>/settings.json"
@@ -102,13 +102,6 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: End
     if os.environ.get("CLAUDEGUARD_SERVICE", "1") == "0":
         return _unguarded(real, args, cfg, "the guard service is off (CLAUDEGUARD_SERVICE=0)", exec_passthrough,
                           RECURSION_VAR)
-    from claudeguard.files import write_atomic
-    from claudeguard.paths import log_dir_text, runtime_dir
-    from claudeguard.service.client import Registration, ServiceError, request
-    from claudeguard.service.files import process_start
-    from claudeguard.shim.background import config_dir, end_launch, watch_settings
-    from claudeguard.shim.command import HttpHooks, session_snapshot
-    from claudeguard.shim.session_commands import tail_args
 
     # Bad input (an unreadable caller --settings) stops us before the service or a dir is touched.
     plan(real, args, cfg, str(cwd), session_id=session_id, http=HttpHooks("PORT", "-", literal=True))
@@ -120,7 +113,7 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: End
     try:
         snapshot = session_snapshot(cfg, tail_args(args.argv[index + 1 :]), session_id=session_id, cwd=str(cwd),
                                     interactive=False)
-        snapshot.update(hooks="http", log_dir=log_dir_text(), kind="background")
+        snapshot.update({"hooks": "http", "log_dir": log_dir_text(), "kind": "background"})
         write_atomic(session_dir / "session.json", json.dumps(snapshot))
         settings_file = str(session_dir / SETTINGS)
         # "agent_view" is added once agent view runs: a service starting now adopts no half-made view.
@@ -142,10 +135,12 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: End
         # The daemon agent view may start keeps this environment for every session it runs
         # later: nothing of a guard session goes into it (the secret is in the settings file).
         env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDEGUARD_SESSION")}
+        # Not through procs: agent view is the user's TUI on this terminal, waited for here (its exit
+        # code is the launcher's).
         proc = subprocess.Popen(argv, env=env)
         record["agent_view"] = {"settings": settings_file, "pid": proc.pid, "start": process_start(proc.pid)}
         write_atomic(session_dir / "background.json", json.dumps(record))
-        reply = request(registration.sock, {"op": "attach", "session_id": session_id})  # type: ignore[arg-type]  # open() set it
+        reply = registration.request({"op": "attach", "session_id": session_id})
         if not reply.get("ok"):
             print(f"claudeguard: the guard service did not take agent view: {reply.get('error')}; stopping it",
                   file=sys.stderr)
@@ -178,11 +173,7 @@ def _unguarded(real: str, args: ClaudeArgs, cfg: Config, why: str,
                exec_passthrough: Callable[[list[str], dict[str, str]], None], recursion_var: str,
                cleanup: Path | None = None) -> int:
     """Never pretend: one line before agent view runs unguarded; under lockdown, refused."""
-    from claudeguard.shim.session_commands import check_agent_view
-
     if cleanup is not None:
-        import shutil
-
         shutil.rmtree(cleanup, ignore_errors=True)
     check_agent_view(args, cfg, why)
     exec_passthrough([real, *args.argv], dict(os.environ, **{recursion_var: str(os.getpid())}))

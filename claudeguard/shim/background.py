@@ -15,10 +15,19 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import time
 
 from claudeguard.errors import UsageError
+from claudeguard.files import write_atomic
+from claudeguard.paths import log_dir_text, runtime_dir
+from claudeguard.plan.argv import build_plan
+from claudeguard.plan.hooks import HttpHooks
+from claudeguard.plan.report import audit_mark
+from claudeguard.plan.session import session_snapshot
+from claudeguard.service.client import Registration, ServiceError, request
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -26,9 +35,9 @@ if TYPE_CHECKING:
     from typing import Any
 
     from claudeguard.config.load import Config
-    from claudeguard.service.client import Registration
-    from claudeguard.shim.claude_args import ClaudeArgs
-    from claudeguard.shim.report import EndOptions
+    from claudeguard.plan.claude_args import ClaudeArgs
+    from claudeguard.plan.report import EndOptions
+    from claudeguard.service.protocol import WatchSettings
 
 SHORT_ID = re.compile(r"backgrounded\s+·\s+(\S+)")
 
@@ -38,22 +47,15 @@ def config_dir(env: dict[str, str]) -> str:
     return env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
 
 
-def watch_settings(cfg: Config) -> dict[str, Any]:
+def watch_settings(cfg: Config) -> WatchSettings:
     """The watchdog settings the service's keeper applies to a background session."""
-    return {"stall_after": cfg.get("watchdog.stall_after"), "tool_stall_after": cfg.get("watchdog.tool_stall_after"),
-            "on_stall": cfg.get("watchdog.on_stall"), "sample_interval": cfg.get("watchdog.sample_interval"),
-            "kill_grace": cfg.get("watchdog.kill_grace"), "interactive": True,
+    return {**cfg.watchdog(), "interactive": True,
             # the session draws on a pty nobody reads: its writes are no progress
             "writes_are_screen": True}
 
 
 def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_id: str,
                    end: EndOptions | None = None) -> int:
-    from claudeguard.files import write_atomic
-    from claudeguard.paths import log_dir_text, runtime_dir
-    from claudeguard.service.client import Registration, ServiceError, request
-    from claudeguard.shim.command import HttpHooks, build_plan, session_snapshot
-
     if os.environ.get("CLAUDEGUARD_SERVICE", "1") == "0":
         raise UsageError("--bg needs the guard service (CLAUDEGUARD_SERVICE=0): the session would outlive every "
                          "guard; refused")
@@ -63,16 +65,13 @@ def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_
     launched = False
     try:
         snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(cwd), interactive=False)
-        snapshot.update(hooks="http", log_dir=log_dir_text(), kind="background")
+        snapshot.update({"hooks": "http", "log_dir": log_dir_text(), "kind": "background"})
         write_atomic(session_dir / "session.json", json.dumps(snapshot))
         record: dict[str, Any] = {"token": token, "config_dir": config_dir(dict(os.environ)),
                                   "watch": watch_settings(cfg),
                   "prompt": args.prompt}
         if end is not None and end.report:
             # The report covers the background session: the service writes it when it ends.
-            import time
-
-            from claudeguard.shim.report import audit_mark
 
             record["report"] = {"path": end.report, "fail_on": sorted(end.fail_on), "started": time.time(),
                                 "mark": audit_mark(), "real_cli": real}
@@ -87,6 +86,8 @@ def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_
         # The daemon this may start keeps our environment for every later session it runs:
         # nothing of this session goes into it (the secret is in the settings file).
         env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDEGUARD_SESSION")}
+        # Not procs.capture: the launch's stderr stays on the user's terminal; its stdout is passed on
+        # (and the short id read off it).
         proc = subprocess.run(plan.argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
         sys.stdout.buffer.write(proc.stdout)
         sys.stdout.flush()
@@ -98,7 +99,7 @@ def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_
             return proc.returncode
         record["short_id"] = match.group(1)
         write_atomic(session_dir / "background.json", json.dumps(record))
-        reply = request(registration.sock, {"op": "attach", "session_id": session_id})  # type: ignore[arg-type]  # open() set it
+        reply = registration.request({"op": "attach", "session_id": session_id})
         if not reply.get("ok"):
             print(f"claudeguard: the guard service did not take the session: {reply.get('error')}", file=sys.stderr)
             return 1
@@ -111,8 +112,6 @@ def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_
 def end_launch(registration: Registration | None, session_id: str, session_dir: Path, *, handed_over: bool) -> None:
     """The launcher's part ends: a session not handed over to the service is unregistered and
     its dir removed; the control connection closes either way."""
-    from claudeguard.service.client import request
-
     if registration is not None:
         if not handed_over and registration.sock is not None:
             try:
@@ -121,6 +120,4 @@ def end_launch(registration: Registration | None, session_id: str, session_dir: 
                 pass
         registration.close()
     if not handed_over:
-        import shutil
-
         shutil.rmtree(session_dir, ignore_errors=True)

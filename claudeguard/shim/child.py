@@ -77,7 +77,9 @@ def spawn(cmd: list[str], env: dict[str, str], setup: Callable[[], None], *, fds
     start). In the child: ``fds`` (target: source) are duplicated, every other descriptor but
     ``keep`` is closed, a new session if asked, the signals Python ignores back to their defaults
     (as Popen's restore_signals), ``setup``, exec. An exec that fails comes back here as the
-    OSError it raised, through a close-on-exec pipe (empty when the exec succeeded)."""
+    OSError it raised, through a close-on-exec pipe (empty when the exec succeeded). The CLI's
+    start, not through procs: between fork and exec it needs ``setup`` (the parent-death
+    signal) and the descriptors, which posix_spawn cannot give."""
     err_r, err_w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: only calls that need no lock another thread of ours may hold

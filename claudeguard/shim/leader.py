@@ -22,7 +22,7 @@ def main() -> None:
         prctl = None
     leader = os.getpid()
     err_r, err_w = os.pipe()
-    pid = os.fork()
+    pid = os.fork()  # not through procs: this program imports only os, signal and sys (see above)
     if pid == 0:
         try:
             os.close(err_r)

@@ -14,19 +14,19 @@ from claudeguard.errors import UsageError, run_main
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any
+    from contextlib import ExitStack
 
-    from claudeguard.config.load import Config, Overrides
+    from claudeguard.config.load import Config
     from claudeguard.gate.server import GateServer
+    from claudeguard.plan.claude_args import ClaudeArgs
+    from claudeguard.plan.hooks import HttpHooks
+    from claudeguard.plan.keeper import SessionKeeper
+    from claudeguard.plan.options import GuardOptions
+    from claudeguard.plan.report import EndOptions, Run
     from claudeguard.service.client import Registration
     from claudeguard.shim.activity import Feed
-    from claudeguard.shim.claude_args import ClaudeArgs
-    from claudeguard.shim.command import HttpHooks
-    from claudeguard.shim.keeper import SessionKeeper
-    from claudeguard.shim.options import GuardOptions
     from claudeguard.shim.planned import Planned
     from claudeguard.shim.pty_relay import PtySession
-    from claudeguard.shim.report import EndOptions
     from claudeguard.shim.supervise import Supervisor
 
 
@@ -55,29 +55,15 @@ def run() -> None:
     os._exit(code if isinstance(code, int) else 1)
 
 
-def _overrides(opts: GuardOptions) -> Overrides:
-    from claudeguard.config.load import Sourced, env_overrides, parse_value
-
-    overrides = env_overrides()
-    if opts.profile is not None:
-        overrides.profile = Sourced(opts.profile, "--guard-profile")
-    if opts.config is not None:
-        overrides.extra_files.append(Sourced(opts.config, "--guard-config"))
-    for key, raw in opts.values.items():
-        option = opts.given[key]
-        overrides.values[key] = Sourced(parse_value(key, raw, option), option)
-    return overrides
-
-
 def _main(argv: list[str]) -> int:
-    from claudeguard.shim.discovery import RECURSION_VAR, check_recursion, exec_passthrough, find_claude
+    from claudeguard.plan.discovery import RECURSION_VAR, check_recursion, exec_passthrough, find_claude
 
     check_recursion()
     if os.environ.get("CLAUDEGUARD_DISABLE", "") not in ("", "0"):
         return _disabled(argv)
 
-    from claudeguard.shim.claude_args import parse_claude_args
-    from claudeguard.shim.options import split_argv
+    from claudeguard.plan.claude_args import parse_claude_args
+    from claudeguard.plan.options import split_argv
 
     opts, rest = split_argv(argv)
     args = parse_claude_args(rest)
@@ -87,7 +73,7 @@ def _main(argv: list[str]) -> int:
     # through without reading them (a pass-through writes no report).
     if opts.report is not None or opts.fail_on is not None or (
             not args.passthrough and (os.environ.get("CLAUDEGUARD_REPORT") or os.environ.get("CLAUDEGUARD_FAIL_ON"))):
-        from claudeguard.shim.report import EndOptions
+        from claudeguard.plan.report import EndOptions
 
         end = EndOptions.parse(opts, os.environ, cwd)  # a bad value stops us before anything starts
     exec_env = dict(os.environ, **{RECURSION_VAR: str(os.getpid())})
@@ -112,9 +98,11 @@ def _main(argv: list[str]) -> int:
         if planned is not None:
             return _run_session(planned.real, args, None, cwd, planned.session_id, end, opts=opts, planned=planned)
 
+    from claudeguard.plan.session import load_checked
+
     cfg, real = load_checked(opts, args, cwd)
     if args.passthrough:
-        from claudeguard.shim.command import check_lockdown
+        from claudeguard.plan.argv import check_lockdown
         from claudeguard.shim.session_commands import check_subcommand_lockdown
 
         check_lockdown(args, cfg)
@@ -131,11 +119,11 @@ def _main(argv: list[str]) -> int:
             return _print_plan([real, *rest], {}, guarded=False)
         exec_passthrough([real, *rest], exec_env)
 
-    from claudeguard.shim.command import build_plan
-
     session_id = os.urandom(8).hex()  # what secrets.token_hex does, without its ~8 ms of imports
     if opts.dry_run:
-        from claudeguard.shim.command import HttpHooks
+        from claudeguard.plan.argv import build_plan
+        from claudeguard.plan.discovery import print_cli_version
+        from claudeguard.plan.hooks import HttpHooks
 
         http = HttpHooks("PORT", "<secret made at start>") if _use_service() else None
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=None, cwd=cwd, http=http,
@@ -150,74 +138,11 @@ def _main(argv: list[str]) -> int:
     return _run_session(real, args, cfg, cwd, session_id, end, opts=opts)
 
 
-def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config, str]:
-    """The config and the real CLI, with what must hold before anything starts: Claude Code's
-    own settings files must not silence the guard (for anything that runs or dispatches a
-    session), and a session must not loosen what lockdown forbids (before the guard service or
-    a session dir exists). Run here, or in the service's planner for the launcher."""
-    from claudeguard.shim.discovery import find_claude
-
-    cfg = _load_config(opts, cwd)
-    real = find_claude(cfg.get("claude.path"), configured_source=f"claude.path ({cfg.source('claude.path')})")
-    if not args.passthrough or args.subcommand == "agents":  # `claude agents` dispatches sessions
-        from claudeguard.shim.settings_sources import enforce
-
-        enforce(args, cfg, cwd)
-    if not args.passthrough:
-        from claudeguard.shim.command import check_lockdown
-
-        check_lockdown(args, cfg)
-    return cfg, real
-
-
-def _load_config(opts: GuardOptions, cwd: str) -> Config:
-    from pathlib import Path
-
-    from claudeguard.config.load import load_config
-
-    return load_config(Path(cwd), _overrides(opts))
-
-
 def _plannable(args: ClaudeArgs, opts: GuardOptions) -> bool:
     """A session the planner prepares: the service's hooks, pipes (no pty of ours, whose relay
     wants the config before the CLI starts), not a dry run or a --bg dispatch."""
-    return (not opts.dry_run and not args.has("--bg") and _use_service() and not uses_pty(args)
+    return (not opts.dry_run and not args.has("--bg") and _use_service() and not args.uses_pty
             and os.environ.get("CLAUDEGUARD_PLANNER", "1") != "0")
-
-
-def uses_pty(args: ClaudeArgs) -> bool:
-    """No -p: the TUI runs on our pty (with or without a terminal of our own), so its dialogs can
-    be seen and, when nobody answers them, routed to the channel. A stream-json caller without
-    -p (the Agent SDK's streaming mode) is headless: pipes, as with -p."""
-    return not args.print_mode and args.last("--input-format", "--output-format") is None
-
-
-def print_cli_version(real: str, args: ClaudeArgs) -> str | None:
-    """The real CLI's version where it decides who asks (-p, ``command.print_asker``): read from
-    its package.json, never by starting it; None elsewhere (nothing to read)."""
-    if not args.print_mode:
-        return None
-    from claudeguard.shim.discovery import package_version
-
-    return package_version(real)
-
-
-def session_file(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str, stdin_tty: bool, exec_pid: int,
-                 prepared_by: str = "launcher", cli_version: str | None = None) -> dict[str, Any]:
-    """The session's ``session.json`` (what its hooks read) but for ``"hooks"``, which the caller
-    sets once it knows who answers them. ``prepared_by``: the launcher, or the service's planner
-    (for `ps` and the tests: the plan is the same); ``cli_version``: ``print_cli_version``, the one
-    given to ``build_plan`` too."""
-    from claudeguard.paths import log_dir_text
-    from claudeguard.shim.command import session_snapshot
-
-    snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=cwd,
-                                interactive=not args.print_mode and stdin_tty, exec_pid=exec_pid,
-                                cli_version=cli_version)
-    snapshot["pty"] = uses_pty(args)  # the hooks leave its dialogs' requests to its router (held)
-    snapshot["log_dir"] = log_dir_text()  # the service answers for many launchers' environments
-    snapshot["prepared_by"] = prepared_by
-    return snapshot
 
 
 def _print_plan(argv: list[str], env: dict[str, str], *, guarded: bool) -> int:
@@ -232,118 +157,189 @@ def _disabled(argv: list[str]) -> int:
     from pathlib import Path
 
     from claudeguard.config.load import env_overrides, load_config
-    from claudeguard.shim.discovery import RECURSION_VAR, exec_passthrough, find_claude
+    from claudeguard.plan.discovery import RECURSION_VAR, exec_passthrough, find_claude
 
     cfg = load_config(Path.cwd(), env_overrides())
     if cfg.lockdown.value:
         raise UsageError(f"CLAUDEGUARD_DISABLE is refused: lockdown ({cfg.lockdown.source})")
-    real = find_claude(cfg.get("claude.path"))
+    real = find_claude(cfg.claude_path())
     exec_passthrough([real, *argv], dict(os.environ, **{RECURSION_VAR: str(os.getpid())}))
     return 0
 
 
+class _Launch:
+    """One session on its way: what the plan step made (its dir, the CLI's argv, the session
+    file, who answers its hooks) and what the start step started (a plain class: the start path
+    stays without dataclasses)."""
+
+    __slots__ = ("session_id", "session_dir", "argv", "env_add", "snapshot_text", "port_token", "registration", "cfg",
+                 "sup", "pty", "child_pid", "run", "monitor")
+
+    def __init__(self, session_id: str, cfg: Config | None) -> None:
+        self.session_id = session_id
+        self.cfg = cfg  # None when the planner prepared the session: read once the CLI started
+        self.session_dir = ""
+        self.argv: list[str] = []
+        self.env_add: dict[str, str] = {}
+        self.snapshot_text = ""
+        self.port_token: tuple[int, str] | None = None  # the service's hooks, when the CLI names its port
+        self.registration: Registration | None = None
+        self.sup: PtySession | Supervisor | None = None
+        self.pty: PtySession | None = None
+        self.child_pid = 0
+        self.run: Run | None = None  # the run's report: only for a run that started (exit 2 starts nothing)
+        self.monitor: Feed | None = None
+
+
 def _run_session(real: str, args: ClaudeArgs, cfg: Config | None, cwd: str, session_id: str, end: EndOptions | None,
                  *, opts: GuardOptions, planned: Planned | None = None) -> int:
-    """Start the CLI as our child and supervise it to the end. ``planned``: the service's planner
-    prepared the session (``cfg`` is None then, and read here once the CLI has started)."""
-    from claudeguard.files import write_atomic
-
-    interactive = not args.print_mode
-    use_pty = uses_pty(args)
-    registration: Registration | None = None
-    port_token: tuple[int, str] | None
+    """Plan the session (or take the planner's plan), start the CLI as our child, supervise it
+    to the end. ``planned``: the service's planner prepared the session (``cfg`` is None then,
+    and read once the CLI has started). What each step set up is undone on the way out, last
+    first: the keeper before the session dir goes, the dir last."""
+    launch = _Launch(session_id, cfg)
     try:
-        if planned is not None:
-            session_dir = planned.session_dir
-            argv, env_add, snapshot_text = planned.argv, planned.env, planned.snapshot
-            port_token = (planned.port, planned.token)
-        else:
-            assert cfg is not None
-            import json
-
-            from claudeguard.paths import runtime_dir
-            from claudeguard.shim.command import build_plan
-
-            session_dir = str(runtime_dir("sessions", session_id))
-            version = print_cli_version(real, args)
-            snapshot = session_file(cfg, args, session_id=session_id, cwd=cwd, stdin_tty=os.isatty(0),
-                                    exec_pid=os.getpid(), cli_version=version)
-            snapshot["hooks"] = "http"
-            snapshot_text = json.dumps(snapshot)
-            write_atomic(os.path.join(session_dir, "session.json"), snapshot_text)
-            registration, http = _register_with_service(session_id, session_dir)
-            if http is None:
-                snapshot["hooks"] = "command"
-                snapshot_text = json.dumps(snapshot)
-                write_atomic(os.path.join(session_dir, "session.json"), snapshot_text)
-            plan = build_plan(real, args, cfg, session_id=session_id, session_dir=session_dir, cwd=cwd, http=http,
-                              cli_version=version)
-            argv, env_add = plan.argv, plan.env_additions
-            port_token = (int(http.port), http.token) if http is not None else None
-        env = dict(os.environ, **env_add)
-        sup: PtySession | Supervisor
-        pty: PtySession | None = None
-        if use_pty:
-            assert cfg is not None
-            from claudeguard.shim.pty_relay import PtySession, relay_settings
-
-            sup = pty = PtySession(argv, env, relay_settings(
-                cfg, session_id=session_id, session_dir=session_dir, cwd=cwd, real_cli=real,
-                prompt_given=args.prompt is not None))
-        else:
-            from claudeguard.shim.supervise import Supervisor
-
-            sup = Supervisor(argv, env, tap_stdout=True)
-        child_pid = sup.start()
-        if port_token is not None and registration is None:
-            registration = _register_started(session_id, session_dir, *port_token)
-        from claudeguard.shim.report import Run
-
-        run = Run(session_id=session_id, real_cli=real, end=end, non_interactive=not interactive or not os.isatty(0))
-        if cfg is None:
-            # While the CLI starts (another core): what the watchdog and the settings watch
-            # read, as the planner read it a moment ago. Not checked again: the planner did (and
-            # said any warning); the settings watch takes changes from here on.
-            cfg = _load_config(opts, cwd)
-        from claudeguard.shim.settings_sources import Watch
-
-        settings_watch = Watch(args, cfg, cwd, child_pid).start()  # a settings file written mid-session
-        # After start(): the supervisor has blocked the forwarded signals, and the gate's threads
-        # must inherit that mask (only its signal thread may take them). A hook that comes before
-        # the server listens decides in its own process.
-        gate = _start_gate_server(session_dir, session_id) if port_token is None else None
-        monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, argv, registration)
-        keeper = _start_keeper(session_id, session_dir, snapshot_text, gate)
-        if pty is not None:
-            pty.on_output = None  # the screen is not stream-json
-            pty.monitor = monitor
-        try:
-            code = sup.relay()
-            sup.leftovers.stop()
-        finally:
-            sup.close()
-            if monitor is not None:
-                monitor.stop(code if "code" in locals() else None)
-        run.child_exit_code = code
-        run.stalls = monitor.stalls if monitor is not None else None
-        return run.finish(124 if monitor is not None and monitor.killed else code)
-    except BaseException as exc:
-        if "run" in locals():  # a report only for a run that started (exit 2 starts nothing)
-            run.finish(getattr(exc, "exit_code", 1), failed=True)
+        _plan_session(launch, real, args, cwd, planned)
+        _start_child(launch, real, args, cwd)
+    except BaseException:
+        _abandon(launch)  # nothing else was set up yet
         raise
-    finally:
-        if "settings_watch" in locals():
-            settings_watch.stop()
-        if "keeper" in locals():
-            keeper.stop()  # before the directory goes: it would make it again
-        if "gate" in locals() and gate is not None:
-            gate.close()
-        if registration is not None:
-            registration.close()
-        if "session_dir" in locals():
-            import shutil  # here, not before the CLI starts: every import up front delays it
+    # Only now: contextlib and what it imports (collections, functools, ...: 12 modules) would
+    # delay the CLI's start. Nothing between the start and here can fail (the supervisor has
+    # blocked the signals it forwards).
+    import contextlib
 
-            shutil.rmtree(session_dir, ignore_errors=True)
+    with contextlib.ExitStack() as undo:
+        undo.callback(_remove_dir, launch.session_dir)
+        if launch.registration is not None:
+            undo.callback(launch.registration.close)
+        try:
+            _start_session(launch, real, args, cwd, end, opts, undo)
+            return _supervise(launch)
+        except BaseException as exc:
+            if launch.run is not None:
+                launch.run.finish(getattr(exc, "exit_code", 1), failed=True)
+            raise
+
+
+def _remove_dir(path: str) -> None:
+    import shutil  # here, not before the CLI starts: every import up front delays it
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _abandon(launch: _Launch) -> None:
+    """Undo the plan step of a session whose CLI did not start: its registration, its dir."""
+    if launch.registration is not None:
+        launch.registration.close()
+    if launch.session_dir:
+        _remove_dir(launch.session_dir)
+
+
+def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planned: Planned | None) -> None:
+    """The session dir, the session file and the CLI's argv: the planner's, or made here (and the
+    session registered with the service, when its port is not known before the CLI starts)."""
+    if planned is not None:
+        launch.session_dir = planned.session_dir
+        launch.argv, launch.env_add, launch.snapshot_text = planned.argv, planned.env, planned.snapshot
+        launch.port_token = (planned.port, planned.token)
+        return
+    cfg = launch.cfg
+    assert cfg is not None
+    from claudeguard.plan.argv import build_plan
+    from claudeguard.plan.discovery import print_cli_version
+    from claudeguard.plan.session import session_dir_of, write_session
+
+    launch.session_dir = session_dir = session_dir_of(launch.session_id)
+    version = print_cli_version(real, args)
+    written = write_session(cfg, args, session_dir, session_id=launch.session_id, cwd=cwd, stdin_tty=os.isatty(0),
+                            exec_pid=os.getpid(), cli_version=version)
+    launch.registration, http = _register_with_service(launch.session_id, session_dir)
+    if http is None:
+        written.write("command")
+    launch.snapshot_text = written.text
+    plan = build_plan(real, args, cfg, session_id=launch.session_id, session_dir=session_dir, cwd=cwd, http=http,
+                      cli_version=version)
+    launch.argv, launch.env_add = plan.argv, plan.env_additions
+    launch.port_token = (int(http.port), http.token) if http is not None else None
+
+
+def _start_child(launch: _Launch, real: str, args: ClaudeArgs, cwd: str) -> None:
+    """Start the CLI: on a pty (the TUI), or on pipes."""
+    env = dict(os.environ, **launch.env_add)
+    sup: PtySession | Supervisor
+    if args.uses_pty:
+        assert launch.cfg is not None
+        from claudeguard.shim.pty_relay import PtySession, relay_settings
+
+        sup = launch.pty = PtySession(launch.argv, env, relay_settings(
+            launch.cfg, session_id=launch.session_id, session_dir=launch.session_dir, cwd=cwd, real_cli=real,
+            prompt_given=args.prompt is not None))
+    else:
+        from claudeguard.shim.supervise import Supervisor
+
+        sup = Supervisor(launch.argv, env, tap_stdout=True)
+    launch.sup = sup
+    launch.child_pid = sup.start()
+
+
+def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: EndOptions | None,
+                   opts: GuardOptions, undo: ExitStack) -> None:
+    """Around the started CLI: the registration of a session whose port was known, the run's
+    report, the settings watch, this process's gate server (command hooks), the watchdog's feed
+    and the session dir's keeper."""
+    session_id, session_dir, child_pid = launch.session_id, launch.session_dir, launch.child_pid
+    sup = launch.sup
+    assert sup is not None
+    if launch.port_token is not None and launch.registration is None:
+        launch.registration = _register_started(session_id, session_dir, *launch.port_token)
+        undo.callback(launch.registration.close)
+    from claudeguard.plan.report import Run
+
+    launch.run = Run(session_id=session_id, real_cli=real, end=end,
+                     non_interactive=args.print_mode or not os.isatty(0))
+    if launch.cfg is None:
+        # While the CLI starts (another core): what the watchdog and the settings watch
+        # read, as the planner read it a moment ago. Not checked again: the planner did (and
+        # said any warning); the settings watch takes changes from here on.
+        from claudeguard.plan.session import load_config
+
+        launch.cfg = load_config(opts, cwd)
+    cfg = launch.cfg
+    from claudeguard.plan.settings_sources import Watch
+
+    undo.callback(Watch(args, cfg, cwd, child_pid).start().stop)  # a settings file written mid-session
+    # After start(): the supervisor has blocked the forwarded signals, and the gate's threads
+    # must inherit that mask (only its signal thread may take them). A hook that comes before
+    # the server listens decides in its own process.
+    gate = _start_gate_server(session_dir, session_id) if launch.port_token is None else None
+    if gate is not None:
+        undo.callback(gate.close)
+    launch.monitor = monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, launch.argv,
+                                               launch.registration)
+    # Stopped before the gate server closes and the directory goes (it would make them again).
+    undo.callback(_start_keeper(session_id, session_dir, launch.snapshot_text, gate).stop)
+    if launch.pty is not None:
+        launch.pty.on_output = None  # the screen is not stream-json
+        launch.pty.monitor = monitor
+
+
+def _supervise(launch: _Launch) -> int:
+    """Relay until the CLI exits; then the watchdog's last status and the run's end (its report,
+    ``--guard-fail-on``): the exit code (124 when the watchdog killed a stalled CLI)."""
+    sup, monitor, run = launch.sup, launch.monitor, launch.run
+    assert sup is not None and run is not None
+    code: int | None = None
+    try:
+        code = sup.relay()
+        sup.leftovers.stop()
+    finally:
+        sup.close()
+        if monitor is not None:
+            monitor.stop(code)
+    run.child_exit_code = code
+    run.stalls = monitor.stalls if monitor is not None else None
+    return run.finish(124 if monitor is not None and monitor.killed else code)
 
 
 def _use_service() -> bool:
@@ -363,7 +359,7 @@ def _register_with_service(session_id: str, session_dir: str) -> tuple[Registrat
     if not _use_service():
         return None, None
     from claudeguard.service.files import known_port
-    from claudeguard.shim.command import HttpHooks
+    from claudeguard.plan.hooks import HttpHooks
 
     token = os.urandom(24).hex()  # 192 bits; what secrets.token_hex does, without its imports
     port = known_port()
@@ -409,8 +405,8 @@ def _start_gate_server(session_dir: str, session_id: str) -> GateServer | None:
 
 
 def _start_keeper(session_id: str, session_dir: str, snapshot_text: str, gate: GateServer | None) -> SessionKeeper:
-    """Put the session dir back if the runtime dir is removed under the session (shim/keeper.py)."""
-    from claudeguard.shim.keeper import SessionKeeper
+    """Put the session dir back if the runtime dir is removed under the session (plan/keeper.py)."""
+    from claudeguard.plan.keeper import SessionKeeper
 
     def restart_gate(gate: GateServer) -> None:
         gate.close()

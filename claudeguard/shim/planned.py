@@ -21,8 +21,11 @@ import os
 import sys
 
 from claudeguard.errors import GuardError
+from claudeguard.plan.wire import PLAN_SOCKET
 
-PLAN_SOCKET = "plan.sock"
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from claudeguard.plan.wire import PlanRequest
 # A planner answers in a few ms; one that takes longer is stuck (or busy behind a stuck request):
 # the launcher prepares the session itself rather than keep its user waiting.
 ANSWER_WAIT_S = 3.0
@@ -68,7 +71,7 @@ def ask_planner(argv: list[str], cwd: str) -> Planned | None:
     path = plan_socket_path()
     session_id = os.urandom(8).hex()
     token = os.urandom(24).hex()  # 192 bits, as the launcher's own path makes it
-    request = {
+    request: PlanRequest = {
         "root": package_root(),
         "argv": argv,
         "argv0": sys.argv[0],
@@ -80,7 +83,7 @@ def ask_planner(argv: list[str], cwd: str) -> Planned | None:
         "session_id": session_id,
         "token": token,
     }
-    answer = _exchange(path, marshal.dumps(request))
+    answer = _exchange(path, marshal.dumps(dict(request)))
     if not isinstance(answer, dict):
         return None
     if "error" in answer:

@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from claudeguard.config.schema import APPROVAL_TIMEOUT_S, IDLE_BEFORE_CHANNEL_S
 from claudeguard.shim.child import ChildProcess
 from claudeguard.shim.detached import DetachedExit
 from claudeguard.shim.dialogs.router import DialogRouter, RouteSettings
@@ -57,7 +58,7 @@ class RelaySettings:
     session_dir: str | None
     cwd: str
     idle_before_channel: float
-    timeout: float = 600.0
+    timeout: float = APPROVAL_TIMEOUT_S
     on_timeout: str = "deny"
     notify: list[str] | None = None
     version: str | None = None  # of the real CLI; else read off its banner
@@ -68,15 +69,14 @@ class RelaySettings:
 def relay_settings(cfg: Config, *, session_id: str, session_dir: str | None, cwd: str, real_cli: str,
                    prompt_given: bool) -> RelaySettings:
     """Settings from the loaded config: ``idle_before_channel`` is 0 without a terminal."""
-    from claudeguard.shim.dialogs.tables import cli_version
+    from claudeguard.plan.discovery import package_version  # of its package.json: no process on the start path
 
-    attached = os.isatty(0)
+    approval = cfg.approval(interactive=os.isatty(0))
     return RelaySettings(
         session_id=session_id, session_dir=session_dir, cwd=cwd,
-        idle_before_channel=float(cfg.get("approval.idle_before_channel") or 0) if attached else 0.0,
-        timeout=float(cfg.get("approval.timeout") or 600), on_timeout=cfg.get("approval.on_timeout") or "deny",
-        notify=cfg.get("approval.notify") or None, version=cli_version(real_cli), prompt_given=prompt_given,
-        detached_size=env_size(),
+        idle_before_channel=approval["idle_before_channel"], timeout=approval["timeout"],
+        on_timeout=approval["on_timeout"], notify=approval["notify"] or None, version=package_version(real_cli),
+        prompt_given=prompt_given, detached_size=env_size(),
     )
 
 
@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m claudeguard.shim.pty_relay")
     parser.add_argument("--idle", type=float, default=None,
                         help="idle_before_channel (default: 30 with a terminal, else 0)")
-    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--timeout", type=float, default=APPROVAL_TIMEOUT_S)
     parser.add_argument("--on-timeout", default="deny", choices=("deny", "allow"))
     parser.add_argument("--session-id", default=None)
     parser.add_argument("--session-dir", default=None)
@@ -352,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command")
-    idle = args.idle if args.idle is not None else (30.0 if os.isatty(0) else 0.0)
+    idle = args.idle if args.idle is not None else (IDLE_BEFORE_CHANNEL_S if os.isatty(0) else 0.0)
     settings = RelaySettings(
         session_id=args.session_id or secrets.token_hex(8), session_dir=args.session_dir, cwd=os.getcwd(),
         idle_before_channel=idle, timeout=args.timeout, on_timeout=args.on_timeout, version=args.version,

@@ -13,17 +13,19 @@ sub-command's name, so the flags after it were never seen: ``claude agents
   but they restart a session with the flags recorded at its launch (``respawnFlags`` in
   ``<config dir>/jobs/<short id>/state.json``): one recorded with a bypass flag is refused.
 
-``--bg`` (and ``--resume ID --bg``) is a session command line: ``command.check_lockdown`` covers it.
+``--bg`` (and ``--resume ID --bg``) is a session command line: ``plan.argv.check_lockdown`` covers it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 from claudeguard.errors import UsageError
-from claudeguard.shim.claude_args import ClaudeArgs
+from claudeguard.plan.argv import check_lockdown
+from claudeguard.plan.claude_args import ClaudeArgs
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -67,8 +69,6 @@ def check_subcommand_lockdown(args: ClaudeArgs, cfg: Config, env: dict[str, str]
     tail = args.argv[index + 1 :]
     why = f"lockdown ({cfg.lockdown.source})"
     if args.subcommand == "agents":
-        from claudeguard.shim.command import check_lockdown
-
         try:
             check_lockdown(tail_args(tail), cfg)
         except UsageError as exc:
@@ -86,7 +86,6 @@ def check_agent_view(args: ClaudeArgs, cfg: Config, why: str) -> None:
     line = f"sessions dispatched from agent view (claude agents) are not guarded: {why}"
     if cfg.lockdown.value:
         raise UsageError(f"{line}; refused under lockdown ({cfg.lockdown.source})")
-    import sys
 
     print(f"claudeguard: {line}", file=sys.stderr, flush=True)
 

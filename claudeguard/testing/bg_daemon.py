@@ -31,7 +31,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +38,8 @@ from typing import Any, Iterable, Sequence
 
 # Field 22 of /proc/PID/stat (start time in clock ticks), as the CLI records it; None when the
 # process is gone or a zombie.
-from claudeguard.channel.store import process_start as proc_start
+from claudeguard.procs import capture
+from claudeguard.procs import process_start as proc_start
 from claudeguard.testing.wait import wait_until
 
 BG_MARK = "backgrounded · "
@@ -206,8 +206,7 @@ def parse_short_id(stdout: str) -> str | None:
 def launch_bg(argv: Sequence[str | Path], env: dict[str, str], cwd: str | Path, timeout: float = 60) -> BgLaunch:
     """Run ``argv`` (a ``claude --bg ...`` or ``claudeguard --bg ...`` command line) to its
     prompt return. The daemon it leaves behind is the caller's to stop (``stop_daemon``)."""
-    proc = subprocess.run([str(a) for a in argv], env=env, cwd=str(cwd), capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = capture([str(a) for a in argv], env=env, cwd=str(cwd), timeout=timeout, new_session=True)
     return BgLaunch(parse_short_id(proc.stdout), proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -216,8 +215,7 @@ def list_agents(claude: str | Path, env: dict[str, str], cwd: str | Path, *, all
     """``claude agents --json`` (``--all`` too when asked): a list of ``{pid, id, cwd, kind,
     startedAt, sessionId, name, status, state}``."""
     argv = [str(claude), "agents", "--json", *(["--all"] if all_sessions else [])]
-    proc = subprocess.run(argv, env=env, cwd=str(cwd), capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = capture(argv, env=env, cwd=str(cwd), timeout=timeout, new_session=True)
     if proc.returncode != 0:
         raise BgDaemonError(f"claude agents --json: exit {proc.returncode}: {proc.stderr.strip()[:200]}")
     data = json.loads(proc.stdout or "[]")

@@ -12,6 +12,7 @@ Command: ``python -m claudeguard.testing.cli_install [VERSION ...]`` installs th
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import re
 import shutil
@@ -21,6 +22,7 @@ from typing import Sequence
 
 from claudeguard.errors import GuardError, run_main
 from claudeguard.paths import cache_dir
+from claudeguard.procs import ask_version
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -50,8 +52,6 @@ def install_cli(version: str, *, quiet: bool = True) -> Path:
 
     Raises GuardError (one line) when npm is missing or the install fails.
     """
-    import fcntl
-
     if not re.fullmatch(r"\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?", version):
         raise GuardError(f"not an exact Claude Code version: {version!r} (expected e.g. {PINNED_VERSIONS[-1]})")
     found = cli_path(version)
@@ -73,6 +73,7 @@ def install_cli(version: str, *, quiet: bool = True) -> Path:
         cmd = [npm, "install", "--no-audit", "--no-fund", "--save-exact", "--prefix", str(scratch),
                f"{PACKAGE}@{version}"]
         try:
+            # Not procs.capture: npm's output goes to the terminal unless quiet.
             proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, text=True, timeout=INSTALL_TIMEOUT,
                                   stdout=subprocess.PIPE if quiet else None,
                                   stderr=subprocess.STDOUT if quiet else None)
@@ -98,10 +99,8 @@ def install_cli(version: str, *, quiet: bool = True) -> Path:
 def _check_runs(binary: Path, version: str, scratch: Path) -> None:
     """Refuse an install whose binary does not report ``version`` (e.g. a postinstall step that an
     npm policy skipped left a placeholder behind)."""
-    from claudeguard.procs import cli_version
-
     try:
-        said = cli_version(str(binary))
+        said = ask_version(str(binary))
     except GuardError as exc:
         said = str(exc)
     if said != version:

@@ -10,16 +10,24 @@ and the sessions.
 
 from __future__ import annotations
 
+import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
+
+from claudeguard.channel.audit import record
+from claudeguard.desk import start_desk
+from claudeguard.desk.local import LocalSource
+from claudeguard.testing.desk_kit import StalledSession, browser_context, post_request
+from claudeguard.testing.wait import wait_until
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any
 
-    from claudeguard.testing.desk_kit import StalledSession, Waiter
+    from claudeguard.testing.desk_kit import Waiter
 
 DEMO_FILE = '''"""Parse the release notes."""
 
@@ -37,9 +45,6 @@ def parse(text):
 
 def populate(work: str) -> tuple[list[Waiter], list[StalledSession]]:
     """Requests and sessions in the current runtime dir (the caller set the environment)."""
-    from claudeguard.channel.audit import record
-    from claudeguard.testing.desk_kit import StalledSession, post_request
-
     project = os.path.join(work, "project")
     os.makedirs(project, exist_ok=True)
     path = os.path.join(project, "notes.py")
@@ -76,11 +81,6 @@ def populate(work: str) -> tuple[list[Waiter], list[StalledSession]]:
 
 
 def screenshots(out_dir: str) -> list[str]:
-    from claudeguard.desk import start_desk
-    from claudeguard.desk.local import LocalSource
-    from claudeguard.testing.desk_kit import browser_context
-    from claudeguard.testing.wait import wait_until
-
     work = tempfile.mkdtemp(prefix="claudeguard-desk-demo-")
     os.environ["CLAUDEGUARD_RUNTIME_DIR"] = os.path.join(work, "run")
     os.environ["CLAUDEGUARD_LOG_DIR"] = os.path.join(work, "log")
@@ -114,15 +114,12 @@ def screenshots(out_dir: str) -> list[str]:
             w.withdraw()
         for s in sessions:
             s.stop()
-        import shutil
 
         shutil.rmtree(work, ignore_errors=True)
     return made
 
 
 def main(argv: list[str]) -> int:
-    import argparse
-
     parser = argparse.ArgumentParser(prog="python -m claudeguard.testing.desk_demo")
     parser.add_argument("--screenshots", metavar="DIR", required=True, help="where the PNG files go")
     args = parser.parse_args(argv)

@@ -11,12 +11,19 @@ Everything here works in the runtime dir and log dir of the environment
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from contextlib import contextmanager
+
+from claudeguard import channel
+from claudeguard.paths import runtime_dir
+from claudeguard.policy.decide import summarize_call
+from claudeguard.watchdog.monitor import Monitor, WatchConfig
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -24,7 +31,6 @@ if TYPE_CHECKING:
 
     from claudeguard.channel.model import Answer
     from claudeguard.channel.requests import Pending
-    from claudeguard.watchdog.monitor import Monitor
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -41,7 +47,7 @@ def browser_missing() -> str | None:
     if chromium_path() is None:
         return "Debian's chromium is not installed (apt-get install chromium)"
     try:
-        import playwright.sync_api  # noqa: F401 - only whether it imports
+        import playwright.sync_api  # noqa: F401, PLC0415 - only whether it imports (a test extra)
     except ImportError:
         return "playwright is not installed (pip install '.[test]')"
     return None
@@ -50,13 +56,14 @@ def browser_missing() -> str | None:
 @contextmanager
 def browser_context(viewport: tuple[int, int] = (1280, 900)) -> Iterator[Any]:
     """A fresh Chromium profile in a temp dir (removed after), as a Playwright BrowserContext."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415 - a test extra, only for the browser tests
 
     path = chromium_path()
     if path is None:
         raise RuntimeError(browser_missing() or "no chromium")
     profile = tempfile.mkdtemp(prefix="claudeguard-chromium-")
     try:
+        # Chromium is started by Playwright (not through procs), and stopped with the context.
         with sync_playwright() as pw:
             context = pw.chromium.launch_persistent_context(
                 profile, executable_path=path, headless=True, args=CHROMIUM_ARGS,
@@ -82,9 +89,6 @@ class Waiter:
         self._thread.start()
 
     def _wait(self) -> None:
-        import select
-        import time
-
         pending = self.pending
         while self.answer is None:
             if self._stop.is_set():
@@ -112,9 +116,6 @@ def post_request(tool: str, tool_input: dict[str, Any], *, session_id: str = "de
                  timeout: float = 120, rule: str | None = None, rule_source: str | None = None,
                  extra: dict[str, Any] | None = None) -> Waiter:
     """Post a request through the real channel and wait for it in a thread."""
-    from claudeguard import channel
-    from claudeguard.policy.decide import summarize_call
-
     more = {"via": "hook", "rule": rule, "rule_source": rule_source}
     more.update(extra or {})
     pending = channel.post(session_id=session_id, agent_type=agent_type, agent_id=agent_id, tool=tool,
@@ -129,9 +130,7 @@ class StalledSession:
 
     def __init__(self, session_id: str, *, stall_after: float = 1.0, prompt: str = "refactor the parser module",
                  cwd: str = "/tmp") -> None:
-        from claudeguard.paths import runtime_dir
-        from claudeguard.watchdog.monitor import Monitor, WatchConfig
-
+        # Not through procs: a stand-in CLI the test's watchdog samples, stopped by its handle.
         self.child = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(600)"],
                                       stdout=subprocess.PIPE, text=True)
         assert self.child.stdout is not None

@@ -17,15 +17,24 @@ password_file}`` (this machine's human answers a fleet request, as an approver),
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
 
+from claudeguard import channel
+from claudeguard.errors import GuardError
+from claudeguard.fleet.client import FleetClient
+from claudeguard.fleet.config import fleet_settings
+from claudeguard.fleet.link import FleetLink, channel_apply
+from claudeguard.fleet.model import done_from_answer, request_view
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    import subprocess
     from pathlib import Path
     from typing import Any, Callable
 
@@ -37,8 +46,6 @@ class FleetMachine:
 
     def __init__(self, root: Path, name: str, *, url: str, username: str, password: str | None,
                  prefix: str = "cgtest", heartbeat_s: float = 0.5) -> None:
-        import subprocess
-
         self.name = name
         self.root = root / name
         self.env = dict(os.environ)
@@ -52,6 +59,7 @@ class FleetMachine:
             self.env["CLAUDEGUARD_FLEET_PASSWORD"] = password
         args = [sys.executable, "-m", "claudeguard.testing.fleet_machine", "--machine", name, "--username", username,
                 "--prefix", prefix, "--heartbeat", str(heartbeat_s)]
+        # Not through procs: a test machine process, talked to through its pipes and stopped by its handle.
         self.proc: subprocess.Popen[str] = subprocess.Popen(
             args, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(self.root / "stderr", "w"),
             text=True, bufsize=1, start_new_session=True)
@@ -135,9 +143,6 @@ class FleetMachine:
 
     def stop(self) -> None:
         """Ask it to stop (its link takes its keys down); SIGKILL by pid after 10 s."""
-        import signal
-        import subprocess
-
         if self.proc.poll() is None:
             try:
                 self.send({"op": "stop"})
@@ -176,9 +181,6 @@ def _wait_one(link: Any, machine: str, tag: str, k: int, command: dict[str, Any]
 
 
 def _post_and_wait(link: Any, machine: str, tag: str, k: int, command: dict[str, Any]) -> None:
-    from claudeguard import channel
-    from claudeguard.fleet.model import done_from_answer, request_view
-
     tool_input = dict(command["input"])
     if command["n"] > 1:
         tool_input["k"] = k  # each call its own (and so its own call_sha256)
@@ -198,10 +200,6 @@ def _post_and_wait(link: Any, machine: str, tag: str, k: int, command: dict[str,
 
 
 def _answer(args: Any, command: dict[str, Any]) -> None:
-    from claudeguard.errors import GuardError
-    from claudeguard.fleet.client import FleetClient
-    from claudeguard.fleet.config import fleet_settings
-
     cfg = fleet_settings({"username": command["username"], "password_file": command["password_file"],
                           "machine": args.machine, "prefix": args.prefix})
     assert cfg is not None
@@ -214,11 +212,6 @@ def _answer(args: Any, command: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    import argparse
-
-    from claudeguard.fleet.config import fleet_settings
-    from claudeguard.fleet.link import FleetLink, channel_apply
-
     parser = argparse.ArgumentParser(prog="fleet_machine")
     parser.add_argument("--machine", required=True)
     parser.add_argument("--username", required=True)

@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 
+from claudeguard.fleet.config import fleet_settings
 from claudeguard.testing.wait import wait_until
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -68,6 +69,7 @@ class RedisServer:
             ["x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
              "-out", "server.crt", "-days", "2", "-extfile", "san.cnf"],
         ):
+            # Not procs.capture: a failure must raise (check), with openssl's output kept for it.
             subprocess.run([openssl, *args], cwd=d, check=True, capture_output=True, timeout=60)
 
     def start(self) -> RedisServer:
@@ -84,6 +86,7 @@ class RedisServer:
         conf.write_text(f"{listen}bind 127.0.0.1\nsave \"\"\nappendonly no\ndir {self.dir}\n"
                         f"requirepass {ADMIN_PASSWORD}\ndaemonize no\nlogfile {self.dir / 'redis.log'}\n")
         conf.chmod(0o600)
+        # Not through procs: the test's redis-server, held by its handle (stopped and waited for by pid).
         self.proc = subprocess.Popen([binary, str(conf)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         wait_until(self._ready, 10, f"redis-server on port {self.port}")
@@ -106,8 +109,7 @@ class RedisServer:
     def admin(self) -> Any:
         """A client of the default user (every right), through the fleet's own connect (nothing
         outside claudeguard/fleet/ imports redis); its password in a 0600 file."""
-        from claudeguard.fleet.config import fleet_settings
-        from claudeguard.fleet.conn import connect
+        from claudeguard.fleet.conn import connect  # noqa: PLC0415 - the fleet's optional extra (redis): only here
 
         secret = self.dir / "admin.pw"
         if not secret.exists():

@@ -33,6 +33,7 @@ def run_claude(argv: Sequence[str | Path], env: dict[str, str], cwd: str | Path,
     CLI never waits on the test's terminal.
     """
     args = [str(a) for a in argv]
+    # Not procs.capture: the run's input, and its process group killed whole on a timeout.
     proc = subprocess.Popen(args, env=env, cwd=str(cwd), text=True, start_new_session=True,
                             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

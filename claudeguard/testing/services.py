@@ -8,6 +8,8 @@ import os
 import signal
 import time
 
+from claudeguard.procs import process_start
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from pathlib import Path
@@ -15,8 +17,6 @@ if TYPE_CHECKING:
 
 def live_services(root: Path) -> list[int]:
     """Pids of live services whose record lies under ``root``."""
-    from claudeguard.service.files import process_start
-
     pids = []
     for record in root.rglob("service/service.json"):
         try:
@@ -31,8 +31,6 @@ def live_services(root: Path) -> list[int]:
 
 def stop_services(root: Path, timeout: float = 5.0) -> list[int]:
     """SIGTERM each live service under ``root`` (SIGKILL after ``timeout``); the pids stopped."""
-    from claudeguard.service.files import process_start
-
     pids = live_services(root)
     for pid in pids:
         os.kill(pid, signal.SIGTERM)

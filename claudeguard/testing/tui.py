@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import weakref
 from typing import Sequence
+
+from claudeguard.shim.screen import Screen
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -20,7 +23,6 @@ if TYPE_CHECKING:
 
     import pexpect
 
-    from claudeguard.shim.screen import Screen
 
 # CSI (ESC [ ... final), OSC (ESC ] ... BEL or ST), charset selection, and other two-byte escapes.
 _ESC = r"(?:\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[@-Z\\-_=>])"
@@ -57,15 +59,14 @@ _VIEWS: weakref.WeakKeyDictionary[pexpect.spawn[str], _View] = weakref.WeakKeyDi
 def spawn_tui(argv: Sequence[str], env: dict[str, str], cwd: str | Path,
               dimensions: tuple[int, int] = (40, 120), timeout: float = 30) -> pexpect.spawn[str]:
     """Start ``argv`` under a pty (rows, cols); the caller must ``close_tui`` it."""
-    import pexpect  # lazy: only tests drive a TUI
+    import pexpect  # noqa: PLC0415 - pexpect is a test extra: only tests drive a TUI
 
+    # Not through procs: a pty that the test reads and types into (pexpect).
     return pexpect.spawn(str(argv[0]), [str(a) for a in argv[1:]], env=env, cwd=str(cwd),
                          dimensions=dimensions, encoding="utf-8", codec_errors="replace", timeout=timeout)
 
 
 def _view_of(child: pexpect.spawn[str]) -> _View:
-    from claudeguard.shim.screen import Screen
-
     view = _VIEWS.get(child)
     if view is None:
         rows, cols = child.getwinsize()
@@ -75,7 +76,7 @@ def _view_of(child: pexpect.spawn[str]) -> _View:
 
 def _read_some(child: pexpect.spawn[str], view: _View, timeout: float) -> bool:
     """Feed what the child prints within ``timeout`` to its view; False once it has ended."""
-    import pexpect
+    import pexpect  # noqa: PLC0415 - pexpect is a test extra (see spawn_tui)
 
     try:
         data = child.read_nonblocking(65536, timeout=timeout)
@@ -100,8 +101,6 @@ def expect_text(child: pexpect.spawn[str], text: str, timeout: float = 15) -> No
     TUI places with cursor moves, or redraws over, read as they look; the raw-stream pattern
     (``text_pattern``) is kept as a second way to see text that flashed by between reads.
     """
-    import time
-
     view = _view_of(child)
     want = " ".join(text.split())
     pattern = text_pattern(text)
@@ -123,8 +122,6 @@ def expect_text(child: pexpect.spawn[str], text: str, timeout: float = 15) -> No
 def screen_now(child: pexpect.spawn[str], settle: float = 0.5) -> str:
     """What the terminal shows now: the output read so far and whatever comes within
     ``settle`` seconds (for failure messages)."""
-    import time
-
     view = _view_of(child)
     deadline = time.monotonic() + settle
     while (left := deadline - time.monotonic()) > 0 and _read_some(child, view, min(left, 0.1)):
@@ -136,7 +133,7 @@ def exit_tui(child: pexpect.spawn[str], timeout: float = 10) -> int | None:
     """Leave the TUI the way a user does and return its exit code: Ctrl-C, which first cancels
     whatever is open and arms "Press Ctrl-C again to exit", then Ctrl-C again (typed "/exit" works
     too, but not while a dialog holds the keyboard)."""
-    import pexpect
+    import pexpect  # noqa: PLC0415 - pexpect is a test extra (see spawn_tui)
 
     for attempt in range(3):
         child.send("\x03")

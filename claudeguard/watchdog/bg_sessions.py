@@ -23,7 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from claudeguard.channel.store import process_start
+import psutil
+
+from claudeguard.procs import capture, process_start
 
 AGENTS_TIMEOUT_S = 10.0
 
@@ -51,8 +53,7 @@ def config_dir_of(environ: dict[str, str]) -> Path | None:
 
 def _from_agents(exe: str, environ: dict[str, str]) -> list[dict[str, Any]] | None:
     try:
-        proc = subprocess.run([exe, "agents", "--json"], env=environ, cwd="/", capture_output=True, text=True,
-                              timeout=AGENTS_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        proc = capture([exe, "agents", "--json"], env=environ, cwd="/", timeout=AGENTS_TIMEOUT_S)
         data = json.loads(proc.stdout) if proc.returncode == 0 else None
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
@@ -89,8 +90,6 @@ def _from_records(cfg_dir: Path) -> list[dict[str, Any]]:
 def background_rows(parts: list[tuple[Any, list[str], str]], skip: set[Any]) -> list[dict[str, Any]]:
     """Rows for ``ps --all`` from the machinery processes found by the scan: ``parts`` is
     ``(psutil.Process, cmdline, component)``; ``skip`` holds pids already listed as guarded."""
-    import psutil
-
     dirs: dict[Path, tuple[str, dict[str, str], int] | None] = {}
     for proc, _cmdline, kind in parts:
         try:

@@ -27,14 +27,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable
 
+from claudeguard.config.schema import KILL_GRACE_S, SAMPLE_INTERVAL_S, STALL_AFTER_S, TOOL_STALL_AFTER_S
 from claudeguard.files import read_json
-from claudeguard.procs import fill, spawn_detached
 from claudeguard.watchdog import sampler
-from claudeguard.watchdog.state import TOOL, Limits, StallVerdict, StreamMsg, Tracker, stall_line
-from claudeguard.watchdog.status import process_start, prompt_words, write_status
+from claudeguard.watchdog.state import TOOL, Limits, StallVerdict, StreamMsg, Tracker, prompt_words, stall_line
+from claudeguard.procs import fill, process_start, spawn_detached
+from claudeguard.watchdog.status import write_status
 
 if TYPE_CHECKING:
+    from typing import TypedDict
+
+    from claudeguard.watchdog.sampler import TreeSampler
     from claudeguard.watchdog.transcript import TranscriptEnds
+
+    class StallState(TypedDict, total=False):
+        """A stall episode handed from one monitor of a session to the next (``stall_state``,
+        ``carry_stall``): over the service's connection, or from the service's to the launcher's."""
+
+        in_stall: bool
+        stall_count: int
+        since: float | None  # the time of the last progress before the stall (monotonic)
 
 ACTIONS = ("warn", "interrupt", "kill")
 # status.json is rewritten when something in it changes, and otherwise this often (its
@@ -63,11 +75,11 @@ def _steady(d: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class WatchConfig:
-    stall_after: float = 300
-    tool_stall_after: float = 1800
+    stall_after: float = STALL_AFTER_S
+    tool_stall_after: float = TOOL_STALL_AFTER_S
     on_stall: str = "warn"
-    sample_interval: float = 1.0
-    kill_grace: float = 5.0
+    sample_interval: float = SAMPLE_INTERVAL_S
+    kill_grace: float = KILL_GRACE_S
     interactive: bool = False
     # The notify command (config ``approval.notify``; "{summary}" becomes the diagnosis). None:
     # read it from the session's ``session.json`` snapshot.
@@ -153,75 +165,35 @@ def say_stall(diagnosis: str, action: str) -> None:
         pass
 
 
-class Monitor:
-    def __init__(self, *, child_pid: int, session_id: str, session_dir: str | Path, config: WatchConfig,
-                 output_format: str | None, prompt: str | None, cwd: str, argv: list[str],
-                 on_stall: Callable[[str], None], clock: Callable[[], float] = time.monotonic,
-                 stream_tap: bool = True) -> None:
-        self.child_pid = child_pid
+class Inputs:
+    """The sampling side: what happened since the last sample, gathered for the ``Tracker``: the
+    relay's output counts, stream-json summaries (from the tap thread, or fed from outside), the
+    relay's notes (pty activity, screen hints), the hooks' ``events.jsonl``, the ends of calls from
+    the CLI's transcripts, the channel's pending requests; and a sample of the process tree.
+
+    The relay's calls (``feed_stdout`` and the rest) only count or append to a deque; ``drain``
+    and ``sample`` run in the sampling thread."""
+
+    def __init__(self, *, child_pid: int, session_id: str, session_dir: Path, clock: Callable[[], float],
+                 stream_json: bool, reads_only: bool) -> None:
         self.session_id = session_id
-        self.session_dir = Path(session_dir)
-        self.config = config
-        self.output_format = output_format
-        self.prompt = prompt
-        self.cwd = cwd
-        self.argv = list(argv)
-        self.on_stall_cb = on_stall
+        self.session_dir = session_dir
         self.clock = clock
-        interval = max(0.05, float(config.sample_interval))
-        self.interval = interval
-        self.tracker = Tracker(
-            Limits(stall_after=float(config.stall_after), tool_stall_after=float(config.tool_stall_after),
-                   interval=interval, interactive=bool(config.interactive), initial_prompt=bool(prompt)),
-            start=clock(),
-        )
-        self.sampler = sampler.TreeSampler(child_pid, clock=clock, reads_only=bool(config.writes_are_screen))
-        self.started_wall = time.time()
-        self._pid_start = process_start(os.getpid())
-        self._child_start = process_start(child_pid)
+        self.sampler = sampler.TreeSampler(child_pid, clock=clock, reads_only=reads_only)
         # Written by the relay thread only.
         self._out_bytes = 0
         self._out_last = 0.0
         self._msgs: collections.deque[StreamMsg] = collections.deque()
         self._calls: collections.deque[tuple[str, float, object]] = collections.deque()
         self.tap = None
-        if output_format == "stream-json" and stream_tap:  # else the summaries come through feed_stream
+        if stream_json:  # else the summaries come through feed_stream
             from claudeguard.watchdog.stream import StreamTap
 
             self.tap = StreamTap(self._msgs.append)
         self._events_fh: BinaryIO | None = None
-        self._events_path = os.path.join(self.session_dir, "events.jsonl")
+        self._events_path = os.path.join(session_dir, "events.jsonl")
         self._events_buf = b""
         self._transcripts: TranscriptEnds | None = None
-        self._screen_tail: list[str] | None = None
-        self._notifiers: list[int] = []  # pids of notify commands not yet reaped
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._act_thread: threading.Thread | None = None  # acting on a stall found by a Schedule
-        self._lock = threading.Lock()  # one tick at a time (the thread's, or stop()'s last one)
-        self._killed = False
-        self._errors_reported: set[str] = set()
-        self.last_verdict: StallVerdict | None = None
-        self.diagnosis: str | None = None
-        self.stalls: list[dict[str, Any]] = []  # one per stall episode, for the end-of-run report
-        self.log_dir: str | None = None  # the session's log dir, when not this process's own
-        self.extra_status: dict[str, Any] = {}  # more fields for status.json (a background session's short id)
-        self.after_sample: Callable[[], None] | None = None  # called after each sample, in the sampling thread
-        self._status_key: object = None  # what the last status.json said, its clocks left out
-        self._status_at = 0.0
-
-    # -- the supervisor's side -------------------------------------------------------------
-    def start(self, schedule: Schedule | None = None) -> None:
-        """Sample in a thread of its own, or with ``schedule`` in that one thread shared with
-        other monitors (the service's)."""
-        self._write(self.tracker.verdict(self.clock()), force=True)
-        if self.tap is not None:
-            self.tap.start()
-        if schedule is not None:
-            schedule.add(self)
-            return
-        self._thread = threading.Thread(target=self._run, name="claudeguard-watchdog", daemon=True)
-        self._thread.start()
 
     def feed_stdout(self, data: bytes) -> None:
         t = self.clock()
@@ -231,28 +203,403 @@ class Monitor:
             self.tap.feed(data, t)
 
     def output_seen(self, total_bytes: int, t: float) -> None:
-        """The relay's running output byte count and the time of its last write, counted elsewhere
-        (the launcher's activity feed, ``shim/activity.py``)."""
         self._out_bytes, self._out_last = total_bytes, t
 
     def feed_stream(self, m: StreamMsg, collapsed: int = 0) -> None:
-        """One stream-json summary from a tap outside the monitor; ``collapsed``: summaries of
-        partial messages left out before it (they count as messages, nothing more)."""
         if collapsed:
             self._calls.append(("messages", m.time, collapsed))
         self._msgs.append(m)
 
+    def note(self, kind: str, t: float, value: object) -> None:
+        """A relay's note: ``activity`` (its word) or ``screen`` (a hint, or None)."""
+        self._calls.append((kind, t, value))
+
+    @property
+    def skipped_bytes(self) -> int:
+        """Stream bytes the tap could not keep up with."""
+        return self.tap.skipped_bytes if self.tap is not None else 0
+
+    def sample(self, tr: Tracker) -> StallVerdict:
+        """Everything since the last sample into ``tr``, then a sample of the tree: the verdict."""
+        self.drain(tr)
+        return tr.sample(self.sampler.sample())
+
+    def drain(self, tr: Tracker) -> None:
+        if self._out_bytes:
+            tr.output(self._out_last, self._out_bytes)
+        msgs = self._msgs
+        while msgs:
+            tr.stream(msgs.popleft())
+        calls = self._calls
+        while calls:
+            kind, t, value = calls.popleft()
+            if kind == "activity":
+                tr.activity(t, str(value))
+            elif kind == "screen":
+                tr.screen(t, value if isinstance(value, str) else None)  # queued by set_screen_hint: a str or None
+            elif kind == "messages":
+                tr.messages += value if isinstance(value, int) else 0  # queued by feed_stream: an int
+        self._read_events(tr)
+        self._read_transcripts(tr)
+        tr.pending(self.clock(), self._pending())
+
+    def close(self) -> None:
+        pending_counts.forget(self.session_id)
+        self.sampler.close()
+        if self._events_fh is not None:
+            self._events_fh.close()
+            self._events_fh = None
+
+    def _pending(self) -> int | None:
+        try:
+            return pending_counts.count(self.session_id)
+        except Exception:  # noqa: BLE001 - no channel, or a broken one: "unknown"
+            return None
+
+    def _events_replaced(self, fh: BinaryIO) -> bool:
+        try:
+            st = os.stat(self._events_path, follow_symlinks=False)
+        except OSError:
+            return os.fstat(fh.fileno()).st_nlink == 0  # removed, not yet made again
+        mine = os.fstat(fh.fileno())
+        return (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino)
+
+    def _read_events(self, tr: Tracker) -> None:
+        import json
+
+        fh = self._events_fh
+        if fh is None:
+            try:
+                fd = os.open(self._events_path, os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                return
+            fh = self._events_fh = os.fdopen(fd, "rb")
+        data = fh.read(1 << 20)
+        if not data:
+            if self._events_replaced(fh):
+                # The session dir was removed and made again (plan/keeper.py): read the new file.
+                fh.close()
+                self._events_fh, self._events_buf = None, b""
+            return
+        data = self._events_buf + data
+        end = data.rfind(b"\n")
+        if end < 0:
+            self._events_buf = data
+            return
+        self._events_buf = data[end + 1:]
+        mono, wall = self.clock(), time.time()
+        for line in data[:end].splitlines():
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(ev, dict):
+                continue
+            when = ev.get("time")
+            t = mono - (wall - when) if isinstance(when, (int, float)) else mono
+            tr.guard(min(mono, max(t, mono - 86400.0)), ev)
+
+    def _read_transcripts(self, tr: Tracker) -> None:
+        """Ends of hook-tracked calls, from the CLI's transcripts (a -p session has no PostToolUse
+        hook: watchdog/transcript.py). Read only while such a call is in flight."""
+        paths = tr.transcripts_to_read()
+        if not paths:
+            return
+        if self._transcripts is None:
+            from claudeguard.watchdog.transcript import TranscriptEnds
+
+            self._transcripts = TranscriptEnds()
+        self._transcripts.read(paths)
+        from claudeguard.gate.session import forget_call_in
+
+        mono, wall = self.clock(), time.time()
+        seen = self._transcripts.ended
+        ended = {k: mono - max(0.0, wall - seen[k]) for k in tr.calls if k in seen}
+        tr.calls_ended(ended)
+        for call_id in ended:
+            # What the PostToolUse hook did: a long -p run would otherwise keep a note a call.
+            forget_call_in(str(self.session_dir), call_id)
+
+
+class StatusWriter:
+    """``status.json``: rewritten at a sample when anything in it but its clocks changed, and
+    otherwise every ``STATUS_EVERY_S`` (``ps`` computes the idle time from ``last_activity``)."""
+
+    def __init__(self, *, session_id: str, session_dir: Path, child_pid: int, config: WatchConfig,
+                 output_format: str | None, prompt: str | None, cwd: str, argv: list[str],
+                 clock: Callable[[], float]) -> None:
+        self.session_id = session_id
+        self.session_dir = session_dir
+        self.child_pid = child_pid
+        self.config = config
+        self.output_format = output_format
+        self.prompt = prompt
+        self.cwd = cwd
+        self.argv = list(argv)
+        self.clock = clock
+        self.started_wall = time.time()
+        self.pid_start = process_start(os.getpid())
+        self.child_start = process_start(child_pid)
+        self.screen_tail: list[str] | None = None
+        self.extra: dict[str, Any] = {}  # more fields (a background session's short id, who watches)
+        self._key: object = None  # what the last status.json said, its clocks left out
+        self._at = 0.0
+
+    def _wall(self, t: float) -> float:
+        return time.time() - (self.clock() - t)
+
+    def write(self, v: StallVerdict, tr: Tracker, *, diagnosis: str | None, skipped: int, force: bool = False) -> None:
+        """Write the status of verdict ``v`` if it has something new to say (or ``force``);
+        OSError when it cannot be written."""
+        # What the status below says apart from its clocks and what never changes (a field added
+        # below that can change belongs here too, or it is written only every STATUS_EVERY_S).
+        key = (tr.last_progress, v.state, v.base, v.detail, v.stalled, v.diagnosis, diagnosis, tr.tokens,
+               tr.pending_count, tr.stall_count, tr.exit_code, self.screen_tail, dict(self.extra), skipped,
+               _steady(v.evidence))
+        now = self.clock()
+        if not force and key == self._key and now - self._at < STATUS_EVERY_S:
+            return
+        status: dict[str, Any] = {
+            "session_id": self.session_id,
+            "pid": os.getpid(),
+            "pid_start": self.pid_start,
+            "child_pid": self.child_pid,
+            "child_start": self.child_start,
+            "guarded": True,
+            "cwd": self.cwd,
+            "state": v.state,
+            "base_state": v.base,
+            "detail": v.detail,
+            "cpu_s": round(tr.cpu_total, 2),
+            "tokens": tr.tokens,
+            "last_activity": round(self._wall(tr.last_progress), 3),
+            "last_activity_s": round(max(0.0, v.time - tr.last_progress), 1),
+            "pending": tr.pending_count,
+            "prompt": prompt_words(self.prompt),
+            "started": round(self.started_wall, 3),
+            "updated": round(time.time(), 3),
+            "argv": self.argv,
+            "output_format": self.output_format,
+            "interactive": bool(self.config.interactive),
+            "on_stall": self.config.on_stall,
+            "stalled": v.stalled,
+            "stall_count": tr.stall_count,
+            "diagnosis": v.diagnosis or diagnosis,
+            "evidence": v.evidence,
+        }
+        status.update(self.extra)
+        if tr.exit_code is not None:
+            status["exit_code"] = tr.exit_code
+        if self.screen_tail:
+            status["screen_tail"] = self.screen_tail
+        if skipped:
+            status["evidence"]["stream_bytes_not_inspected"] = skipped
+        write_status(self.session_dir, status)
+        self._key, self._at = key, now
+
+
+class StallHandler:
+    """A new stall episode: the stderr line, the notify command, the audit row, the action
+    (``warn``, ``interrupt``, ``kill``), then ``on_stall``; and the record of every episode for
+    the end-of-run report."""
+
+    def __init__(self, *, child_pid: int, session_id: str, session_dir: Path, config: WatchConfig, cwd: str,
+                 on_stall: Callable[[str], None], report_error: Callable[[BaseException], None]) -> None:
+        self.child_pid = child_pid
+        self.session_id = session_id
+        self.session_dir = session_dir
+        self.config = config
+        self.cwd = cwd
+        self.on_stall = on_stall
+        self.report_error = report_error
+        self.diagnosis: str | None = None  # the last one
+        self.stalls: list[dict[str, Any]] = []  # one per stall episode, for the end-of-run report
+        self.killed = False  # the tree of a stalled child was killed: claudeguard exits 124
+        self._notifiers: list[int] = []  # pids of notify commands not yet reaped
+
+    def stall(self, v: StallVerdict) -> tuple[str, str, dict[str, Any]]:
+        """The diagnosis, the action and the report's record of a new stall."""
+        from claudeguard.channel.audit import now_iso
+
+        diagnosis = v.diagnosis or f"stalled: {v.base}"
+        self.diagnosis = diagnosis
+        action = self.config.on_stall if self.config.on_stall in ACTIONS else "warn"
+        return diagnosis, action, {"time": now_iso(), "state": v.base, "diagnosis": diagnosis, "action": action}
+
+    def act(self, v: StallVerdict) -> None:
+        diagnosis, action, stall = self.stall(v)
+        say_stall(diagnosis, action)
+        self.stalls.append(stall)
+        self.notify(diagnosis, v)
+        self.audit(diagnosis, v, action)
+        if action == "interrupt":
+            sampler.interrupt(self.child_pid)
+        elif action == "kill":
+            self.killed = True
+            sampler.kill_tree(self.child_pid, float(self.config.kill_grace),
+                              on_signalled=lambda: self._call_back(diagnosis))
+            return
+        self._call_back(diagnosis)
+
+    def _call_back(self, diagnosis: str) -> None:
+        try:
+            self.on_stall(diagnosis)
+        except Exception as exc:  # noqa: BLE001 - the caller's callback must not stop the watchdog
+            self.report_error(exc)
+
+    def _notify_command(self) -> list[str]:
+        if self.config.notify is not None:
+            return list(self.config.notify)
+        try:
+            cmd = ((read_json(self.session_dir / "session.json") or {}).get("approval") or {}).get("notify") or []
+            return [str(x) for x in cmd] if isinstance(cmd, list) else []
+        except AttributeError:  # "approval" is not an object
+            return []
+
+    def notify(self, diagnosis: str, v: StallVerdict) -> None:
+        args = self.notify_args(diagnosis, v)
+        if not args:
+            return
+        try:
+            self._notifiers.append(spawn_detached(args))
+        except OSError as exc:
+            self.report_error(exc)
+
+    def notify_args(self, diagnosis: str, v: StallVerdict) -> list[str]:
+        cmd = self._notify_command()
+        if not cmd:
+            return []
+        # The approval channel's placeholders, so one notify command serves both.
+        subs = {"{summary}": f"claudeguard: {diagnosis}", "{id}": "stall", "{session}": self.session_id,
+                "{tool}": v.detail if v.base == TOOL and v.detail else "", "{agent}": "main", "{state}": v.base,
+                "{cwd}": self.cwd}
+        return fill(cmd, subs)
+
+    def reap(self) -> None:
+        self._notifiers = reap(self._notifiers)
+
+    def audit(self, diagnosis: str, v: StallVerdict, action: str) -> None:
+        try:
+            from claudeguard.channel import audit
+
+            audit.record({
+                "session_id": self.session_id, "event": "stall", "agent_type": None, "agent_id": None,
+                "tool": v.detail if v.base == TOOL else None, "summary": diagnosis, "decision": "stall",
+                "decided_by": "watchdog", "scope": None, "waited_s": round(v.quiet_s, 1), "state": v.base,
+                "action": action,
+            })
+        except Exception:  # noqa: BLE001 - the audit log never blocks the watchdog
+            pass
+
+
+class Monitor:
+    """One session's watchdog: ``Inputs`` gathered at each sample, a ``Tracker`` that judges
+    them, a ``StatusWriter`` and a ``StallHandler``; sampling in a thread of its own or on a
+    ``Schedule``."""
+
+    def __init__(self, *, child_pid: int, session_id: str, session_dir: str | Path, config: WatchConfig,
+                 output_format: str | None, prompt: str | None, cwd: str, argv: list[str],
+                 on_stall: Callable[[str], None], clock: Callable[[], float] = time.monotonic,
+                 stream_tap: bool = True) -> None:
+        self.child_pid = child_pid
+        self.session_id = session_id
+        self.session_dir = Path(session_dir)
+        self.config = config
+        self.clock = clock
+        interval = max(0.05, float(config.sample_interval))
+        self.interval = interval
+        self.tracker = Tracker(
+            Limits(stall_after=float(config.stall_after), tool_stall_after=float(config.tool_stall_after),
+                   interval=interval, interactive=bool(config.interactive), initial_prompt=bool(prompt)),
+            start=clock(),
+        )
+        self.inputs = Inputs(child_pid=child_pid, session_id=session_id, session_dir=self.session_dir, clock=clock,
+                             stream_json=output_format == "stream-json" and stream_tap,
+                             reads_only=bool(config.writes_are_screen))
+        self.status = StatusWriter(session_id=session_id, session_dir=self.session_dir, child_pid=child_pid,
+                                   config=config, output_format=output_format, prompt=prompt, cwd=cwd, argv=argv,
+                                   clock=clock)
+        self.stall_handler = StallHandler(child_pid=child_pid, session_id=session_id, session_dir=self.session_dir,
+                                          config=config, cwd=cwd, on_stall=on_stall, report_error=self._report_error)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._act_thread: threading.Thread | None = None  # acting on a stall found by a Schedule
+        self._lock = threading.Lock()  # one tick at a time (the thread's, or stop()'s last one)
+        self._errors_reported: set[str] = set()
+        self.last_verdict: StallVerdict | None = None
+        self.log_dir: str | None = None  # the session's log dir, when not this process's own
+        self.after_sample: Callable[[], None] | None = None  # called after each sample, in the sampling thread
+
+    # -- what the others read and set -------------------------------------------------------
+    @property
+    def extra_status(self) -> dict[str, Any]:
+        """More fields for status.json (a background session's short id, who watches)."""
+        return self.status.extra
+
+    @extra_status.setter
+    def extra_status(self, extra: dict[str, Any]) -> None:
+        self.status.extra = extra
+
+    @property
+    def stalls(self) -> list[dict[str, Any]]:
+        """One record per stall episode, for the end-of-run report."""
+        return self.stall_handler.stalls
+
+    @property
+    def diagnosis(self) -> str | None:
+        return self.stall_handler.diagnosis
+
+    @property
+    def sampler(self) -> TreeSampler:
+        """The process tree's sampler."""
+        return self.inputs.sampler
+
+    @property
+    def stalled(self) -> bool:
+        return self.tracker.in_stall
+
+    @property
+    def killed(self) -> bool:
+        """The watchdog killed the tree of a stalled child: claudeguard exits 124."""
+        return self.stall_handler.killed
+
+    # -- the supervisor's side -------------------------------------------------------------
+    def start(self, schedule: Schedule | None = None) -> None:
+        """Sample in a thread of its own, or with ``schedule`` in that one thread shared with
+        other monitors (the service's)."""
+        self._write(self.tracker.verdict(self.clock()), force=True)
+        if self.inputs.tap is not None:
+            self.inputs.tap.start()
+        if schedule is not None:
+            schedule.add(self)
+            return
+        self._thread = threading.Thread(target=self._run, name="claudeguard-watchdog", daemon=True)
+        self._thread.start()
+
+    def feed_stdout(self, data: bytes) -> None:
+        self.inputs.feed_stdout(data)
+
+    def output_seen(self, total_bytes: int, t: float) -> None:
+        """The relay's running output byte count and the time of its last write, counted elsewhere
+        (the launcher's activity feed, ``shim/activity.py``)."""
+        self.inputs.output_seen(total_bytes, t)
+
+    def feed_stream(self, m: StreamMsg, collapsed: int = 0) -> None:
+        """One stream-json summary from a tap outside the monitor; ``collapsed``: summaries of
+        partial messages left out before it (they count as messages, nothing more)."""
+        self.inputs.feed_stream(m, collapsed)
+
     def note_activity(self, what: str, t: float | None = None) -> None:
         """From a pty relay: "input" (keystrokes), "output" (screen output: a sign of life, not
         progress), "at-prompt" (the input box waits for its user), "busy" (a turn runs)."""
-        self._calls.append(("activity", self.clock() if t is None else t, what))
+        self.inputs.note("activity", self.clock() if t is None else t, what)
 
     def set_screen_hint(self, hint: str | None, t: float | None = None) -> None:
-        self._calls.append(("screen", self.clock() if t is None else t, hint))
+        self.inputs.note("screen", self.clock() if t is None else t, hint)
 
     def set_screen_tail(self, lines: list[str] | None) -> None:
         """The last lines of a pty screen, shown by ``ps --screen``."""
-        self._screen_tail = list(lines)[-20:] if lines else None
+        self.status.screen_tail = list(lines)[-20:] if lines else None
 
     def stop(self, exit_code: int | None, final: bool = True) -> None:
         """Stop sampling, write the final ``exited`` status (``ps`` no longer lists it); with
@@ -262,26 +609,22 @@ class Monitor:
             thread = self._thread or self._act_thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(self.interval + float(self.config.kill_grace) + 5.0)
-        if self.tap is not None:
-            self.tap.stop()
+        if self.inputs.tap is not None:
+            self.inputs.tap.stop()
         with self._lock:
             if not final:
                 self._stop_files()
                 return
             now = self.clock()
-            self._drain()
+            self.inputs.drain(self.tracker)
             self.tracker.exited(now, exit_code)
             verdict = self.tracker.verdict(now)
             self._write(verdict, force=True)
             self._stop_files()
 
     def _stop_files(self) -> None:
-        pending_counts.forget(self.session_id)
-        self.sampler.close()
-        if self._events_fh is not None:
-            self._events_fh.close()
-            self._events_fh = None
-        self._reap_notifiers()
+        self.inputs.close()
+        self.stall_handler.reap()
 
     def carry_stall(self, in_stall: bool, stall_count: int, since: float | None) -> None:
         """Take over from another monitor of the same session (the resident service's, or the
@@ -295,19 +638,10 @@ class Monitor:
                 tr.last_progress = tr._hold = since
             tr.in_stall = True
 
-    def stall_state(self) -> dict[str, Any]:
+    def stall_state(self) -> StallState:
         """What ``carry_stall`` of the next monitor needs."""
         tr = self.tracker
         return {"in_stall": tr.in_stall, "stall_count": tr.stall_count, "since": tr.last_progress}
-
-    @property
-    def stalled(self) -> bool:
-        return self.tracker.in_stall
-
-    @property
-    def killed(self) -> bool:
-        """The watchdog killed the tree of a stalled child: claudeguard exits 124."""
-        return self._killed
 
     # -- the thread ------------------------------------------------------------------------
     def _run(self) -> None:
@@ -334,158 +668,22 @@ class Monitor:
                 return
 
     def _tick(self) -> StallVerdict | None:
-        self._drain()
-        verdict = self.tracker.sample(self.sampler.sample())
+        verdict = self.inputs.sample(self.tracker)
         self.last_verdict = verdict
         self._write(verdict)
-        self._reap_notifiers()
+        self.stall_handler.reap()
         if self.after_sample is not None:
             self.after_sample()
         return verdict
 
-    def _drain(self) -> None:
-        tr = self.tracker
-        if self._out_bytes:
-            tr.output(self._out_last, self._out_bytes)
-        msgs = self._msgs
-        while msgs:
-            tr.stream(msgs.popleft())
-        calls = self._calls
-        while calls:
-            kind, t, value = calls.popleft()
-            if kind == "activity":
-                tr.activity(t, str(value))
-            elif kind == "screen":
-                tr.screen(t, value if isinstance(value, str) else None)  # queued by set_screen_hint: a str or None
-            elif kind == "messages":
-                tr.messages += value if isinstance(value, int) else 0  # queued by feed_stream: an int
-        self._read_events()
-        self._read_transcripts()
-        tr.pending(self.clock(), self._pending())
-
-    def _pending(self) -> int | None:
-        try:
-            return pending_counts.count(self.session_id)
-        except Exception:  # noqa: BLE001 - no channel, or a broken one: "unknown"
-            return None
-
-    def _events_replaced(self, fh: BinaryIO) -> bool:
-        try:
-            st = os.stat(self._events_path, follow_symlinks=False)
-        except OSError:
-            return os.fstat(fh.fileno()).st_nlink == 0  # removed, not yet made again
-        mine = os.fstat(fh.fileno())
-        return (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino)
-
-    def _read_events(self) -> None:
-        import json
-
-        fh = self._events_fh
-        if fh is None:
-            try:
-                fd = os.open(self._events_path, os.O_RDONLY | os.O_NOFOLLOW)
-            except OSError:
-                return
-            fh = self._events_fh = os.fdopen(fd, "rb")
-        data = fh.read(1 << 20)
-        if not data:
-            if self._events_replaced(fh):
-                # The session dir was removed and made again (shim/keeper.py): read the new file.
-                fh.close()
-                self._events_fh, self._events_buf = None, b""
-            return
-        data = self._events_buf + data
-        end = data.rfind(b"\n")
-        if end < 0:
-            self._events_buf = data
-            return
-        self._events_buf = data[end + 1:]
-        mono, wall = self.clock(), time.time()
-        for line in data[:end].splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(ev, dict):
-                continue
-            when = ev.get("time")
-            t = mono - (wall - when) if isinstance(when, (int, float)) else mono
-            self.tracker.guard(min(mono, max(t, mono - 86400.0)), ev)
-
-    def _read_transcripts(self) -> None:
-        """Ends of hook-tracked calls, from the CLI's transcripts (a -p session has no PostToolUse
-        hook: watchdog/transcript.py). Read only while such a call is in flight."""
-        paths = self.tracker.transcripts_to_read()
-        if not paths:
-            return
-        if self._transcripts is None:
-            from claudeguard.watchdog.transcript import TranscriptEnds
-
-            self._transcripts = TranscriptEnds()
-        self._transcripts.read(paths)
-        from claudeguard.gate.session import forget_call_in
-
-        mono, wall = self.clock(), time.time()
-        seen = self._transcripts.ended
-        ended = {k: mono - max(0.0, wall - seen[k]) for k in self.tracker.calls if k in seen}
-        self.tracker.calls_ended(ended)
-        for call_id in ended:
-            # What the PostToolUse hook did: a long -p run would otherwise keep a note a call.
-            forget_call_in(str(self.session_dir), call_id)
-
-    # -- status ----------------------------------------------------------------------------
-    def _wall(self, t: float) -> float:
-        return time.time() - (self.clock() - t)
+    def _act(self, v: StallVerdict) -> None:
+        """A new stall episode (overridden by the service's monitor, whose launcher acts)."""
+        self.stall_handler.act(v)
 
     def _write(self, v: StallVerdict, force: bool = False) -> None:
-        tr = self.tracker
-        # What the status below says apart from its clocks and what never changes (a field added
-        # below that can change belongs here too, or it is written only every STATUS_EVERY_S).
-        skipped = self.tap.skipped_bytes if self.tap is not None else 0
-        key = (tr.last_progress, v.state, v.base, v.detail, v.stalled, v.diagnosis, self.diagnosis, tr.tokens,
-               tr.pending_count, tr.stall_count, tr.exit_code, self._screen_tail, dict(self.extra_status), skipped,
-               _steady(v.evidence))
-        now = self.clock()
-        if not force and key == self._status_key and now - self._status_at < STATUS_EVERY_S:
-            return
-        status: dict[str, Any] = {
-            "session_id": self.session_id,
-            "pid": os.getpid(),
-            "pid_start": self._pid_start,
-            "child_pid": self.child_pid,
-            "child_start": self._child_start,
-            "guarded": True,
-            "cwd": self.cwd,
-            "state": v.state,
-            "base_state": v.base,
-            "detail": v.detail,
-            "cpu_s": round(tr.cpu_total, 2),
-            "tokens": tr.tokens,
-            "last_activity": round(self._wall(tr.last_progress), 3),
-            "last_activity_s": round(max(0.0, v.time - tr.last_progress), 1),
-            "pending": tr.pending_count,
-            "prompt": prompt_words(self.prompt),
-            "started": round(self.started_wall, 3),
-            "updated": round(time.time(), 3),
-            "argv": self.argv,
-            "output_format": self.output_format,
-            "interactive": bool(self.config.interactive),
-            "on_stall": self.config.on_stall,
-            "stalled": v.stalled,
-            "stall_count": tr.stall_count,
-            "diagnosis": v.diagnosis or self.diagnosis,
-            "evidence": v.evidence,
-        }
-        status.update(self.extra_status)
-        if tr.exit_code is not None:
-            status["exit_code"] = tr.exit_code
-        if self._screen_tail:
-            status["screen_tail"] = self._screen_tail
-        if skipped:
-            status["evidence"]["stream_bytes_not_inspected"] = skipped
         try:
-            write_status(self.session_dir, status)
-            self._status_key, self._status_at = key, now
+            self.status.write(v, self.tracker, diagnosis=self.stall_handler.diagnosis,
+                              skipped=self.inputs.skipped_bytes, force=force)
         except OSError as exc:
             self._report_error(exc)
 
@@ -498,81 +696,6 @@ class Monitor:
             sys.stderr.write(f"claudeguard: watchdog: {key}\n")
             sys.stderr.flush()
         except Exception:  # noqa: BLE001 - stderr may be gone; the watchdog goes on
-            pass
-
-    # -- a stall ---------------------------------------------------------------------------
-    def _stall(self, v: StallVerdict) -> tuple[str, str, dict[str, Any]]:
-        """The diagnosis, the action and the report's record of a new stall."""
-        from claudeguard.channel.audit import now_iso
-
-        diagnosis = v.diagnosis or f"stalled: {v.base}"
-        self.diagnosis = diagnosis
-        action = self.config.on_stall if self.config.on_stall in ACTIONS else "warn"
-        return diagnosis, action, {"time": now_iso(), "state": v.base, "diagnosis": diagnosis, "action": action}
-
-    def _act(self, v: StallVerdict) -> None:
-        diagnosis, action, stall = self._stall(v)
-        say_stall(diagnosis, action)
-        self.stalls.append(stall)
-        self._notify(diagnosis, v)
-        self._audit(diagnosis, v, action)
-        if action == "interrupt":
-            sampler.interrupt(self.child_pid)
-        elif action == "kill":
-            self._killed = True
-            sampler.kill_tree(self.child_pid, float(self.config.kill_grace),
-                              on_signalled=lambda: self._call_back(diagnosis))
-            return
-        self._call_back(diagnosis)
-
-    def _call_back(self, diagnosis: str) -> None:
-        try:
-            self.on_stall_cb(diagnosis)
-        except Exception as exc:  # noqa: BLE001 - the caller's callback must not stop the watchdog
-            self._report_error(exc)
-
-    def _notify_command(self) -> list[str]:
-        if self.config.notify is not None:
-            return list(self.config.notify)
-        try:
-            cmd = ((read_json(self.session_dir / "session.json") or {}).get("approval") or {}).get("notify") or []
-            return [str(x) for x in cmd] if isinstance(cmd, list) else []
-        except AttributeError:  # "approval" is not an object
-            return []
-
-    def _notify(self, diagnosis: str, v: StallVerdict) -> None:
-        args = self._notify_args(diagnosis, v)
-        if not args:
-            return
-        try:
-            self._notifiers.append(spawn_detached(args))
-        except OSError as exc:
-            self._report_error(exc)
-
-    def _notify_args(self, diagnosis: str, v: StallVerdict) -> list[str]:
-        cmd = self._notify_command()
-        if not cmd:
-            return []
-        # The approval channel's placeholders, so one notify command serves both.
-        subs = {"{summary}": f"claudeguard: {diagnosis}", "{id}": "stall", "{session}": self.session_id,
-                "{tool}": v.detail if v.base == TOOL and v.detail else "", "{agent}": "main", "{state}": v.base,
-                "{cwd}": self.cwd}
-        return fill(cmd, subs)
-
-    def _reap_notifiers(self) -> None:
-        self._notifiers = reap(self._notifiers)
-
-    def _audit(self, diagnosis: str, v: StallVerdict, action: str) -> None:
-        try:
-            from claudeguard.channel import audit
-
-            audit.record({
-                "session_id": self.session_id, "event": "stall", "agent_type": None, "agent_id": None,
-                "tool": v.detail if v.base == TOOL else None, "summary": diagnosis, "decision": "stall",
-                "decided_by": "watchdog", "scope": None, "waited_s": round(v.quiet_s, 1), "state": v.base,
-                "action": action,
-            })
-        except Exception:  # noqa: BLE001 - the audit log never blocks the watchdog
             pass
 
 

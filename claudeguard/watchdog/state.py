@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from claudeguard.config.schema import SAMPLE_INTERVAL_S, STALL_AFTER_S, TOOL_STALL_AFTER_S
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any
@@ -100,9 +102,9 @@ class StreamMsg:
 
 @dataclass
 class Limits:
-    stall_after: float = 300.0
-    tool_stall_after: float = 1800.0
-    interval: float = 1.0
+    stall_after: float = STALL_AFTER_S
+    tool_stall_after: float = TOOL_STALL_AFTER_S
+    interval: float = SAMPLE_INTERVAL_S
     interactive: bool = False
     initial_prompt: bool = True  # an interactive session started with a prompt works at once
     startup_grace: float = 30.0  # without any sign of life, "starting" turns into "thinking"
@@ -162,6 +164,15 @@ def stall_line(diagnosis: str, action: str) -> str:
     """The launcher's one stderr line for a stall, whichever monitor found it."""
     what = {"warn": "", "interrupt": " (interrupting it)", "kill": " (stopping it)"}.get(action, "")
     return f"claudeguard: {diagnosis}{what}\n"
+
+
+def prompt_words(prompt: str | None, words: int = 8, chars: int = 80) -> str | None:
+    """The prompt's first ``words`` words (at most ``chars`` characters), as status files and
+    ``ps`` show it."""
+    if not prompt:
+        return None
+    text = " ".join(prompt.split()[:words])
+    return text[:chars] + ("..." if len(text) > chars or len(prompt.split()) > words else "")
 
 
 class Tracker:

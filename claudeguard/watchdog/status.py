@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 
 from claudeguard.files import read_json, write_atomic
+from claudeguard.procs import process_start, same_start
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -36,38 +36,13 @@ def read_status(session_dir: Path) -> dict[str, Any] | None:
     return read_json(os.path.join(session_dir, STATUS_FILE))
 
 
-def process_start(pid: int) -> float | None:
-    """The process's start time (the unit is the platform's); None when it does not exist."""
-    if not isinstance(pid, int) or pid <= 0:
-        return None
-    if sys.platform.startswith("linux"):
-        from claudeguard.watchdog.sampler import read_stat
-
-        info = read_stat(pid)
-        return None if info is None or info.status in ("Z", "X") else info.start
-    try:
-        import psutil
-
-        p = psutil.Process(pid)
-        return None if p.status() == psutil.STATUS_ZOMBIE else p.create_time()
-    except Exception:  # noqa: BLE001 - gone or not visible: not alive for us
-        return None
-
-
 def _alive(pid: object, start: object) -> bool:
     if not isinstance(pid, int):
         return False
     actual = process_start(pid)
     if actual is None:
         return False
-    return start is None or actual == start
-
-
-def prompt_words(prompt: str | None, words: int = 8, chars: int = 80) -> str | None:
-    if not prompt:
-        return None
-    text = " ".join(prompt.split()[:words])
-    return text[:chars] + ("..." if len(text) > chars or len(prompt.split()) > words else "")
+    return start is None or same_start(actual, start)
 
 
 def _row(st: dict[str, Any], now: float) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Which tool calls have ended, read from the CLI's own transcripts as they grow.
 
-A ``-p`` session registers no PostToolUse hook (``shim/command.hook_events``): it cost the CLI
+A ``-p`` session registers no PostToolUse hook (``plan/hooks.hook_events``): it cost the CLI
 ~8-10 ms a call (an HTTP hook, blocking or async; bench/RESULTS.md) and only said that a call had
 ended. The CLI writes that anyway: every tool result is a line of its transcript (the main
 agent's ``<session>.jsonl``, named by each hook event's ``transcript_path``, and each subagent's

@@ -25,14 +25,22 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
+import sys
 import time
 from dataclasses import dataclass, field
+
+import psutil
+
+from claudeguard.config.schema import STALL_AFTER_S, TOOL_STALL_AFTER_S
+from claudeguard.watchdog.bg_sessions import background_rows, component
+from claudeguard.watchdog.sampler import TreeSampler
+from claudeguard.watchdog.state import Limits, prompt_words
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any
 
-    import psutil
 
     from claudeguard.watchdog.state import Sample
 
@@ -158,8 +166,6 @@ def terminal(p: psutil.Process) -> str | None:
     """The process's controlling terminal. On Linux from ``tty_nr`` in /proc (psutil maps it
     through a table of /dev it builds once per process, which misses terminals opened later),
     named by the fd that points at it when one does."""
-    import sys
-
     if not sys.platform.startswith("linux"):
         return p.terminal() if hasattr(p, "terminal") else None
     try:
@@ -180,8 +186,6 @@ def terminal(p: psutil.Process) -> str | None:
 
 def output_write(pid: int) -> float | None:
     """The last write to a regular file the CLI's stdout or stderr goes to (Linux)."""
-    import stat
-
     latest = None
     for fd in (1, 2):
         try:
@@ -220,8 +224,6 @@ def gather(pid: int, cmdline: list[str], cwd: str | None, environ: dict[str, str
 def window_moved(first: Sample, second: Sample) -> tuple[bool, float, int]:
     """Between two samples of one tree: (progress, CPU seconds, io bytes), with the watchdog's
     noise floors (an idle CLI's timers use a little of both)."""
-    from claudeguard.watchdog.state import Limits
-
     dt = max(1e-3, second.time - first.time)
     lim = Limits()
     moved = False
@@ -262,13 +264,8 @@ def diagnosis(ev: Evidence, quiet: float, window_s: float, cpu: float) -> str:
 
 
 # -- the scan ----------------------------------------------------------------------------------
-def unguarded_sessions(guarded: list[dict[str, Any]], *, stall_after: float = 300.0, tool_stall_after: float = 1800.0,
-                       window_s: float = 1.0) -> list[dict[str, Any]]:
-    import psutil
-
-    from claudeguard.watchdog.sampler import TreeSampler
-    from claudeguard.watchdog.status import prompt_words
-
+def unguarded_sessions(guarded: list[dict[str, Any]], *, stall_after: float = STALL_AFTER_S,
+                       tool_stall_after: float = TOOL_STALL_AFTER_S, window_s: float = 1.0) -> list[dict[str, Any]]:
     skip = {r.get("pid") for r in guarded} | {r.get("child_pid") for r in guarded}
     uid = os.getuid() if hasattr(os, "getuid") else None
     parents: dict[int, int] = {}
@@ -294,7 +291,6 @@ def unguarded_sessions(guarded: list[dict[str, Any]], *, stall_after: float = 30
             continue
     # Claude Code's own background daemon, its pty hosts and spares are listed as the sessions
     # they host (bg_sessions), never as sessions themselves.
-    from claudeguard.watchdog.bg_sessions import background_rows, component
 
     machinery = [(p, cmdline, part) for p, cmdline in candidates if (part := component(cmdline))]
     cand_pids = {p.pid for p, _ in candidates}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from claudeguard.config.schema import APPROVAL_TIMEOUT_S
 from claudeguard.shim.dialogs.handshake import HOOK_GRACE_S, HookRequests
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -25,7 +26,7 @@ class RouteSettings:
     session_id: str
     cwd: str
     idle_before_channel: float
-    timeout: float = 600.0
+    timeout: float = APPROVAL_TIMEOUT_S
     on_timeout: str = "deny"
     notify: list[str] | None = None
     hook_grace: float = HOOK_GRACE_S

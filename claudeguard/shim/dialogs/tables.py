@@ -155,13 +155,6 @@ def patterns_for(version: str | None) -> list[Pattern]:
     return TABLES[-1][2]
 
 
-def cli_version(real_cli: str) -> str | None:
-    """The real CLI's version from its npm package.json (no process started), else None."""
-    from claudeguard.shim.discovery import package_version
-
-    return package_version(real_cli)
-
-
 _BANNER = re.compile(r"Claude Code v(\d+\.\d+\.\d+)")
 
 

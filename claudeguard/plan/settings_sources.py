@@ -22,13 +22,13 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Any
     from claudeguard.config.load import Config
-    from claudeguard.shim.claude_args import ClaudeArgs
+    from claudeguard.plan.claude_args import ClaudeArgs
 
 FILE_SOURCES = ("user", "project", "local")
 # URLs the resident service's HTTP hooks will post to (any port, any path under /hook/): a
 # pattern in allowedHttpHookUrls lets the guard through only if it matches all of these.
 GUARD_HOOK_URLS = ("http://127.0.0.1:1/hook/PreToolUse", "http://127.0.0.1:65535/hook/x/y")
-# The variable the guard's HTTP hook headers take the session's secret from (shim.command.TOKEN_VAR).
+# The variable the guard's HTTP hook headers take the session's secret from (plan.hooks.TOKEN_VAR).
 GUARD_TOKEN_VAR = "CLAUDEGUARD_HOOK_TOKEN"
 # Hook events whose answer decides a call: someone else's hook there can allow what the guard
 # leaves to the CLI (a main-agent call no rule decides) or answer a dialog before ours.
@@ -51,7 +51,7 @@ class Source:
 
     __slots__ = ("name", "where", "data", "loaded", "note")
 
-    def __init__(self, name: str, where: str, data: dict[str, Any] | None, loaded: bool, note: str = "") -> None:
+    def __init__(self, name: str, where: str, data: dict[str, object] | None, loaded: bool, note: str = "") -> None:
         self.name = name  # managed, --managed-settings, user, project, local, --settings
         self.where = where  # the file, or the flag for inline JSON
         self.data = data  # None: missing or not loaded
@@ -59,7 +59,7 @@ class Source:
         self.note = note  # why not loaded, or a read error
 
     @property
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> dict[str, object]:
         """``data``, or empty when the source was not loaded."""
         return self.data or {}
 
@@ -204,6 +204,15 @@ def _hook_entries(data: dict[str, Any], event: str) -> int:
                for g in groups)
 
 
+def _values(source: Source, key: str) -> list[object]:
+    """What iterating ``key`` of a loaded source gives (its list's items; nothing when unset;
+    the caller checks each item)."""
+    value = source.settings.get(key) or []
+    if isinstance(value, (list, str, dict)):
+        return list(value)
+    raise TypeError(f"{source.where}: {key} is not a list")  # as iterating it would
+
+
 def findings(args: ClaudeArgs, srcs: list[Source], *, mode_chosen: str | None) -> list[Finding]:
     """What each loaded source does to the guard. ``mode_chosen`` names what sets the permission
     mode on the command line this run (the caller's flag or the policy's), if anything."""
@@ -257,15 +266,14 @@ def findings(args: ClaudeArgs, srcs: list[Source], *, mode_chosen: str | None) -
         urls = data.get("allowedHttpHookUrls")
         if isinstance(urls, list):
             # The lists of all sources merge: the guard is blocked only if none lets it through.
-            union = [u for t in loaded for u in ((t.data or {}).get("allowedHttpHookUrls") or []) if isinstance(u, str)]
+            union = [u for t in loaded for u in _values(t, "allowedHttpHookUrls") if isinstance(u, str)]
             if not all(any(_glob_match(p, url) for p in union) for url in GUARD_HOOK_URLS):
                 out.append(Finding(s.name, s.where, "allowedHttpHookUrls",
                                    "blocks the guard's HTTP hooks (http://127.0.0.1:PORT/hook/...)", REFUSE))
         if isinstance(data.get("httpHookAllowedEnvVars"), list):
             # Merged like the URLs; without the guard's variable its header goes out without the
             # session's secret, the service answers 401, and the CLI goes on as if no hook ran.
-            names = {n for t in loaded
-                     for n in ((t.data or {}).get("httpHookAllowedEnvVars") or []) if isinstance(n, str)}
+            names = {n for t in loaded for n in _values(t, "httpHookAllowedEnvVars") if isinstance(n, str)}
             if GUARD_TOKEN_VAR not in names:
                 out.append(Finding(s.name, s.where, "httpHookAllowedEnvVars",
                                    f"leaves out {GUARD_TOKEN_VAR}: the guard's HTTP hooks lose their secret", REFUSE))
@@ -289,7 +297,7 @@ def env_findings(args: ClaudeArgs, env: dict[str, str]) -> list[Finding]:
 def mode_chosen(args: ClaudeArgs, cfg: Config) -> str | None:
     if args.last("--permission-mode"):
         return "--permission-mode"
-    if cfg.get("permissions.mode"):
+    if cfg.permission_mode():
         return f"permissions.mode ({cfg.source('permissions.mode')})"
     return None
 
@@ -307,7 +315,7 @@ def check(args: ClaudeArgs, cfg: Config, cwd: str, env: dict[str, str] | None = 
         if f.action == REFUSE or (f.action == STRICT and lockdown):
             if lockdown:
                 raise UsageError(f"{f.line()}: refused by lockdown ({cfg.lockdown.source})")
-            if not cfg.get("security.allow_settings_override"):
+            if not cfg.security()["allow_settings_override"]:
                 raise UsageError(f"{f.line()}: refused (set [security] allow_settings_override = true to run anyway)")
     return [f for f in found if f.action == REFUSE]
 
@@ -340,7 +348,7 @@ def protected_files(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = Non
 def protected_rules(args: ClaudeArgs, cfg: Config, cwd: str) -> list[str]:
     """Deny rules for the CLI (``--disallowedTools``) that keep its file tools off the settings
     files: enforced by the CLI itself, so they hold even where a hook would not run."""
-    if cfg.get("security.allow_settings_override") and not cfg.lockdown.value:
+    if cfg.security()["allow_settings_override"] and not cfg.lockdown.value:
         return []
     return [f"Edit(/{path})" for path in protected_files(args, cwd)]  # //abs: an absolute path
 

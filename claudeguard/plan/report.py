@@ -22,11 +22,34 @@ import os
 import sys
 import time
 
+from claudeguard.plan.discovery import cli_version
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any, Iterable, Mapping
+    from typing import Iterable, Mapping, TypedDict
 
-    from claudeguard.shim.options import GuardOptions
+    from claudeguard.plan.options import GuardOptions
+
+    # One line of the audit log (decision.audit_row, a channel or watchdog event), as read back.
+    Row = dict[str, object]
+
+    class _Report(TypedDict):
+        session_id: str
+        cli_version: str | None
+        started: str  # ISO 8601, UTC
+        ended: str
+        duration_s: float
+        exit_code: int  # claudeguard's
+        child_exit_code: int | None  # the CLI's (None: unknown, e.g. a --bg session)
+        counts: dict[str, int]  # COUNT_KEYS
+        calls: list[Row]
+        stalls: list[dict[str, object]]
+        fail_on: list[str]  # the words of --guard-fail-on that this run matched
+
+    class Report(_Report, total=False):
+        """The report file (``--guard-report``), and what the summaries are made from."""
+
+        background: dict[str, object]  # a --bg session: its short id and CLI pid
 
 FAIL_ON_WORDS = ("denied", "timeout", "stall", "asked")
 COUNT_KEYS = ("allowed_by_rule", "denied_by_rule", "asked", "approved_by_human", "denied_by_human",
@@ -67,7 +90,7 @@ def check_report_path(text: str, where: str, cwd: str) -> str:
 
 
 class EndOptions:
-    """What the caller asked of the end of the run (a plain class: see shim.options)."""
+    """What the caller asked of the end of the run (a plain class: see plan.options)."""
 
     def __init__(self, report: str | None = None, fail_on: frozenset[str] = frozenset()) -> None:
         self.report = report
@@ -100,7 +123,7 @@ def audit_mark() -> tuple[int, int, int] | None:
     return (st.st_dev, st.st_ino, st.st_size)
 
 
-def session_rows(session_id: str, mark: tuple[int, int, int] | None) -> list[dict[str, Any]]:
+def session_rows(session_id: str, mark: tuple[int, int, int] | None) -> list[Row]:
     """Every audit row of ``session_id`` written after ``mark`` (from the start when the log was
     created, rotated or truncated since)."""
     import json
@@ -111,7 +134,7 @@ def session_rows(session_id: str, mark: tuple[int, int, int] | None) -> list[dic
         fd = os.open(_audit_file(), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return []
-    rows: list[dict[str, Any]] = []
+    rows: list[Row] = []
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if mark is not None and (st.st_dev, st.st_ino) == mark[:2] and st.st_size >= mark[2]:
@@ -129,12 +152,12 @@ def session_rows(session_id: str, mark: tuple[int, int, int] | None) -> list[dic
     return rows
 
 
-def is_call(row: dict[str, Any]) -> bool:
+def is_call(row: Mapping[str, object]) -> bool:
     """A decision about one call (not a channel or watchdog event)."""
     return "event" not in row and row.get("decision") in ("allow", "deny")
 
 
-def count(calls: Iterable[dict[str, Any]], stalls: int) -> dict[str, int]:
+def count(calls: Iterable[Mapping[str, object]], stalls: int) -> dict[str, int]:
     out = dict.fromkeys(COUNT_KEYS, 0)
     for row in calls:
         by, decision = row.get("decided_by"), row.get("decision")
@@ -152,7 +175,7 @@ def count(calls: Iterable[dict[str, Any]], stalls: int) -> dict[str, int]:
     return out
 
 
-def fail_on_hits(counts: Mapping[str, int], calls: Iterable[dict[str, Any]], fail_on: Iterable[str]) -> list[str]:
+def fail_on_hits(counts: Mapping[str, int], calls: Iterable[Mapping[str, object]], fail_on: Iterable[str]) -> list[str]:
     """The words of ``fail_on`` this run's events match, in the order of FAIL_ON_WORDS."""
     seen = {
         "denied": any(row.get("decision") == "deny" for row in calls),
@@ -180,13 +203,13 @@ class Run:
         self.started = time.time()
         self.mark = audit_mark()  # before the child starts: its rows come after this
         self.child_exit_code: int | None = None
-        self.stalls: list[dict[str, Any]] | None = None  # the watchdog's; None: take the audit's stall rows
+        self.stalls: list[dict[str, object]] | None = None  # the watchdog's; None: take the audit's stall rows
 
     def finish(self, exit_code: int, *, failed: bool = False) -> int:
         """Write the report, print the summary, apply ``--guard-fail-on``; never raises.
         ``failed``: claudeguard itself is ending with an error (its code stays)."""
         # The CLI's version only goes into a report file or a GitHub step summary: looking it up
-        # imports shim.dialogs, or runs `claude --version` when no npm package is beside it.
+        # reads its package.json, or runs `claude --version` when no npm package is beside it.
         wanted = bool(self.end.report) or os.environ.get("GITHUB_ACTIONS") == "true"
         try:
             report = self.build(exit_code, version=wanted)
@@ -210,7 +233,7 @@ class Run:
                 github(report, os.environ.get("GITHUB_STEP_SUMMARY"))
         return exit_code
 
-    def build(self, exit_code: int, *, version: bool = True) -> dict[str, Any]:
+    def build(self, exit_code: int, *, version: bool = True) -> Report:
         ended = time.time()
         rows = session_rows(self.session_id, self.mark)
         calls = [row for row in rows if is_call(row)]
@@ -235,23 +258,7 @@ class Run:
         }
 
 
-def cli_version(real_cli: str) -> str | None:
-    """From the npm package beside the binary; else ``--version`` (a fraction of a second)."""
-    from claudeguard.shim.dialogs.tables import cli_version as from_package
-
-    version = from_package(real_cli)
-    if version:
-        return version
-    from claudeguard.errors import GuardError
-    from claudeguard.procs import cli_version as ask
-
-    try:
-        return ask(real_cli, timeout=10)
-    except GuardError:
-        return None
-
-
-def write_report(path: str, report: dict[str, Any]) -> None:
+def write_report(path: str, report: Report) -> None:
     """Replace the report whole, 0600 (the calls' summaries may be private) and synced."""
     import json
 
@@ -264,7 +271,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def summary_line(report: dict[str, Any], hits: list[str]) -> str | None:
+def summary_line(report: Report, hits: list[str]) -> str | None:
     """One line for cron's mail when calls were denied or timed out or a stall was found."""
     c = report["counts"]
     parts = []
@@ -304,7 +311,7 @@ def _cell(text: object) -> str:
     return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")[:200]
 
 
-def workflow_commands(report: dict[str, Any]) -> list[str]:
+def workflow_commands(report: Report) -> list[str]:
     """Workflow-command lines: a warning per denied or timed-out call and per stall."""
     out = []
     for row in report["calls"]:
@@ -326,7 +333,7 @@ def workflow_commands(report: dict[str, Any]) -> list[str]:
     return out
 
 
-def step_summary(report: dict[str, Any]) -> str:
+def step_summary(report: Report) -> str:
     c = report["counts"]
     lines = [f"### claudeguard: session `{report['session_id']}`", "",
              f"exit {report['exit_code']} (Claude: {report['child_exit_code']}), {report['duration_s']:.0f} s, CLI "
@@ -349,7 +356,7 @@ def step_summary(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def github(report: dict[str, Any], summary_file: str | None) -> None:
+def github(report: Report, summary_file: str | None) -> None:
     """Annotations on stderr (the runner reads workflow commands there too; stdout belongs to
     the child) and the markdown summary appended to ``$GITHUB_STEP_SUMMARY``."""
     for line in workflow_commands(report):

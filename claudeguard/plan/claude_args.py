@@ -117,6 +117,14 @@ class ClaudeArgs:
         return self.subcommand is not None or self.has("--version", "--help")
 
     @property
+    def uses_pty(self) -> bool:
+        """No -p: the TUI runs on the launcher's pty (with or without a terminal of its own), so
+        its dialogs can be seen and, when nobody answers them, routed to the channel. A
+        stream-json caller without -p (the Agent SDK's streaming mode) is headless: pipes, as
+        with -p."""
+        return not self.print_mode and self.last("--input-format", "--output-format") is None
+
+    @property
     def prompt(self) -> str | None:
         words = [self.argv[i] for i in self.positionals]
         return " ".join(words) if words else None

@@ -30,8 +30,8 @@ class GuardOptions:
         self.profile: str | None = None
         self.config: str | None = None
         self.dry_run = False
-        self.report: str | None = None  # --guard-report FILE (checked in shim.report)
-        self.fail_on: str | None = None  # --guard-fail-on LIST (checked in shim.report)
+        self.report: str | None = None  # --guard-report FILE (checked in plan.report)
+        self.fail_on: str | None = None  # --guard-fail-on LIST (checked in plan.report)
         self.values: dict[str, str] = {}  # config key -> raw text
         self.given: dict[str, str] = {}  # config key -> option name, for messages
 

@@ -13,6 +13,10 @@ import sys
 
 from claudeguard.errors import GuardError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from claudeguard.plan.claude_args import ClaudeArgs
+
 RECURSION_VAR = "CLAUDEGUARD_EXEC_PID"
 INSTALL_HINT = (
     "install Claude Code (npm install -g @anthropic-ai/claude-code) or set CLAUDEGUARD_CLAUDE to the real CLI's path"
@@ -91,6 +95,7 @@ def check_recursion() -> None:
 def exec_passthrough(argv: list[str], env: dict[str, str]) -> None:
     """Replace this process with the real CLI (no guard): version, help, sub-commands, disable."""
     try:
+        # Not through procs: an exec, no new process (this one becomes the real CLI).
         os.execve(argv[0], argv, env)
     except OSError as exc:
         raise GuardError(f"cannot run {argv[0]}: {exc.strerror}") from None
@@ -113,6 +118,27 @@ def package_version(real_cli: str) -> str | None:
                 and isinstance(data.get("version"), str)):
             return str(data["version"])
     return None
+
+
+def cli_version(real_cli: str, ask_timeout: float = 10) -> str | None:
+    """The real CLI's version: from its package.json, else what ``real_cli --version`` says
+    (``procs.ask_version``, within ``ask_timeout``); None when neither tells (the run report, a
+    GitHub step summary)."""
+    version = package_version(real_cli)
+    if version:
+        return version
+    from claudeguard.procs import ask_version
+
+    try:
+        return ask_version(real_cli, timeout=ask_timeout)
+    except GuardError:
+        return None
+
+
+def print_cli_version(real: str, args: ClaudeArgs) -> str | None:
+    """The real CLI's version where it decides who asks (-p, ``hooks.print_asker``): read from
+    its package.json, never by starting it; None elsewhere (nothing to read)."""
+    return package_version(real) if args.print_mode else None
 
 
 def version_at_least(version: str | None, floor: tuple[int, ...]) -> bool:

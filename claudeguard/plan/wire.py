@@ -1,0 +1,41 @@
+"""What the launcher (``shim/planned.py``) and the service's planner (``service/planner.py``) send
+each other over ``plan.sock``: one marshal'd request, one marshal'd answer (the protocol is in
+``service/planner.py``'s docstring). Nothing here but the socket's name runs: the launcher's
+start path reads it.
+"""
+
+PLAN_SOCKET = "plan.sock"
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    class PlanRequest(TypedDict):
+        """The launcher's request: what preparing its session reads of the launcher."""
+
+        root: str  # the launcher's package dir: a planner serves only launchers of its own code
+        argv: list[str]  # the launcher's arguments (guard options and the CLI's)
+        argv0: str
+        executable: str
+        cwd: str
+        env: dict[str, str]
+        pid: int
+        stdin_tty: bool
+        session_id: str  # made by the launcher, as is the secret
+        token: str
+
+    class PlanAnswer(TypedDict, total=False):
+        """The planner's answer: the plan (``argv`` ... ``snapshot``), or ``error`` and ``exit``
+        (a failure the launcher prints as its own path would), or ``refused`` (the launcher
+        prepares the session itself); ``stderr``: what preparing printed."""
+
+        argv: list[str]
+        env: dict[str, str]
+        port: int
+        real: str
+        session_dir: str
+        snapshot: str  # session.json as written
+        error: str
+        exit: int
+        refused: str
+        stderr: str
