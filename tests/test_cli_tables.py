@@ -122,3 +122,13 @@ def test_the_checked_in_table_is_what_the_installed_cli_says(version):
     assert not differences, (f"the CLI {version} reads its argv otherwise than its checked-in table says "
                              f"(regenerate with `python -m claudeguard.cli_tables.derive PATH --write` once "
                              f"understood):\n" + "\n".join(differences[:40]))
+
+
+def test_the_scanner_reads_what_json_reads_and_refuses_what_json_refuses():
+    from claudeguard.cli_tables.load import _parse
+
+    for text in ['{"a": [1, 2.5, "x\\u00e9", true, null, {"b": {}}]}', '  {"a": 1}\n', "[]"]:
+        assert _parse(text) == json.loads(text)
+    for bad in ['{"a": 1} x', '{"a": NaN}', "{'a': 1}", '{"a": 1', ""]:
+        with pytest.raises(ValueError):
+            _parse(bad)

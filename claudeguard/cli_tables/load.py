@@ -1,6 +1,9 @@
 """Load the checked-in argv table of one exact Claude Code version (``data/<version>.json``, made
-by ``derive``). It sits on the launcher's start path: ``os`` and ``json`` only, one file read.
-``bench/cli_tables_load.py`` measures it.
+by ``derive``). It sits on the launcher's start path: ``os`` and the JSON scanner only, one file
+read. ``import json`` would cost ~8 ms there (``json.decoder`` compiles regular expressions, so it
+pulls in ``re``, which the launcher keeps out); CPython's C scanner behind it (``_json``) reads
+the same JSON in ~0.6 ms for the largest table, with ~0.3 ms to import and read the file
+(``bench/cli_tables_load.py``, bench/RESULTS.md). Elsewhere (no ``_json``) it is ``json.loads``.
 """
 
 from __future__ import annotations
@@ -35,10 +38,42 @@ def load(version: str) -> dict[str, Any] | None:
             raw = fh.read()
     except FileNotFoundError:
         return None
-    import json
-
-    table: dict[str, Any] = json.loads(raw)
+    table = _parse(raw.decode("utf-8"))
+    if not isinstance(table, dict):
+        raise ValueError(f"{path}: not a JSON object")
     return table
+
+
+class _Context:
+    # what the C scanner reads from its json.JSONDecoder (strict, no hooks, plain numbers)
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    memo: dict[str, str] = {}
+
+    @staticmethod
+    def parse_constant(name: str) -> float:
+        raise ValueError(f"not JSON: {name}")
+
+
+def _parse(text: str) -> Any:
+    try:
+        from _json import make_scanner
+    except ImportError:  # not CPython: the pure decoder
+        import json
+
+        return json.loads(text)
+    try:
+        start = len(text) - len(text.lstrip())
+        scan = make_scanner(_Context())  # type: ignore[arg-type]  # the stub wants a JSONDecoder; it reads only these
+        value, end = scan(text, start)
+    except StopIteration as exc:
+        raise ValueError(f"not JSON at offset {exc.value}") from None
+    if text[end:].strip():
+        raise ValueError(f"not JSON: extra data at offset {end}")
+    return value
 
 
 def versions() -> list[str]:
