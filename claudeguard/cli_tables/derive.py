@@ -751,6 +751,19 @@ def positional_options(runner: Runner, root: dict[str, Any]) -> bool:
     return named == "--model"
 
 
+def print_reads_commands_as_prompt(runner: Runner, root: dict[str, Any]) -> bool:
+    """Whether, with ``-p`` anywhere in argv, a sub-command word is read as the prompt (then
+    ``claude -p mcp --help`` shows the root's help, else ``mcp``'s)."""
+    child = _probe_child(root)
+    if child is None:
+        raise GuardError("cannot tell how -p treats sub-command words: no child command to probe with")
+    _, out, _ = runner.run(["-p", child, "--help"])
+    usage = next((ln for ln in out.splitlines() if ln.startswith("Usage:")), "")
+    if not usage:
+        raise _unexpected(["-p", child, "--help"], out)
+    return _usage_path(usage) == []
+
+
 def derive(claude: str, *, jobs: int = 4) -> dict[str, Any]:
     """The table of the CLI at ``claude`` (see the module's docstring)."""
     path = os.path.realpath(claude)
@@ -770,10 +783,12 @@ def derive(claude: str, *, jobs: int = 4) -> dict[str, Any]:
             unconfirmed = add_hidden_options(runner, pool, root, static["specs"])
             early = confirm_early(runner, pool, root, static["early"], static["eager"])
             positional = positional_options(runner, root)
+            print_prompt = print_reads_commands_as_prompt(runner, root)
         return {
             "format": FORMAT,
             "cli_version": version,
-            "parser": {"kind": static["parser"], "positional_options": positional},
+            "parser": {"kind": static["parser"], "positional_options": positional,
+                       "print_reads_commands_as_prompt": print_prompt},
             "root": _sorted(root),
             "early": early,
             "eager": static["eager"],
