@@ -285,8 +285,8 @@ def _early_words(m: mmap.mmap) -> dict[str, list[Any]]:
     for found in re.finditer(argv0, text):
         if found.group(2) is None and found.group(1) not in words:
             words.append(found.group(1))
-    shape = r'\w\[0\]==="([a-z][-a-z]*)"&&\w\[1\]==="([-a-z]+)"'
-    shapes = sorted({(f.group(1), f.group(2)) for f in re.finditer(shape, text)})
+    shape = r'\w\[0\]==="([a-z][-a-z]*)"&&\w\[1\]==="([-a-z]+)"(?:&&\w\[2\]==="([-a-z]+)")?'
+    shapes = sorted({tuple(w for w in f.groups() if w) for f in re.finditer(shape, text)})
     # The background-session verbs and the daemon may also be dispatched through helpers (their
     # names sit in a set, not in an argv[0] test): the eager reader's verb sets cover those.
     return {"argv0": sorted(words), "shapes": [list(s) for s in shapes]}
@@ -775,7 +775,9 @@ def derive(claude: str, *, jobs: int = 4) -> dict[str, Any]:
         runner = Runner(claude, root_dir)
         version = cli_version(runner)
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            skip = {tuple(s) for s in static["early"]["shapes"]}
+            # a shape of command words alone is main()'s (`plugin test`); one that ends in an
+            # option (`plugin validate --module`) leaves the command itself to commander
+            skip = {tuple(s) for s in static["early"]["shapes"] if not s[-1].startswith("-")}
             root_help = _help(runner, [])
             root = walk(runner, pool, root_help, skip)
             root["arguments"] = root_help["arguments"]
