@@ -117,7 +117,7 @@ def test_the_checked_in_table_is_what_the_installed_cli_says(version):
     derived = derive.derive(claude, jobs=max(4, 2 * (os.cpu_count() or 1)))
     assert derived["cli_version"] == version
     checked = load.load(version)
-    assert checked is not None, f"no table checked in for {version}: python -m claudeguard.cli_tables.derive {claude} --write"
+    assert checked is not None, f"no table for {version}: python -m claudeguard.cli_tables.derive {claude} --write"
     differences = derive.differences(checked, json.loads(derive.dumps(derived)))
     assert not differences, (f"the CLI {version} reads its argv otherwise than its checked-in table says "
                              f"(regenerate with `python -m claudeguard.cli_tables.derive PATH --write` once "
