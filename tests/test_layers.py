@@ -21,7 +21,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "claudeguard"
 # The same order is written in docs/design.md ("Layers").
 LAYERS: list[tuple[str, ...]] = [
     ("base", "claudeguard", "claudeguard.errors"),
-    ("tools", "claudeguard.files", "claudeguard.procs", "claudeguard.sockets", "claudeguard.decision"),
+    ("tools", "claudeguard.files", "claudeguard.procs", "claudeguard.sockets", "claudeguard.decision",
+     "claudeguard.cli_tables"),
     ("policy", "claudeguard.policy"),
     ("config", "claudeguard.config"),
     ("paths", "claudeguard.paths"),

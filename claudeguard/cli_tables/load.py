@@ -1,0 +1,86 @@
+"""Load the checked-in argv table of one exact Claude Code version (``data/<version>.json``, made
+by ``derive``). It sits on the launcher's start path: ``os`` and the JSON scanner only, one file
+read. ``import json`` would cost ~8 ms there (``json.decoder`` compiles regular expressions, so it
+pulls in ``re``, which the launcher keeps out); CPython's C scanner behind it (``_json``) reads
+the same JSON in ~0.6 ms for the largest table, with ~0.3 ms to import and read the file
+(``bench/cli_tables_load.py``, bench/RESULTS.md). Elsewhere (no ``_json``) it is ``json.loads``.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Any
+
+DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+def _exact(version: str) -> bool:
+    # digits.digits.digits: anything else (a path, "latest", "2.1") names no file of ours
+    parts = version.split(".")
+    return len(parts) == 3 and all(p.isdigit() and p.isascii() for p in parts)
+
+
+def table_path(version: str) -> str | None:
+    """The file of ``version``'s table, or None when the version is not an exact one."""
+    return os.path.join(DATA_DIR, version + ".json") if _exact(version) else None
+
+
+def load(version: str) -> dict[str, Any] | None:
+    """The table of exactly ``version`` (e.g. "2.1.330"), or None when none is checked in."""
+    path = table_path(version)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        return None
+    table = _parse(raw.decode("utf-8"))
+    if not isinstance(table, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    return table
+
+
+class _Context:
+    # what the C scanner reads from its json.JSONDecoder (strict, no hooks, plain numbers)
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    memo: dict[str, str] = {}
+
+    @staticmethod
+    def parse_constant(name: str) -> float:
+        raise ValueError(f"not JSON: {name}")
+
+
+def _parse(text: str) -> Any:
+    try:
+        from _json import make_scanner
+    except ImportError:  # not CPython: the pure decoder
+        import json
+
+        return json.loads(text)
+    try:
+        start = len(text) - len(text.lstrip())
+        scan = make_scanner(_Context())  # type: ignore[arg-type]  # the stub wants a JSONDecoder; it reads only these
+        value, end = scan(text, start)
+    except StopIteration as exc:
+        raise ValueError(f"not JSON at offset {exc.value}") from None
+    if text[end:].strip():
+        raise ValueError(f"not JSON: extra data at offset {end}")
+    return value
+
+
+def versions() -> list[str]:
+    """The versions that have a checked-in table, oldest first."""
+    try:
+        names = os.listdir(DATA_DIR)
+    except FileNotFoundError:
+        return []
+    found = [n[:-5] for n in names if n.endswith(".json") and _exact(n[:-5])]
+    return sorted(found, key=lambda v: tuple(int(p) for p in v.split(".")))
