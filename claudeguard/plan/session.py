@@ -118,6 +118,11 @@ def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config
 
     cfg = load_config(opts, cwd)
     real = find_claude(cfg.claude_path(), configured_source=f"claude.path ({cfg.source('claude.path')})")
+    from claudeguard.plan.claude_args import UNKNOWN, check_command, reread
+
+    reread(args, real)  # the CLI the config names may be another version: its table reads argv
+    if args.kind == UNKNOWN:
+        check_command(args, cfg)  # under lockdown an unread word is refused; else a session
     if not args.passthrough or args.subcommand == "agents":  # `claude agents` dispatches sessions
         from claudeguard.plan.settings_sources import enforce
 

@@ -15,6 +15,7 @@ from claudeguard.errors import UsageError, run_main
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from contextlib import ExitStack
+    from typing import Callable
 
     from claudeguard.config.load import Config
     from claudeguard.gate.server import GateServer
@@ -62,11 +63,14 @@ def _main(argv: list[str]) -> int:
     if os.environ.get("CLAUDEGUARD_DISABLE", "") not in ("", "0"):
         return _disabled(argv)
 
-    from claudeguard.plan.claude_args import parse_claude_args
+    from claudeguard.plan.claude_args import SESSIONS, read_args
     from claudeguard.plan.options import split_argv
 
     opts, rest = split_argv(argv)
-    args = parse_claude_args(rest)
+    first = _cli_without_config(find_claude)
+    # argv as the installed CLI reads it (its version's table; load_checked reads it again when
+    # the config names another CLI)
+    args = read_args(rest, first)
     cwd = os.getcwd()
     end = None
     # Options are checked always; the variables only for a session: `claude --version` passes
@@ -78,15 +82,17 @@ def _main(argv: list[str]) -> int:
         end = EndOptions.parse(opts, os.environ, cwd)  # a bad value stops us before anything starts
     exec_env = dict(os.environ, **{RECURSION_VAR: str(os.getpid())})
 
-    # `claude agents` (agent view) dispatches sessions: its settings are checked like a session's.
-    dispatches = not args.passthrough or args.subcommand == "agents"
-    if args.passthrough and not dispatches and not (opts.dry_run or opts.profile or opts.config or opts.values):
+    if (args.passthrough and args.kind != SESSIONS and first is not None
+            and not (opts.dry_run or opts.profile or opts.config or opts.values)):
         from claudeguard.config.find import any_config
 
-        if not any_config(cwd) and args.subcommand != "agents":  # agent view is guarded below
-            # The fast path of `claude --version`, `claude mcp list`: nothing to check but the
-            # bypass flags, which only lockdown (a config file) could refuse.
-            exec_passthrough([find_claude(None), *rest], exec_env)
+        if not any_config(cwd):
+            # The fast path of `claude --version`, `claude auth status`: no config file, so no
+            # lockdown and no allow_unguarded; only what runs unguarded is refused.
+            from claudeguard.plan.claude_args import check_command
+
+            check_command(args, None)
+            exec_passthrough([first, *rest], exec_env)
 
     if not args.passthrough and _plannable(args, opts):
         # Prepared by the service's warm planner (service/planner.py): the config, the checks,
@@ -103,9 +109,11 @@ def _main(argv: list[str]) -> int:
     cfg, real = load_checked(opts, args, cwd)
     if args.passthrough:
         from claudeguard.plan.argv import check_lockdown
+        from claudeguard.plan.claude_args import check_command
         from claudeguard.shim.session_commands import check_subcommand_lockdown
 
         check_lockdown(args, cfg)
+        check_command(args, cfg)
         check_subcommand_lockdown(args, cfg)
         from claudeguard.shim.agent_view import opens_agent_view
 
@@ -136,6 +144,17 @@ def _main(argv: list[str]) -> int:
 
         return run_background(real, args, cfg, Path(cwd), session_id, end)
     return _run_session(real, args, cfg, cwd, session_id, end, opts=opts)
+
+
+def _cli_without_config(find_claude: Callable[[str | None], str]) -> str | None:
+    """The real CLI as found before any config is read (``CLAUDEGUARD_CLAUDE``, else PATH), or
+    None: a config file may still name it (``claude.path``), and then the argv is read again."""
+    from claudeguard.errors import GuardError
+
+    try:
+        return find_claude(None)
+    except GuardError:
+        return None
 
 
 def _plannable(args: ClaudeArgs, opts: GuardOptions) -> bool:
