@@ -226,7 +226,7 @@ class ClaudeArgs:
 # --- the table --------------------------------------------------------------------------------
 
 
-def table_for(version: str | None) -> tuple[str | None, dict[str, Any] | None]:
+def table_for(version: str | None) -> tuple[str | None, dict[str, object] | None]:
     """(the version whose table reads ``version``'s argv, that table): its own, else the newest
     not newer than it, else (older than every table) the oldest; the newest for a version that
     is unknown or not digits.digits.digits; (None, None) when no table is checked in at all."""
@@ -516,7 +516,7 @@ def _early(argv: list[str], table: dict[str, Any]) -> tuple[tuple[str, ...], int
     return None
 
 
-def parse_claude_args(argv: list[str], table: dict[str, Any] | None = None, *, cli_version: str | None = None,
+def parse_claude_args(argv: list[str], table: dict[str, object] | None = None, *, cli_version: str | None = None,
                       table_version: str | None = None) -> ClaudeArgs:
     """``argv`` (the CLI's words, without the program) as the CLI reads it with ``table``;
     without one, the table ``table_for(cli_version)`` picks."""
@@ -527,6 +527,11 @@ def parse_claude_args(argv: list[str], table: dict[str, Any] | None = None, *, c
     if table is None:
         _read_without_table(out)
         return out
+    return _read(out, table)
+
+
+def _read(out: ClaudeArgs, table: Any) -> ClaudeArgs:  # the table: JSON derive wrote (cli_tables/data)
+    argv = out.argv
     root = _Node("claude", table["root"])
     early = _early(argv, table)
     if early is not None:

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from claudeguard.errors import UsageError
-from claudeguard.plan.argv import load_settings_value, split_tool_list
+from claudeguard.plan.argv import load_settings_value, session_modes, split_tool_list
 from claudeguard.plan.hooks import print_asker
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -72,7 +72,10 @@ def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str
     spec["claude_allow"] = claude_allow_rules(args, cwd, os.path.expanduser("~"))
     if cfg.lockdown.value:
         spec["lockdown"] = True
+    asked, by, given = session_modes(args, cfg, cwd)
+    dirs = [cwd] + [os.path.join(cwd, os.path.expanduser(d)) for d in args.values("--add-dir")]
     return {
+        "mode": {"asked": asked, "by": by, "cli": given, "dirs": dirs},
         "session_id": session_id,
         "pid": exec_pid or os.getpid(),
         "cwd": cwd,
