@@ -256,7 +256,8 @@ def test_agent_view_bad_settings_and_dry_run(tmp_path, offline_env):
     proc = _run(["--guard-dry-run", "agents", "--model", "x"], env, offline_env.cwd)
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
+    # the mode its sessions get allows no more than default (plan/argv.py, "Fail closed by construction")
     assert plan["guarded"] is True and plan["argv"][1:] == ["agents", "--settings=<session dir>/settings.json",
-                                                            "--model", "x"]
+                                                            "--permission-mode=default", "--model", "x"]
     assert plan["settings"]["hooks"]["PreToolUse"][0]["hooks"][0]["type"] == "http"
     assert not (tmp_path / "started").exists()

@@ -280,7 +280,12 @@ def cli_flags(args: ClaudeArgs, cfg: Config, cwd: str) -> tuple[list[str], list[
     """The guard's own flags before the caller's (the permission mode) and the caller's words as
     the CLI gets them (``DROPPED`` where a word is taken out, so that every other word keeps its
     index in ``args``): see the module docstring, "Fail closed by construction"."""
-    _, _, mode = session_modes(args, cfg, cwd)
+    asked, who, mode = session_modes(args, cfg, cwd)
+    if asked != mode and asked not in EMULATED_MODES:
+        import sys
+
+        print(f"claudeguard: permission mode {asked} ({who}) runs as {mode}: its allowances are the CLI's own, which "
+              f"the guard cannot give per agent; the guard asks instead", file=sys.stderr, flush=True)
     rest = list(args.argv)
     for name in ("--permission-mode", "--dangerously-skip-permissions"):
         for index, vals in args.options.get(name, []):

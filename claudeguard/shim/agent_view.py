@@ -29,7 +29,9 @@ from pathlib import Path
 from claudeguard.errors import UsageError
 from claudeguard.files import write_atomic
 from claudeguard.paths import log_dir_text, runtime_dir
-from claudeguard.plan.argv import BYPASS_FLAGS, absolute_rule, cli_allow_rules, load_settings_value, merge_settings
+from claudeguard.plan.argv import (
+    DROPPED, absolute_rule, cli_allow_rules, cli_flags, load_settings_value, merge_settings,
+)
 from claudeguard.plan.claude_args import command_args
 from claudeguard.plan.discovery import RECURSION_VAR, exec_passthrough
 from claudeguard.plan.hooks import HttpHooks, ctl_command, guard_settings
@@ -63,7 +65,9 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
     ``--settings`` taken out: merged into ours) and the settings to write."""
     index = args.subcommand_index if args.subcommand_index is not None else len(args.argv)
     own = command_args(args)  # agents' own options, as the CLI's table reads them
-    tail = list(own.argv)
+    # the mode its sessions get allows no more than `default`; the hook allows what the
+    # asked-for one would (plan/argv.py, "Fail closed by construction")
+    front, tail = cli_flags(own, cfg, cwd)
     ours = guard_settings(cfg, ctl_command(), cwd, http, session_id)
     deny = [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.deny", [])]
     deny += protected_rules(own, cfg, cwd)
@@ -79,10 +83,7 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
         caller = load_settings_value(value)
     for i in sorted(settings_at, reverse=True):  # the CLI would keep only the last one
         del tail[i:i + (1 if "=" in tail[i] else 2)]
-    front = []
-    mode = cfg.permission_mode()
-    if mode and not own.has("--permission-mode") and not own.has(*BYPASS_FLAGS):
-        front.append(f"--permission-mode={mode}")
+    tail = [w for w in tail if w != DROPPED]
     return [real, *args.argv[:index], "agents", "<settings>", *front, *tail], merge_settings(caller, ours)
 
 
