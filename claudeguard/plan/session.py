@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from claudeguard.gate.session import Snapshot
     from claudeguard.plan.claude_args import ClaudeArgs
     from claudeguard.plan.options import GuardOptions
+    from collections.abc import Mapping
 
 
 def claude_allow_rules(args: ClaudeArgs, cwd: str, home: str) -> list[RuleSpec]:
@@ -76,6 +77,8 @@ def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str
     dirs = [cwd] + [os.path.join(cwd, os.path.expanduser(d)) for d in args.values("--add-dir")]
     return {
         "mode": {"asked": asked, "by": by, "cli": given, "dirs": dirs},
+        # an asker of the guard's ends the session if no hook of the guard's fired before it (gate/proof.py)
+        "proof_of_life": not hooks_knowingly_off(args, os.environ),
         "session_id": session_id,
         "pid": exec_pid or os.getpid(),
         "cwd": cwd,
@@ -88,6 +91,15 @@ def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str
         "asker": print_asker(args, cli_version),
         "interactive": interactive,
     }
+
+
+def hooks_knowingly_off(args: ClaudeArgs, env: Mapping[str, str]) -> bool:
+    """A session started in a mode that drops every hook but managed ones (``--bare`` anywhere
+    before ``--``, ``CLAUDE_CODE_SIMPLE``, ``--safe-mode``): whether it may run at all is
+    plan/settings_sources.py's and lockdown's to say; proof of life does not end it."""
+    words = args.argv[:args.argv.index("--")] if "--" in args.argv else args.argv
+    return ("--bare" in words or args.has("--safe-mode")
+            or any(env.get(v, "") not in ("", "0", "false") for v in ("CLAUDE_CODE_SIMPLE", "CLAUDE_CODE_SAFE_MODE")))
 
 
 def overrides(opts: GuardOptions) -> Overrides:

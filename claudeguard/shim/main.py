@@ -289,11 +289,12 @@ def _start_child(launch: _Launch, real: str, args: ClaudeArgs, cwd: str) -> None
     sup: PtySession | Supervisor
     if args.uses_pty:
         assert launch.cfg is not None
+        from claudeguard.plan.session import hooks_knowingly_off
         from claudeguard.shim.pty_relay import PtySession, relay_settings
 
         sup = launch.pty = PtySession(launch.argv, env, relay_settings(
             launch.cfg, session_id=launch.session_id, session_dir=launch.session_dir, cwd=cwd, real_cli=real,
-            prompt_given=args.prompt is not None))
+            prompt_given=args.prompt is not None, proof_of_life=not hooks_knowingly_off(args, os.environ)))
     else:
         from claudeguard.shim.supervise import Supervisor
 
@@ -310,6 +311,9 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
     session_id, session_dir, child_pid = launch.session_id, launch.session_dir, launch.child_pid
     sup = launch.sup
     assert sup is not None
+    from claudeguard.gate.proof import record_cli
+
+    record_cli(session_dir, child_pid)  # the process an asker stops when no hook ever fired (proof of life)
     if launch.port_token is not None and launch.registration is None:
         launch.registration = _register_started(session_id, session_dir, *launch.port_token)
         undo.callback(launch.registration.close)
@@ -358,6 +362,12 @@ def _supervise(launch: _Launch) -> int:
             monitor.stop(code)
     run.child_exit_code = code
     run.stalls = monitor.stalls if monitor is not None else None
+    from claudeguard.gate.proof import ended
+
+    why = ended(launch.session_dir)
+    if why is not None:  # an asker found no sign of the guard's hooks and stopped the CLI
+        print(why, file=sys.stderr, flush=True)
+        return run.finish(code or 1, failed=True)
     return run.finish(124 if monitor is not None and monitor.killed else code)
 
 
