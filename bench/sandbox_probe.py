@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -147,14 +148,16 @@ def probe(lab: Lab, settings: dict[str, Any] | None, checks: list[str], *, proje
           input_extra: dict[str, Any] | None = None, env_extra: dict[str, str] | None = None,
           env_names: list[str] | None = None, hook: bool = True, command: str | None = None,
           extra_args: list[str] | None = None, timeout: float = 90,
-          debug_copy: str | None = None) -> dict[str, Any]:
+          debug_copy: str | None = None, hook_reply: dict[str, Any] | None = None,
+          wrap: list[str] | None = None, chown: int | None = None) -> dict[str, Any]:
     """Run one scripted session whose single Bash call runs the checks; return what happened."""
     settings = dict(settings or {})
     settings.setdefault("permissions", {"allow": ["Bash"]})
     if hook:
         log = lab.hook_log
+        reply = f"; echo {shlex.quote(json.dumps(hook_reply))}" if hook_reply else ""
         settings.setdefault("hooks", {})["PreToolUse"] = [{"matcher": "*", "hooks": [
-            {"type": "command", "command": f"cat >> {log}; echo >> {log}"}]}]
+            {"type": "command", "command": f"cat >> {log}; echo >> {log}{reply}"}]}]
     settings_file = lab.root / "settings.json"
     _write_json(settings_file, settings)
     for data, path in ((project, lab.work / ".claude" / "settings.json"),
@@ -175,12 +178,18 @@ def probe(lab: Lab, settings: dict[str, Any] | None, checks: list[str], *, proje
         env = offline_env(lab.home, server.url, KEY)
         env["CLAUDEGUARD_HOOK_TOKEN"] = SECRET  # as the guard's launcher passes it today
         env.update(env_extra or {})
-        argv = [lab.claude, "--settings", str(settings_file), f"--debug-file={debug}", *(extra_args or []),
-                "-p", "probe the sandbox", "--output-format", "stream-json", "--verbose"]
+        if chown is not None:  # the CLI runs as another user (see --wrap): give it the lab
+            for dirpath, _dirs, files in os.walk(lab.root):
+                for name in [dirpath, *(os.path.join(dirpath, f) for f in files)]:
+                    os.lchown(name, chown, chown)
+        argv = [*(wrap or []), lab.claude, "--settings", str(settings_file), f"--debug-file={debug}",
+                *(extra_args or []), "-p", "probe the sandbox", "--output-format", "stream-json", "--verbose"]
         start = time.monotonic()
         proc = subprocess.Popen(argv, env=env, cwd=lab.work, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
         _write_json(lab.work / "targets.json", lab.targets(proc.pid, env_names or ["CLAUDEGUARD_HOOK_TOKEN"]))
+        if chown is not None:
+            os.chown(lab.work / "targets.json", chown, chown)
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -213,7 +222,7 @@ def probe(lab: Lab, settings: dict[str, Any] | None, checks: list[str], *, proje
         Path(debug_copy + ".stderr").write_text(err)
     result_line = next((json.loads(line) for line in out.splitlines() if '"type":"result"' in line), {})
     return {"version": lab.version, "exit": proc.returncode, "elapsed_s": round(elapsed, 2), "checks": found,
-            "tool_results": raw if not found else None, "hooks": hooks, "host_servers_saw": list(lab.listeners.seen),
+            "tool_results": raw, "hooks": hooks, "host_servers_saw": list(lab.listeners.seen),
             "denials": result_line.get("permission_denials"), "stderr": err[-600:],
             "debug_sandbox": [ln for ln in debug.read_text().splitlines() if "andbox" in ln][-25:]
             if debug.exists() else []}
@@ -232,9 +241,16 @@ def main() -> int:
     parser.add_argument("--env-names", default="CLAUDEGUARD_HOOK_TOKEN")
     parser.add_argument("--command")
     parser.add_argument("--no-hook", action="store_true")
+    parser.add_argument("--arg", action="append", default=[], help="an extra CLI argument (repeatable)")
     parser.add_argument("--debug-copy", help="keep the CLI's --debug-file here")
+    parser.add_argument("--claude", help="this CLI binary instead of the cached one of --version")
+    parser.add_argument("--chown", type=int, help="give the lab to this uid (for a --wrap that runs the CLI as it)")
+    parser.add_argument("--wrap", help="a command line (shell words) to start the CLI under")
+    parser.add_argument("--hook-reply", help="JSON the PreToolUse hook prints (default: nothing)")
     args = parser.parse_args()
     with Lab(args.version) as lab:
+        if args.claude:
+            lab.claude = args.claude
         def load(text: str | None) -> Any:
             return None if text is None else json.loads(lab.subst(text))
         env_extra = dict(kv.split("=", 1) for kv in args.env)
@@ -242,7 +258,9 @@ def main() -> int:
                     local=load(args.local), user=load(args.user), input_extra=load(args.input_extra),
                     env_extra={k: lab.subst(v) for k, v in env_extra.items()}, env_names=args.env_names.split(","),
                     hook=not args.no_hook, command=lab.subst(args.command) if args.command else None,
-                    debug_copy=args.debug_copy)
+                    debug_copy=args.debug_copy, hook_reply=load(args.hook_reply),
+                    wrap=shlex.split(args.wrap) if args.wrap else None, chown=args.chown,
+                    extra_args=args.arg)
     print(json.dumps(out, indent=1))
     return 0
 
