@@ -8,9 +8,11 @@ Offline against the scripted model server, in one throwaway lab per version. Eve
 each case twice, interleaved: a session whose model makes `--calls` Bash(`true`) calls, one a
 turn, and a session with a text turn only. Per case: the session's wall time (median, p25, min,
 max over the rounds) and the **per-call cost** = (median of the N-call session − median of the
-text session) / N. A PreToolUse and a PostToolUse HTTP hook (answered in-process, no new
-process) time-stamp each call where a case has hooks: `window` is the median ms from PreToolUse
-arriving to PostToolUse arriving, the CLI's own view of one call.
+text session) / N, and the same for the CPU time (user + system) of the CLI's process tree,
+which the machine's load moves far less than wall time. A PreToolUse and a PostToolUse HTTP
+hook (answered in-process, no new process) time-stamp each call where a case has hooks:
+`window` is the median ms from PreToolUse arriving to PostToolUse arriving, the CLI's own view
+of one call.
 
 Cases (all with `permissions.allow: ["Bash"]`, so nothing asks):
 
@@ -46,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import shutil
 import socket
@@ -235,6 +238,7 @@ def run_version(version: str, cases: list[str], rounds: int, calls: int) -> dict
     hook = HookServer(lab)
     times: dict[tuple[str, str], list[float]] = {}
     windows: dict[str, list[float]] = {}
+    cpus: dict[tuple[str, str], list[float]] = {}
     load = [os.getloadavg()[0]]
     try:
         with ModelServer(scenario) as server:
@@ -247,16 +251,20 @@ def run_version(version: str, cases: list[str], rounds: int, calls: int) -> dict
                     sfile.write_text(json.dumps(settings))
                     for prompt in ("bench text", "bench calls"):
                         hook.stamps.clear()
+                        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                         start = time.perf_counter()
                         proc = subprocess.run([str(claude), "--settings", str(sfile), "-p", prompt], env=env,
                                               cwd=lab.work, capture_output=True, text=True, timeout=300)
                         elapsed = (time.perf_counter() - start) * 1000
+                        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        cpu = (ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime) * 1000
                         want = "hello" if prompt == "bench text" else "all done"
                         if want not in proc.stdout:
                             raise SystemExit(f"{version} {case}: expected {want!r}, got {proc.stdout[-300:]!r} "
                                              f"{proc.stderr[-300:]!r}")
                         if rnd:
                             times.setdefault((case, prompt), []).append(elapsed)
+                            cpus.setdefault((case, prompt), []).append(cpu)
                             if prompt == "bench calls":
                                 windows.setdefault(case, []).extend(hook.windows())
             load.append(os.getloadavg()[0])
@@ -265,17 +273,22 @@ def run_version(version: str, cases: list[str], rounds: int, calls: int) -> dict
         shutil.rmtree(root, ignore_errors=True)
     out: dict[str, Any] = {"version": version, "rounds": rounds, "calls": calls,
                            "load_start_end": [round(x, 1) for x in load]}
-    bare_per_call = None
+    bare_per_call = bare_cpu = None
     for case in cases:
         text, many = times[(case, "bench text")], times[(case, "bench calls")]
         per_call = (statistics.median(many) - statistics.median(text)) / calls
+        cpu_text, cpu_many = cpus[(case, "bench text")], cpus[(case, "bench calls")]
+        cpu_per_call = (statistics.median(cpu_many) - statistics.median(cpu_text)) / calls
         if case == "bare":
-            bare_per_call = per_call
+            bare_per_call, bare_cpu = per_call, cpu_per_call
         out[case] = {"text_session": _stats(text), "calls_session": _stats(many), "per_call_ms": round(per_call, 1),
+                     "cpu_text_session": _stats(cpu_text), "cpu_calls_session": _stats(cpu_many),
+                     "cpu_per_call_ms": round(cpu_per_call, 1),
                      "window_ms": _stats(windows[case]) if windows.get(case) else None}
     if bare_per_call is not None:
         for case in cases:
             out[case]["per_call_over_bare_ms"] = round(out[case]["per_call_ms"] - bare_per_call, 1)
+            out[case]["cpu_per_call_over_bare_ms"] = round(out[case]["cpu_per_call_ms"] - bare_cpu, 1)
     return out
 
 
