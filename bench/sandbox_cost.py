@@ -33,7 +33,9 @@ Cases (all with `permissions.allow: ["Bash"]`, so nothing asks):
 - `own-bwrap-net`: + `--unshare-net` (no network at all, host loopback out of reach);
 - `own-bwrap-seccomp`: `own-bwrap` + a seccomp filter refusing `socket(AF_UNIX, ...)` (EPERM),
   given to bwrap as `--seccomp FD`;
-- `own-bwrap-net-seccomp`: both.
+- `own-bwrap-net-seccomp`: both;
+- `own-bwrap-script`: `own-bwrap-seccomp` with a short command line: `<runtime>/wrap.sh 'CMD'`, a
+  script that drops `CLAUDEGUARD_HOOK_TOKEN` from the environment and execs the same bwrap line.
 
 `--bwrap-only`: the wrapper alone, outside the CLI: `bash -c true` bare and under each of the
 own-bwrap variants (and under the CLI's own 2.1.330 argv shape when `--cli-argv FILE` gives one
@@ -69,10 +71,16 @@ from claudeguard.testing.offline_home import offline_env, prepare_home
 
 KEY = "sk-ant-bench-0123456789abcdefghijklmnopqrstuv"
 CASES = ("bare", "hook", "cli-sandbox-bare", "cli-sandbox", "cli-sandbox-unix", "own-bwrap", "own-bwrap-net",
-         "own-bwrap-seccomp", "own-bwrap-net-seccomp")
+         "own-bwrap-seccomp", "own-bwrap-net-seccomp", "own-bwrap-script")
 
 
 # --- a seccomp filter refusing AF_UNIX sockets (x86_64), as raw BPF for bwrap --seccomp ----------
+
+
+def _wrapper_script(argv: list[str], bpf: Path | None) -> str:
+    fd = f" 9< {shlex.quote(str(bpf))}" if bpf else ""
+    return ("#!/bin/sh\n# runs \"$1\" under bwrap (bench/sandbox_cost.py)\n"
+            f"exec env -u CLAUDEGUARD_HOOK_TOKEN {shlex.join(argv)} -- /bin/bash -c \"$1\"{fd}\n")
 
 
 def unix_block_bpf() -> bytes:
@@ -121,6 +129,13 @@ class Lab:
         self.bpf = root / "unix-block.bpf"
         self.bpf.write_bytes(unix_block_bpf())
 
+    def script(self, *, net: bool, seccomp: bool) -> Path:
+        path = self.runtime.parent / f"wrap-{int(net)}{int(seccomp)}.sh"
+        if not path.exists():
+            path.write_text(_wrapper_script(self.bwrap_argv(net=net, seccomp=seccomp), self.bpf if seccomp else None))
+            path.chmod(0o755)
+        return path
+
     def hidden(self) -> list[Path]:
         return [self.runtime, self.config, self.logdir]
 
@@ -138,7 +153,11 @@ class Lab:
             argv += ["--seccomp", "9"]
         return argv
 
-    def wrap(self, command: str, *, net: bool, seccomp: bool) -> str:
+    def wrap(self, command: str, *, net: bool, seccomp: bool, script: bool = False) -> str:
+        if script:
+            # A short command line: the bwrap argv lives in a script of ours (outside the
+            # sandbox's view), which also drops the environment's secrets before bwrap starts.
+            return f"{shlex.quote(str(self.script(net=net, seccomp=seccomp)))} {shlex.quote(command)}"
         inner = shlex.join([*self.bwrap_argv(net=net, seccomp=seccomp), "--", "/bin/bash", "-c", command])
         return f"{inner} 9< {shlex.quote(str(self.bpf))}" if seccomp else inner
 
@@ -216,7 +235,8 @@ def case_settings(case: str, lab: Lab, hook_url: str, version: str) -> tuple[dic
         if case == "cli-sandbox-unix":
             settings["sandbox"]["network"]["allowAllUnixSockets"] = True
     if case.startswith("own-bwrap"):
-        rewrite = {"net": "-net" in case, "seccomp": "seccomp" in case}
+        rewrite = {"net": "-net" in case, "seccomp": "seccomp" in case or "script" in case,
+                   "script": "script" in case}
     return settings, rewrite
 
 
@@ -301,6 +321,7 @@ def bwrap_only(rounds: int, cli_argv_file: str | None) -> dict[str, Any]:
         for seccomp in (False, True):
             name = "own-bwrap" + ("-net" if net else "") + ("-seccomp" if seccomp else "")
             variants[name] = lab.wrap("true", net=net, seccomp=seccomp)
+    variants["own-bwrap-script"] = lab.wrap("true", net=False, seccomp=True, script=True)
     variants["bwrap minimal (ro /, no pid ns)"] = "bwrap --ro-bind / / -- /bin/bash -c true"
     if cli_argv_file:
         argv = json.loads(Path(cli_argv_file).read_text())
