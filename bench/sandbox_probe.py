@@ -221,12 +221,13 @@ def probe(lab: Lab, settings: dict[str, Any] | None, checks: list[str], *, proje
         shutil.copy(debug, debug_copy)
         Path(debug_copy + ".stderr").write_text(err)
     pr_log = lab.root / "pr.log"  # a PermissionRequest hook a caller's settings may add (@ROOT@/pr.log)
-    permission_requests = [json.loads(ln).get("tool_input") for ln in pr_log.read_text().splitlines() if ln.strip()] \
-        if pr_log.exists() else []
+    pr_lines = pr_log.read_text().splitlines() if pr_log.exists() else []
+    permission_requests = [json.loads(ln).get("tool_input") for ln in pr_lines if ln.strip()]
     pr_log.unlink(missing_ok=True)
     result_line = next((json.loads(line) for line in out.splitlines() if '"type":"result"' in line), {})
     return {"version": lab.version, "exit": proc.returncode, "elapsed_s": round(elapsed, 2), "checks": found,
-            "tool_results": raw, "hooks": hooks, "permission_requests": permission_requests, "host_servers_saw": list(lab.listeners.seen),
+            "tool_results": raw, "hooks": hooks, "permission_requests": permission_requests,
+            "host_servers_saw": list(lab.listeners.seen),
             "denials": result_line.get("permission_denials"), "stderr": err[-600:],
             "debug_sandbox": [ln for ln in debug.read_text().splitlines() if "andbox" in ln][-25:]
             if debug.exists() else []}
