@@ -83,16 +83,25 @@ def test_an_agents_own_mode_is_removed_with_a_line_and_refused_under_lockdown(cf
 
 def test_the_rewrite_finds_the_settings_the_cli_reads(cfg, tmp_path):
     work = tmp_path / "work"
-    args = parse_claude_args(["--workload", "--settings", "{}", "-p", "x"], cli_version="2.1.330")
+    # the caller's words stay as they were, and the guard's settings are the last --settings of
+    # every reader (2.1.197's early loader would take `--settings={}` as its settings)
+    args = parse_claude_args(["--workload", "--settings={}", "-p", "x"], cli_version="2.1.197")
     plan = build_plan("/bin/claude", args, cfg, session_id="s", session_dir=None, cwd=str(work))
-    ours = [w for w in plan.argv if w.startswith("--settings=")]
-    assert len(ours) == 1 and "hooks" in json.loads(ours[0].partition("=")[2])
-    assert plan.argv[-5:] == ["--workload", "--settings", "{}", "-p", "x"]  # the caller's words as they were
-    args = parse_claude_args(["--settings", '{"env": {}}', "--permission-mode", "acceptEdits", "-p", "x"],
-                             cli_version="2.1.330")
+    assert plan.argv[-5:-1] == ["--workload", "--settings={}", "-p", "x"]
+    assert plan.argv[-1].startswith("--settings=") and "hooks" in json.loads(plan.argv[-1].partition("=")[2])
+    # the caller's own settings: taken out where they stood, merged into the guard's, last but for `--`
+    args = parse_claude_args(["--settings", '{"env": {"A": "1"}}', "--permission-mode", "acceptEdits", "-p", "x",
+                              "--", "--settings=no"], cli_version="2.1.330")
     plan = build_plan("/bin/claude", args, cfg, session_id="s", session_dir=None, cwd=str(work))
-    assert plan.argv.count("--settings") == 1 and "hooks" in plan.argv[plan.argv.index("--settings") + 1]
+    assert "--settings" not in plan.argv and plan.argv[-2:] == ["--", "--settings=no"]
+    merged = json.loads(plan.argv[-3].partition("=")[2])
+    assert merged["env"] == {"A": "1"} and "PreToolUse" in merged["hooks"]
+    assert plan.argv[-5:-3] == ["-p", "x"]
     assert "acceptEdits" not in " ".join(plan.argv) and "--permission-mode=default" in plan.argv
+    # an option at the end that wants a value would take the guard's word: refused, as the CLI would
+    args = parse_claude_args(["-p", "x", "--model"], cli_version="2.1.330")
+    with pytest.raises(UsageError, match="^option --model needs a value: the CLI refuses this command line$"):
+        build_plan("/bin/claude", args, cfg, session_id="s", session_dir=None, cwd=str(work))
 
 
 def _session(tmp_path: Path, asked: str, cli: str = "default", dirs: list[str] | None = None) -> Session:

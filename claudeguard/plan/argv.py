@@ -3,10 +3,12 @@
 The caller's arguments stay in order; the guard's own options go in front of them as
 ``--flag=value`` (one word each), because commander's variadic options (``--allowedTools``,
 ``--mcp-config``) would otherwise swallow the caller's prompt that follows, and because a value
-that starts with ``-`` must never be read as an option. The one argument the guard rewrites in
-place is the caller's ``--settings`` value: the CLI keeps only the last ``--settings``, so the
-guard's hooks (``hooks.guard_settings``) are merged into the caller's settings (their own hooks
-and keys kept).
+that starts with ``-`` must never be read as an option. The one exception is ``--settings``: the
+CLI keeps only the last, and reads it with more than one reader (commander, and an early loader
+that knows fewer value-taking options), so the caller's ``--settings`` words are taken out, the
+last one (as commander reads it) is merged with the guard's hooks (``hooks.guard_settings``; the
+caller's own hooks and keys kept), and that one word goes last among the options (before a
+``--``).
 
 Fail closed by construction (``cli_flags``): what the CLI is told by flags alone allows nothing
 any agent's policy denies or asks about. The CLI gets a permission mode that allows no more than
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 
     from claudeguard.plan.hooks import GuardSettings, HttpHooks
 
+DROPPED = "\0dropped\0"  # an argv word the guard leaves out (no real argv word holds a NUL)
 BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
 
 
@@ -88,7 +91,7 @@ def check_lockdown(args: ClaudeArgs, cfg: Config) -> None:
             raise UsageError(f"--settings sets permissions.defaultMode bypassPermissions: refused by {why}")
         if data.get("disableAllHooks"):
             raise UsageError(f"--settings sets disableAllHooks: refused by {why}")
-    if args.has("--bare"):
+    if args.has("--bare") or "--bare" in (args.argv[:args.argv.index("--")] if "--" in args.argv else args.argv):
         raise UsageError(f"--bare skips the guard's hooks: refused by {why}")
 
 
@@ -165,6 +168,10 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     ``cli_version``: the real CLI's (``discovery.package_version``), None when unknown; in -p it
     decides who asks (``print_asker``)."""
     check_lockdown(args, cfg)
+    if args.errors:
+        # an option at the end that wants a value: the CLI refuses it, and would take the word the
+        # guard puts last (its --settings) as that value
+        raise UsageError(f"{args.errors[0]}: the CLI refuses this command line")
     ctl = ctl_command()
     front, rest = cli_flags(args, cfg, cwd)
     allow = cli_allow_rules(cfg, cwd)
@@ -182,33 +189,27 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     ours = guard_settings(cfg, ctl, cwd, http, session_id, print_mode=args.print_mode, asker=asker,
                           one_prompt=args.print_mode and args.last("--input-format") != "stream-json",
                           transcript_kept=args.print_mode and keeps_transcript(args, cwd))
-    settings_at = [index for index, _ in args.options.get("--settings", [])]
+    # The CLI keeps the last --settings: the caller's last one (as the CLI reads it) is merged
+    # with ours into one word that stands last among the options, for every reader of argv the
+    # CLI has (2.1.197's early settings loader steps over fewer options than commander: a
+    # `--workload --settings={}` gives it `{}`, and the last word it finds is ours).
+    caller: dict[str, Any] = {}
+    found = args.options.get("--settings", [])
+    if found and found[-1][1]:
+        caller = load_settings_value(found[-1][1][-1])
+    for index, vals in found:
+        _drop(rest, index, vals)
+    merged = merge_settings(caller, ours)
     if settings_file is not None:
-        # Merged with the caller's last --settings into one 0600 file (it holds the secret);
-        # every --settings of the caller is dropped, as the CLI would keep only the last.
-        caller: dict[str, Any] = {}
-        if settings_at:
-            word = rest[settings_at[-1]]
-            caller = load_settings_value(word.partition("=")[2] if "=" in word else rest[settings_at[-1] + 1])
-        for index in sorted(settings_at, reverse=True):
-            del rest[index:index + (1 if "=" in rest[index] else 2)]
+        # one 0600 file (it holds the secret)
         from claudeguard.files import write_atomic
 
-        write_atomic(Path(settings_file), json.dumps(merge_settings(caller, ours), separators=(",", ":")))
-        front.append("--settings=" + settings_file)
-    elif settings_at:
-        # The CLI keeps the last --settings; merge ours into it and leave the others as given.
-        index = settings_at[-1]
-        word = rest[index]
-        if "=" in word:
-            value = word.partition("=")[2]
-            rest[index] = "--settings=" + json.dumps(merge_settings(load_settings_value(value), ours),
-                                                     separators=(",", ":"))
-        elif index + 1 < len(rest):
-            rest[index + 1] = json.dumps(merge_settings(load_settings_value(rest[index + 1]), ours),
-                                         separators=(",", ":"))
+        write_atomic(Path(settings_file), json.dumps(merged, separators=(",", ":")))
+        last = "--settings=" + settings_file
     else:
-        front.append("--settings=" + json.dumps(ours, separators=(",", ":")))
+        last = "--settings=" + json.dumps(merged, separators=(",", ":"))
+    end = args.end_of_options if args.end_of_options is not None else len(rest)
+    rest[end:end] = [last]
 
     env_add = {
         "CLAUDEGUARD_SESSION": session_id,
@@ -247,9 +248,6 @@ CLI_MODES = ("default", "plan", "dontAsk")
 # Modes whose allowances the guard's hook gives itself, per agent (gate/modes.py). `auto` is not
 # among them: its classifier is the CLI's own, so under the guard it runs as `default`.
 EMULATED_MODES = ("acceptEdits", "bypassPermissions")
-# A word of the caller's argv that the CLI is not given (the words keep their places until the
-# plan is joined; NUL never stands in an argument).
-DROPPED = "\0claudeguard-dropped"
 
 
 def session_modes(args: ClaudeArgs, cfg: Config, cwd: str, env: Mapping[str, str] | None = None

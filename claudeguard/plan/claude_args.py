@@ -171,6 +171,7 @@ class ClaudeArgs:
         self.print_prompt = False  # -p anywhere, as main() finds it: sub-command words are the prompt
         self.unknown: list[tuple[int, str]] = []
         self.errors: list[str] = []  # what the CLI itself refuses (a value missing at the end)
+        self.end_of_options: int | None = None  # the index of the `--` that ends the root's options
         self.kind = SESSION
         self.why = ""  # what the command does, for a refusal line
         self.why_unguarded = ""  # an unknown word stands before a command that runs tools unguarded
@@ -319,9 +320,10 @@ class _Read:
     """What one node's parse found (commander's parseOptions): operand indexes, the index of the
     sub-command word (None: none), the words after an unknown option, a help request."""
 
-    __slots__ = ("operands", "sub_at", "rest", "help")
+    __slots__ = ("operands", "sub_at", "rest", "help", "dashdash")
 
     def __init__(self) -> None:
+        self.dashdash: int | None = None  # where a `--` ended the options
         self.operands: list[int] = []
         self.sub_at: int | None = None
         self.rest: list[int] = []  # commander's "unknown" list: every word after an unknown option
@@ -352,6 +354,7 @@ def _parse_node(argv: list[str], start: int, node: _Node, commands: bool,
             word, at = argv[i], i
             i += 1
         if word == "--":
+            read.dashdash = at
             dest.extend(range(i, n))
             break
         if variadic is not None and not _maybe_option(word):
@@ -550,6 +553,7 @@ def _read(out: ClaudeArgs, table: Any) -> ClaudeArgs:  # the table: JSON derive 
         return out
     out.print_prompt = _print_anywhere(argv, table)
     read = _parse_node(argv, 0, root, not out.print_prompt, out.options, out.unknown, out.errors)
+    out.end_of_options = read.dashdash
     node = root
     path: list[str] = []
     while read.sub_at is not None:
@@ -565,6 +569,7 @@ def _read(out: ClaudeArgs, table: Any) -> ClaudeArgs:  # the table: JSON derive 
             # behind options commander reads it as the prompt. (Remote control runs either way.)
             read = _parse_node(argv, at + 1, root, False, out.options, out.unknown, out.errors)
             read.operands.insert(0, at)
+            out.end_of_options = read.dashdash
             break
         path.append(name)
         node = child

@@ -84,7 +84,11 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
     for i in sorted(settings_at, reverse=True):  # the CLI would keep only the last one
         del tail[i:i + (1 if "=" in tail[i] else 2)]
     tail = [w for w in tail if w != DROPPED]
-    return [real, *args.argv[:index], "agents", "<settings>", *front, *tail], merge_settings(caller, ours)
+    # last among its options: the CLI keeps the last --settings, and 2.1.197's early settings
+    # loader finds one where commander reads another option's value (plan/argv.py)
+    end = tail.index("--") if "--" in tail else len(tail)
+    return ([real, *args.argv[:index], "agents", *front, *tail[:end], "<settings>", *tail[end:]],
+            merge_settings(caller, ours))
 
 
 def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: EndOptions | None, *,
