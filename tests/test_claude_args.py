@@ -95,7 +95,7 @@ CASES = [
     ((OLD, NEW, NEWEST), ["--settings", "--help", "-p", "x"], ca.SESSION, (), "x"),
     ((OLD, NEW, NEWEST), ["--append-system-prompt", "--version", "-p", "x"], ca.SESSION, (), "x"),
     # a value-taking option the old table lacked: its value is the next word whatever it is
-    ((OLD, NEW, NEWEST), ["--workload", "--settings={}", "-p", "x"], ca.SESSION, (), "x"),
+    ((NEW, NEWEST), ["--workload", "--settings={}", "-p", "x"], ca.SESSION, (), "x"),
     ((OLD, NEW, NEWEST), ["--add-dir", "a", "b", "mcp", "serve"], ca.SESSION, (), None),
     # what the table does not know
     ((OLD, NEW, NEWEST), ["--no-such-option", "-p", "x"], ca.UNKNOWN, (), None),
@@ -104,6 +104,16 @@ CASES = [
     ((NEW, NEWEST), ["--project-config-root", "d", "-p", "x"], ca.SESSION, (), "x"),
     ((OLD, NEW, NEWEST), ["mcp", "frobnicate"], ca.UNKNOWN, ("mcp",), None),
     ((OLD, NEW, NEWEST), ["mcp", "--new", "serve"], ca.UNKNOWN, ("mcp",), None),
+    # main() of 2.1.197 loads --settings (and --managed-settings, --setting-sources) with a walker
+    # that steps over fewer options than commander, and launches in the background for the word
+    # --bg anywhere (read from its binary; probed: `--workload --managed-settings=...` dropped the
+    # guard's hooks): refused where the two readings differ
+    ((OLD,), ["--workload", "--settings={}", "-p", "x"], ca.MISREAD, (), "x"),
+    ((OLD,), ["--max-turns", "--managed-settings", "{}", "-p", "x"], ca.MISREAD, (), "{} x"),
+    ((OLD,), ["--append-system-prompt", "--bg", "-p", "x"], ca.MISREAD, (), "x"),
+    ((OLD,), ["-p", "x", "--", "--bg"], ca.MISREAD, (), "x --bg"),
+    ((OLD, NEW, NEWEST), ["--model", "--settings={}", "-p", "x"], ca.SESSION, (), "x"),
+    ((NEW, NEWEST), ["--append-system-prompt", "--bg", "-p", "x"], ca.SESSION, (), "x"),
 ]
 
 
@@ -219,6 +229,7 @@ def test_without_any_table_every_run_is_a_session():
      "claude mcp is refused: --new is not an option or command Claude Code 2.1.330 has here, and `mcp serve serves "
      "the CLI's tools to any MCP client with no hook and no rule`; set [security] allow_unguarded = true to run it "
      "unguarded"),
+    (["--workload", "--settings={}", "-p", "x"], None, True, None),  # 2.1.330 reads it as commander does
     (["auth", "status"], "cfg.toml:2", False, None),
     (["stop", "abc"], "cfg.toml:2", False, None),
     (["auth", "login"], "cfg.toml:2", False, None),
@@ -226,3 +237,10 @@ def test_without_any_table_every_run_is_a_session():
 ])
 def test_the_refusal_line(argv, lockdown, allow, line):
     assert refusal(read(NEW, *argv), lockdown, allow) == line
+
+
+def test_a_misread_word_is_refused_with_or_without_lockdown():
+    args = read(OLD, "--workload", "--managed-settings={}", "-p", "x")
+    line = ("this command line is refused: --managed-settings={} stands where the CLI's parser reads an option's "
+            "value or the prompt, but Claude Code 2.1.197's main() takes it as an option (its early settings loader)")
+    assert refusal(args, None, True) == line and refusal(args, "cfg.toml:2", False) == line

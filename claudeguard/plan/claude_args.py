@@ -50,8 +50,9 @@ REPO_CODE = "repo-code"  # runs the repository's code (.mcp.json servers, its ho
 WRITES = "writes"  # writes settings or code later sessions honour, or the CLI itself: refused under lockdown
 UNCHECKED = "unchecked"  # a command of the table nobody checked: refused under lockdown
 UNKNOWN = "unknown"  # a word or option the table does not know: refused under lockdown, else a session
+MISREAD = "misread"  # main() reads a word as an option that commander reads as a value: refused
 # Kinds lockdown refuses; without lockdown only UNGUARDED is refused (unless allow_unguarded).
-LOCKDOWN_REFUSES = frozenset({UNGUARDED, REPO_CODE, WRITES, UNCHECKED, UNKNOWN})
+LOCKDOWN_REFUSES = frozenset({UNGUARDED, REPO_CODE, WRITES, UNCHECKED, UNKNOWN, MISREAD})
 
 # Sub-commands by what they do (a path matches itself and every path below it; the longest
 # match wins). Only PASS_PATHS pass through unguarded, each from the version on which it was
@@ -130,6 +131,18 @@ _BG_VERB_STOP = frozenset({"-p", "--print", "--bg", "--background", "--routine",
 # ... and these value options, though the eager reader knows them, are not root options there.
 _BG_VERB_NOT_ROOT = frozenset({"--exec", "-m", "--handle-uri"})
 _HELP = ("-h", "--help")
+# Options main() reads before commander, on its own (docs/design.md, "How argv is read"): the
+# settings it loads early, and a background launch.
+EARLY_SETTINGS = ("--settings", "--managed-settings", "--setting-sources")
+BACKGROUND = ("--bg", "--background")
+# 2.1.197 (a table without an eager reader): main() loads EARLY_SETTINGS with a walker of its own
+# that steps over the values of these options only (its eagerLoadSettings, read from the
+# binary), and takes a background launch for the word --bg or --background anywhere in argv.
+EARLY_SETTINGS_STEPS_2_1_197 = frozenset({
+    "--prefill", "--prefill-b64", "--deep-link-repo", "--deep-link-last-fetch", "--deep-link-cwd-b64",
+    "--handle-uri", "--settings", "--managed-settings", "--setting-sources", "--team-name", "--agent-id",
+    "--agent-name", "--agent-color", "--parent-session-id", "--agent-type", "--model", "--agent", "--routine",
+    "--effort", "--permission-mode", "--session-id"})
 
 
 def _maybe_option(word: str) -> bool:
@@ -593,6 +606,12 @@ def _read(out: ClaudeArgs, table: Any) -> ClaudeArgs:  # the table: JSON derive 
     if out.command[-1:] == ("validate",) and "--module" in out.command_options:
         out.command = out.command + ("--module",)
     _classify(out)
+    misread = _misread(out, table)
+    if misread is not None:
+        at, reader = misread
+        out.kind = MISREAD
+        out.why = (f"{argv[at]} stands where the CLI's parser reads an option's value or the prompt, but Claude "
+                   f"Code {out.table_version}'s main() takes it as an option ({reader})")
     return out
 
 
@@ -644,6 +663,50 @@ def reread(args: ClaudeArgs, real_cli: str) -> None:
     version = installed_version(real_cli)
     if version != args.cli_version:
         vars(args).update(vars(parse_claude_args(args.argv, cli_version=version)))
+
+
+def _value_indexes(out: ClaudeArgs) -> set[int]:
+    """The argv indexes commander reads as an option's value (not the option words)."""
+    found: set[int] = set()
+    for options in (out.options, out.command_options):
+        for found_at in options.values():
+            for index, vals in found_at:
+                word = out.argv[index]
+                if "=" in word or (len(word) > 2 and word[0] == "-" and word[1] != "-"):
+                    continue  # --opt=value, -dvalue: the value is in the word itself
+                found.update(range(index + 1, index + 1 + len(vals)))
+    return found
+
+
+def _misread(out: ClaudeArgs, table: Any) -> tuple[int, str] | None:
+    """A word main() reads as one of its early options (EARLY_SETTINGS, BACKGROUND) where
+    commander reads it as another option's value, or past ``--``: (index, main()'s reader)."""
+    argv = out.argv
+    values = _value_indexes(out)
+    end = out.end_of_options if out.end_of_options is not None else len(argv)
+    eager = table.get("eager")
+    if eager:
+        # 2.1.330+: main()'s eager reader (the same walk as its -p test) stops at `--`
+        _prepare_eager(eager)
+        i = 0
+        while i < len(argv) and argv[i] != "--":
+            name = argv[i].partition("=")[0]
+            if (name in EARLY_SETTINGS or argv[i] in BACKGROUND) and i in values:
+                return i, "its early reader"
+            i = _eager_step(argv, i, eager) + 1
+        return None
+    for i, word in enumerate(argv):
+        if word in BACKGROUND and (i in values or i > end):
+            return i, "its background launch (the word anywhere)"
+    i = 0
+    while i < len(argv) and argv[i] != "--":
+        name = argv[i].partition("=")[0]
+        if name in EARLY_SETTINGS and i in values:
+            return i, "its early settings loader"
+        if argv[i] in EARLY_SETTINGS_STEPS_2_1_197:
+            i += 1
+        i += 1
+    return None
 
 
 def _subsequence(path: tuple[str, ...], words: list[str]) -> bool:
@@ -709,6 +772,8 @@ def refusal(args: ClaudeArgs, lockdown: str | None, allow_unguarded: bool) -> st
             return (f"{what} is refused: {args.why}, and `{args.why_unguarded}`; set [security] "
                     f"allow_unguarded = true to run it unguarded")
         return None
+    if args.kind == MISREAD:
+        return f"{what} is refused: {args.why}"
     if args.kind == UNGUARDED:
         if lockdown:
             return f"{what} is refused: it {args.why}: lockdown ({lockdown})"
