@@ -254,7 +254,12 @@ def table_for(version: str | None) -> tuple[str | None, dict[str, object] | None
     elif len(want) == 3:
         older = [v for v in known if _version_tuple(v) <= want]
         chosen = older[-1] if older else known[0]
-    return chosen, tables.load(chosen)
+    if chosen not in _LOADED:
+        _LOADED[chosen] = tables.load(chosen)
+    return chosen, _LOADED[chosen]
+
+
+_LOADED: dict[str, dict[str, object] | None] = {}  # a table read once per process (the planner reads many argvs)
 
 
 def table_note(cli_version: str | None, table_version: str | None) -> str | None:
