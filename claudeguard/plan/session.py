@@ -78,7 +78,7 @@ def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str
     return {
         "mode": {"asked": asked, "by": by, "cli": given, "dirs": dirs},
         # an asker of the guard's ends the session if no hook of the guard's fired before it (gate/proof.py)
-        "proof_of_life": not hooks_knowingly_off(args, os.environ),
+        "proof_of_life": not hooks_knowingly_off(args, os.environ, cfg, cwd),
         "session_id": session_id,
         "pid": exec_pid or os.getpid(),
         "cwd": cwd,
@@ -93,13 +93,21 @@ def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str
     }
 
 
-def hooks_knowingly_off(args: ClaudeArgs, env: Mapping[str, str]) -> bool:
+def hooks_knowingly_off(args: ClaudeArgs, env: Mapping[str, str], cfg: Config | None = None,
+                        cwd: str | None = None) -> bool:
     """A session started in a mode that drops every hook but managed ones (``--bare`` anywhere
-    before ``--``, ``CLAUDE_CODE_SIMPLE``, ``--safe-mode``): whether it may run at all is
-    plan/settings_sources.py's and lockdown's to say; proof of life does not end it."""
+    before ``--``, ``CLAUDE_CODE_SIMPLE``, ``--safe-mode``), or whose settings silence them and
+    the user let that through (``[security] allow_settings_override``): whether it may run at
+    all is plan/settings_sources.py's and lockdown's to say; proof of life does not end it."""
     words = args.argv[:args.argv.index("--")] if "--" in args.argv else args.argv
-    return ("--bare" in words or args.has("--safe-mode")
-            or any(env.get(v, "") not in ("", "0", "false") for v in ("CLAUDE_CODE_SIMPLE", "CLAUDE_CODE_SAFE_MODE")))
+    if ("--bare" in words or args.has("--safe-mode")
+            or any(env.get(v, "") not in ("", "0", "false") for v in ("CLAUDE_CODE_SIMPLE", "CLAUDE_CODE_SAFE_MODE"))):
+        return True
+    if cfg is not None and cwd is not None and cfg.security()["allow_settings_override"]:
+        from claudeguard.plan.settings_sources import check
+
+        return bool(check(args, cfg, cwd, dict(env)))  # the findings the opt-out let through
+    return False
 
 
 def overrides(opts: GuardOptions) -> Overrides:

@@ -294,7 +294,8 @@ def _start_child(launch: _Launch, real: str, args: ClaudeArgs, cwd: str) -> None
 
         sup = launch.pty = PtySession(launch.argv, env, relay_settings(
             launch.cfg, session_id=launch.session_id, session_dir=launch.session_dir, cwd=cwd, real_cli=real,
-            prompt_given=args.prompt is not None, proof_of_life=not hooks_knowingly_off(args, os.environ)))
+            prompt_given=args.prompt is not None,
+            proof_of_life=not hooks_knowingly_off(args, os.environ, launch.cfg, cwd)))
     else:
         from claudeguard.shim.supervise import Supervisor
 
