@@ -15,6 +15,15 @@ GUARD = [sys.executable, "-m", "claudeguard"]
 CTL = [sys.executable, "-m", "claudeguard.commands.ctl"]
 
 
+def print_asker_of(cli_version: str) -> str:
+    """Who asks about a main-agent call no rule decides in -p on ``cli_version`` (docs/design.md,
+    "Who asks in -p"): the PermissionRequest hook from 2.1.330 on, else the prompt tool."""
+    from claudeguard.plan.discovery import version_at_least
+    from claudeguard.plan.hooks import PERMISSION_REQUEST_IN_PRINT
+
+    return "permission-request" if version_at_least(cli_version, PERMISSION_REQUEST_IN_PRINT) else "prompt-tool"
+
+
 def guarded_env(env: dict, real_claude: Path, **extra: str) -> dict:
     """The offline env plus the real CLI for claudeguard to find, and a short approval timeout."""
     out = dict(env)
@@ -30,7 +39,8 @@ def plain_env(tmp_path: Path, config: str | None = None, **extra: str) -> dict:
     checkout: the environment a command-line test runs claudeguard in."""
     (tmp_path / "work" / ".git").mkdir(parents=True, exist_ok=True)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
-           "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"), **extra}
+           "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"),
+           "CLAUDEGUARD_AUTO_VERIFY": "0", **extra}
     if config is not None:
         write_user_config(env, config)
     return env

@@ -8,7 +8,9 @@ import json
 import subprocess
 import threading
 
-from tests.shim_helpers import GUARD, Approver, ctl, guarded_env, pending, run_guarded, write_user_config
+from tests.shim_helpers import (
+    GUARD, Approver, ctl, guarded_env, pending, print_asker_of, run_guarded, write_user_config,
+)
 
 
 def echo(word: str) -> dict:
@@ -73,7 +75,7 @@ def test_a_callers_own_ask_rule_asks_once_main_and_fg(real_claude, cli_version, 
         (None, "main"), ("general-purpose", "fg")]
     for word in ("main", "fg"):
         assert (offline_env.cwd / f"{word}.txt").read_text() == f"{word}\n"
-    asker = {"2.1.330": "permission-request", "2.1.197": "prompt-tool"}[cli_version]
+    asker = print_asker_of(cli_version)
     humans = [(e["via"], e["agent_type"]) for e in _audit(env) if e.get("decided_by") == "human"]
     assert humans == [(asker, None), ("hook", "general-purpose")]
     assert pending(env) == []

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from claudeguard.service.files import process_start
 from claudeguard.testing import bg_daemon as bg
+from claudeguard.testing.cli_install import bg_version_under_test
 from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, write_user_config
 from tests.shim_helpers import wait_until as shared_wait_until
 
@@ -101,7 +102,7 @@ def test_a_bg_session_is_guarded_after_its_launcher_returned(bg_claude, offline_
     assert data["counts"] == {"allowed_by_rule": 1, "denied_by_rule": 1, "asked": 1, "approved_by_human": 1,
                               "denied_by_human": 0, "timed_out": 0, "stalls": 0}
     assert [c["summary"] for c in data["calls"]] == [r[0] for r in rows] and data["fail_on"] == ["denied"]
-    assert data["exit_code"] == 0 and data["child_exit_code"] is None and data["cli_version"] == "2.1.330"
+    assert data["exit_code"] == 0 and data["child_exit_code"] is None and data["cli_version"] == bg_version_under_test()
 
 
 def test_a_hung_bg_session_is_flagged_then_killed_alone(bg_claude, offline_env, model_server, bg_daemon):

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.shim_helpers import (
-    Approver, ctl, guarded_env, pending, results_of, run_guarded, wait_pending, write_user_config,
+    Approver, ctl, guarded_env, pending, print_asker_of, results_of, run_guarded, wait_pending, write_user_config,
 )
 
 
@@ -303,10 +303,6 @@ def test_answering_twice_is_refused(real_claude, offline_env, model_server):
 
 # --- who asks in -p (2.1.330: the PermissionRequest hook; 2.1.197: the prompt tool) -------------
 
-# The asker of a main-agent call no rule decides, per CLI (docs/design.md, "Who asks in -p").
-PRINT_ASKER = {"2.1.330": "permission-request", "2.1.197": "prompt-tool"}
-
-
 @pytest.mark.parametrize("service", ["1", "0"], ids=["http-hooks", "command-hooks"])
 def test_a_call_no_rule_decides_reaches_the_channel_once_through_the_print_asker(real_claude, cli_version, offline_env,
                                                                                  model_server, service):
@@ -336,7 +332,7 @@ def test_a_call_no_rule_decides_reaches_the_channel_once_through_the_print_asker
     humans = [(e["via"], e["decision"], e["agent_type"]) for e in
               (json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines())
               if e.get("decided_by") == "human"]
-    asker = PRINT_ASKER[cli_version]
+    asker = print_asker_of(cli_version)  # per CLI (docs/design.md, "Who asks in -p")
     # the subagent's call is asked by its PreToolUse hook (a subagent cannot show a prompt)
     assert humans == [(asker, "allow", None), (asker, "deny", None), ("hook", "allow", "general-purpose")]
     assert pending(env) == []
