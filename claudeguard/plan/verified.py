@@ -158,7 +158,7 @@ def remember(real: str, key: list[int], sha256: str, cli_version: str | None) ->
     path = os.path.realpath(real)
     data = _read(HASH_FILE)
     paths = data.get("paths")
-    paths = dict(paths) if isinstance(paths, dict) else {}
+    paths = {p: e for p, e in paths.items() if os.path.exists(p)} if isinstance(paths, dict) else {}
     paths[path] = {"key": key, "sha256": sha256, "cli_version": cli_version}
     _write(HASH_FILE, {"paths": paths})
 
@@ -190,11 +190,15 @@ def records() -> dict[str, Record]:
     return out
 
 
+KEEP_RECORDS = 32  # the newest verifications kept: the file stays small on the launcher's path
+
+
 def save_record(record: Record) -> None:
     """Record one binary's verification (the verifying process only: ``commands/verify.py``)."""
     data = records()
     data[record["sha256"]] = record
-    _write(RECORD_FILE, {"binaries": dict(data)})
+    newest = sorted(data.values(), key=lambda r: str(r.get("verified_at") or ""), reverse=True)[:KEEP_RECORDS]
+    _write(RECORD_FILE, {"binaries": {r["sha256"]: r for r in newest}})
 
 
 class Status:
