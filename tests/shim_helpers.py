@@ -24,6 +24,35 @@ def print_asker_of(cli_version: str) -> str:
     return "permission-request" if version_at_least(cli_version, PERMISSION_REQUEST_IN_PRINT) else "prompt-tool"
 
 
+_HASHES: dict[tuple[str, tuple[int, ...]], str] = {}  # a binary's SHA-256 by path and stat key, once a run
+
+
+def mark_verified(env: dict, cli: Path | str) -> None:
+    """Record ``cli`` as verified in ``env``'s state dir, as a passed ``doctor --verify`` would: for
+    tests of other things under lockdown (which refuses an unverified CLI, plan/verified.py)."""
+    import os
+
+    from claudeguard.plan import verified
+
+    path = os.path.realpath(cli)
+    key = verified.stat_key(path)
+    assert key is not None, path
+    if (path, tuple(key)) not in _HASHES:
+        _HASHES[(path, tuple(key))] = verified.sha256_file(path)
+    sha = _HASHES[(path, tuple(key))]
+    state = env.get("XDG_STATE_HOME") or os.path.join(env["HOME"], ".local", "state")
+    saved = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = state
+    try:
+        verified.remember(path, key, sha, None)
+        verified.save_record({"cli_version": None, "sha256": sha, "ok": True, "checks": [], "path": path})
+    finally:
+        if saved is None:
+            del os.environ["XDG_STATE_HOME"]
+        else:
+            os.environ["XDG_STATE_HOME"] = saved
+
+
 def guarded_env(env: dict, real_claude: Path, **extra: str) -> dict:
     """The offline env plus the real CLI for claudeguard to find, and a short approval timeout."""
     out = dict(env)

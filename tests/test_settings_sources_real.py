@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.shim_helpers import CTL, GUARD, guarded_env, run_guarded, write_user_config
+from tests.shim_helpers import CTL, GUARD, guarded_env, mark_verified, run_guarded, write_user_config
 
 POLICY = '[permissions]\nallow = ["Write"]\n\n[agents.scribe]\ndeny = ["Write"]\n'
 LOCKDOWN = "[security]\ndisable_bypass_permissions = true\n\n"
@@ -111,6 +111,7 @@ def test_opt_out_runs_and_the_cli_really_silences_the_guard(real_claude, offline
 @pytest.mark.parametrize("case", ["setting-sources", "settings-false", "policy-mode"])
 def test_sources_not_loaded_or_overridden_keep_the_guard(real_claude, offline_env, model_server, case):
     env, _, scribe = scribe_session(offline_env, model_server, real_claude, LOCKDOWN)
+    mark_verified(env, real_claude)  # lockdown refuses an unverified CLI
     work = offline_env.cwd
     if case == "setting-sources":  # the CLI does not read project/local files then (checked)
         place("project", env, work, OFF)

@@ -127,7 +127,7 @@ def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config
         from claudeguard.plan.argv import check_lockdown
 
         check_lockdown(args, cfg)
-    if (not args.passthrough or args.subcommand == "agents") and not opts.dry_run:  # a dry run starts nothing
+    if not args.passthrough and not opts.dry_run:  # last: every other refusal first; a dry run starts nothing
         from claudeguard.plan.verified import check
 
         check(cfg, real)  # a CLI `doctor --verify` has not passed: one line, or refused (exit 2)
