@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from claudeguard.service.files import process_start
 from claudeguard.testing import bg_daemon as bg
 from claudeguard.testing.cli_install import bg_version_under_test
@@ -45,6 +47,7 @@ def audit(env: dict) -> list[dict]:
     return [json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines()]
 
 
+@pytest.mark.newest_cli
 def test_a_bg_session_is_guarded_after_its_launcher_returned(bg_claude, offline_env, model_server, bg_daemon, tmp_path):
     server = model_server([{"match": "BGGUARD", "turns": [
         {"tool_use": bash("echo allowed > allowed.txt")}, {"tool_use": bash("rm -f keep.txt")},

@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.shim_helpers import CTL, guarded_env
 
 
+@pytest.mark.newest_cli
 def test_doctor_proves_the_injection_on_the_real_cli(real_claude, cli_version, offline_env, run_claude):
     env = guarded_env(offline_env, real_claude)
     proc = run_claude(CTL + ["doctor"], env, offline_env.cwd, timeout=120)

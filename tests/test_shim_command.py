@@ -147,6 +147,7 @@ def _ours(argv: list[str]) -> list[str]:
     return [a.split("=", 1)[0] for a in argv if a.startswith(("--mcp-config=", "--permission-prompt-tool="))]
 
 
+@pytest.mark.newest_cli
 @pytest.mark.parametrize("service", [True, False], ids=["http", "command"])
 def test_the_plan_of_a_print_run_on_each_real_cli(tmp_path, real_claude, cli_version, service):
     # The version is read from the real CLI's package.json (the dry run starts no CLI).

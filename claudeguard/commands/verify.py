@@ -344,8 +344,11 @@ def _silencing_verdict(bed: Bed, work: Path, code: int | None, err: str) -> Chec
 def scenario_background(bed: Bed, version: str | None) -> list[CheckResult]:
     name = "background-sessions"
     if version is not None and not version_at_least(version, BG_FLOOR):
-        return [_check(name, True, f"skipped: Claude Code {version} has no background sessions that run offline "
+        return [_check(name, True, f"Claude Code {version} has no background sessions that run offline "
                                    "(`claude --bg` with an API key from 2.1.330 on)", skipped=True)]
+    if os.environ.get("CLAUDEGUARD_SERVICE", "1") == "0":
+        return [_check(name, True, "the guard service is off (CLAUDEGUARD_SERVICE=0), and claudeguard "
+                                   "refuses `--bg` without it", skipped=True)]
     env, work = bed.env("background")
     try:
         launch = bg_daemon.launch_bg([*LAUNCHER, "--bg", "CGV-BGSESSION: run the checks", "--permission-mode",
@@ -384,7 +387,7 @@ def _wait(predicate: Callable[[], object], timeout: float) -> None:
 
 
 def check_sandbox() -> list[CheckResult]:
-    return [_check("sandbox", True, "skipped: not configured (claudeguard does not set up the CLI's sandbox yet)",
+    return [_check("sandbox", True, "not configured (claudeguard does not set up the CLI's sandbox yet)",
                    skipped=True)]
 
 

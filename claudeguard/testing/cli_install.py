@@ -46,12 +46,17 @@ def versions_under_test() -> tuple[str, ...]:
     return given or PINNED_VERSIONS
 
 
-def bg_version_under_test() -> str:
-    """The version the background-session tests run on: the newest of ``versions_under_test``
-    that has background sessions, else ``BG_FIRST``."""
-    floor = tuple(int(p) for p in BG_FIRST.split("."))
+def newest_under_test(first: str) -> str:
+    """The version a test of a feature that arrived in ``first`` runs on: the newest of
+    ``versions_under_test`` that has it, else ``first``."""
+    floor = tuple(int(p) for p in first.split("."))
     having = [v for v in versions_under_test() if version_at_least(v, floor)]
-    return max(having, key=_version_key) if having else BG_FIRST
+    return max(having, key=_version_key) if having else first
+
+
+def bg_version_under_test() -> str:
+    """The version the background-session tests run on (``newest_under_test(BG_FIRST)``)."""
+    return newest_under_test(BG_FIRST)
 
 
 def _version_key(version: str) -> tuple[int, ...]:
