@@ -179,7 +179,6 @@ def test_an_ask_rule_in_an_interactive_session_asks_once(guard, offline_env):
     assert tui.leave() == 0
 
 
-@pytest.mark.newest_cli
 @pytest.mark.parametrize("decision", ["allow", "deny"])
 def test_trust_dialog_for_a_new_folder(guard, offline_env, tmp_path, decision):
     folder = tmp_path / "new-folder"

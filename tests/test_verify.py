@@ -196,7 +196,6 @@ def started_verifications(env: dict, cli: Path) -> int:
     return service_log(env).count(f"verifying {os.path.realpath(cli)} in the background")
 
 
-@pytest.mark.newest_cli
 def test_the_first_guarded_run_verifies_in_the_background_and_the_record_is_reused(bg_claude, offline_env,
                                                                                   model_server):
     server = model_server([{"match": "HELLO", "turns": [{"text": "hi"}]}])
