@@ -115,17 +115,19 @@ def verify_command(*, as_json: bool) -> int:
     assert record is not None  # only a background verification gives way to another
     ok = bool(record.get("ok"))
     checks = record.get("checks", [])
+    kept = verified.records().get(record.get("sha256", "")) == record  # not when the binary changed meanwhile
+    where = verified.state_path(verified.RECORD_FILE) if kept else None
     if as_json:
         print(json.dumps({"cli_version": record.get("cli_version"), "ok": ok, "checks": checks, "cli": real,
-                          "sha256": record.get("sha256"), "duration_s": record.get("duration_s"),
-                          "record": verified.state_path(verified.RECORD_FILE) if ok or checks else None}, indent=2))
+                          "sha256": record.get("sha256"), "duration_s": record.get("duration_s"), "record": where},
+                         indent=2))
         return 0 if ok else 1
     for check in checks:
         word = "skip" if check.get("skipped") else ("ok  " if check.get("ok") else "FAIL")
         print(f"{word}  {check.get('name')}: {check.get('detail')}")
     print(f"      Claude Code {record.get('cli_version') or '(version unknown)'} ({real}): "
-          f"{'verified' if ok else 'NOT verified'} in {record.get('duration_s')} s; recorded in "
-          f"{verified.state_path(verified.RECORD_FILE)}")
+          f"{'verified' if ok else 'NOT verified'} in {record.get('duration_s')} s; "
+          f"{f'recorded in {where}' if where else 'not recorded'}")
     return 0 if ok else 1
 
 
