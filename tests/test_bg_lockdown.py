@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from claudeguard.testing import bg_daemon as bg
@@ -163,8 +164,12 @@ def test_the_real_cli_would_have_started_a_daemon(bg_claude, model_server, offli
     assert [a["id"] for a in agents] == [launch.short_id]
     assert agents[0]["pid"] != pid and agents[0]["kind"] == "background"
     assert pid in bg.live_processes(env) and bg.socket_dir(cfg).is_dir()
+    session_pid = agents[0]["pid"]
     report = bg_daemon.stop(env)
-    assert report.daemon_pid == pid and pid in report.stopped and agents[0]["pid"] in report.stopped
+    # The session's process is stopped with the daemon, unless it had already ended on its own
+    # (its one reply given) between the listing and the stop: seen once on a loaded machine.
+    assert report.daemon_pid == pid and pid in report.stopped
+    assert session_pid in report.stopped or not psutil.pid_exists(session_pid)
     assert bg.live_processes(env) == [] and not bg.socket_dir(cfg).exists()
 
 
