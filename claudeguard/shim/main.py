@@ -63,7 +63,7 @@ def _main(argv: list[str]) -> int:
     if os.environ.get("CLAUDEGUARD_DISABLE", "") not in ("", "0"):
         return _disabled(argv)
 
-    from claudeguard.plan.claude_args import SESSIONS, read_args
+    from claudeguard.plan.claude_args import read_args
     from claudeguard.plan.options import split_argv
 
     opts, rest = split_argv(argv)
@@ -82,7 +82,8 @@ def _main(argv: list[str]) -> int:
         end = EndOptions.parse(opts, os.environ, cwd)  # a bad value stops us before anything starts
     exec_env = dict(os.environ, **{RECURSION_VAR: str(os.getpid())})
 
-    if (args.passthrough and args.kind != SESSIONS and first is not None
+    # (`agents` opens agent view, guarded below; attach/respawn are refused under lockdown only)
+    if (args.passthrough and args.subcommand != "agents" and first is not None
             and not (opts.dry_run or opts.profile or opts.config or opts.values)):
         from claudeguard.config.find import any_config
 
