@@ -15,7 +15,7 @@ import pytest
 
 from claudeguard.testing.cli_install import PINNED_VERSIONS, cli_path
 from tests.conftest import _real_cli
-from tests.shim_helpers import GUARD, guarded_env, write_user_config
+from tests.shim_helpers import GUARD, guarded_env, mark_verified, write_user_config
 
 NEWEST = "2.1.332"
 LOCKDOWN = "[security]\ndisable_bypass_permissions = true\n"
@@ -43,6 +43,8 @@ def _start(any_cli, model_server, offline_env, argv: list[str], config: str, *, 
              {"text": "fin"}]
     server = model_server([{"match": word, "turns": turns} for word in PROMPTS])
     env = guarded_env(offline_env.use(server), claude)
+    if "[security]" in config:
+        mark_verified(env, claude)  # lockdown refuses an unverified CLI (plan/verified.py)
     cfg = write_user_config(env, '[permissions]\ndeny = ["Bash(touch *)"]\n' + config)
     proc = subprocess.run(GUARD + argv, env=env, cwd=offline_env.cwd, capture_output=True, text=True, timeout=120,
                           input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)

@@ -169,7 +169,8 @@ def test_installed_without_xdg_runtime_dir(venv, bg_claude, tmp_path):
     proc = _run([bin_dir / "claudeguard", "--guard-dry-run", "-p", "x"],
                 env=dict(env, CLAUDEGUARD_CLAUDE=str(unknown)), cwd=work)
     plan = json.loads(proc.stdout)
-    assert plan["guarded"] is True and plan["argv"][0] == str(unknown) and plan["argv"][-2:] == ["-p", "x"]
+    assert plan["guarded"] is True and plan["argv"][0] == str(unknown)
+    assert plan["argv"][-3:-1] == ["-p", "x"] and plan["argv"][-1].startswith("--settings=")  # the guard's settings last
     (mcp_flag,) = [a for a in plan["argv"] if a.startswith("--mcp-config=")]
     server = json.loads(mcp_flag.split("=", 1)[1])["mcpServers"]["claudeguard"]
     entry = [server["command"], *server["args"]]
