@@ -102,6 +102,10 @@ def decide_call(
     mode as the hook event names it (acceptEdits lets a Bash command write inside the project)."""
     started = time.monotonic()
     decision = policy_decision(session, tool, tool_input, agent_type, cwd, permission_mode)
+    if tool == "Bash":
+        from claudeguard.gate.box import leaving
+
+        decision = leaving(session, tool, tool_input, decision)  # leaving the sandbox: asked at least
     if decision.decision == "allow" and unseen_by_hook:
         # The hook never saw this call (the service was unreachable): which agent asks is
         # unknown, and an agent's own rules may forbid what the main agent may do, so a human

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 from claudeguard.errors import UsageError
@@ -140,12 +141,16 @@ def cli_allow_rules(cfg: Config, cwd: str) -> list[str]:
 
 def merge_settings(caller: Mapping[str, object], ours: GuardSettings) -> dict[str, object]:
     """The caller's settings with the guard's hooks (and rules) added: the caller's own hooks and
-    keys kept."""
+    keys kept; the guard's ``sandbox.enabled`` and ``env`` values win over the caller's."""
     merged: dict[str, Any] = dict(caller)  # whatever JSON the caller gave: its lists are extended
     hooks = dict(merged.get("hooks") or {})
     for event, entries in ours["hooks"].items():
         hooks[event] = list(hooks.get(event) or []) + entries
     merged["hooks"] = hooks
+    for key in ("sandbox", "env"):
+        if key in ours:
+            theirs = merged.get(key)
+            merged[key] = {**(theirs if isinstance(theirs, dict) else {}), **ours[key]}
     if "permissions" in ours:
         perms = dict(merged.get("permissions") or {})
         for key, rules in ours["permissions"].items():
@@ -182,6 +187,9 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     ours = guard_settings(cfg, ctl, cwd, http, session_id, print_mode=args.print_mode, asker=asker,
                           one_prompt=args.print_mode and args.last("--input-format") != "stream-json",
                           transcript_kept=args.print_mode and keeps_transcript(args, cwd))
+    box_env = sandbox_env(real_cli, args, cfg, cwd=cwd, session_dir=session_dir, session_id=session_id, ctl=ctl)
+    if box_env:
+        ours["env"] = box_env  # wins over every project, local and user env block (plan/sandbox.py)
     rest = list(args.argv)
     settings_at = [index for index, _ in args.options.get("--settings", [])]
     if settings_file is not None:
@@ -219,6 +227,7 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
         env_add["CLAUDEGUARD_SESSION_DIR"] = session_dir
     if http is not None and not http.literal:
         env_add[TOKEN_VAR] = http.token
+    env_add.update(box_env)
 
     if asker == "prompt-tool":
         if http is not None:
@@ -240,6 +249,43 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
             front.append("--mcp-config=" + json.dumps({"mcpServers": {MCP_SERVER_NAME: server}}, separators=(",", ":")))
         front.append(f"--permission-prompt-tool={PROMPT_TOOL}")
     return Plan([real_cli, *front, *rest], env_add, session_id)
+
+
+def sandbox_env(real_cli: str, args: ClaudeArgs, cfg: Config, *, cwd: str, session_dir: str | None, session_id: str,
+                ctl: list[str]) -> dict[str, str]:
+    """The session's box (plan/sandbox.py), written into its dir, as the environment that makes
+    the CLI enter it (``CLAUDE_CODE_SHELL_PREFIX``; empty when the sandbox is off or cannot run
+    here); the one-line notes on stderr: no sandbox under "auto", a caller's prefix replaced,
+    and a settings file of the user's that turns Claude Code's own sandbox on (pinned off)."""
+    import shlex
+
+    from claudeguard.plan import sandbox
+    from claudeguard.plan.discovery import package_version
+    from claudeguard.plan.settings_sources import sources
+
+    notes = []
+    for src in sources(args, cwd, dict(os.environ)):
+        cli_box = src.settings.get("sandbox") if src.loaded else None
+        if isinstance(cli_box, dict) and cli_box.get("enabled") is True:
+            notes.append(f"claudeguard: Claude Code's own sandbox ({src.name} {src.where}: sandbox.enabled) stays off "
+                         f"in guarded sessions (it would refuse the guard's hooks); claudeguard's own box confines "
+                         f"Bash instead")
+    env: dict[str, str] = {}
+    if session_dir is None:  # a dry run: nothing is written, the variable shows where the box goes
+        if sandbox.mode(cfg) != "off":
+            env[sandbox.PREFIX_VAR] = os.path.join("<session dir>", sandbox.BOX_FILE)
+    else:
+        # The guard's own command hook and MCP server, as the CLI hands them to the prefix.
+        own = [" ".join(shlex.quote(p) for p in ctl + ["hook"]), shlex.join(ctl + ["mcp-serve"]),
+               " ".join(ctl + ["mcp-serve"])]
+        prepared = sandbox.prepare(cfg, os.environ, cwd, session_dir, session_id=session_id,
+                                   cli_version=package_version(real_cli), own=own)
+        notes += prepared.notes
+        if prepared.box is not None:
+            env[sandbox.PREFIX_VAR] = prepared.box["prefix"]
+    for line in notes:
+        print(line, file=sys.stderr)
+    return env
 
 
 def split_tool_list(values: list[str]) -> list[str]:

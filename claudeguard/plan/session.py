@@ -126,6 +126,9 @@ def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config
         from claudeguard.plan.argv import check_lockdown
 
         check_lockdown(args, cfg)
+        from claudeguard.plan import sandbox
+
+        sandbox.check(cfg, os.environ)  # the box's widenings; lockdown refused where the box cannot run
     return cfg, real
 
 
