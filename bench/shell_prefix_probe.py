@@ -48,7 +48,7 @@ WRAPPER = r"""#!/bin/bash
 # A stand-in for the sandbox's prefix: log how the CLI called it, then run what it was given.
 python3 -c 'import json, os, sys
 print(json.dumps({"wrapper": sys.argv[1], "ppid": os.getppid(), "args": sys.argv[3:],
-                  "hook_event": os.environ.get("CLAUDE_HOOK_EVENT_NAME"), "project_dir": os.environ.get("CLAUDE_PROJECT_DIR")}),
+                  "project_dir": os.environ.get("CLAUDE_PROJECT_DIR")}),
       file=open(sys.argv[2], "a"))' "@NAME@" "@LOG@" "$@"
 if [ "$#" -eq 1 ]; then exec /bin/bash -c "$1"; fi
 exec "$@"
@@ -102,7 +102,8 @@ def run_case(version: str, case: str, timeout: float = 120) -> dict[str, Any]:
             "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
                 {"type": "command", "command": f"echo HOOK-RAN >> {hook_log}"}]}]},
         }
-        mcp = {"mcpServers": {"probe": {"command": sys.executable, "args": [str(root / "mcp.py"), str(root / "mcp.log")]}}}
+        server = {"command": sys.executable, "args": [str(root / "mcp.py"), str(root / "mcp.log")]}
+        mcp = {"mcpServers": {"probe": server}}
         _write(root / "mcp.json", mcp)
         env_prefix: str | None = wrappers["A"]
         other = {"env": {"CLAUDE_CODE_SHELL_PREFIX": wrappers["B"]}}

@@ -23,7 +23,7 @@ from claudeguard.testing.offline_home import offline_env, prepare_home
 from claudeguard.testing.tui import READY_TEXT, close_tui, expect_text, screen_now, spawn_tui
 
 sys.path.insert(0, str(Path(__file__).parent))
-from shell_prefix_probe import KEY, WRAPPER  # noqa: E402 - the sibling probe's wrapper
+from shell_prefix_probe import KEY, WRAPPER
 
 
 def run(version: str) -> dict[str, object]:

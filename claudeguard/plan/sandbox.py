@@ -479,7 +479,7 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
         "case $f in /*-cwd) case $f in *[!A-Za-z0-9_./-]*) f= ;; esac ;; *) f= ;; esac",
         "if [ -n \"$f\" ] && { [ -f \"$f\" ] || : >> \"$f\"; } 2>/dev/null; then set -- --bind \"$f\" \"$f\"; fi",
         # Background commands' output the CLI keeps under /tmp: readable, as outside the box.
-        f"d=${{TMPDIR:-/tmp}}/claude-{os.getuid()}",
+        f"d=${{CLAUDE_CODE_TMPDIR:-${{TMPDIR:-/tmp}}}}/claude-{os.getuid()}",
         "case $d in /tmp/*) if [ -d \"$d\" ]; then set -- \"$@\" --ro-bind \"$d\" \"$d\"; fi ;; esac",
         f"unset {' '.join(SECRET_VARS)}",
         f"exec {q(bwrap)} {' '.join(q(a) for a in args)} \"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}",
