@@ -26,7 +26,7 @@ import pytest
 
 from claudeguard.testing.wait import wait_until
 from tests.conftest import in_ci
-from tests.shim_helpers import GUARD, guarded_env, results_of, write_user_config
+from tests.shim_helpers import GUARD, Approver, guarded_env, results_of, write_user_config
 
 PROBE = Path(__file__).parent / "data" / "box_probe.py"
 
@@ -148,14 +148,21 @@ def _run_probe(env: dict[str, str], cwd: Path, real_claude: Path, server: Any, c
     proc = subprocess.CompletedProcess(launcher.args, launcher.returncode, out, err)
     found: dict[str, str] = {}
     for result in server.tool_results():
-        for line in result["content"].splitlines():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict) and "check" in row:
-                found[row["check"]] = ("YES " if row["ok"] else "no  ") + row["detail"]
+        found.update(_checks(result["content"]))
     return proc, found, targets
+
+
+def _checks(content: str) -> dict[str, str]:
+    """The probe's lines in a tool result: check -> "YES detail" or "no  detail"."""
+    found = {}
+    for line in content.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and "check" in row:
+            found[row["check"]] = ("YES " if row["ok"] else "no  ") + row["detail"]
+    return found
 
 
 def _json(path: Path) -> dict[str, Any] | None:
@@ -248,3 +255,110 @@ def test_the_widenings_the_readme_names(real_claude, offline_env, model_server, 
     for name in ("control_socket", "read_runtime", "write_config"):
         assert found[name].startswith("no"), found
     assert servers.unix_seen == 1
+
+
+# --- whoever allows the call, it runs in the box ---------------------------------------------------
+
+WHO = ["pid1", "read_runtime"]
+
+
+def _boxed(found: dict[str, str]) -> bool:
+    """The call ran in the box: bwrap is its pid 1, and the runtime dir is out of its reach."""
+    return found["pid1"].endswith("/bwrap") and found["read_runtime"].startswith("no")
+
+
+def _audit(env: dict[str, str]) -> list[dict[str, Any]]:
+    path = Path(env["CLAUDEGUARD_LOG_DIR"]) / "audit.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_call_a_human_approves_through_the_channel_runs_boxed(real_claude, offline_env, model_server):
+    if in_ci():
+        _need_bwrap()
+    server = model_server(_scenario(WHO))
+    env = guarded_env(offline_env.use(server), real_claude)
+    write_user_config(env, '[permissions]\nask = ["Bash(python3 box_probe.py *)"]\n')
+    approver = Approver(env, [("approve", [])])
+    approver.start()
+    proc, found, _ = _run_probe(env, offline_env.cwd, real_claude, server, WHO, {})
+    approver.finish()
+    assert approver.error is None and len(approver.seen) == 1, approver.error
+    assert proc.returncode == 0, proc.stderr
+    assert _boxed(found), found
+
+
+def test_a_call_the_clis_own_asker_gets_approved_runs_boxed(real_claude, offline_env, model_server):
+    """No rule decides: in -p the CLI asks its asker (the guard's prompt tool on 2.1.197, the
+    PermissionRequest hook on 2.1.330), which asks a human through the channel."""
+    if in_ci():
+        _need_bwrap()
+    server = model_server(_scenario(WHO))
+    env = guarded_env(offline_env.use(server), real_claude)
+    approver = Approver(env, [("approve", [])])
+    approver.start()
+    proc, found, _ = _run_probe(env, offline_env.cwd, real_claude, server, WHO, {})
+    approver.finish()
+    assert approver.error is None and len(approver.seen) == 1, approver.error
+    assert proc.returncode == 0, proc.stderr
+    assert _boxed(found), found
+    (row,) = [r for r in _audit(env) if r["tool"] == "Bash"]
+    assert row["via"] in ("prompt-tool", "permission-request") and row["decided_by"] == "human", row
+
+
+def test_leaving_the_box_is_asked_even_under_an_allow_rule_and_a_humans_yes_lets_it_out_once(
+        real_claude, offline_env, model_server):
+    if in_ci():
+        _need_bwrap()
+    server = model_server([{"match": "BOXPROBE", "turns": [
+        {"tool_use": {"name": "Bash", "input": {"command": "python3 box_probe.py targets.json pid1 read_runtime",
+                                                "description": "out", "dangerouslyDisableSandbox": True}}},
+        {"tool_use": {"name": "Bash", "input": {"command": "python3 box_probe.py targets.json pid1",
+                                                "description": "in again"}}},
+        {"text": "fin"}]}])
+    env = guarded_env(offline_env.use(server), real_claude)
+    write_user_config(env, '[permissions]\nallow = ["Bash(python3 box_probe.py *)"]\n')
+    approver = Approver(env, [("approve", [])])
+    approver.start()
+    proc, _, _ = _run_probe(env, offline_env.cwd, real_claude, server, [], {})
+    approver.finish()
+    assert approver.error is None and len(approver.seen) == 1, approver.error
+    assert approver.seen[0]["input"]["dangerouslyDisableSandbox"] is True, approver.seen
+    assert proc.returncode == 0, proc.stderr
+    first, second = (_checks(r["content"]) for r in server.tool_results())
+    assert not first["pid1"].endswith("/bwrap") and first["read_runtime"].startswith("YES")  # out of the box, once
+    assert second["pid1"].endswith("/bwrap")  # the next call is boxed again
+    rows = [r for r in _audit(env) if r["tool"] == "Bash"]
+    assert [(r["decided_by"], r.get("ask_rule")) for r in rows] == [
+        ("human", "Bash(dangerouslyDisableSandbox)"), ("rule", None)], rows
+
+
+def test_leaving_the_box_is_denied_under_lockdown(real_claude, offline_env, model_server):
+    if in_ci():
+        _need_bwrap()
+    server = model_server(_scenario(WHO, dangerously=True))
+    env = guarded_env(offline_env.use(server), real_claude)
+    write_user_config(env, '[security]\ndisable_bypass_permissions = true\n\n'
+                           '[permissions]\nallow = ["Bash(python3 box_probe.py *)"]\n')
+    proc, found, _ = _run_probe(env, offline_env.cwd, real_claude, server, WHO, {})
+    assert proc.returncode == 0, proc.stderr
+    assert found == {}
+    (result,) = server.tool_results()
+    assert result["is_error"] and "no command may run outside the sandbox" in result["content"]
+
+
+def test_a_cd_carries_over_to_the_next_boxed_call(real_claude, offline_env, model_server):
+    if in_ci():
+        _need_bwrap()
+    (offline_env.cwd / "sub").mkdir()
+    server = model_server([{"match": "CDTEST", "turns": [
+        {"tool_use": {"name": "Bash", "input": {"command": "cd sub && echo moved", "description": "cd"}}},
+        {"tool_use": {"name": "Bash", "input": {"command": "pwd", "description": "where"}}},
+        {"text": "fin"}]}])
+    env = guarded_env(offline_env.use(server), real_claude)
+    write_user_config(env, '[permissions]\nallow = ["Bash(cd *)", "Bash(pwd)"]\n')
+    proc = subprocess.run(GUARD + ["-p", "CDTEST go", "--output-format", "stream-json", "--verbose"], env=env,
+                          cwd=offline_env.cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    moved, where = (r["content"].strip() for r in server.tool_results())
+    assert moved == "moved"
+    assert where == str(offline_env.cwd / "sub")

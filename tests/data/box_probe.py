@@ -64,8 +64,15 @@ def _http(port: int) -> str:
         return resp.read(100).decode()
 
 
+def _pid1() -> str:
+    """What runs as pid 1 where this runs: bwrap in a box, the machine's init outside."""
+    return _read("/proc/1/cmdline").split("\0")[0]
+
+
 def checks(t: dict) -> dict:
     return {
+        "pid1": _pid1,
+        "cwd": os.getcwd,
         "read_runtime": lambda: _list(t["runtime"]),
         "read_session_file": lambda: _read(t["session_file"]),
         "cat_runtime": lambda: _sh(f"cat {t['service_record']}"),
