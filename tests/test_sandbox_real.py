@@ -24,6 +24,7 @@ from typing import Any
 import psutil
 import pytest
 
+from claudeguard.testing.tui import expect_text
 from claudeguard.testing.wait import wait_until
 from tests.conftest import in_ci
 from tests.shim_helpers import GUARD, Approver, guarded_env, results_of, write_user_config
@@ -362,3 +363,25 @@ def test_a_cd_carries_over_to_the_next_boxed_call(real_claude, offline_env, mode
     moved, where = (r["content"].strip() for r in server.tool_results())
     assert moved == "moved"
     assert where == str(offline_env.cwd / "sub")
+
+
+def test_a_call_answered_at_the_keyboard_runs_boxed(real_claude, offline_env, model_server, spawn_tui):
+    """A dialog on the CLI's own screen, answered at the keyboard: no answer of the guard's
+    carries that call's input, and the prefix boxes it all the same."""
+    if in_ci():
+        _need_bwrap()
+    shutil.copy(PROBE, offline_env.cwd / "box_probe.py")
+    (offline_env.cwd / "targets.json").write_text(json.dumps({"runtime": offline_env["CLAUDEGUARD_RUNTIME_DIR"]}))
+    server = model_server([{"match": "KEYBOARD", "turns": [
+        {"tool_use": {"name": "Bash", "input": {"command": "python3 box_probe.py targets.json pid1 read_runtime",
+                                                "description": "probe"}}}, {"text": "KEYBOARD-DONE"}]}])
+    env = guarded_env(offline_env.use(server), real_claude)
+    write_user_config(env, "[approval]\nidle_before_channel = 60\n")
+    child = spawn_tui(GUARD + ["--permission-mode", "default", "KEYBOARD go"], env, offline_env.cwd)
+    expect_text(child, "Do you want to proceed?", timeout=60)
+    child.send("\r")  # Enter on the highlighted "Yes", at the keyboard
+    expect_text(child, "KEYBOARD-DONE", timeout=60)
+    (result,) = server.tool_results()
+    found = _checks(result["content"])
+    assert _boxed(found), found
+    assert not [r for r in _audit(env) if r.get("decided_by") == "human"]
