@@ -1,0 +1,133 @@
+"""What the sandbox costs a guarded session per Bash call, against the unsandboxed raw CLI.
+
+    python bench/box_cost.py [--versions 2.1.332] [--rounds 12] [--calls 10] [--json FILE]
+
+Offline against the scripted model server, in one throwaway lab per version. Every round runs
+each case twice, interleaved: a session whose model makes ``--calls`` ``Bash(true)`` calls (one a
+turn) and a text-only session. Per case: **per call** = (median of the N-call session − median
+of the text session) / N, for wall time and for the CPU time (user + system) of the process tree
+that ran (the resident guard service not included: it answers the hooks in its own process);
+**over bare** = that minus the same for ``bare``. Cases:
+
+- ``bare``: the real CLI alone, ``permissions.allow: ["Bash"]`` in ``--settings``, no hooks, no
+  sandbox (the issue's "unsandboxed raw CLI");
+- ``guarded``: ``claudeguard -p`` with the resident service warm, ``allow = ["Bash(true)"]``,
+  ``[security] sandbox = "off"``;
+- ``guarded-box``: the same with the default ``sandbox = "auto"``: every call runs in the
+  session's bubblewrap box through ``CLAUDE_CODE_SHELL_PREFIX`` (plan/sandbox.py).
+
+Prints one JSON object (and writes it to ``--json``) with the machine's load at the start and end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from claudeguard.testing.cli_install import cli_path
+from claudeguard.testing.model_server import ModelServer
+from claudeguard.testing.offline_home import offline_env, prepare_home
+from claudeguard.testing.services import stop_services
+
+KEY = "sk-ant-bench-0123456789abcdefghijklmnopqrstuv"
+CASES = ("bare", "guarded", "guarded-box")
+GUARD = [sys.executable, str(Path(__file__).resolve().parent.parent / "bin" / "claudeguard")]
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    q = statistics.quantiles(values, n=4) if len(values) >= 2 else [values[0]] * 3
+    return {"median": round(statistics.median(values)), "p25": round(q[0]), "p75": round(q[2]),
+            "min": round(min(values)), "max": round(max(values))}
+
+
+def run_version(version: str, rounds: int, calls: int) -> dict[str, Any]:
+    claude = cli_path(version)
+    if claude is None:
+        raise SystemExit(f"CLI {version} not installed: python -m claudeguard.testing.cli_install {version}")
+    scenario = [{"match": "bench text", "turns": [{"text": "hello"}]},
+                {"match": "bench calls", "turns": [*({"tool_use": {"name": "Bash", "input": {"command": "true"}}}
+                                                     for _ in range(calls)), {"text": "all done"}]}]
+    root = Path(tempfile.mkdtemp(prefix="box-cost-"))
+    home, work = root / "home", root / "work"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    prepare_home(home, cwd=work, api_key=KEY)
+    (root / "bare.json").write_text(json.dumps({"permissions": {"allow": ["Bash"]}}))
+    for name, extra in (("guarded", '[security]\nsandbox = "off"\n'), ("guarded-box", "")):
+        (root / f"{name}.toml").write_text(f'{extra}[permissions]\nallow = ["Bash(true)"]\n')
+    times: dict[tuple[str, str], list[float]] = {}
+    cpus: dict[tuple[str, str], list[float]] = {}
+    load = [os.getloadavg()[0]]
+    try:
+        with ModelServer(scenario) as server:
+            env = offline_env(home, server.url, KEY)
+            env["CLAUDEGUARD_CLAUDE"] = str(claude)
+            for rnd in range(rounds + 1):  # round 0 warms up (the service starts) and is not counted
+                for case in CASES:
+                    for prompt in ("bench text", "bench calls"):
+                        if case == "bare":
+                            argv = [str(claude), "--settings", str(root / "bare.json"), "-p", prompt]
+                            run_env = env
+                        else:
+                            argv = [*GUARD, "-p", prompt]
+                            run_env = dict(env, CLAUDEGUARD_CONFIG=str(root / f"{case}.toml"))
+                        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        start = time.perf_counter()
+                        proc = subprocess.run(argv, env=run_env, cwd=work, capture_output=True, text=True,
+                                              timeout=300, stdin=subprocess.DEVNULL)
+                        elapsed = (time.perf_counter() - start) * 1000
+                        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        want = "hello" if prompt == "bench text" else "all done"
+                        if want not in proc.stdout or proc.stderr.strip():
+                            raise SystemExit(f"{version} {case}: expected {want!r} and a quiet stderr, got "
+                                             f"{proc.stdout[-300:]!r} {proc.stderr[-300:]!r}")
+                        if rnd:
+                            times.setdefault((case, prompt), []).append(elapsed)
+                            cpus.setdefault((case, prompt), []).append(
+                                (ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime) * 1000)
+            load.append(os.getloadavg()[0])
+    finally:
+        stop_services(root)
+        shutil.rmtree(root, ignore_errors=True)
+    out: dict[str, Any] = {"version": version, "rounds": rounds, "calls": calls,
+                           "load_start_end": [round(x, 1) for x in load]}
+    for case in CASES:
+        text, many = times[(case, "bench text")], times[(case, "bench calls")]
+        cpu_text, cpu_many = cpus[(case, "bench text")], cpus[(case, "bench calls")]
+        out[case] = {"text_session": _stats(text), "calls_session": _stats(many),
+                     "per_call_ms": round((statistics.median(many) - statistics.median(text)) / calls, 1),
+                     "cpu_per_call_ms": round((statistics.median(cpu_many) - statistics.median(cpu_text)) / calls, 1)}
+    for case in CASES:
+        out[case]["per_call_over_bare_ms"] = round(out[case]["per_call_ms"] - out["bare"]["per_call_ms"], 1)
+        out[case]["cpu_per_call_over_bare_ms"] = round(out[case]["cpu_per_call_ms"] - out["bare"]["cpu_per_call_ms"], 1)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--versions", default="2.1.332")
+    parser.add_argument("--rounds", type=int, default=12)
+    parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("--json", help="also write the result here")
+    args = parser.parse_args()
+    result = {"machine": {"cpus": os.cpu_count(), "kernel": os.uname().release},
+              "runs": [run_version(v, args.rounds, args.calls) for v in args.versions.split(",")]}
+    text = json.dumps(result, indent=1)
+    if args.json:
+        Path(args.json).write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
