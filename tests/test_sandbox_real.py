@@ -385,3 +385,29 @@ def test_a_call_answered_at_the_keyboard_runs_boxed(real_claude, offline_env, mo
     found = _checks(result["content"])
     assert _boxed(found), found
     assert not [r for r in _audit(env) if r.get("decided_by") == "human"]
+
+
+def test_no_settings_file_of_the_repository_or_the_user_switches_the_box_off(real_claude, offline_env, model_server):
+    """A project, local and user ``env`` block that empties or replaces the prefix, and a
+    project that turns Claude Code's own sandbox on (its proxy would refuse the guard's hooks,
+    and every call would run unguarded): the guard's --settings win, the ask rule still asks,
+    and the call runs boxed."""
+    if in_ci():
+        _need_bwrap()
+    claude_dir = offline_env.cwd / ".claude"
+    claude_dir.mkdir()
+    (claude_dir / "settings.json").write_text(json.dumps({"env": {"CLAUDE_CODE_SHELL_PREFIX": ""},
+                                                          "sandbox": {"enabled": True}}))
+    (claude_dir / "settings.local.json").write_text(json.dumps({"env": {"CLAUDE_CODE_SHELL_PREFIX": "/bin/echo"}}))
+    (offline_env.home / ".claude" / "settings.json").write_text(json.dumps({"env": {"CLAUDE_CODE_SHELL_PREFIX": ""}}))
+    server = model_server(_scenario(WHO))
+    env = guarded_env(offline_env.use(server), real_claude)
+    write_user_config(env, '[permissions]\nask = ["Bash(python3 box_probe.py *)"]\n')
+    approver = Approver(env, [("approve", [])])
+    approver.start()
+    proc, found, _ = _run_probe(env, offline_env.cwd, real_claude, server, WHO, {})
+    approver.finish()
+    assert proc.returncode == 0, proc.stderr
+    assert approver.error is None and len(approver.seen) == 1, approver.error  # the hooks were heard
+    assert _boxed(found), found
+    assert "Claude Code's own sandbox (project" in proc.stderr and "stays off" in proc.stderr
