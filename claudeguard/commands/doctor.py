@@ -254,8 +254,11 @@ def probe(real: str, cfg: Config, version: str | None = None) -> bool:
         prepare_home(tmp / "home", cwd=work, api_key=key)
         args = parse_claude_args(["-p", f"{PROBE} run", "--output-format", "stream-json", "--verbose"])
         with ModelServer(scenario) as server:
-            plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(work),
-                              cli_version=version)
+            try:
+                plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(work),
+                                  cli_version=version)
+            except GuardError as exc:  # a session would be refused here (lockdown without the sandbox)
+                return _say(False, f"injected flags: a session is refused here: {exc}")
             snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(work), interactive=False,
                                         cli_version=version)
             write_atomic(session_dir / "session.json", json.dumps(snapshot))

@@ -341,8 +341,9 @@ def layout(cfg: Config, paths: GuardPaths, cwd: str) -> Layout:
     out.unix = settings["allow_unix_sockets"]
     cwd = os.path.abspath(cwd)
     root = project_root(cwd)
-    out.writable.append(root)
-    if _inside(cwd, root):
+    if root != "/":  # a session started in / has no project to write: only its /tmp
+        out.writable.append(root)
+    if root != "/" and _inside(cwd, root):
         step = root
         for part in os.path.relpath(cwd, root).split(os.sep):
             if part in ("", "."):
