@@ -7,7 +7,8 @@ each case twice, interleaved: a session whose model makes ``--calls`` ``Bash(tru
 turn) and a text-only session. Per case: **per call** = (median of the N-call session − median
 of the text session) / N, for wall time and for the CPU time (user + system) of the process tree
 that ran (the resident guard service not included: it answers the hooks in its own process);
-**over bare** = that minus the same for ``bare``. Cases:
+**over bare** = that minus the same for ``bare``; the same from the 25th percentiles and the
+minima (which other work on the machine moves less). Cases:
 
 - ``bare``: the real CLI alone, ``permissions.allow: ["Bash"]`` in ``--settings``, no hooks, no
   sandbox (the issue's "unsandboxed raw CLI");
@@ -104,10 +105,15 @@ def run_version(version: str, rounds: int, calls: int) -> dict[str, Any]:
     for case in CASES:
         text, many = times[(case, "bench text")], times[(case, "bench calls")]
         cpu_text, cpu_many = cpus[(case, "bench text")], cpus[(case, "bench calls")]
+        low_many, low_text = statistics.quantiles(many, n=4)[0], statistics.quantiles(text, n=4)[0]
         out[case] = {"text_session": _stats(text), "calls_session": _stats(many),
                      "per_call_ms": round((statistics.median(many) - statistics.median(text)) / calls, 1),
+                     "per_call_p25_ms": round((low_many - low_text) / calls, 1),
+                     "per_call_min_ms": round((min(many) - min(text)) / calls, 1),
                      "cpu_per_call_ms": round((statistics.median(cpu_many) - statistics.median(cpu_text)) / calls, 1)}
     for case in CASES:
+        for key in ("per_call_p25_ms", "per_call_min_ms"):
+            out[case][key.replace("_ms", "_over_bare_ms")] = round(out[case][key] - out["bare"][key], 1)
         out[case]["per_call_over_bare_ms"] = round(out[case]["per_call_ms"] - out["bare"]["per_call_ms"], 1)
         out[case]["cpu_per_call_over_bare_ms"] = round(out[case]["cpu_per_call_ms"] - out["bare"]["cpu_per_call_ms"], 1)
     return out
