@@ -184,6 +184,8 @@ def test_hooks_and_mcp_servers_run_outside_the_box_on_a_measured_cli_and_inside_
     assert "Permission denied" in hook.stderr and hook.stdout == ""
     script = Path(other["prefix"]).read_text()
     assert "case $c in /own/hook) exec" in script  # the guard's own entries stay outside
+    argv = subprocess.run([other["prefix"], "cat", f"{lab}/rt/secret"], capture_output=True, text=True, timeout=30)
+    assert argv.stdout == "" and "Permission denied" in argv.stderr  # never from the CLI: boxed there too
 
 
 @needs_bwrap
@@ -200,6 +202,16 @@ def test_a_one_time_mark_lets_one_command_out(lab):
     assert "s3cret" not in again.stdout and "Permission denied" in again.stderr
     forged = _run(box, f": {sandbox.UNBOX_MARK}{'0' * 32}\ncat {lab}/rt/secret", work)
     assert "s3cret" not in forged.stdout
+    # An rm that says yes to anything, first on PATH (a settings env block can set PATH): the box
+    # script names its rm by path.
+    evil = lab / "evil"
+    evil.mkdir()
+    (evil / "rm").write_text("#!/bin/sh\nexit 0\n")
+    (evil / "rm").chmod(0o755)
+    framed = f"eval ': {sandbox.UNBOX_MARK}{'1' * 32}\ncat {lab}/rt/secret' < /dev/null{sandbox.FRAME}{work}/x-cwd"
+    tricked = subprocess.run([box["prefix"], framed], cwd=work, capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, PATH=f"{evil}:{os.environ['PATH']}", IFS="3"))
+    assert "s3cret" not in tricked.stdout and "Permission denied" in tricked.stderr
 
 
 def test_wrap_keeps_every_field_and_drops_the_sandbox_flag():

@@ -451,15 +451,21 @@ def _sh(word: str) -> str:
 
 
 def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: str, framed: bool,
-               own: list[str], session_id: str) -> str:
-    """The sh script the CLI runs as its shell prefix: ``box '<command string>'``."""
+               own: list[str], session_id: str, rm: str) -> str:
+    """The sh script the CLI runs as its shell prefix: ``box '<command string>'``. Every program
+    it runs is named by its absolute path (``rm`` too): a settings ``env`` block may change PATH."""
     q = _sh
+    boxed = f"{q(bwrap)} {' '.join(q(a) for a in args)}"
     lines = [
         "#!/bin/sh",
         f"# claudeguard: the box of session {session_id}. The real CLI runs it as {PREFIX_VAR} before",
         "# every Bash command, hook, MCP server and status line (written by claudeguard/plan/sandbox.py;",
         "# docs/design.md, \"The sandbox\"). Not for editing: the next session writes its own.",
-        'case $# in 1) ;; *) exec "$@" ;; esac',
+        "IFS=' \t\n'",
+        # Never one the CLI gives (one string, always): as without a prefix where the frame is
+        # known (no Bash call comes so), else boxed.
+        'case $# in 1) ;; *) exec "$@" ;; esac' if framed else
+        f'case $# in 1) ;; *) unset {" ".join(SECRET_VARS)}; exec {boxed} --seccomp 9 -- "$@" 9< {q(seccomp)} ;; esac',
         "c=$1",
     ]
     own_words = "|".join(q(o) for o in own)
@@ -471,7 +477,8 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
         # A call a human let out of the box (a dangerouslyDisableSandbox call approved): its one-time mark.
         f"for m in \"$c\" \"${{__CLAUDE_CC_COMMAND_TEXT-}}\"; do case $m in *{UNBOX_MARK}*)",
         f"  t=${{m#*{UNBOX_MARK}}}; t=${{t%%[!0-9a-f]*}}",
-        f"  if [ ${{#t}} -eq 32 ] && rm -- {q(unbox)}/\"$t\" 2>/dev/null; then exec {q(shell)} -c \"$c\"; fi ;;",
+        f"  if [ \"${{#t}}\" -eq 32 ] && {q(rm)} -- {q(unbox)}/\"$t\" 2>/dev/null; then",
+        f"    exec {q(shell)} -c \"$c\"; fi ;;",
         "esac; done",
         "set --",
         # The CLI records the command's last directory in this file: bound in so that a cd carries over.
@@ -483,7 +490,7 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
         f"d=${{CLAUDE_CODE_TMPDIR:-${{TMPDIR:-/tmp}}}}/claude-{os.getuid()}",
         "case $d in /tmp/*) if [ -d \"$d\" ]; then set -- \"$@\" --ro-bind \"$d\" \"$d\"; fi ;; esac",
         f"unset {' '.join(SECRET_VARS)}",
-        f"exec {q(bwrap)} {' '.join(q(a) for a in args)} \"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}",
+        f"exec {boxed} \"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}",
         "",
     ]
     return "\n".join(lines)
@@ -551,7 +558,8 @@ def prepare(cfg: Config, env: Mapping[str, str], cwd: str, session_dir: str, *, 
     os.makedirs(os.path.join(session_dir, UNBOX_DIR), mode=0o700, exist_ok=True)
     script = box_script(bwrap=found.bwrap, args=bwrap_args(box, private_tmp, hidden), seccomp=seccomp,
                         shell=cli_shell(env), unbox=os.path.join(session_dir, UNBOX_DIR),
-                        framed=framed_version(cli_version), own=own, session_id=session_id)
+                        framed=framed_version(cli_version), own=own, session_id=session_id,
+                        rm=find_program("rm", {"PATH": "/usr/bin:/bin"}) or find_program("rm", env) or "/bin/rm")
     prefix = os.path.join(session_dir, BOX_FILE)
     write_atomic(prefix, script, mode=0o700)
     notes = []
