@@ -383,3 +383,20 @@ def test_the_refusal_is_a_usage_error(lab):
     _config(lab, f'[security]\nsandbox = "require"\n\n[sandbox]\nbwrap = "{lab / "none"}"\n')
     with pytest.raises(UsageError, match="require"):
         sandbox.check(load_config(lab / "work"), dict(os.environ))
+
+
+@needs_bwrap
+def test_the_cwd_file_is_never_a_link_nor_in_a_hidden_dir(lab):
+    """The file the CLI records the next cwd in is bound into the box writable: a link there, or
+    a path in the session's own dir (where the box's /tmp lives), is not bound."""
+    (lab / "rt" / "secret").write_text("s3cret")
+    box = _box(lab)
+    work = lab / "work"
+    link = work / "planted-cwd"
+    link.symlink_to(lab / "rt" / "secret")
+    proc = _run(box, "echo hi", work, cwd_file=link)
+    assert proc.returncode != 0 and (lab / "rt" / "secret").read_text() == "s3cret"
+    inside = Path(box["prefix"]).parent / "tmp" / "claude-1234-cwd"
+    inside.write_text("")
+    proc = _run(box, "echo hi", work, cwd_file=inside)
+    assert proc.returncode != 0 and inside.read_text() == ""

@@ -456,6 +456,9 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
     it runs is named by its absolute path (``rm`` too): a settings ``env`` block may change PATH."""
     q = _sh
     boxed = f"{q(bwrap)} {' '.join(q(a) for a in args)}"
+    # The hidden dirs (and the session dir, with the box's /tmp in it) as case patterns.
+    under = [args[i + 1] for i, a in enumerate(args) if a == "--tmpfs"] + [os.path.dirname(unbox)]
+    hidden_cases = "|".join(f"{q(d)}/*" for d in under)
     lines = [
         "#!/bin/sh",
         f"# claudeguard: the box of session {session_id}. The real CLI runs it as {PREFIX_VAR} before",
@@ -484,11 +487,16 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
         # The CLI records the command's last directory in this file: bound in so that a cd carries over.
         f"f=${{c##*{q(FRAME)}}}",
         "case $f in \\'*\\') f=${f#\\'}; f=${f%\\'} ;; esac",
-        "case $f in /*-cwd) case $f in *[!A-Za-z0-9_./-]*) f= ;; esac ;; *) f= ;; esac",
-        "if [ -n \"$f\" ] && { [ -f \"$f\" ] || : >> \"$f\"; } 2>/dev/null; then set -- --bind \"$f\" \"$f\"; fi",
+        "case $f in /*-cwd) case $f in *[!A-Za-z0-9_./-]*|*/../*) f= ;; esac ;; *) f= ;; esac",
+        # Never a link, nor a path in a hidden dir (an env block may move the CLI's temp dir into
+        # the box's own /tmp, where a command could plant one).
+        f"case $f in {hidden_cases}) f= ;; esac",
+        "if [ -n \"$f\" ] && [ ! -L \"$f\" ] && { [ -f \"$f\" ] || : >> \"$f\"; } 2>/dev/null; then",
+        "  set -- --bind \"$f\" \"$f\"; fi",
         # Background commands' output the CLI keeps under /tmp: readable, as outside the box.
         f"d=${{CLAUDE_CODE_TMPDIR:-${{TMPDIR:-/tmp}}}}/claude-{os.getuid()}",
-        "case $d in /tmp/*) if [ -d \"$d\" ]; then set -- \"$@\" --ro-bind \"$d\" \"$d\"; fi ;; esac",
+        f"case $d in {hidden_cases}|*/../*) ;; /tmp/*) if [ -d \"$d\" ] && [ ! -L \"$d\" ]; then",
+        "  set -- \"$@\" --ro-bind \"$d\" \"$d\"; fi ;; esac",
         f"unset {' '.join(SECRET_VARS)}",
         f"exec {boxed} \"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}",
         "",
