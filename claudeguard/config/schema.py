@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
         disable_bypass_permissions: bool
         allow_settings_override: bool
+        require_verified_cli: bool  # refuse a CLI binary `doctor --verify` has not passed (plan.verified)
         sandbox: str  # "auto" | "require" | "off" (lockdown makes it "require": Config.security)
 
     class SandboxSettings(TypedDict):
@@ -143,9 +144,9 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "kill_grace": Key("number", KILL_GRACE_S, minimum=0),
     },
     "security": {"disable_bypass_permissions": Key("bool", False), "allow_settings_override": Key("bool", False),
-                 "sandbox": Key("str", "auto", choices=SANDBOX_MODES)},
+                 "require_verified_cli": Key("bool", False), "sandbox": Key("str", "auto", choices=SANDBOX_MODES)},
     # The box every Bash call runs in (plan/sandbox.py): widenings only the user's own files may
-    # give (config.load.validate), never over the guard's own paths (config.load._check_sandbox).
+    # give (config.load.validate), never over the guard's own paths (plan.sandbox.check_config).
     "sandbox": {
         "allow_write": Key("strlist", []),
         "network": Key("str", "host", choices=("host", "none")),
