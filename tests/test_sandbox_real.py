@@ -27,7 +27,7 @@ import pytest
 from claudeguard.testing.tui import expect_text
 from claudeguard.testing.wait import wait_until
 from tests.conftest import in_ci
-from tests.shim_helpers import GUARD, Approver, guarded_env, results_of, write_user_config
+from tests.shim_helpers import GUARD, Approver, guarded_env, mark_verified, results_of, write_user_config
 
 PROBE = Path(__file__).parent / "data" / "box_probe.py"
 
@@ -340,6 +340,7 @@ def test_leaving_the_box_is_denied_under_lockdown(real_claude, offline_env, mode
     env = guarded_env(offline_env.use(server), real_claude)
     write_user_config(env, '[security]\ndisable_bypass_permissions = true\n\n'
                            '[permissions]\nallow = ["Bash(python3 box_probe.py *)"]\n')
+    mark_verified(env, real_claude)  # lockdown runs only a CLI that passed doctor --verify
     proc, found, _ = _run_probe(env, offline_env.cwd, real_claude, server, WHO, {})
     assert proc.returncode == 0, proc.stderr
     assert found == {}
