@@ -400,3 +400,19 @@ def test_the_cwd_file_is_never_a_link_nor_in_a_hidden_dir(lab):
     inside.write_text("")
     proc = _run(box, "echo hi", work, cwd_file=inside)
     assert proc.returncode != 0 and inside.read_text() == ""
+
+
+@needs_bwrap
+def test_the_box_comes_back_with_a_session_dir_made_again(lab):
+    """The keeper makes a removed session dir again (plan/keeper.py): the box with it."""
+    (lab / "rt" / "secret").write_text("s3cret")
+    box = _box(lab)
+    session_dir = Path(box["prefix"]).parent
+    kept = sandbox.kept_files(str(session_dir))
+    assert set(kept) == {"box", "seccomp.bpf", "hidden"}
+    shutil.rmtree(session_dir)
+    session_dir.mkdir(mode=0o700)
+    sandbox.restore_box(str(session_dir), kept)
+    proc = _run(box, f"cat /proc/1/cmdline; echo; cat {lab}/rt/secret; echo done", lab / "work")
+    assert proc.stdout.split("\0")[0].endswith("bwrap") and "s3cret" not in proc.stdout and "done" in proc.stdout
+    assert os.stat(session_dir / "hidden").st_mode & 0o777 == 0

@@ -164,10 +164,14 @@ def _probe_key(bwrap: str, machine: str) -> str:
             f"{os.getuid()}|{machine}|{sysctls}")
 
 
+class Transient(Exception):
+    """The probe could not tell (bwrap did not finish in time, could not be started): not kept."""
+
+
 def probe(bwrap: str, machine: str, scratch: str) -> str | None:
-    """Run a box like a session's (namespaces, no capabilities, the seccomp filter) around
-    ``/bin/true``; None when it works, else the reason in one line. ``scratch``: a private dir
-    for the filter's file."""
+    """Run a box like a session's (namespaces, no capabilities, a hidden dir, the seccomp filter)
+    around ``/bin/true``; None when it works, else the reason in one line (Transient when it
+    cannot tell). ``scratch``: a private dir for the filter's file."""
     import subprocess
 
     program = seccomp_filter(machine)
@@ -179,13 +183,13 @@ def probe(bwrap: str, machine: str, scratch: str) -> str | None:
     try:
         with open(path, "rb") as bpf:
             argv = [bwrap, "--new-session", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL",
-                    "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--seccomp", str(bpf.fileno()), "--",
-                    "/bin/true"]
+                    "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--perms", "0000", "--tmpfs", "/tmp",
+                    "--remount-ro", "/tmp", "--seccomp", str(bpf.fileno()), "--", "/bin/true"]
             # Not through procs.capture: the filter's fd must reach bwrap (pass_fds).
             proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20,
                                   pass_fds=(bpf.fileno(),))
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bubblewrap ({bwrap}) could not be run: {exc}"
+        raise Transient(f"bubblewrap ({bwrap}) could not be run: {exc}") from None
     finally:
         os.unlink(path)
     if proc.returncode == 0:
@@ -233,7 +237,10 @@ def availability(cfg: Config, env: Mapping[str, str], paths: GuardPaths, *, cach
         except (OSError, ValueError):
             pass
     private_dir(paths.state_dir)
-    reason = probe(bwrap, machine, paths.state_dir)
+    try:
+        reason = probe(bwrap, machine, paths.state_dir)
+    except Transient as exc:
+        return Availability(None, str(exc))  # not kept: the next start probes again
     try:
         write_atomic(cache, json.dumps({"key": key, "reason": reason}))
     except OSError:
@@ -575,6 +582,35 @@ def prepare(cfg: Config, env: Mapping[str, str], cwd: str, session_dir: str, *, 
         notes.append(f"claudeguard: your {PREFIX_VAR} ({env[PREFIX_VAR]}) is replaced by the sandbox's in this "
                      f"session")
     return Prepared({"prefix": prefix, "unbox": os.path.join(session_dir, UNBOX_DIR)}, notes)
+
+
+KEPT = ((BOX_FILE, 0o700), ("seccomp.bpf", 0o600), (HIDDEN_FILE, 0))
+
+
+def kept_files(session_dir: str) -> dict[str, tuple[bytes, int]]:
+    """The session's box files as they are now (name -> content, mode), for ``restore_box``:
+    a session dir removed under the session (``plan.keeper``) takes the box with it, and every
+    Bash call fails (closed) until the box is back."""
+    out = {}
+    for name, file_mode in KEPT:
+        try:
+            with open(os.path.join(session_dir, name), "rb") as fh:
+                out[name] = (fh.read(), file_mode)
+        except OSError:
+            pass
+    return out
+
+
+def restore_box(session_dir: str, kept: dict[str, tuple[bytes, int]]) -> None:
+    """Put the box back into a session dir made again (its /tmp comes back empty)."""
+    from claudeguard.files import write_atomic
+
+    if not kept:
+        return
+    for name in (TMP_DIR, UNBOX_DIR):
+        os.makedirs(os.path.join(session_dir, name), mode=0o700, exist_ok=True)
+    for name, (data, file_mode) in kept.items():
+        write_atomic(os.path.join(session_dir, name), data, mode=file_mode)
 
 
 def refusal(cfg: Config, reason: str) -> str:
