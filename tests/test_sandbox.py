@@ -369,11 +369,13 @@ def test_the_probe_is_cached_per_bwrap_binary(lab):
 def test_the_guards_settings_pin_the_clis_own_sandbox_off(lab):
     (lab / "work" / ".claude").mkdir()
     (lab / "work" / ".claude" / "settings.json").write_text(json.dumps({"sandbox": {"enabled": True}}))
-    proc = _launch(lab, "", "--guard-dry-run", "-p", "hi", "--settings", '{"sandbox": {"enabled": true, "x": 1}}')
+    caller = {"sandbox": {"enabled": True, "x": 1}, "env": {"CLAUDE_CODE_SHELL_PREFIX": "", "KEEP": "1"}}
+    proc = _launch(lab, "", "--guard-dry-run", "-p", "hi", "--settings", json.dumps(caller))
     assert proc.returncode == 0, proc.stderr
     argv = json.loads(proc.stdout)["argv"]
     settings = json.loads(next(a for a in argv if a.startswith("{") or a.startswith("--settings=")).split("=", 1)[-1])
     assert settings["sandbox"] == {"enabled": False, "x": 1}
+    assert settings["env"] == {"CLAUDE_CODE_SHELL_PREFIX": "<session dir>/box", "KEEP": "1"}  # the caller's loses
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 2 and all("Claude Code's own sandbox" in line and "stays off" in line for line in lines)
     assert "project" in proc.stderr and "--settings" in proc.stderr
