@@ -1,6 +1,7 @@
 """What the sandbox costs a guarded session per Bash call, against the unsandboxed raw CLI.
 
     python bench/box_cost.py [--versions 2.1.332] [--rounds 12] [--calls 10] [--json FILE]
+    python bench/box_cost.py --box-only [--rounds 60]
 
 Offline against the scripted model server, in one throwaway lab per version. Every round runs
 each case twice, interleaved: a session whose model makes ``--calls`` ``Bash(true)`` calls (one a
@@ -18,6 +19,8 @@ minima (which other work on the machine moves less). Cases:
   session's bubblewrap box through ``CLAUDE_CODE_SHELL_PREFIX`` (plan/sandbox.py).
 
 Prints one JSON object (and writes it to ``--json``) with the machine's load at the start and end.
+``--box-only``: the session's box script alone, outside the CLI, against bash running the same
+framed command: what the box itself costs a call.
 """
 
 from __future__ import annotations
@@ -119,13 +122,69 @@ def run_version(version: str, rounds: int, calls: int) -> dict[str, Any]:
     return out
 
 
+def box_only(rounds: int) -> dict[str, Any]:
+    """The box script alone, outside the CLI, interleaved: the CLI's framed ``true`` run by
+    bash as the CLI would without a prefix, and through a session's box (plan/sandbox.py, with
+    this machine's bwrap), ``rounds`` times each; ms."""
+    from claudeguard.config.load import load_config
+    from claudeguard.plan import sandbox
+
+    root = Path(tempfile.mkdtemp(prefix="box-only-"))
+    try:
+        home, work, runtime = root / "home", root / "work", root / "rt"
+        work.mkdir()
+        runtime.mkdir(mode=0o700)
+        subprocess.run(["git", "init", "-q", str(work)], check=True)
+        env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
+                   XDG_STATE_HOME=str(home / ".local" / "state"), CLAUDEGUARD_RUNTIME_DIR=str(runtime))
+        env.pop("CLAUDEGUARD_CONFIG", None)
+        env.pop("CLAUDEGUARD_LOG_DIR", None)
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(env)
+        try:
+            session_dir = runtime / "sessions" / "bench"
+            session_dir.mkdir(parents=True, mode=0o700)
+            prepared = sandbox.prepare(load_config(work), env, str(work), str(session_dir), session_id="bench",
+                                       cli_version="2.1.332", own=[])
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        assert prepared.box is not None, prepared.notes
+        framed = f"eval true < /dev/null{sandbox.FRAME}{work}/x-cwd"
+        variants = {"bash (no prefix)": ["/bin/bash", "-c", framed], "the box": [prepared.box["prefix"], framed]}
+        times: dict[str, list[float]] = {k: [] for k in variants}
+        load = [os.getloadavg()[0]]
+        for rnd in range(rounds + 1):
+            for name, argv in variants.items():
+                start = time.perf_counter()
+                proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise SystemExit(f"{name}: exit {proc.returncode}: {proc.stderr[-300:]}")
+                if rnd:
+                    times[name].append((time.perf_counter() - start) * 1000)
+        load.append(os.getloadavg()[0])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    out: dict[str, Any] = {"rounds": rounds, "load_start_end": [round(x, 1) for x in load]}
+    for name, values in times.items():
+        q = statistics.quantiles(values, n=4)
+        out[name] = {"median": round(statistics.median(values), 1), "p25": round(q[0], 1), "p75": round(q[2], 1),
+                     "min": round(min(values), 1)}
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--versions", default="2.1.332")
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--json", help="also write the result here")
+    parser.add_argument("--box-only", action="store_true", help="the box script alone, outside the CLI")
     args = parser.parse_args()
+    if args.box_only:
+        print(json.dumps(box_only(args.rounds), indent=1))
+        return 0
     result = {"machine": {"cpus": os.cpu_count(), "kernel": os.uname().release},
               "runs": [run_version(v, args.rounds, args.calls) for v in args.versions.split(",")]}
     text = json.dumps(result, indent=1)

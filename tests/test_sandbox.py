@@ -418,3 +418,16 @@ def test_the_box_comes_back_with_a_session_dir_made_again(lab):
     proc = _run(box, f"cat /proc/1/cmdline; echo; cat {lab}/rt/secret; echo done", lab / "work")
     assert proc.stdout.split("\0")[0].endswith("bwrap") and "s3cret" not in proc.stdout and "done" in proc.stdout
     assert os.stat(session_dir / "hidden").st_mode & 0o777 == 0
+
+
+def test_managed_settings_that_turn_the_clis_own_sandbox_on_are_refused(lab):
+    """They win over the guard's sandbox.enabled: false, and the CLI's proxy then refuses the
+    guard's hooks (2.1.197 ran an ask-rule call unasked): refused like any silencing setting."""
+    managed = json.dumps({"sandbox": {"enabled": True}})
+    proc = _launch(lab, "", "--managed-settings", managed, "-p", "hi")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("claudeguard: --managed-settings (inline JSON): sandbox.enabled: Claude Code's own "
+                                  "sandbox, from managed settings, wins over the guard's")
+    proc = _launch(lab, "[security]\nallow_settings_override = true\n", "--managed-settings", managed, "-p", "hi")
+    assert proc.returncode == 0 and proc.stdout.strip() == "STAND-IN-RAN"
+    assert "claudeguard: warning: --managed-settings (inline JSON): sandbox.enabled" in proc.stderr

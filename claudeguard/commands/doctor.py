@@ -25,7 +25,7 @@ from claudeguard.paths import guard_paths, legacy_note, runtime_dir
 from claudeguard.plan import sandbox as box
 from claudeguard.plan import settings_sources as ss
 from claudeguard.plan import verified
-from claudeguard.plan.argv import build_plan
+from claudeguard.plan.argv import build_plan, cli_sandbox_sources
 from claudeguard.plan.claude_args import parse_claude_args
 from claudeguard.plan.discovery import find_claude
 from claudeguard.plan.session import session_snapshot
@@ -193,6 +193,15 @@ def sandbox(cfg: Config, version: str | None) -> bool:
         f"security.sandbox = \"{chosen}\" ({cfg.source('security.sandbox')})"
     print("      Claude Code's own sandbox: off in every guarded session (its proxy refuses the guard's hooks); "
           "claudeguard's own box confines Bash instead")
+    for at, managed in cli_sandbox_sources(parse_claude_args([]), os.getcwd()):
+        if not managed:
+            print(f"      {at}: sandbox.enabled: overridden (off) in guarded sessions")
+        elif cfg.lockdown.value or not cfg.security()["allow_settings_override"]:
+            return _say(False, f"sandbox: {at}: sandbox.enabled from managed settings wins over the guard's: "
+                               f"sessions are refused (every call would run unguarded)")
+        else:
+            _warn(f"sandbox: {at}: sandbox.enabled from managed settings: the guard's hooks are refused by its proxy "
+                  f"(let through by security.allow_settings_override)")
     paths = guard_paths()
     try:
         box.check_config(cfg, paths)

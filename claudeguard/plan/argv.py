@@ -251,6 +251,42 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     return Plan([real_cli, *front, *rest], env_add, session_id)
 
 
+MANAGED_SOURCES = ("managed", "--managed-settings")
+
+
+def cli_sandbox_sources(args: ClaudeArgs, cwd: str) -> list[tuple[str, bool]]:
+    """(where, managed) of each settings source of this run that turns Claude Code's own sandbox
+    on (``sandbox.enabled: true``)."""
+    from claudeguard.plan.settings_sources import sources
+
+    out = []
+    for src in sources(args, cwd, dict(os.environ)):
+        cli_box = src.settings.get("sandbox") if src.loaded else None
+        if isinstance(cli_box, dict) and cli_box.get("enabled") is True:
+            where = src.where if src.name in src.where else f"{src.name} {src.where}"
+            out.append((where, src.name in MANAGED_SOURCES))
+    return out
+
+
+def check_cli_sandbox(args: ClaudeArgs, cfg: Config, cwd: str) -> None:
+    """Managed settings (the machine's, or a caller's ``--managed-settings``) that turn Claude
+    Code's own sandbox on win over the guard's ``sandbox.enabled: false``, and with it the CLI
+    sends the guard's HTTP hooks through its proxy, which refuses them: every call then runs
+    unguarded (2.1.197 ran an ask-rule call unasked; checked on 2.1.197, 2.1.330, 2.1.332).
+    Refused like every setting that silences the guard (``plan.settings_sources``): always under
+    lockdown, else unless ``[security] allow_settings_override`` (then one warning line)."""
+    for where, managed in cli_sandbox_sources(args, cwd):
+        if not managed:
+            continue
+        line = (f"{where}: sandbox.enabled: Claude Code's own sandbox, from managed settings, wins over the guard's "
+                f"and refuses its hooks: every call would run unguarded")
+        if cfg.lockdown.value or not cfg.security()["allow_settings_override"]:
+            why = f"lockdown ({cfg.lockdown.source})" if cfg.lockdown.value else \
+                "set [security] allow_settings_override = true to run anyway"
+            raise UsageError(f"{line}: refused ({why})")
+        print(f"claudeguard: warning: {line}", file=sys.stderr)
+
+
 def sandbox_env(real_cli: str, args: ClaudeArgs, cfg: Config, *, cwd: str, session_dir: str | None, session_id: str,
                 ctl: list[str]) -> dict[str, str]:
     """The session's box (plan/sandbox.py), written into its dir, as the environment that makes
@@ -261,15 +297,10 @@ def sandbox_env(real_cli: str, args: ClaudeArgs, cfg: Config, *, cwd: str, sessi
 
     from claudeguard.plan import sandbox
     from claudeguard.plan.discovery import package_version
-    from claudeguard.plan.settings_sources import sources
 
-    notes = []
-    for src in sources(args, cwd, dict(os.environ)):
-        cli_box = src.settings.get("sandbox") if src.loaded else None
-        if isinstance(cli_box, dict) and cli_box.get("enabled") is True:
-            notes.append(f"claudeguard: Claude Code's own sandbox ({src.name} {src.where}: sandbox.enabled) stays off "
-                         f"in guarded sessions (it would refuse the guard's hooks); claudeguard's own box confines "
-                         f"Bash instead")
+    notes = [f"claudeguard: Claude Code's own sandbox ({where}: sandbox.enabled) stays off in guarded sessions (it "
+             f"would refuse the guard's hooks); claudeguard's own box confines Bash instead"
+             for where, managed in cli_sandbox_sources(args, cwd) if not managed]
     env: dict[str, str] = {}
     if session_dir is None:  # a dry run: nothing is written, the variable shows where the box goes
         if sandbox.mode(cfg) != "off":
