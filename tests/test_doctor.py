@@ -42,6 +42,7 @@ def test_doctor_refuses_a_runtime_dir_others_can_enter(real_claude, offline_env,
     assert "FAIL  runtime dir" in proc.stdout and "lets others in" in proc.stdout
 
 
+@pytest.mark.newest_cli
 def test_doctor_shows_the_box_that_holds_here(real_claude, cli_version, offline_env, run_claude):
     if shutil.which("bwrap") is None and not in_ci():
         pytest.skip("bubblewrap is not installed (under CI=true this fails instead)")

@@ -189,6 +189,7 @@ OUT_OF_REACH = ["read_runtime", "read_session_file", "cat_runtime", "read_config
 ORDINARY = ["write_project", "run_tests", "git_commit", "git_checkout", "http_loopback"]
 
 
+@pytest.mark.newest_cli
 def test_a_boxed_call_reaches_none_of_the_guard_and_ordinary_work_goes_on(real_claude, offline_env, model_server,
                                                                           tmp_path):
     if in_ci():
@@ -288,6 +289,7 @@ def test_a_call_a_human_approves_through_the_channel_runs_boxed(real_claude, off
     assert _boxed(found), found
 
 
+@pytest.mark.newest_cli
 def test_a_call_the_clis_own_asker_gets_approved_runs_boxed(real_claude, offline_env, model_server):
     """No rule decides: in -p the CLI asks its asker (the guard's prompt tool on 2.1.197, the
     PermissionRequest hook on 2.1.330), which asks a human through the channel."""
@@ -306,6 +308,7 @@ def test_a_call_the_clis_own_asker_gets_approved_runs_boxed(real_claude, offline
     assert row["via"] in ("prompt-tool", "permission-request") and row["decided_by"] == "human", row
 
 
+@pytest.mark.newest_cli
 def test_leaving_the_box_is_asked_even_under_an_allow_rule_and_a_humans_yes_lets_it_out_once(
         real_claude, offline_env, model_server):
     if in_ci():
@@ -366,6 +369,7 @@ def test_a_cd_carries_over_to_the_next_boxed_call(real_claude, offline_env, mode
     assert where == str(offline_env.cwd / "sub")
 
 
+@pytest.mark.newest_cli
 def test_a_call_answered_at_the_keyboard_runs_boxed(real_claude, offline_env, model_server, spawn_tui):
     """A dialog on the CLI's own screen, answered at the keyboard: no answer of the guard's
     carries that call's input, and the prefix boxes it all the same."""
@@ -388,6 +392,7 @@ def test_a_call_answered_at_the_keyboard_runs_boxed(real_claude, offline_env, mo
     assert not [r for r in _audit(env) if r.get("decided_by") == "human"]
 
 
+@pytest.mark.newest_cli
 def test_no_settings_file_of_the_repository_or_the_user_switches_the_box_off(real_claude, offline_env, model_server):
     """A project, local and user ``env`` block that empties or replaces the prefix, and a
     project that turns Claude Code's own sandbox on (its proxy would refuse the guard's hooks,
