@@ -13,6 +13,10 @@ minima (which other work on the machine moves less). Cases:
 
 - ``bare``: the real CLI alone, ``permissions.allow: ["Bash"]`` in ``--settings``, no hooks, no
   sandbox (the issue's "unsandboxed raw CLI");
+- ``bare-prefix``: the same with ``CLAUDE_CODE_SHELL_PREFIX`` naming a script that only runs its
+  argument with bash (what the prefix itself costs the CLI, without bwrap);
+- ``bare-box``: the same with a session's box (``plan.sandbox.prepare`` for the lab's project) as
+  the prefix: what the box costs the raw CLI, the guard's hooks aside;
 - ``guarded``: ``claudeguard -p`` with the resident service warm, ``allow = ["Bash(true)"]``,
   ``[security] sandbox = "off"``;
 - ``guarded-box``: the same with the default ``sandbox = "auto"``: every call runs in the
@@ -44,7 +48,7 @@ from claudeguard.testing.offline_home import offline_env, prepare_home
 from claudeguard.testing.services import stop_services
 
 KEY = "sk-ant-bench-0123456789abcdefghijklmnopqrstuv"
-CASES = ("bare", "guarded", "guarded-box")
+CASES = ("bare", "bare-prefix", "bare-box", "guarded", "guarded-box")
 GUARD = [sys.executable, str(Path(__file__).resolve().parent.parent / "bin" / "claudeguard")]
 
 
@@ -52,6 +56,26 @@ def _stats(values: list[float]) -> dict[str, float]:
     q = statistics.quantiles(values, n=4) if len(values) >= 2 else [values[0]] * 3
     return {"median": round(statistics.median(values)), "p25": round(q[0]), "p75": round(q[2]),
             "min": round(min(values)), "max": round(max(values))}
+
+
+def _lab_box(env: dict[str, str], work: Path) -> str:
+    """A session's box for the lab's project, built as a session's plan builds it; its prefix."""
+    from claudeguard.config.load import load_config
+    from claudeguard.paths import runtime_dir
+    from claudeguard.plan import sandbox
+
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        session_dir = str(runtime_dir("sessions", "bench-box"))
+        prepared = sandbox.prepare(load_config(work), env, str(work), session_dir, session_id="bench-box",
+                                   cli_version=None, own=[])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert prepared.box is not None, prepared.notes
+    return prepared.box["prefix"]
 
 
 def run_version(version: str, rounds: int, calls: int) -> dict[str, Any]:
@@ -67,6 +91,9 @@ def run_version(version: str, rounds: int, calls: int) -> dict[str, Any]:
     subprocess.run(["git", "init", "-q", str(work)], check=True)
     prepare_home(home, cwd=work, api_key=KEY)
     (root / "bare.json").write_text(json.dumps({"permissions": {"allow": ["Bash"]}}))
+    noop = root / "noop-prefix"
+    noop.write_text('#!/bin/sh\nexec /bin/bash -c "$1"\n')
+    noop.chmod(0o755)
     for name, extra in (("guarded", '[security]\nsandbox = "off"\n'), ("guarded-box", "")):
         (root / f"{name}.toml").write_text(f'{extra}[permissions]\nallow = ["Bash(true)"]\n')
     times: dict[tuple[str, str], list[float]] = {}
@@ -76,12 +103,14 @@ def run_version(version: str, rounds: int, calls: int) -> dict[str, Any]:
         with ModelServer(scenario) as server:
             env = offline_env(home, server.url, KEY)
             env["CLAUDEGUARD_CLAUDE"] = str(claude)
+            box_prefix = _lab_box(env, work)
             for rnd in range(rounds + 1):  # round 0 warms up (the service starts) and is not counted
                 for case in CASES:
                     for prompt in ("bench text", "bench calls"):
-                        if case == "bare":
+                        if case.startswith("bare"):
                             argv = [str(claude), "--settings", str(root / "bare.json"), "-p", prompt]
-                            run_env = env
+                            prefix = {"bare-prefix": str(noop), "bare-box": box_prefix}.get(case)
+                            run_env = dict(env, CLAUDE_CODE_SHELL_PREFIX=prefix) if prefix else env
                         else:
                             argv = [*GUARD, "-p", prompt]
                             run_env = dict(env, CLAUDEGUARD_CONFIG=str(root / f"{case}.toml"))
