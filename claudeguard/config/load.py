@@ -164,6 +164,7 @@ class Config:
         return {
             "disable_bypass_permissions": bool(self.lockdown.value),
             "allow_settings_override": self.get("security.allow_settings_override") is True,
+            "allow_unguarded": self.get("security.allow_unguarded") is True and not self.lockdown.value,
             "require_verified_cli": self.get("security.require_verified_cli") is True,
             # lockdown needs the box (load_config refuses "off" beside it)
             "sandbox": "require" if self.lockdown.value else (self._text("security.sandbox") or "auto"),

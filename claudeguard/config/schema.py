@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
         disable_bypass_permissions: bool
         allow_settings_override: bool
+        allow_unguarded: bool  # run what no hook of the guard reaches (`mcp serve`); never under lockdown
         require_verified_cli: bool  # refuse a CLI binary `doctor --verify` has not passed (plan.verified)
         sandbox: str  # "auto" | "require" | "off" (lockdown makes it "require": Config.security)
 
@@ -144,7 +145,8 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "kill_grace": Key("number", KILL_GRACE_S, minimum=0),
     },
     "security": {"disable_bypass_permissions": Key("bool", False), "allow_settings_override": Key("bool", False),
-                 "require_verified_cli": Key("bool", False), "sandbox": Key("str", "auto", choices=SANDBOX_MODES)},
+                 "allow_unguarded": Key("bool", False), "require_verified_cli": Key("bool", False),
+                 "sandbox": Key("str", "auto", choices=SANDBOX_MODES)},
     # The box every Bash call runs in (plan/sandbox.py): widenings only the user's own files may
     # give (config.load.validate), never over the guard's own paths (plan.sandbox.check_config).
     "sandbox": {
