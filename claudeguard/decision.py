@@ -102,13 +102,17 @@ def _permission(d: Decision) -> Permission | None:
 # --- one output adapter per consumer ---------------------------------------------------------
 
 
-def pre_tool_use_output(d: Decision) -> dict[str, object] | None:
-    """The PreToolUse hook's JSON; None: print nothing (the CLI decides)."""
+def pre_tool_use_output(d: Decision, updated_input: dict[str, object] | None = None) -> dict[str, object] | None:
+    """The PreToolUse hook's JSON; None: print nothing (the CLI decides). ``updated_input``: what
+    an allow runs instead (the whole input: gate.box.allowed_input)."""
     behavior = _permission(d)
     if behavior is None:
         return None
-    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": behavior,
-                                   "permissionDecisionReason": d.reason}}
+    out: dict[str, object] = {"hookEventName": "PreToolUse", "permissionDecision": behavior,
+                              "permissionDecisionReason": d.reason}
+    if behavior == "allow" and updated_input is not None:
+        out["updatedInput"] = updated_input
+    return {"hookSpecificOutput": out}
 
 
 def permission_request_output(d: Decision, tool_input: dict[str, object] | None = None) -> dict[str, object] | None:

@@ -43,9 +43,13 @@ def run_session(server_factory, offline_env, real_claude, tag: str, commands: li
                 path: str | None = None) -> tuple[subprocess.CompletedProcess, list[dict], list[dict]]:
     server = server_factory([{"match": tag, "turns": [bash(c) for c in commands] + [{"text": "fin"}]}])
     env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT=TIMEOUT)
+    config = config_for(policy)
     if path is not None:
         env["PATH"] = path + os.pathsep + env["PATH"]
-    write_user_config(env, config_for(policy))
+        # The stubs live in the test's /tmp, which the sandbox's box replaces with the session's
+        # own (tests/test_sandbox_real.py): these sessions test the policy's decisions.
+        config += '\n[security]\nsandbox = "off"\n'
+    write_user_config(env, config)
     proc = run_guarded(env, offline_env.cwd, f"{tag} go", timeout=600)
     assert proc.returncode in (0, 3), proc.stderr[-2000:]
     results = [r for r in server.tool_results() if r["script"] == tag]

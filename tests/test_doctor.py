@@ -4,10 +4,12 @@ prompt server and the hooks work offline, and refuses a runtime dir others can e
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import in_ci
 from tests.shim_helpers import CTL, guarded_env
 
 
@@ -49,3 +51,38 @@ def test_doctor_refuses_a_runtime_dir_others_can_enter(real_claude, offline_env,
     proc = run_claude(CTL + ["doctor"], env, offline_env.cwd, timeout=60)
     assert proc.returncode == 1
     assert "FAIL  runtime dir" in proc.stdout and "lets others in" in proc.stdout
+
+
+@pytest.mark.newest_cli
+def test_doctor_shows_the_box_that_holds_here(real_claude, cli_version, offline_env, run_claude):
+    if shutil.which("bwrap") is None and not in_ci():
+        pytest.skip("bubblewrap is not installed (under CI=true this fails instead)")
+    env = guarded_env(offline_env, real_claude)
+    proc = run_claude(CTL + ["doctor"], env, offline_env.cwd, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ok    sandbox: bubblewrap " in proc.stdout
+    assert "ok    sandbox: a command run through the box as the CLI runs it: bwrap is its pid 1" in proc.stdout
+    assert f"CLI {cli_version}: Bash, background Bash and ! commands run in the box" in proc.stdout
+    assert "Claude Code's own sandbox: off in every guarded session" in proc.stdout
+    assert "open with the box: the host network" in proc.stdout
+
+
+def test_without_bubblewrap_doctor_lists_what_stays_open_and_lockdown_fails(real_claude, offline_env, run_claude,
+                                                                          tmp_path):
+    env = guarded_env(offline_env, real_claude)
+    missing = tmp_path / "no-bwrap"
+    config = Path(env["XDG_CONFIG_HOME"]) / "claudeguard" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[sandbox]\nbwrap = "{missing}"\n')
+    proc = run_claude(CTL + ["doctor"], env, offline_env.cwd, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "warn  sandbox: none here (bubblewrap is not installed" in proc.stdout
+    assert "install the package 'bubblewrap'" in proc.stdout
+    opened = [line for line in proc.stdout.splitlines()
+              if "open without the box: a Bash call the policy allows can" in line]
+    assert len(opened) == 6 and any("/proc/<pid>/environ" in line for line in opened)
+    config.write_text(f'[security]\ndisable_bypass_permissions = true\n\n[sandbox]\nbwrap = "{missing}"\n')
+    proc = run_claude(CTL + ["doctor"], env, offline_env.cwd, timeout=120)
+    assert proc.returncode == 1
+    assert "FAIL  sandbox: lockdown (" in proc.stdout and "needs it, and bubblewrap is not installed" in proc.stdout
+    assert "FAIL  injected flags: a session is refused here" in proc.stdout

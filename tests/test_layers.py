@@ -25,7 +25,8 @@ LAYERS: list[tuple[str, ...]] = [
      "claudeguard.cli_tables"),
     ("policy", "claudeguard.policy"),
     ("config", "claudeguard.config"),
-    ("paths", "claudeguard.paths"),
+    # plan/sandbox.py: the box's argv and files, which the gate needs for every Bash allow it gives
+    ("paths", "claudeguard.paths", "claudeguard.plan.sandbox"),
     ("channel", "claudeguard.channel"),
     ("fleet", "claudeguard.fleet"),
     ("gate", "claudeguard.gate"),

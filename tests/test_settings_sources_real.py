@@ -269,7 +269,10 @@ def test_a_settings_file_written_by_bash_stops_the_session(real_claude, offline_
     code = f"open({str(target)!r}, 'w').write({json.dumps(json.dumps(OFF))})"
     bash = {"name": "Bash", "input": {"command": f"python3 -c {shlex.quote(code)}", "description": "settings"}}
     env, server, scribe = scribe_session(offline_env, model_server, real_claude, "", (bash,))
-    write_user_config(env, '[permissions]\nallow = ["Write", "Bash(python3 *)"]\n\n[agents.scribe]\ndeny = ["Write"]\n')
+    # The sandbox keeps .claude/ read-only for Bash (tests/test_sandbox_real.py); without it, the
+    # watch is what stops the session.
+    write_user_config(env, '[permissions]\nallow = ["Write", "Bash(python3 *)"]\n\n[agents.scribe]\ndeny = ["Write"]\n'
+                           '\n[security]\nsandbox = "off"\n')
     proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN go")
     assert target.exists()  # Bash wrote it: no rule can see every shell write
     assert proc.returncode != 0

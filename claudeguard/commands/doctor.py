@@ -2,7 +2,8 @@
 flags the guard injects are accepted by it (a real offline run against the embedded scripted
 model: the MCP prompt server connects and the hooks fire), check the runtime dir's ownership and
 mode, and say whether the installed CLI passed ``doctor --verify`` on this machine (and which
-versions did). ``--verify`` runs that proof (``commands/verify.py``) and records its result."""
+versions did), and which protections of the sandbox hold on this machine and what stays open
+(``sandbox``). ``--verify`` runs that proof (``commands/verify.py``) and records its result."""
 
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ from claudeguard.commands.cli import parser as command_parser
 from claudeguard.config.load import env_overrides, load_config
 from claudeguard.errors import GuardError
 from claudeguard.files import write_atomic
-from claudeguard.paths import legacy_note, runtime_dir
+from claudeguard.paths import guard_paths, legacy_note, runtime_dir
+from claudeguard.plan import sandbox as box
 from claudeguard.plan import settings_sources as ss
 from claudeguard.plan import verified
-from claudeguard.plan.argv import build_plan
+from claudeguard.plan.argv import build_plan, cli_sandbox_sources
 from claudeguard.plan.claude_args import parse_claude_args, table_for, table_note
 from claudeguard.plan.discovery import find_claude
 from claudeguard.plan.session import session_snapshot
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from claudeguard.config.load import Config
+    from claudeguard.paths import GuardPaths
 
 TESTED_VERSIONS = ("2.1.197", "2.1.330")
 PROBE = "claudeguard-doctor-probe"
@@ -44,6 +47,11 @@ PROBE = "claudeguard-doctor-probe"
 def _say(ok: bool, what: str) -> bool:
     print(f"{'ok  ' if ok else 'FAIL'}  {what}")
     return ok
+
+
+def _warn(what: str) -> None:
+    """Something that holds the guard back without stopping it (doctor's exit code stays 0)."""
+    print(f"warn  {what}")
 
 
 def main(argv: list[str]) -> int:
@@ -96,6 +104,7 @@ def main(argv: list[str]) -> int:
     good &= argv_table(version)
     good &= verified_line(cfg, real)
     _launcher()
+    good &= sandbox(cfg, version)
     good &= probe(real, cfg, version)
     return 0 if good else 1
 
@@ -167,6 +176,124 @@ def verified_line(cfg: Config, real: str) -> bool:
     return True
 
 
+# What a Bash call the policy allows can do to the guard without the box (issue 24's attacks),
+# and what stays open with it.
+OPEN_WITHOUT_BOX = (
+    "read the runtime dir (sessions, the settings file with the hook secret, the channel), your config and "
+    "the audit log",
+    "reach the approval channel and the service's control socket (the waiter's check of who answers is then "
+    "the only line against an answer from inside the session)",
+    "rewrite your config file and Claude Code's settings files for the next run",
+    "read /proc/<pid>/environ of the CLI and of your other processes, and signal or ptrace them",
+    "kill the guard service and answer on its hook port (the session then ends as compromised)",
+    "write anything your user may write: ~/.bashrc, ~/.claude/settings.json, other projects, .git/hooks",
+)
+OPEN_WITH_BOX = (
+    "the host network: a boxed command reaches the internet and this machine's loopback ports "
+    "(the guard's hook port answers only the session's secret)",
+    "reading your other files (~/.ssh, ~/.aws, other projects): only the guard's own are hidden",
+    "the CLI's own tools (Read, Edit, Write, ...) run in the CLI, outside the box: the guard's "
+    "built-in rule covers the guard's files there",
+)
+
+
+def sandbox(cfg: Config, version: str | None) -> bool:
+    """The box (plan/sandbox.py) on this machine: does bubblewrap run (probed again, not from the
+    cache), what is hidden, the widenings, what the CLI at ``version`` puts in the box, what
+    stays open; without the box, which attacks stay possible. False where a session would be
+    refused (lockdown or "require" without the box)."""
+    chosen = box.mode(cfg)
+    where = f"lockdown ({cfg.lockdown.source})" if cfg.lockdown.value else \
+        f"security.sandbox = \"{chosen}\" ({cfg.source('security.sandbox')})"
+    print("      Claude Code's own sandbox: off in every guarded session (its proxy refuses the guard's hooks); "
+          "claudeguard's own box confines Bash instead")
+    for at, managed in cli_sandbox_sources(parse_claude_args([]), os.getcwd()):
+        if not managed:
+            print(f"      {at}: sandbox.enabled: overridden (off) in guarded sessions")
+        elif cfg.lockdown.value or not cfg.security()["allow_settings_override"]:
+            return _say(False, f"sandbox: {at}: sandbox.enabled from managed settings wins over the guard's: "
+                               f"sessions are refused (every call would run unguarded)")
+        else:
+            _warn(f"sandbox: {at}: sandbox.enabled from managed settings: the guard's hooks are refused by its proxy "
+                  f"(let through by security.allow_settings_override)")
+    paths = guard_paths()
+    try:
+        box.check_config(cfg, paths)
+    except GuardError as exc:
+        return _say(False, f"sandbox: {exc}")
+    if chosen == "off":
+        _warn(f"sandbox: off by {where}: Bash calls run with all of your user's rights")
+        _open_without()
+        return True
+    found = box.availability(cfg, dict(os.environ), paths, cached=False)
+    if found.bwrap is None:
+        if chosen == "require":
+            _say(False, f"sandbox: {where} needs it, and {found.reason}: sessions are refused")
+        else:
+            _warn(f"sandbox: none here ({found.reason}): sessions run without it ({where})")
+        _open_without()
+        return chosen != "require"
+    ok = _say(True, f"sandbox: bubblewrap {found.bwrap} runs a box here ({where}); every Bash call of a session "
+                    f"runs in it, whoever allows it")
+    settings = cfg.sandbox()
+    hidden = ", ".join(f"{what} {path}" for path, what in box.guard_dirs_and_files(paths))
+    print(f"      hidden in the box: {hidden}")
+    print("      in the box: a read-only root; the project (its git root), its git dirs and a /tmp of the session's "
+          "own writable; .claude/, .git/hooks, .git/config, .mcp.json read-only; its own pid and IPC namespaces; no "
+          "capabilities" + ("" if settings["allow_unix_sockets"] else "; no Unix sockets (seccomp)"))
+    print(f"      network: {settings['network']}" + (" (no network at all)" if settings["network"] == "none" else ""))
+    for entry in settings["allow_write"]:
+        there = os.path.exists(os.path.expanduser(entry))
+        print(f"      widening: allow_write {entry} ({cfg.source('sandbox.allow_write')})"
+              + ("" if there else ": does not exist, not bound"))
+    if settings["allow_unix_sockets"]:
+        _warn(f"sandbox: allow_unix_sockets ({cfg.source('sandbox.allow_unix_sockets')}): a boxed command reaches "
+              f"every Unix socket it can see (docker.sock, your D-Bus session: programs started outside the box)")
+    if box.framed_version(version):
+        print(f"      CLI {version}: Bash, background Bash and ! commands run in the box; your hooks, MCP stdio "
+              f"servers and status line run outside it, as without the guard")
+    else:
+        print(f"      CLI {version or '(version unknown)'}: not measured ({box.FRAMED_VERSIONS[0]}..."
+              f"{box.FRAMED_VERSIONS[1]} are): everything the CLI starts through its shell prefix runs in the box, "
+              f"your hooks and MCP stdio servers too")
+    for line in OPEN_WITH_BOX:
+        print(f"      open with the box: {line}")
+    ok &= _box_runs(cfg, paths)
+    return ok
+
+
+def _open_without() -> None:
+    for line in OPEN_WITHOUT_BOX:
+        print(f"      open without the box: a Bash call the policy allows can {line}")
+
+
+def _box_runs(cfg: Config, paths: GuardPaths) -> bool:
+    """Build a session's box for a scratch project and run a command through it as the CLI
+    would: bwrap must be its pid 1, and the runtime dir out of its reach."""
+    session_dir = runtime_dir("sessions", "doctor-box-" + secrets.token_hex(6))
+    work = Path(tempfile.mkdtemp(prefix="claudeguard-doctor-box-"))
+    try:
+        prepared = box.prepare(cfg, dict(os.environ), str(work), str(session_dir), session_id="doctor",
+                               cli_version=None, own=[])
+        if prepared.box is None:
+            return _say(False, "sandbox: the box could not be built")
+        cwd_file = work / "x-cwd"
+        # The marker is quoted apart: the command's own text shows in pid 1's cmdline.
+        command = (f"eval 'cat /proc/1/cmdline; echo; ls {paths.runtime} >/dev/null 2>&1 && "
+                   f"echo RUNTIME-\"OPEN\"; true' < /dev/null{box.FRAME}{cwd_file}")
+        proc = capture([prepared.box["prefix"], command], env=dict(os.environ), cwd=str(work), timeout=30)
+        pid1 = proc.stdout.split("\0")[0].strip()
+        good = proc.returncode == 0 and pid1.endswith("bwrap") and "RUNTIME-OPEN" not in proc.stdout
+        return _say(good, "sandbox: a command run through the box as the CLI runs it: bwrap is its pid 1 and "
+                          "the runtime dir is out of reach" if good else
+                    f"sandbox: the box did not hold (exit {proc.returncode}: {(proc.stderr or proc.stdout)[:300]})")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return _say(False, f"sandbox: the box could not be run: {exc}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(session_dir, ignore_errors=True)
+
+
 def settings_sources(cfg: Config) -> bool:
     """Claude Code's own settings sources for this directory and user, and each key in them that
     would silence the guard or loosen the mode (see claudeguard/plan/settings_sources.py)."""
@@ -223,8 +350,11 @@ def probe(real: str, cfg: Config, version: str | None = None) -> bool:
         prepare_home(tmp / "home", cwd=work, api_key=key)
         args = parse_claude_args(["-p", f"{PROBE} run", "--output-format", "stream-json", "--verbose"])
         with ModelServer(scenario) as server:
-            plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(work),
-                              cli_version=version)
+            try:
+                plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(work),
+                                  cli_version=version)
+            except GuardError as exc:  # a session would be refused here (lockdown without the sandbox)
+                return _say(False, f"injected flags: a session is refused here: {exc}")
             snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(work), interactive=False,
                                         cli_version=version)
             write_atomic(session_dir / "session.json", json.dumps(snapshot))

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
     from claudeguard.config.lines import KeyPath
     from claudeguard.config.schema import (
-        AgentSpec, ApprovalSettings, PolicySpec, RuleSpec, SecuritySettings, SubagentsSettings, Value, WatchdogSettings,
+        AgentSpec, ApprovalSettings, PolicySpec, RuleSpec, SandboxSettings, SecuritySettings, SubagentsSettings, Value,
+        WatchdogSettings,
     )
 
 
@@ -165,6 +166,17 @@ class Config:
             "allow_settings_override": self.get("security.allow_settings_override") is True,
             "allow_unguarded": self.get("security.allow_unguarded") is True and not self.lockdown.value,
             "require_verified_cli": self.get("security.require_verified_cli") is True,
+            # lockdown needs the box (load_config refuses "off" beside it)
+            "sandbox": "require" if self.lockdown.value else (self._text("security.sandbox") or "auto"),
+        }
+
+    def sandbox(self) -> SandboxSettings:
+        """``[sandbox]``: the box's widenings (``plan.sandbox``), as written (``~`` not expanded)."""
+        return {
+            "allow_write": self._texts("sandbox.allow_write"),
+            "network": self._text("sandbox.network") or "host",
+            "allow_unix_sockets": self.get("sandbox.allow_unix_sockets") is True,
+            "bwrap": self._text("sandbox.bwrap"),
         }
 
     def source(self, key: str) -> str:
@@ -290,9 +302,9 @@ def _check_keys(layer: Layer, table: Any, keys: dict[str, schema.Key], path: tup
 def validate(layer: Layer, *, allow_profiles: bool) -> None:
     for section, table in layer.data.items():
         if section in schema.SECTIONS:
-            if section == "security" and not layer.trusted:
+            if section in schema.TRUSTED_SECTIONS and not layer.trusted:
                 raise ConfigError(
-                    f"{layer.where((section,))}: [security] may only be set in the user config file or "
+                    f"{layer.where((section,))}: [{section}] may only be set in the user config file or "
                     f"CLAUDEGUARD_CONFIG"
                 )
             _check_keys(layer, table, schema.SECTIONS[section], (section,))
@@ -447,6 +459,9 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
     for key, value in overrides.values.items():
         cfg.values[key] = value
     cfg.values["security.disable_bypass_permissions"] = lockdown
+    if lockdown.value and cfg.get("security.sandbox") == "off":
+        raise ConfigError(f"{cfg.source('security.sandbox')}: lockdown ({lockdown.source}) needs the sandbox: "
+                          f"security.sandbox = \"off\" is refused")
     return cfg
 
 

@@ -47,6 +47,15 @@ if TYPE_CHECKING:
         allow_settings_override: bool
         allow_unguarded: bool  # run what no hook of the guard reaches (`mcp serve`); never under lockdown
         require_verified_cli: bool  # refuse a CLI binary `doctor --verify` has not passed (plan.verified)
+        sandbox: str  # "auto" | "require" | "off" (lockdown makes it "require": Config.security)
+
+    class SandboxSettings(TypedDict):
+        """``[sandbox]``: the box's widenings (``plan.sandbox``), ``~`` expanded."""
+
+        allow_write: list[str]  # paths a boxed command may write besides the project and its /tmp
+        network: str  # "host" | "none"
+        allow_unix_sockets: bool  # lifts the box's AF_UNIX block (docker.sock, D-Bus, ...)
+        bwrap: str | None  # the bubblewrap program (default: bwrap on PATH)
 
     class RuleSpec(TypedDict):
         """One rule as the policy spec carries it: the rule, where it came from, and the root its
@@ -85,6 +94,7 @@ TOOL_STALL_AFTER_S = 1800.0
 SAMPLE_INTERVAL_S = 1.0
 KILL_GRACE_S = 5.0
 
+SANDBOX_MODES = ("auto", "require", "off")
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions", "manual")
 RULE_KINDS = ("allow", "deny", "ask")
 
@@ -135,7 +145,16 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "kill_grace": Key("number", KILL_GRACE_S, minimum=0),
     },
     "security": {"disable_bypass_permissions": Key("bool", False), "allow_settings_override": Key("bool", False),
-                 "allow_unguarded": Key("bool", False), "require_verified_cli": Key("bool", False)},
+                 "allow_unguarded": Key("bool", False), "require_verified_cli": Key("bool", False),
+                 "sandbox": Key("str", "auto", choices=SANDBOX_MODES)},
+    # The box every Bash call runs in (plan/sandbox.py): widenings only the user's own files may
+    # give (config.load.validate), never over the guard's own paths (plan.sandbox.check_config).
+    "sandbox": {
+        "allow_write": Key("strlist", []),
+        "network": Key("str", "host", choices=("host", "none")),
+        "allow_unix_sockets": Key("bool", False),
+        "bwrap": Key("str"),
+    },
 }
 
 AGENT_SECTION: dict[str, Key] = {
@@ -145,8 +164,10 @@ AGENT_SECTION: dict[str, Key] = {
     "replace": Key("bool", False),
 }
 
-# What a [profiles.NAME] table may hold: every section but profiles and security.
-PROFILE_SECTIONS = tuple(s for s in SECTIONS if s != "security") + ("agents",)
+# The sections only a trusted layer (the user file, CLAUDEGUARD_CONFIG) may set.
+TRUSTED_SECTIONS = ("security", "sandbox")
+# What a [profiles.NAME] table may hold: every section but profiles and the trusted ones.
+PROFILE_SECTIONS = tuple(s for s in SECTIONS if s not in TRUSTED_SECTIONS) + ("agents",)
 
 
 def default_values() -> dict[str, Value]:

@@ -109,6 +109,10 @@ def decide_call(
     decision = policy_decision(session, tool, tool_input, agent_type, cwd, mode)
     if decision.decision == "none":
         decision = mode_allows(session, tool, tool_input, mode, cwd) or decision
+    if tool == "Bash":
+        from claudeguard.gate.box import leaving
+
+        decision = leaving(session, tool, tool_input, decision)  # leaving the sandbox: asked at least
     if decision.decision == "allow" and unseen_by_hook:
         # The hook never saw this call (the service was unreachable): which agent asks is
         # unknown, and an agent's own rules may forbid what the main agent may do, so a human

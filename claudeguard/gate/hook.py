@@ -150,7 +150,9 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
             # no PostToolUse follows a denied call: tell the watchdog it is not in flight
             forget_call(session, tool_use_id)
             record_event(session, "tool-end", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id, failed=True)
-        return pre_tool_use_output(verdict)
+        from claudeguard.gate.box import allowed_input
+
+        return pre_tool_use_output(verdict, allowed_input(session, tool, tool_input, verdict))
 
     from claudeguard.gate.proof import NO_SIGN, end_session, lifeless
 
@@ -176,11 +178,16 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
             permission_mode=event.get("permission_mode"))
         # An allow without updatedInput: 2.1.330 -p denies an allow that carries updatedInput
         # (even the unchanged input) when one of the CLI's own ask rules matches the call
-        # (observed: "Claude requested permissions to use Bash, but you haven't granted it yet").
-        return permission_request_output(verdict)
+        # (observed: "Claude requested permissions to use Bash, but you haven't granted it yet"):
+        # only a Bash input the box must change (plan/sandbox.py) goes back.
+        from claudeguard.gate.box import allowed_input
+
+        return permission_request_output(verdict, allowed_input(session, tool, tool_input, verdict))
+    from claudeguard.gate.box import allowed_input
+
     earlier = reuse_answer(session, tool, tool_input, agent_id, None)
     if earlier is not None:
-        return permission_request_output(earlier, tool_input)
+        return permission_request_output(earlier, allowed_input(session, tool, tool_input, earlier) or tool_input)
     # In a pty session the dialog on the screen is the router's (the launcher's): the request is
     # posted held, the router releases it when the keyboard's head start is over and drops it
     # when the keyboard answered (shim/dialogs/handshake.py). Elsewhere the head start is a sleep.
@@ -190,7 +197,7 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
                           cwd=cwd, via="dialog", undecided="ask", tool_use_id=tool_use_id, delay_s=delay,
                           still_wanted=client_alive, permission_mode=event.get("permission_mode"), held=held)
     # None for "keyboard": the person at the keyboard answered; the CLI has moved on
-    return permission_request_output(verdict, tool_input)
+    return permission_request_output(verdict, allowed_input(session, tool, tool_input, verdict) or tool_input)
 
 
 def main() -> int:

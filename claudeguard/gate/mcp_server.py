@@ -154,10 +154,14 @@ def decide_prompt(args: dict[str, Any], session: Session | None = None) -> dict[
             # call without that note is one the service did not answer (down, or restarting).
             unseen_by_hook=not who and session.snapshot.get("hooks") == "http",
         )
+        from claudeguard.gate.box import allowed_input
+
+        run_input = allowed_input(session, tool, tool_input, verdict) or tool_input
     except Exception as exc:  # noqa: BLE001 - fail closed with a reason
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         verdict = failure(f"claudeguard: the guard could not decide ({detail}); denied")
-    return prompt_tool_answer(verdict, tool_input)
+        run_input = tool_input
+    return prompt_tool_answer(verdict, run_input)
 
 
 def serve(stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:

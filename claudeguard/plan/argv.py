@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 from claudeguard.errors import UsageError
@@ -146,12 +147,16 @@ def cli_allow_rules(cfg: Config, cwd: str) -> list[str]:
 
 def merge_settings(caller: Mapping[str, object], ours: GuardSettings) -> dict[str, object]:
     """The caller's settings with the guard's hooks (and rules) added: the caller's own hooks and
-    keys kept."""
+    keys kept; the guard's ``sandbox.enabled`` and ``env`` values win over the caller's."""
     merged: dict[str, Any] = dict(caller)  # whatever JSON the caller gave: its lists are extended
     hooks = dict(merged.get("hooks") or {})
     for event, entries in ours["hooks"].items():
         hooks[event] = list(hooks.get(event) or []) + entries
     merged["hooks"] = hooks
+    for key in ("sandbox", "env"):
+        if key in ours:
+            theirs = merged.get(key)
+            merged[key] = {**(theirs if isinstance(theirs, dict) else {}), **ours[key]}
     if "permissions" in ours:
         perms = dict(merged.get("permissions") or {})
         for key, rules in ours["permissions"].items():
@@ -189,6 +194,9 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     ours = guard_settings(cfg, ctl, cwd, http, session_id, print_mode=args.print_mode, asker=asker,
                           one_prompt=args.print_mode and args.last("--input-format") != "stream-json",
                           transcript_kept=args.print_mode and keeps_transcript(args, cwd))
+    box_env = sandbox_env(real_cli, args, cfg, cwd=cwd, session_dir=session_dir, session_id=session_id, ctl=ctl)
+    if box_env:
+        ours["env"] = box_env  # wins over every project, local and user env block (plan/sandbox.py)
     # The CLI keeps the last --settings: the caller's last one (as the CLI reads it) is merged
     # with ours into one word that stands last among the options, for every reader of argv the
     # CLI has (2.1.197's early settings loader steps over fewer options than commander: a
@@ -219,6 +227,7 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
         env_add["CLAUDEGUARD_SESSION_DIR"] = session_dir
     if http is not None and not http.literal:
         env_add[TOKEN_VAR] = http.token
+    env_add.update(box_env)
 
     if asker == "prompt-tool":
         if http is not None:
@@ -352,6 +361,74 @@ def guarded_tools(cfg: Config) -> set[str]:
     if any(rep.value for rep in cfg.agent_replace.values()):
         guarded.add("*")  # an agent whose own rules replace these: only the hook knows who is calling
     return guarded | set(cfg.subagents()["blocked_tools"])
+
+
+MANAGED_SOURCES = ("managed", "--managed-settings")
+
+
+def cli_sandbox_sources(args: ClaudeArgs, cwd: str) -> list[tuple[str, bool]]:
+    """(where, managed) of each settings source of this run that turns Claude Code's own sandbox
+    on (``sandbox.enabled: true``)."""
+    from claudeguard.plan.settings_sources import sources
+
+    out = []
+    for src in sources(args, cwd, dict(os.environ)):
+        cli_box = src.settings.get("sandbox") if src.loaded else None
+        if isinstance(cli_box, dict) and cli_box.get("enabled") is True:
+            where = src.where if src.name in src.where else f"{src.name} {src.where}"
+            out.append((where, src.name in MANAGED_SOURCES))
+    return out
+
+
+def check_cli_sandbox(args: ClaudeArgs, cfg: Config, cwd: str) -> None:
+    """Managed settings (the machine's, or a caller's ``--managed-settings``) that turn Claude
+    Code's own sandbox on win over the guard's ``sandbox.enabled: false``, and with it the CLI
+    sends the guard's HTTP hooks through its proxy, which refuses them: every call then runs
+    unguarded (2.1.197 ran an ask-rule call unasked; checked on 2.1.197, 2.1.330, 2.1.332).
+    Refused like every setting that silences the guard (``plan.settings_sources``): always under
+    lockdown, else unless ``[security] allow_settings_override`` (then one warning line)."""
+    for where, managed in cli_sandbox_sources(args, cwd):
+        if not managed:
+            continue
+        line = (f"{where}: sandbox.enabled: Claude Code's own sandbox, from managed settings, wins over the guard's "
+                f"and refuses its hooks: every call would run unguarded")
+        if cfg.lockdown.value or not cfg.security()["allow_settings_override"]:
+            why = f"lockdown ({cfg.lockdown.source})" if cfg.lockdown.value else \
+                "set [security] allow_settings_override = true to run anyway"
+            raise UsageError(f"{line}: refused ({why})")
+        print(f"claudeguard: warning: {line}", file=sys.stderr)
+
+
+def sandbox_env(real_cli: str, args: ClaudeArgs, cfg: Config, *, cwd: str, session_dir: str | None, session_id: str,
+                ctl: list[str]) -> dict[str, str]:
+    """The session's box (plan/sandbox.py), written into its dir, as the environment that makes
+    the CLI enter it (``CLAUDE_CODE_SHELL_PREFIX``; empty when the sandbox is off or cannot run
+    here); the one-line notes on stderr: no sandbox under "auto", a caller's prefix replaced,
+    and a settings file of the user's that turns Claude Code's own sandbox on (pinned off)."""
+    import shlex
+
+    from claudeguard.plan import sandbox
+    from claudeguard.plan.discovery import package_version
+
+    notes = [f"claudeguard: Claude Code's own sandbox ({where}: sandbox.enabled) stays off in guarded sessions (it "
+             f"would refuse the guard's hooks); claudeguard's own box confines Bash instead"
+             for where, managed in cli_sandbox_sources(args, cwd) if not managed]
+    env: dict[str, str] = {}
+    if session_dir is None:  # a dry run: nothing is written, the variable shows where the box goes
+        if sandbox.mode(cfg) != "off":
+            env[sandbox.PREFIX_VAR] = os.path.join("<session dir>", sandbox.BOX_FILE)
+    else:
+        # The guard's own command hook and MCP server, as the CLI hands them to the prefix.
+        own = [" ".join(shlex.quote(p) for p in ctl + ["hook"]), shlex.join(ctl + ["mcp-serve"]),
+               " ".join(ctl + ["mcp-serve"])]
+        prepared = sandbox.prepare(cfg, os.environ, cwd, session_dir, session_id=session_id,
+                                   cli_version=package_version(real_cli), own=own)
+        notes += prepared.notes
+        if prepared.box is not None:
+            env[sandbox.PREFIX_VAR] = prepared.box["prefix"]
+    for line in notes:
+        print(line, file=sys.stderr)
+    return env
 
 
 def split_tool_list(values: list[str]) -> list[str]:

@@ -30,11 +30,14 @@ if TYPE_CHECKING:
         hooks: list[HookEntry]
 
     class GuardSettings(TypedDict, total=False):
-        """The guard's part of the CLI's ``--settings``: its hooks (``guard_settings``), and for
-        agent view the permission rules too (``shim/agent_view.py``)."""
+        """The guard's part of the CLI's ``--settings``: its hooks (``guard_settings``), the CLI's
+        own sandbox pinned off, and for agent view the permission rules too
+        (``shim/agent_view.py``); the box's prefix in ``env`` (``argv.sandbox_env``)."""
 
         hooks: dict[str, list[HookGroup]]
         permissions: dict[str, list[str]]
+        sandbox: dict[str, bool]
+        env: dict[str, str]
 
 MCP_SERVER_NAME = "claudeguard"
 PROMPT_TOOL = f"mcp__{MCP_SERVER_NAME}__approve"
@@ -178,5 +181,9 @@ def guard_settings(cfg: Config, ctl: list[str], cwd: str, http: HttpHooks | None
     # CLI's own copy of an ask rule would ask a second time after the human's allow (the prompt
     # tool, or a dialog), and on 2.1.197 deny a background subagent's call outright. What keeps
     # an ask call from running unanswered when the hook cannot answer is `cli_allow_rules`.
-    return {"hooks": hooks}
+    # The CLI's own sandbox stays off, whatever a project, local or user file says (this value
+    # wins over theirs, measured on all three CLIs): with it on, the CLI sends these HTTP hooks
+    # through its proxy, which refuses 127.0.0.1, and every call runs unguarded. The guard's
+    # own box confines Bash instead (plan/sandbox.py).
+    return {"hooks": hooks, "sandbox": {"enabled": False}}
 

@@ -155,6 +155,12 @@ def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config
         from claudeguard.plan.argv import check_lockdown
 
         check_lockdown(args, cfg)
+        from claudeguard.plan import sandbox
+
+        sandbox.check(cfg, os.environ)  # the box's widenings; lockdown refused where the box cannot run
+        from claudeguard.plan.argv import check_cli_sandbox
+
+        check_cli_sandbox(args, cfg, cwd)  # managed settings that turn the CLI's own sandbox on
     if not args.passthrough and not opts.dry_run:  # last: every other refusal first; a dry run starts nothing
         from claudeguard.plan.verified import check
 

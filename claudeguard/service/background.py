@@ -31,6 +31,7 @@ from pathlib import Path
 from claudeguard.channel.audit import session_log
 from claudeguard.files import read_json
 from claudeguard.plan.keeper import SessionKeeper
+from claudeguard.plan.sandbox import kept_files, restore_box
 from claudeguard.plan.report import EndOptions, Run, fail_on_hits, write_report as write_report_file
 from claudeguard.procs import process_start
 from claudeguard.service.watch import SCHEDULE
@@ -225,7 +226,9 @@ def _dir_keeper(keeper: Keeper) -> SessionKeeper:
                 files[name] = fh.read()
         except OSError:
             pass
-    return SessionKeeper(keeper.session_id, keeper.directory, files)
+    kept = kept_files(keeper.directory)  # the box goes with the dir: put back with it
+    return SessionKeeper(keeper.session_id, keeper.directory, files,
+                         [lambda: restore_box(keeper.directory, kept)])
 
 
 def _start_monitor(keeper: Keeper, pid: int, after_sample: Callable[[], None] | None = None,

@@ -443,7 +443,12 @@ def _start_keeper(session_id: str, session_dir: str, snapshot_text: str, gate: G
         gate.close()
         gate.start()
 
-    restore = [lambda: restart_gate(gate)] if gate is not None else []
+    from claudeguard.plan.sandbox import kept_files, restore_box
+
+    kept = kept_files(session_dir)  # the box goes with the dir: put back with it
+    restore = [lambda: restore_box(session_dir, kept)]
+    if gate is not None:
+        restore.append(lambda: restart_gate(gate))
     return SessionKeeper(session_id, session_dir, {"session.json": snapshot_text}, restore).start()
 
 

@@ -1,0 +1,227 @@
+"""What the sandbox costs a guarded session per Bash call, against the unsandboxed raw CLI.
+
+    python bench/box_cost.py [--versions 2.1.332] [--rounds 12] [--calls 10] [--json FILE]
+    python bench/box_cost.py --box-only [--rounds 60]
+
+Offline against the scripted model server, in one throwaway lab per version. Every round runs
+each case twice, interleaved: a session whose model makes ``--calls`` ``Bash(true)`` calls (one a
+turn) and a text-only session. Per case: **per call** = (median of the N-call session − median
+of the text session) / N, for wall time and for the CPU time (user + system) of the process tree
+that ran (the resident guard service not included: it answers the hooks in its own process);
+**over bare** = that minus the same for ``bare``; the same from the 25th percentiles and the
+minima (which other work on the machine moves less). Cases:
+
+- ``bare``: the real CLI alone, ``permissions.allow: ["Bash"]`` in ``--settings``, no hooks, no
+  sandbox (the issue's "unsandboxed raw CLI");
+- ``bare-prefix``: the same with ``CLAUDE_CODE_SHELL_PREFIX`` naming a script that only runs its
+  argument with bash (what the prefix itself costs the CLI, without bwrap);
+- ``bare-box``: the same with a session's box (``plan.sandbox.prepare`` for the lab's project) as
+  the prefix: what the box costs the raw CLI, the guard's hooks aside;
+- ``guarded``: ``claudeguard -p`` with the resident service warm, ``allow = ["Bash(true)"]``,
+  ``[security] sandbox = "off"``;
+- ``guarded-box``: the same with the default ``sandbox = "auto"``: every call runs in the
+  session's bubblewrap box through ``CLAUDE_CODE_SHELL_PREFIX`` (plan/sandbox.py).
+
+Prints one JSON object (and writes it to ``--json``) with the machine's load at the start and end.
+``--box-only``: the session's box script alone, outside the CLI, against bash running the same
+framed command: what the box itself costs a call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from claudeguard.testing.cli_install import cli_path
+from claudeguard.testing.model_server import ModelServer
+from claudeguard.testing.offline_home import offline_env, prepare_home
+from claudeguard.testing.services import stop_services
+
+KEY = "sk-ant-bench-0123456789abcdefghijklmnopqrstuv"
+CASES = ("bare", "bare-prefix", "bare-box", "guarded", "guarded-box")
+GUARD = [sys.executable, str(Path(__file__).resolve().parent.parent / "bin" / "claudeguard")]
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    q = statistics.quantiles(values, n=4) if len(values) >= 2 else [values[0]] * 3
+    return {"median": round(statistics.median(values)), "p25": round(q[0]), "p75": round(q[2]),
+            "min": round(min(values)), "max": round(max(values))}
+
+
+def _lab_box(env: dict[str, str], work: Path) -> str:
+    """A session's box for the lab's project, built as a session's plan builds it; its prefix."""
+    from claudeguard.config.load import load_config
+    from claudeguard.paths import runtime_dir
+    from claudeguard.plan import sandbox
+
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        session_dir = str(runtime_dir("sessions", "bench-box"))
+        prepared = sandbox.prepare(load_config(work), env, str(work), session_dir, session_id="bench-box",
+                                   cli_version=None, own=[])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert prepared.box is not None, prepared.notes
+    return prepared.box["prefix"]
+
+
+def run_version(version: str, rounds: int, calls: int) -> dict[str, Any]:
+    claude = cli_path(version)
+    if claude is None:
+        raise SystemExit(f"CLI {version} not installed: python -m claudeguard.testing.cli_install {version}")
+    scenario = [{"match": "bench text", "turns": [{"text": "hello"}]},
+                {"match": "bench calls", "turns": [*({"tool_use": {"name": "Bash", "input": {"command": "true"}}}
+                                                     for _ in range(calls)), {"text": "all done"}]}]
+    root = Path(tempfile.mkdtemp(prefix="box-cost-"))
+    home, work = root / "home", root / "work"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    prepare_home(home, cwd=work, api_key=KEY)
+    (root / "bare.json").write_text(json.dumps({"permissions": {"allow": ["Bash"]}}))
+    noop = root / "noop-prefix"
+    noop.write_text('#!/bin/sh\nexec /bin/bash -c "$1"\n')
+    noop.chmod(0o755)
+    for name, extra in (("guarded", '[security]\nsandbox = "off"\n'), ("guarded-box", "")):
+        (root / f"{name}.toml").write_text(f'{extra}[permissions]\nallow = ["Bash(true)"]\n')
+    times: dict[tuple[str, str], list[float]] = {}
+    cpus: dict[tuple[str, str], list[float]] = {}
+    load = [os.getloadavg()[0]]
+    try:
+        with ModelServer(scenario) as server:
+            env = offline_env(home, server.url, KEY)
+            env["CLAUDEGUARD_CLAUDE"] = str(claude)
+            box_prefix = _lab_box(env, work)
+            for rnd in range(rounds + 1):  # round 0 warms up (the service starts) and is not counted
+                for case in CASES:
+                    for prompt in ("bench text", "bench calls"):
+                        if case.startswith("bare"):
+                            argv = [str(claude), "--settings", str(root / "bare.json"), "-p", prompt]
+                            prefix = {"bare-prefix": str(noop), "bare-box": box_prefix}.get(case)
+                            run_env = dict(env, CLAUDE_CODE_SHELL_PREFIX=prefix) if prefix else env
+                        else:
+                            argv = [*GUARD, "-p", prompt]
+                            run_env = dict(env, CLAUDEGUARD_CONFIG=str(root / f"{case}.toml"))
+                        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        start = time.perf_counter()
+                        proc = subprocess.run(argv, env=run_env, cwd=work, capture_output=True, text=True,
+                                              timeout=300, stdin=subprocess.DEVNULL)
+                        elapsed = (time.perf_counter() - start) * 1000
+                        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        want = "hello" if prompt == "bench text" else "all done"
+                        if want not in proc.stdout or proc.stderr.strip():
+                            raise SystemExit(f"{version} {case}: expected {want!r} and a quiet stderr, got "
+                                             f"{proc.stdout[-300:]!r} {proc.stderr[-300:]!r}")
+                        if rnd:
+                            times.setdefault((case, prompt), []).append(elapsed)
+                            cpus.setdefault((case, prompt), []).append(
+                                (ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime) * 1000)
+            load.append(os.getloadavg()[0])
+    finally:
+        stop_services(root)
+        shutil.rmtree(root, ignore_errors=True)
+    out: dict[str, Any] = {"version": version, "rounds": rounds, "calls": calls,
+                           "load_start_end": [round(x, 1) for x in load]}
+    for case in CASES:
+        text, many = times[(case, "bench text")], times[(case, "bench calls")]
+        cpu_text, cpu_many = cpus[(case, "bench text")], cpus[(case, "bench calls")]
+        low_many, low_text = statistics.quantiles(many, n=4)[0], statistics.quantiles(text, n=4)[0]
+        out[case] = {"text_session": _stats(text), "calls_session": _stats(many),
+                     "per_call_ms": round((statistics.median(many) - statistics.median(text)) / calls, 1),
+                     "per_call_p25_ms": round((low_many - low_text) / calls, 1),
+                     "per_call_min_ms": round((min(many) - min(text)) / calls, 1),
+                     "cpu_per_call_ms": round((statistics.median(cpu_many) - statistics.median(cpu_text)) / calls, 1)}
+    for case in CASES:
+        for key in ("per_call_p25_ms", "per_call_min_ms"):
+            out[case][key.replace("_ms", "_over_bare_ms")] = round(out[case][key] - out["bare"][key], 1)
+        out[case]["per_call_over_bare_ms"] = round(out[case]["per_call_ms"] - out["bare"]["per_call_ms"], 1)
+        out[case]["cpu_per_call_over_bare_ms"] = round(out[case]["cpu_per_call_ms"] - out["bare"]["cpu_per_call_ms"], 1)
+    return out
+
+
+def box_only(rounds: int) -> dict[str, Any]:
+    """The box script alone, outside the CLI, interleaved: the CLI's framed ``true`` run by
+    bash as the CLI would without a prefix, and through a session's box (plan/sandbox.py, with
+    this machine's bwrap), ``rounds`` times each; ms."""
+    from claudeguard.config.load import load_config
+    from claudeguard.plan import sandbox
+
+    root = Path(tempfile.mkdtemp(prefix="box-only-"))
+    try:
+        home, work, runtime = root / "home", root / "work", root / "rt"
+        work.mkdir()
+        runtime.mkdir(mode=0o700)
+        subprocess.run(["git", "init", "-q", str(work)], check=True)
+        env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
+                   XDG_STATE_HOME=str(home / ".local" / "state"), CLAUDEGUARD_RUNTIME_DIR=str(runtime))
+        env.pop("CLAUDEGUARD_CONFIG", None)
+        env.pop("CLAUDEGUARD_LOG_DIR", None)
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(env)
+        try:
+            session_dir = runtime / "sessions" / "bench"
+            session_dir.mkdir(parents=True, mode=0o700)
+            prepared = sandbox.prepare(load_config(work), env, str(work), str(session_dir), session_id="bench",
+                                       cli_version="2.1.332", own=[])
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        assert prepared.box is not None, prepared.notes
+        framed = f"eval true < /dev/null{sandbox.FRAME}{work}/x-cwd"
+        variants = {"bash (no prefix)": ["/bin/bash", "-c", framed], "the box": [prepared.box["prefix"], framed]}
+        times: dict[str, list[float]] = {k: [] for k in variants}
+        load = [os.getloadavg()[0]]
+        for rnd in range(rounds + 1):
+            for name, argv in variants.items():
+                start = time.perf_counter()
+                proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise SystemExit(f"{name}: exit {proc.returncode}: {proc.stderr[-300:]}")
+                if rnd:
+                    times[name].append((time.perf_counter() - start) * 1000)
+        load.append(os.getloadavg()[0])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    out: dict[str, Any] = {"rounds": rounds, "load_start_end": [round(x, 1) for x in load]}
+    for name, values in times.items():
+        q = statistics.quantiles(values, n=4)
+        out[name] = {"median": round(statistics.median(values), 1), "p25": round(q[0], 1), "p75": round(q[2], 1),
+                     "min": round(min(values), 1)}
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--versions", default="2.1.332")
+    parser.add_argument("--rounds", type=int, default=12)
+    parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("--json", help="also write the result here")
+    parser.add_argument("--box-only", action="store_true", help="the box script alone, outside the CLI")
+    args = parser.parse_args()
+    if args.box_only:
+        print(json.dumps(box_only(args.rounds), indent=1))
+        return 0
+    result = {"machine": {"cpus": os.cpu_count(), "kernel": os.uname().release},
+              "runs": [run_version(v, args.rounds, args.calls) for v in args.versions.split(",")]}
+    text = json.dumps(result, indent=1)
+    if args.json:
+        Path(args.json).write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,433 @@
+"""The sandbox's parts without the real CLI (plan/sandbox.py, gate/box.py): the seccomp filter
+read by a small BPF interpreter for both machines, the box script run by hand the way the CLI
+runs its shell prefix (what a boxed command can and cannot do, the renames that would reopen a
+hidden path), the config's sandbox keys and their file:line errors, the launcher's refusal
+where lockdown needs a box that cannot run, the probe's cache, and the gate's side (a call
+that asks to leave the box, the input an allowed call runs). The real CLIs are in
+tests/test_sandbox_real.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from claudeguard.config.load import load_config
+from claudeguard.decision import Decision
+from claudeguard.errors import ConfigError, UsageError
+from claudeguard.gate.box import LEAVE_RULE, allowed_input, leaving
+from claudeguard.gate.session import Session
+from claudeguard.paths import guard_paths
+from claudeguard.plan import sandbox
+from tests.conftest import in_ci
+
+GUARD = [sys.executable, "-m", "claudeguard"]
+HAVE_BWRAP = shutil.which("bwrap") is not None
+needs_bwrap = pytest.mark.skipif(not HAVE_BWRAP and not in_ci(),
+                                 reason="bubblewrap is not installed (under CI=true this fails instead)")
+
+
+# --- the seccomp filter, read by a small classic-BPF interpreter ------------------------------------
+
+
+def run_bpf(program: bytes, arch: int, nr: int, arg0: int = 0) -> int:
+    """What the filter returns for one system call (seccomp_data: nr, arch, ip, args)."""
+    data = struct.pack("<iIQ6Q", nr, arch, 0, arg0, 0, 0, 0, 0, 0)
+    insns = [struct.unpack("<HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
+    pc, acc = 0, 0
+    while True:
+        code, jt, jf, k = insns[pc]
+        if code == 0x20:  # ld [k]
+            acc = struct.unpack_from("<I", data, k)[0]
+            pc += 1
+        elif code == 0x15:  # jeq
+            pc += 1 + (jt if acc == k else jf)
+        elif code == 0x35:  # jge
+            pc += 1 + (jt if acc >= k else jf)
+        elif code == 0x06:  # ret
+            return k
+        else:
+            raise AssertionError(f"unexpected BPF code {code:#x}")
+
+
+ALLOW, EPERM, KILL = 0x7FFF0000, 0x00050001, 0x80000000
+
+
+@pytest.mark.parametrize("machine, arch, socket_nr, other_nr", [
+    ("x86_64", 0xC000003E, 41, 0),  # read
+    ("aarch64", 0xC00000B7, 198, 63),  # read
+])
+def test_the_filter_refuses_unix_sockets_and_io_uring_on_each_machine(machine, arch, socket_nr, other_nr):
+    program = sandbox.seccomp_filter(machine)
+    assert program is not None
+    assert run_bpf(program, arch, socket_nr, 1) == EPERM  # AF_UNIX
+    assert run_bpf(program, arch, socket_nr, 2) == ALLOW  # AF_INET
+    assert run_bpf(program, arch, socket_nr, 10) == ALLOW  # AF_INET6
+    assert run_bpf(program, arch, 425) == EPERM  # io_uring_setup
+    assert run_bpf(program, arch, other_nr) == ALLOW
+    assert run_bpf(program, 0x40000003, socket_nr, 1) == KILL  # i386 code
+    widened = sandbox.seccomp_filter(machine, unix=True)
+    assert widened is not None
+    assert run_bpf(widened, arch, socket_nr, 1) == ALLOW
+    assert run_bpf(widened, arch, 425) == EPERM
+
+
+def test_x32_code_is_killed_and_other_machines_have_no_filter():
+    program = sandbox.seccomp_filter("x86_64")
+    assert program is not None
+    assert run_bpf(program, 0xC000003E, 0x40000000 | 41, 1) == KILL
+    assert sandbox.seccomp_filter("riscv64") is None and sandbox.seccomp_filter("i686") is None
+
+
+# --- the box script, run as the CLI runs its shell prefix ----------------------------------------------
+
+
+@pytest.fixture
+def lab(tmp_path, monkeypatch):
+    """A user (HOME, XDG dirs, runtime dir under tmp_path) with a git project ``work``."""
+    home = tmp_path / "home"
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_STATE_HOME": str(home / ".local/state"),
+           "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"), "CLAUDEGUARD_LOG_DIR": str(home / ".local/state/cg/log"),
+           "PATH": os.environ["PATH"], "SHELL": "/bin/bash"}
+    for key in ("CLAUDEGUARD_CONFIG", "CLAUDE_CODE_SHELL_PREFIX", "CLAUDE_CODE_TMPDIR", "TMPDIR", "CLAUDE_CODE_SHELL"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    (tmp_path / "rt").mkdir(mode=0o700)
+    work = tmp_path / "work"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    return tmp_path
+
+
+def _config(lab: Path, text: str) -> Path:
+    path = lab / "home" / ".config" / "claudeguard" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _box(lab: Path, cwd: Path | None = None, version: str | None = "2.1.330") -> sandbox.BoxSpec:
+    cfg = load_config(cwd or lab / "work")
+    session_dir = lab / "rt" / "sessions" / "s1"
+    session_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    prepared = sandbox.prepare(cfg, dict(os.environ), str(cwd or lab / "work"), str(session_dir), session_id="s1",
+                               cli_version=version, own=["/own/hook"])
+    assert prepared.box is not None
+    return prepared.box
+
+
+def _run(box: sandbox.BoxSpec, command: str, cwd: Path, cwd_file: Path | None = None) -> subprocess.CompletedProcess:
+    """``command`` through the box, framed as the CLI frames a Bash call."""
+    quoted = "'" + command.replace("'", "'\\''") + "'"
+    framed = f"eval {quoted} < /dev/null{sandbox.FRAME}{cwd_file or cwd / 'x-cwd'}"
+    return subprocess.run([box["prefix"], framed], cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+@needs_bwrap
+def test_a_boxed_command_sees_no_guard_path_and_keeps_its_work(lab):
+    config = _config(lab, "[approval]\ntimeout = 30\n")
+    (lab / "rt" / "secret").write_text("s3cret")
+    box = _box(lab)
+    work = lab / "work"
+    proc = _run(box, f"cat {lab}/rt/secret; cat {config}; ls {lab}/home/.local/state/claudeguard; "
+                     f"echo x >> {config}; echo made > made.txt; echo t > /tmp/t && cat /tmp/t; "
+                     "touch .claude/settings.local.json .git/hooks/pre-commit .git/config; "
+                     "python3 -c 'import socket; socket.socket(socket.AF_UNIX)'; cd .git && pwd; true", work)
+    assert proc.returncode == 0, proc.stderr
+    assert "s3cret" not in proc.stdout and "timeout" not in proc.stdout
+    assert proc.stdout.split() == ["t", f"{work}/.git"], proc.stdout
+    err = proc.stderr
+    assert f"{lab}/rt/secret: Permission denied" in err and f"{config}: Permission denied" in err
+    assert "state/claudeguard': Permission denied" in err
+    assert "Operation not permitted" in err  # AF_UNIX
+    for name in (".claude/settings.local.json", ".git/hooks/pre-commit", ".git/config"):
+        assert f"'{name}': Read-only file system" in err, err
+    assert (work / "made.txt").read_text() == "made\n"
+    assert config.read_text() == "[approval]\ntimeout = 30\n"
+    assert not (work / ".claude" / "settings.local.json").exists()
+    assert (work / "x-cwd").read_text().strip() == f"{work}/.git"  # where the CLI reads the next cwd from
+
+
+@needs_bwrap
+def test_renaming_a_parent_of_a_hidden_or_read_only_path_is_refused(lab):
+    """A project that holds the guard's config (work run in the home dir): renaming the dir
+    above the hidden one, or .git, or the project's sub-directory the CLI runs in, would let a
+    command put its own file where the guard or git looks next time."""
+    home = lab / "home"
+    subprocess.run(["git", "init", "-q", str(home)], check=True)
+    config = _config(lab, "[approval]\ntimeout = 30\n")
+    (home / "sub").mkdir()
+    box = _box(lab, cwd=home / "sub")
+    proc = _run(box, f"mv ../.config ../config-old; mv ../.git ../git-old; cd .. && mv sub sub-old; "
+                     f"echo ok > {home}/new.txt; true", home / "sub")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("Device or resource busy") + proc.stderr.count("Read-only file system") >= 3, proc.stderr
+    assert config.exists() and (home / ".git").is_dir() and (home / "sub").is_dir()
+    assert (home / "new.txt").read_text() == "ok\n"  # the project itself stays writable
+
+
+@needs_bwrap
+def test_hooks_and_mcp_servers_run_outside_the_box_on_a_measured_cli_and_inside_on_another(lab):
+    (lab / "rt" / "secret").write_text("s3cret")
+    measured = _box(lab, version="2.1.330")
+    hook = subprocess.run([measured["prefix"], f"cat {lab}/rt/secret"], capture_output=True, text=True, timeout=30)
+    assert hook.stdout == "s3cret"
+    other = _box(lab, version="2.1.400")
+    hook = subprocess.run([other["prefix"], f"cat {lab}/rt/secret"], capture_output=True, text=True, timeout=30)
+    assert "Permission denied" in hook.stderr and hook.stdout == ""
+    script = Path(other["prefix"]).read_text()
+    assert "case $c in /own/hook) exec" in script  # the guard's own entries stay outside
+    argv = subprocess.run([other["prefix"], "cat", f"{lab}/rt/secret"], capture_output=True, text=True, timeout=30)
+    assert argv.stdout == "" and "Permission denied" in argv.stderr  # never from the CLI: boxed there too
+
+
+@needs_bwrap
+def test_a_one_time_mark_lets_one_command_out(lab):
+    (lab / "rt" / "secret").write_text("s3cret")
+    box = _box(lab)
+    work = lab / "work"
+    marked = sandbox.wrap_bash_input({"command": f"cat {lab}/rt/secret", "description": "d",
+                                      "dangerouslyDisableSandbox": True}, box, leave=True)
+    assert set(marked) == {"command", "description"}
+    out = _run(box, str(marked["command"]), work)
+    assert out.stdout == "s3cret"
+    again = _run(box, str(marked["command"]), work)  # the mark is spent
+    assert "s3cret" not in again.stdout and "Permission denied" in again.stderr
+    forged = _run(box, f": {sandbox.UNBOX_MARK}{'0' * 32}\ncat {lab}/rt/secret", work)
+    assert "s3cret" not in forged.stdout
+    # An rm that says yes to anything, first on PATH (a settings env block can set PATH): the box
+    # script names its rm by path.
+    evil = lab / "evil"
+    evil.mkdir()
+    (evil / "rm").write_text("#!/bin/sh\nexit 0\n")
+    (evil / "rm").chmod(0o755)
+    framed = f"eval ': {sandbox.UNBOX_MARK}{'1' * 32}\ncat {lab}/rt/secret' < /dev/null{sandbox.FRAME}{work}/x-cwd"
+    tricked = subprocess.run([box["prefix"], framed], cwd=work, capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, PATH=f"{evil}:{os.environ['PATH']}", IFS="3"))
+    assert "s3cret" not in tricked.stdout and "Permission denied" in tricked.stderr
+
+
+def test_wrap_keeps_every_field_and_drops_the_sandbox_flag():
+    tool_input = {"command": "ls", "description": "d", "run_in_background": True, "timeout": 5,
+                  "dangerouslyDisableSandbox": True}
+    assert sandbox.wrap_bash_input(tool_input, None) == {"command": "ls", "description": "d",
+                                                         "run_in_background": True, "timeout": 5}
+
+
+# --- the gate's side -------------------------------------------------------------------------------------
+
+
+def _session(tmp_path: Path, box: bool, lockdown: bool = False) -> Session:
+    directory = tmp_path / "session"
+    (directory / sandbox.UNBOX_DIR).mkdir(parents=True)
+    if box:
+        (directory / sandbox.BOX_FILE).write_text("#!/bin/sh\n")
+    return Session("s", str(directory), {"policy": {"lockdown": True} if lockdown else {}})
+
+
+LEAVE = {"command": "docker ps", "dangerouslyDisableSandbox": True}
+
+
+def test_leaving_the_box_is_asked_at_least_and_denied_under_lockdown(tmp_path):
+    allow = Decision("allow", "rule", rule="Bash(docker *)", source="f:1")
+    asked = leaving(_session(tmp_path, box=True), "Bash", LEAVE, allow)
+    assert (asked.decision, asked.rule) == ("ask", LEAVE_RULE)
+    assert leaving(_session(tmp_path / "n", box=True), "Bash", LEAVE, Decision("none", "")).decision == "ask"
+    deny = Decision("deny", "no", rule="Bash(docker *)")
+    assert leaving(_session(tmp_path / "d", box=True), "Bash", LEAVE, deny) is deny
+    locked = leaving(_session(tmp_path / "l", box=True, lockdown=True), "Bash", LEAVE, allow)
+    assert locked.decision == "deny" and "lockdown" in locked.reason
+    # No box in the session (the sandbox off): nothing to leave; a call without the flag is untouched.
+    assert leaving(_session(tmp_path / "o", box=False), "Bash", LEAVE, allow) is allow
+    assert leaving(_session(tmp_path / "p", box=True), "Bash", {"command": "ls"}, allow) is allow
+
+
+def test_only_a_humans_allow_lets_a_call_out(tmp_path):
+    session = _session(tmp_path, box=True)
+    by_rule = allowed_input(session, "Bash", LEAVE, Decision("allow", "", decided_by="rule"))
+    assert by_rule == {"command": "docker ps"}  # the flag dropped: it runs in the box
+    by_timeout = allowed_input(session, "Bash", LEAVE, Decision("allow", "", decided_by="timeout"))
+    assert by_timeout == {"command": "docker ps"}
+    by_human = allowed_input(session, "Bash", LEAVE, Decision("allow", "", decided_by="human"))
+    assert by_human is not None and by_human["command"].startswith(f": {sandbox.UNBOX_MARK}")
+    (mark,) = os.listdir(tmp_path / "session" / sandbox.UNBOX_DIR)
+    assert by_human["command"] == f": {sandbox.UNBOX_MARK}{mark}\ndocker ps"
+    assert allowed_input(session, "Bash", {"command": "ls"}, Decision("allow", "")) is None  # unchanged: no input
+    assert allowed_input(session, "Bash", LEAVE, Decision("deny", "")) is None
+    assert allowed_input(session, "Read", {"file_path": "/x"}, Decision("allow", "")) is None
+
+
+# --- the config -----------------------------------------------------------------------------------------------
+
+
+def test_sandbox_keys_only_in_the_users_own_files(lab):
+    work = lab / "work"
+    (work / ".claudeguard.toml").write_text('[sandbox]\nallow_write = ["/"]\n')
+    with pytest.raises(ConfigError, match=r"\.claudeguard\.toml:1: \[sandbox\] may only be set in the user config"):
+        load_config(work)
+
+
+def test_a_widening_naming_a_guard_path_is_a_config_error_with_its_line(lab):
+    config = _config(lab, '[sandbox]\nnetwork = "none"\nallow_write = ["~/.local/state/claudeguard/x"]\n')
+    cfg = load_config(lab / "work")
+    with pytest.raises(ConfigError, match=rf"^{config}:3: sandbox.allow_write '~/.local/state/claudeguard/x' would "
+                                          r"open the guard's own state dir"):
+        sandbox.check_config(cfg, guard_paths())
+    _config(lab, '[sandbox]\nallow_write = ["~"]\n')  # holds the guard's paths: they stay hidden, their parents ro
+    sandbox.check_config(load_config(lab / "work"), guard_paths())
+    _config(lab, '[sandbox]\nallow_write = ["relative/dir"]\n')
+    with pytest.raises(ConfigError, match="give an absolute path"):
+        sandbox.check_config(load_config(lab / "work"), guard_paths())
+    _config(lab, '[sandbox]\nnetwork = "proxy"\n')
+    with pytest.raises(ConfigError, match=r"config.toml:2: 'sandbox.network' is 'proxy'; expected one of: host, none"):
+        load_config(lab / "work")
+
+
+def test_lockdown_needs_the_sandbox(lab):
+    config = _config(lab, '[security]\ndisable_bypass_permissions = true\nsandbox = "off"\n')
+    with pytest.raises(ConfigError, match=rf"^{config}:3: lockdown \({config}:2\) needs the sandbox"):
+        load_config(lab / "work")
+    _config(lab, "[security]\ndisable_bypass_permissions = true\n")
+    assert load_config(lab / "work").security()["sandbox"] == "require"
+
+
+# --- without a working bubblewrap --------------------------------------------------------------------------
+
+
+def _stand_in(lab: Path) -> Path:
+    cli = lab / "claude"
+    cli.write_text("#!/bin/sh\necho STAND-IN-RAN\n")
+    cli.chmod(0o755)
+    return cli
+
+
+def _launch(lab: Path, config: str, *argv: str) -> subprocess.CompletedProcess:
+    _config(lab, config)
+    env = dict(os.environ, CLAUDEGUARD_CLAUDE=str(_stand_in(lab)), CLAUDEGUARD_SERVICE="0")
+    return subprocess.run(GUARD + list(argv), env=env, cwd=lab / "work", capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_lockdown_without_bubblewrap_refuses_to_start_naming_the_package(lab):
+    missing = lab / "no-bwrap"
+    proc = _launch(lab, f'[security]\ndisable_bypass_permissions = true\n\n[sandbox]\nbwrap = "{missing}"\n',
+                   "-p", "hi")
+    assert proc.returncode == 2
+    assert proc.stdout == ""  # the CLI never started
+    line = proc.stderr.strip()
+    assert "\n" not in line
+    assert "lockdown" in line and "needs the sandbox" in line and "install the package 'bubblewrap'" in line
+    assert not list((lab / "rt").glob("sessions/*"))
+
+
+def test_require_without_bubblewrap_refuses_and_auto_says_one_line(lab):
+    missing = lab / "no-bwrap"
+    proc = _launch(lab, f'[security]\nsandbox = "require"\n\n[sandbox]\nbwrap = "{missing}"\n', "-p", "hi")
+    assert proc.returncode == 2 and 'security.sandbox = "require"' in proc.stderr
+    proc = _launch(lab, f'[sandbox]\nbwrap = "{missing}"\n', "-p", "hi")
+    assert proc.returncode == 0 and proc.stdout.strip() == "STAND-IN-RAN"
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("claudeguard: no sandbox for Bash here: bubblewrap is not installed")
+
+
+def test_a_kernel_that_refuses_user_namespaces_is_named(lab, monkeypatch):
+    fake = lab / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    real_read = sandbox._read
+    monkeypatch.setattr(sandbox, "_read", lambda path: "1" if path.endswith("apparmor_restrict_unprivileged_userns")
+                        else real_read(path))
+    reason = sandbox.probe(str(fake), "x86_64", str(lab))
+    assert reason is not None and "kernel.apparmor_restrict_unprivileged_userns=1" in reason
+    assert "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0" in reason
+
+
+def test_the_probe_is_cached_per_bwrap_binary(lab):
+    counter = lab / "count"
+    fake = lab / "bwrap"
+    fake.write_text(f"#!/bin/sh\necho x >> {counter}\nexit 0\n")
+    fake.chmod(0o755)
+    _config(lab, f'[sandbox]\nbwrap = "{fake}"\n')
+    cfg = load_config(lab / "work")
+    paths = guard_paths()
+    for _ in range(3):
+        assert sandbox.availability(cfg, dict(os.environ), paths).bwrap == str(fake)
+    assert counter.read_text().count("x") == 1
+    fake.write_text(f"#!/bin/sh\necho x >> {counter}\nexit 1\n")  # a new binary: probed again
+    assert sandbox.availability(cfg, dict(os.environ), paths).reason is not None
+    assert counter.read_text().count("x") == 2
+    assert json.loads((Path(paths.state_dir) / sandbox.PROBE_FILE).read_text())["reason"]
+
+
+def test_the_guards_settings_pin_the_clis_own_sandbox_off(lab):
+    (lab / "work" / ".claude").mkdir()
+    (lab / "work" / ".claude" / "settings.json").write_text(json.dumps({"sandbox": {"enabled": True}}))
+    caller = {"sandbox": {"enabled": True, "x": 1}, "env": {"CLAUDE_CODE_SHELL_PREFIX": "", "KEEP": "1"}}
+    proc = _launch(lab, "", "--guard-dry-run", "-p", "hi", "--settings", json.dumps(caller))
+    assert proc.returncode == 0, proc.stderr
+    argv = json.loads(proc.stdout)["argv"]
+    settings = json.loads(next(a for a in argv if a.startswith("{") or a.startswith("--settings=")).split("=", 1)[-1])
+    assert settings["sandbox"] == {"enabled": False, "x": 1}
+    assert settings["env"] == {"CLAUDE_CODE_SHELL_PREFIX": "<session dir>/box", "KEEP": "1"}  # the caller's loses
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2 and all("Claude Code's own sandbox" in line and "stays off" in line for line in lines)
+    assert "project" in proc.stderr and "--settings" in proc.stderr
+
+
+def test_the_refusal_is_a_usage_error(lab):
+    _config(lab, f'[security]\nsandbox = "require"\n\n[sandbox]\nbwrap = "{lab / "none"}"\n')
+    with pytest.raises(UsageError, match="require"):
+        sandbox.check(load_config(lab / "work"), dict(os.environ))
+
+
+@needs_bwrap
+def test_the_cwd_file_is_never_a_link_nor_in_a_hidden_dir(lab):
+    """The file the CLI records the next cwd in is bound into the box writable: a link there, or
+    a path in the session's own dir (where the box's /tmp lives), is not bound."""
+    (lab / "rt" / "secret").write_text("s3cret")
+    box = _box(lab)
+    work = lab / "work"
+    link = work / "planted-cwd"
+    link.symlink_to(lab / "rt" / "secret")
+    proc = _run(box, "echo hi", work, cwd_file=link)
+    assert proc.returncode != 0 and (lab / "rt" / "secret").read_text() == "s3cret"
+    inside = Path(box["prefix"]).parent / "tmp" / "claude-1234-cwd"
+    inside.write_text("")
+    proc = _run(box, "echo hi", work, cwd_file=inside)
+    assert proc.returncode != 0 and inside.read_text() == ""
+
+
+@needs_bwrap
+def test_the_box_comes_back_with_a_session_dir_made_again(lab):
+    """The keeper makes a removed session dir again (plan/keeper.py): the box with it."""
+    (lab / "rt" / "secret").write_text("s3cret")
+    box = _box(lab)
+    session_dir = Path(box["prefix"]).parent
+    kept = sandbox.kept_files(str(session_dir))
+    assert set(kept) == {"box", "seccomp.bpf", "hidden"}
+    shutil.rmtree(session_dir)
+    session_dir.mkdir(mode=0o700)
+    sandbox.restore_box(str(session_dir), kept)
+    proc = _run(box, f"cat /proc/1/cmdline; echo; cat {lab}/rt/secret; echo done", lab / "work")
+    assert proc.stdout.split("\0")[0].endswith("bwrap") and "s3cret" not in proc.stdout and "done" in proc.stdout
+    assert os.stat(session_dir / "hidden").st_mode & 0o777 == 0
+
+
+def test_managed_settings_that_turn_the_clis_own_sandbox_on_are_refused(lab):
+    """They win over the guard's sandbox.enabled: false, and the CLI's proxy then refuses the
+    guard's hooks (2.1.197 ran an ask-rule call unasked): refused like any silencing setting."""
+    managed = json.dumps({"sandbox": {"enabled": True}})
+    proc = _launch(lab, "", "--managed-settings", managed, "-p", "hi")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("claudeguard: --managed-settings (inline JSON): sandbox.enabled: Claude Code's own "
+                                  "sandbox, from managed settings, wins over the guard's")
+    proc = _launch(lab, "[security]\nallow_settings_override = true\n", "--managed-settings", managed, "-p", "hi")
+    assert proc.returncode == 0 and proc.stdout.strip() == "STAND-IN-RAN"
+    assert "claudeguard: warning: --managed-settings (inline JSON): sandbox.enabled" in proc.stderr
