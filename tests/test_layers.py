@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "claudeguard"
 LAYERS: list[tuple[str, ...]] = [
     ("base", "claudeguard", "claudeguard.errors"),
     ("tools", "claudeguard.files", "claudeguard.procs", "claudeguard.sockets", "claudeguard.decision",
-     "claudeguard.cli_tables"),
+     "claudeguard.cli_tables", "claudeguard.ancestry"),
     ("policy", "claudeguard.policy"),
     ("config", "claudeguard.config"),
     ("paths", "claudeguard.paths"),
