@@ -258,7 +258,8 @@ def test_recursion_token_stops_a_guard_started_by_a_guard(offline_env, run_claud
 def _argv_printer(tmp_path: Path) -> Path:
     fake = tmp_path / "print-argv"
     fake.write_text(f"#!{os.sys.executable}\nimport json, os, sys\n"
-                    "print(json.dumps({'argv': sys.argv[1:], 'session': os.environ.get('CLAUDEGUARD_SESSION')}))\n")
+                    "print(json.dumps({'argv': sys.argv[1:],\n"
+                    "                  'guarded': any(a.startswith('--settings=') for a in sys.argv[1:])}))\n")
     fake.chmod(0o755)
     return fake
 
@@ -268,7 +269,7 @@ def test_disable_execs_the_real_cli_untouched(offline_env, run_claude, tmp_path)
     argv = ["--guard-not-an-option", "-p", "x y", "", "--settings", "{}"]
     proc = run_claude(GUARD + argv, env, offline_env.cwd, timeout=30)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == {"argv": argv, "session": None}
+    assert json.loads(proc.stdout) == {"argv": argv, "guarded": False}
 
 
 def test_guarded_argv_keeps_callers_words_in_order(offline_env, run_claude, tmp_path):
@@ -278,7 +279,7 @@ def test_guarded_argv_keeps_callers_words_in_order(offline_env, run_claude, tmp_
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout)
     assert seen["argv"][-len(argv):] == argv
-    assert seen["session"]
+    assert seen["guarded"]
 
 
 def test_unknown_guard_option_is_a_usage_error_before_anything_starts(offline_env, run_claude, tmp_path):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from claudeguard.errors import UsageError
 from claudeguard.plan.hooks import (
-    MCP_SERVER_NAME, PROMPT_TOOL, TOKEN_VAR, ctl_command, guard_settings, keeps_transcript, print_asker,
+    MCP_SERVER_NAME, PROMPT_TOOL, ctl_args, ctl_command, guard_settings, keeps_transcript, print_asker,
 )
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -31,16 +31,21 @@ if TYPE_CHECKING:
     from claudeguard.plan.hooks import GuardSettings, HttpHooks
 
 BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
+SETTINGS_FILE = "settings.json"  # in the session dir: the guard's settings, merged with the caller's (0600)
 
 
 class Plan:
-    """The child's argv and environment additions (plain classes in this module: dataclasses
-    cost every session's start ~10 ms of imports, bench/RESULTS.md)."""
+    """The child's argv and environment additions, and the files written into the session dir
+    for it (name -> text: the session's keeper writes them again if the runtime dir is removed).
+    Plain classes in this module: dataclasses cost every session's start ~10 ms of imports,
+    bench/RESULTS.md."""
 
-    def __init__(self, argv: list[str], env_additions: dict[str, str], session_id: str) -> None:
+    def __init__(self, argv: list[str], env_additions: dict[str, str], session_id: str,
+                 files: dict[str, str] | None = None) -> None:
         self.argv = argv
         self.env_additions = env_additions
         self.session_id = session_id
+        self.files = files or {}
 
 
 
@@ -181,9 +186,13 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     asker = print_asker(args, cli_version)
     ours = guard_settings(cfg, ctl, cwd, http, session_id, print_mode=args.print_mode, asker=asker,
                           one_prompt=args.print_mode and args.last("--input-format") != "stream-json",
-                          transcript_kept=args.print_mode and keeps_transcript(args, cwd))
+                          transcript_kept=args.print_mode and keeps_transcript(args, cwd), session_dir=session_dir)
     rest = list(args.argv)
     settings_at = [index for index, _ in args.options.get("--settings", [])]
+    files: dict[str, str] = {}
+    if settings_file is None and http is not None and session_dir:
+        # The HTTP hooks hold the secret: into a 0600 file, never argv (every user reads argv).
+        settings_file = os.path.join(session_dir, SETTINGS_FILE)
     if settings_file is not None:
         # Merged with the caller's last --settings into one 0600 file (it holds the secret);
         # every --settings of the caller is dropped, as the CLI would keep only the last.
@@ -195,7 +204,10 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
             del rest[index:index + (1 if "=" in rest[index] else 2)]
         from claudeguard.files import write_atomic
 
-        write_atomic(Path(settings_file), json.dumps(merge_settings(caller, ours), separators=(",", ":")))
+        text = json.dumps(merge_settings(caller, ours), separators=(",", ":"))
+        write_atomic(Path(settings_file), text)
+        if session_dir and os.path.dirname(settings_file) == session_dir:
+            files[os.path.basename(settings_file)] = text
         front.append("--settings=" + settings_file)
     elif settings_at:
         # The CLI keeps the last --settings; merge ours into it and leave the others as given.
@@ -211,14 +223,10 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     else:
         front.append("--settings=" + json.dumps(ours, separators=(",", ":")))
 
-    env_add = {
-        "CLAUDEGUARD_SESSION": session_id,
-        "CLAUDEGUARD_EXEC_PID": str(exec_pid or os.getpid()),
-    }
-    if session_dir:
-        env_add["CLAUDEGUARD_SESSION_DIR"] = session_dir
-    if http is not None and not http.literal:
-        env_add[TOKEN_VAR] = http.token
+    # Nothing a hook relies on: an env block of any settings source could replace it (the hooks
+    # find their session through their own URL or command line). The launcher's pid only keeps a
+    # claudeguard that PATH leads back to from starting itself (plan.discovery.check_recursion).
+    env_add = {"CLAUDEGUARD_EXEC_PID": str(exec_pid or os.getpid())}
 
     if asker == "prompt-tool":
         if http is not None:
@@ -232,14 +240,15 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
                 from claudeguard.files import write_atomic
 
                 write_atomic(Path(session_dir) / "mcp.json", config)
+                files["mcp.json"] = config
                 front.append("--mcp-config=" + str(Path(session_dir) / "mcp.json"))
             else:
                 front.append("--mcp-config=" + config)  # a dry run: no secret exists yet
         else:
-            server = {"command": ctl[0], "args": ctl[1:] + ["mcp-serve"]}
+            server = {"command": ctl[0], "args": ctl[1:] + ctl_args("mcp-serve", session_dir)}
             front.append("--mcp-config=" + json.dumps({"mcpServers": {MCP_SERVER_NAME: server}}, separators=(",", ":")))
         front.append(f"--permission-prompt-tool={PROMPT_TOOL}")
-    return Plan([real_cli, *front, *rest], env_add, session_id)
+    return Plan([real_cli, *front, *rest], env_add, session_id, files)
 
 
 def split_tool_list(values: list[str]) -> list[str]:

@@ -173,7 +173,7 @@ class _Launch:
     stays without dataclasses)."""
 
     __slots__ = ("session_id", "session_dir", "argv", "env_add", "snapshot_text", "port_token", "registration", "cfg",
-                 "sup", "pty", "child_pid", "run", "monitor")
+                 "sup", "pty", "child_pid", "run", "monitor", "files")
 
     def __init__(self, session_id: str, cfg: Config | None) -> None:
         self.session_id = session_id
@@ -182,6 +182,7 @@ class _Launch:
         self.argv: list[str] = []
         self.env_add: dict[str, str] = {}
         self.snapshot_text = ""
+        self.files: dict[str, str] = {}  # what the plan wrote into the session dir besides session.json
         self.port_token: tuple[int, str] | None = None  # the service's hooks, when the CLI names its port
         self.registration: Registration | None = None
         self.sup: PtySession | Supervisor | None = None
@@ -242,6 +243,7 @@ def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planne
     if planned is not None:
         launch.session_dir = planned.session_dir
         launch.argv, launch.env_add, launch.snapshot_text = planned.argv, planned.env, planned.snapshot
+        launch.files = planned.files
         launch.port_token = (planned.port, planned.token)
         return
     cfg = launch.cfg
@@ -260,7 +262,7 @@ def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planne
     launch.snapshot_text = written.text
     plan = build_plan(real, args, cfg, session_id=launch.session_id, session_dir=session_dir, cwd=cwd, http=http,
                       cli_version=version)
-    launch.argv, launch.env_add = plan.argv, plan.env_additions
+    launch.argv, launch.env_add, launch.files = plan.argv, plan.env_additions, plan.files
     launch.port_token = (int(http.port), http.token) if http is not None else None
 
 
@@ -318,7 +320,7 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
     launch.monitor = monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, launch.argv,
                                                launch.registration)
     # Stopped before the gate server closes and the directory goes (it would make them again).
-    undo.callback(_start_keeper(session_id, session_dir, launch.snapshot_text, gate).stop)
+    undo.callback(_start_keeper(session_id, session_dir, launch.snapshot_text, gate, launch.files).stop)
     if launch.pty is not None:
         launch.pty.on_output = None  # the screen is not stream-json
         launch.pty.monitor = monitor
@@ -391,9 +393,6 @@ def _start_gate_server(session_dir: str, session_id: str) -> GateServer | None:
     it every hook decides in its own process, which is slower but gives the same answers."""
     if os.environ.get("CLAUDEGUARD_GATE_SERVER") == "0":
         return None
-    # Decisions made in this process read the session the way a hook process does.
-    os.environ["CLAUDEGUARD_SESSION_DIR"] = session_dir
-    os.environ["CLAUDEGUARD_SESSION"] = session_id
     from claudeguard.gate.server import GateServer
 
     gate = GateServer(session_dir)
@@ -404,8 +403,10 @@ def _start_gate_server(session_dir: str, session_id: str) -> GateServer | None:
     return gate
 
 
-def _start_keeper(session_id: str, session_dir: str, snapshot_text: str, gate: GateServer | None) -> SessionKeeper:
-    """Put the session dir back if the runtime dir is removed under the session (plan/keeper.py)."""
+def _start_keeper(session_id: str, session_dir: str, snapshot_text: str, gate: GateServer | None,
+                  files: dict[str, str]) -> SessionKeeper:
+    """Put the session dir back if the runtime dir is removed under the session (plan/keeper.py):
+    ``session.json`` and the other files the plan wrote there (the settings file, mcp.json)."""
     from claudeguard.plan.keeper import SessionKeeper
 
     def restart_gate(gate: GateServer) -> None:
@@ -413,7 +414,7 @@ def _start_keeper(session_id: str, session_dir: str, snapshot_text: str, gate: G
         gate.start()
 
     restore = [lambda: restart_gate(gate)] if gate is not None else []
-    return SessionKeeper(session_id, session_dir, {"session.json": snapshot_text}, restore).start()
+    return SessionKeeper(session_id, session_dir, {**files, "session.json": snapshot_text}, restore).start()
 
 
 def _start_watchdog(cfg: Config, args: ClaudeArgs, sup: PtySession | Supervisor, child_pid: int, session_id: str,
