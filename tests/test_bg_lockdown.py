@@ -13,11 +13,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from claudeguard.testing import bg_daemon as bg
 from claudeguard.testing.services import live_services, stop_services
-from tests.shim_helpers import GUARD, guarded_env, wait_until, write_user_config
+from tests.shim_helpers import GUARD, guarded_env, mark_verified, wait_until, write_user_config
 
 LOCKDOWN = '[security]\ndisable_bypass_permissions = true\n'
 BYPASS_SETTINGS = json.dumps({"permissions": {"defaultMode": "bypassPermissions"}})
@@ -163,8 +164,12 @@ def test_the_real_cli_would_have_started_a_daemon(bg_claude, model_server, offli
     assert [a["id"] for a in agents] == [launch.short_id]
     assert agents[0]["pid"] != pid and agents[0]["kind"] == "background"
     assert pid in bg.live_processes(env) and bg.socket_dir(cfg).is_dir()
+    session_pid = agents[0]["pid"]
     report = bg_daemon.stop(env)
-    assert report.daemon_pid == pid and pid in report.stopped and agents[0]["pid"] in report.stopped
+    # The session's process is stopped with the daemon, unless it had already ended on its own
+    # (its one reply given) between the listing and the stop: seen once on a loaded machine.
+    assert report.daemon_pid == pid and pid in report.stopped
+    assert session_pid in report.stopped or not psutil.pid_exists(session_pid)
     assert bg.live_processes(env) == [] and not bg.socket_dir(cfg).exists()
 
 
@@ -224,6 +229,7 @@ def test_agent_view_with_the_service_runs_guarded_under_lockdown(tmp_path, offli
     write_user_config(offline_env,
                       LOCKDOWN + '[permissions]\nmode = "default"\nallow = ["Bash(echo *)"]\ndeny = ["Bash(rm *)"]\n')
     env = dict(offline_env, CLAUDEGUARD_CLAUDE=str(cli))
+    mark_verified(env, cli)  # lockdown refuses an unverified CLI
     caller = json.dumps({"permissions": {"allow": ["Read"]},
                          "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}})
     proc = _run(["agents", "--settings", caller, "--model", "x"], env, offline_env.cwd)
