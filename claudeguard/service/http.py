@@ -1,8 +1,8 @@
 """The loopback HTTP endpoint the CLI posts hook events to: ``POST /hook/<session id>/<event>``,
 and its permission-prompt tool's MCP messages: ``POST /mcp/<session id>``.
 
-Each session's hooks carry ``Authorization: Bearer $CLAUDEGUARD_HOOK_TOKEN``; the CLI fills the
-variable from its own environment (``allowedEnvVars``), so the secret is in no argv. A request
+Each session's hooks carry ``Authorization: Bearer <secret>``, written literally into the 0600
+settings file in its session dir (``plan/hooks.py``): in no argv and no environment. A request
 without the session's secret gets 401 and posts nothing. A body over ``MAX_BODY`` or one that is
 not a JSON object gets a deny with the reason (for a decision event), never a silent allow.
 
@@ -146,19 +146,44 @@ class HookHandler(BaseHTTPRequestHandler):
 
 
 class HookServer(ThreadingHTTPServer):
+    """One listening socket the service answers hooks on. Never SO_REUSEPORT: with it, another
+    process of this user could bind the same port beside us and take a share of the hook calls."""
+
     daemon_threads = True
-    allow_reuse_address = True  # a restarted service takes its port back at once (TIME_WAIT)
+    allow_reuse_address = True  # a new port is not refused for a TIME_WAIT of an earlier one
+    request_queue_size = 128  # calls that queue while the socket changes hands (a service restarting)
     service: Registry
 
     @classmethod
-    def bind(cls, service: Registry, port: int | None) -> HookServer:
-        """Listen on 127.0.0.1: on ``port`` (the one a dead service had, so that the hooks of
-        running sessions reach us again) if it is free, else on any port."""
-        for candidate in ([port] if port else []) + [0]:
-            try:
-                server = cls(("127.0.0.1", candidate), HookHandler)
-            except OSError:
-                continue
-            server.service = service
-            return server
-        raise OSError("cannot listen on 127.0.0.1")
+    def bind(cls, service: Registry) -> HookServer:
+        """Listen on a new port of 127.0.0.1 (any free one)."""
+        server = cls(("127.0.0.1", 0), HookHandler)
+        server.service = service
+        return server
+
+    @classmethod
+    def adopt(cls, service: Registry, sock: socket.socket) -> HookServer:
+        """Serve ``sock``, a listening socket on 127.0.0.1 another process held (a launcher that
+        kept it while no service lived, and handed it over): the same port, the same socket, and
+        the calls that queued on it meanwhile."""
+        server = cls(sock.getsockname(), HookHandler, bind_and_activate=False)
+        server.socket.close()
+        sock.setblocking(True)
+        sock.set_inheritable(False)
+        server.socket = sock
+        server.server_address = sock.getsockname()
+        sock.listen(cls.request_queue_size)
+        server.service = service
+        return server
+
+
+def listening_port(sock: socket.socket) -> int | None:
+    """The port of ``sock`` if it is a TCP socket listening on 127.0.0.1, else None."""
+    try:
+        listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+        host, port = sock.getsockname()[:2]
+    except (OSError, ValueError):
+        return None
+    if sock.family != socket.AF_INET or sock.type != socket.SOCK_STREAM or not listening or host != "127.0.0.1":
+        return None
+    return int(port)

@@ -44,6 +44,9 @@ if TYPE_CHECKING:
         dir: str  # the session dir, whose session.json the service reads
         token: str  # the session's secret: its hooks' Bearer token
         kind: str  # "foreground" (dropped with its connection) | "background"
+        # The port its hooks name (0: not known yet, any). The message may carry the listening
+        # socket of that port (SCM_RIGHTS), which a launcher held while no service lived.
+        port: int
 
     class Watch(TypedDict):
         op: Literal["watch"]
@@ -95,6 +98,11 @@ if TYPE_CHECKING:
         ok: Literal[False]
         error: str
 
+    class Unserved(Failed):
+        """A register naming a port the service does not answer on (its socket was not handed back)."""
+
+        unserved: int
+
     class Done(TypedDict):
         ok: bool
 
@@ -106,6 +114,8 @@ if TYPE_CHECKING:
         retired: bool
 
     class RegisterReply(TypedDict):
+        """Sent with the session's listening socket (SCM_RIGHTS): the launcher holds it."""
+
         ok: Literal[True]
         port: int
         version: str
@@ -131,6 +141,7 @@ if TYPE_CHECKING:
         started: float
         retired: bool
         idle_exit: float
+        ports: list[int]  # every port it answers hooks on: its own, and those launchers handed back
         sessions: list[SessionRow]
         waiting: int
 
@@ -166,4 +177,4 @@ if TYPE_CHECKING:
         carry: Carry
 
     Event = Union[Watching, WatchEnded, Stall, Calm]
-    Reply = Union[Failed, Done, HelloReply, RegisterReply, Status, Stopping, Watching, WatchEnded]
+    Reply = Union[Unserved, Failed, Done, HelloReply, RegisterReply, Status, Stopping, Watching, WatchEnded]

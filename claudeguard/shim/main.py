@@ -294,8 +294,10 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
     sup = launch.sup
     assert sup is not None
     if launch.port_token is not None and launch.registration is None:
-        launch.registration = _register_started(session_id, session_dir, *launch.port_token)
+        launch.registration = _register_started(session_id, session_dir, *launch.port_token, child_pid)
         undo.callback(launch.registration.close)
+    elif launch.registration is not None:
+        launch.registration.guard(child_pid)  # only the service answers on the hooks' port
     from claudeguard.plan.report import Run
 
     launch.run = Run(session_id=session_id, real_cli=real, end=end,
@@ -379,11 +381,13 @@ def _register_with_service(session_id: str, session_dir: str) -> tuple[Registrat
     return registration, HttpHooks(port, token)
 
 
-def _register_started(session_id: str, session_dir: str, port: int, token: str) -> Registration:
-    """Register a session whose CLI already runs (see ``_register_with_service``)."""
+def _register_started(session_id: str, session_dir: str, port: int, token: str, child_pid: int) -> Registration:
+    """Register a session whose CLI already runs (see ``_register_with_service``), and check
+    from then on that only the service answers on the hooks' port."""
     from claudeguard.service.client import Registration
 
     registration = Registration(session_id, session_dir, token)
+    registration.guard(child_pid)
     registration.open_started(port)
     return registration
 
