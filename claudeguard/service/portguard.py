@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 
+from claudeguard.ancestry import inside_guarded_session
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -88,6 +90,19 @@ def owners(inodes: Iterable[int]) -> list[int]:
     return found
 
 
+def is_guard_service(pid: int) -> bool:
+    """``pid`` runs the guard service (``python -m claudeguard.service``) outside every guarded
+    session (one an agent started in its own tree is not the guard: ``ancestry``)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            args = fh.read().split(b"\0")
+    except OSError:
+        return False
+    if b"claudeguard.service" not in args[1:4] or args[args.index(b"claudeguard.service") - 1] != b"-m":
+        return False
+    return inside_guarded_session(pid) is None
+
+
 def command_of(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
@@ -122,6 +137,11 @@ class PortGuard:
         if not suspects:
             return None
         pids = [p for p in owners(suspects) if p not in (service_pid, os.getpid())]
+        for pid in [p for p in pids if is_guard_service(p)]:
+            # The service's successor answers the calls that queued while none lived, before
+            # this launcher has registered with it: it is the service from now on.
+            self._service_pid, self._service_inodes = pid, socket_inodes(pid) or set()
+            pids.remove(pid)
         if not pids:
             return None  # gone meanwhile, or hidden from us: nothing to name (the next round looks again)
         pid = pids[0]
