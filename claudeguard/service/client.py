@@ -26,6 +26,7 @@ import threading
 import time
 
 from claudeguard.ancestry import inside_guarded_session
+from claudeguard.procs import process_start
 from claudeguard.service import files
 from claudeguard.sockets import peer_creds
 
@@ -33,7 +34,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Callable, Protocol
 
-    from claudeguard.service.protocol import Received, Request
+    from claudeguard.service.protocol import Received, RegisterCli, Request
 
     class Listener(Protocol):
         """What the link thread tells the launcher (``shim/activity.py``'s ``Feed``)."""
@@ -203,7 +204,8 @@ class Registration:
     also hears ``lost()`` when the service goes and ``registered()`` when a new one took the
     session again."""
 
-    def __init__(self, session_id: str, session_dir: str, token: str, kind: str = "foreground") -> None:
+    def __init__(self, session_id: str, session_dir: str, token: str, kind: str = "foreground",
+                 cli_pid: int = 0) -> None:
         self.session_id, self.session_dir, self.token, self.kind = session_id, session_dir, token, kind
         self.port = 0
         self.sock: socket.socket | None = None
@@ -213,7 +215,9 @@ class Registration:
         self.service_pid: int | None = None  # the service registered with (SO_PEERCRED), None between two
         self.compromised: str | None = None  # why the session was ended as compromised, once it was
         self.on_compromised: Callable[[str], None] | None = None
-        self._cli_pid = 0  # the CLI whose tree a compromised session stops (``guard``)
+        # The CLI: the only process whose hook posts the service takes for a foreground session,
+        # and whose tree a compromised session stops (``guard``).
+        self._cli_pid = cli_pid
         self._send_lock = threading.Lock()
 
     def open(self) -> int:
@@ -260,9 +264,7 @@ class Registration:
         sock = connect(listener=self.held)
         try:
             service_pid = _check_service(sock)
-            reply, fds = request_fds(sock, {"op": "register", "session_id": self.session_id,
-                                            "dir": self.session_dir, "token": self.token, "kind": self.kind,
-                                            "port": self.port},
+            reply, fds = request_fds(sock, self._register_msg(),
                                      [self.held.fileno()] if self.held is not None else None)
             unserved = reply.get("unserved")
             if not reply.get("ok") and isinstance(unserved, int) and self.held is None:
@@ -270,9 +272,7 @@ class Registration:
                 # is not the service's: it died meanwhile, and nobody held the socket. Take the
                 # port back for it, or find who holds it.
                 self._take_port(unserved)
-                reply, fds = request_fds(sock, {"op": "register", "session_id": self.session_id,
-                                                "dir": self.session_dir, "token": self.token, "kind": self.kind,
-                                                "port": self.port},
+                reply, fds = request_fds(sock, self._register_msg(),
                                          [self.held.fileno()] if self.held is not None else None)
         except (ServiceError, ValueError):
             sock.close()
@@ -295,6 +295,13 @@ class Registration:
         old, self.sock = self.sock, sock
         if old is not None:
             old.close()  # a dead service's connection
+
+    def _register_msg(self) -> RegisterCli:
+        msg: RegisterCli = {"op": "register", "session_id": self.session_id, "dir": self.session_dir,
+                         "token": self.token, "kind": self.kind, "port": self.port}
+        if self._cli_pid > 0:  # the only process whose hook posts the service takes for the session
+            msg["cli_pid"], msg["cli_start"] = self._cli_pid, process_start(self._cli_pid)
+        return msg
 
     def _hold(self, port: int, fds: list[int]) -> None:
         """Keep the listening socket the service sent for ``port`` (the same socket as the one
@@ -349,6 +356,8 @@ class Registration:
                     self._compromised(why)
 
         self._cli_pid = cli_pid
+        if self.sock is not None:  # registered before the CLI started: say which it is now
+            self.send({"op": "cli", "session_id": self.session_id, "pid": cli_pid, "start": process_start(cli_pid)})
         old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
         try:
             threading.Thread(target=run, name="claudeguard-port-guard", daemon=True).start()

@@ -17,6 +17,7 @@ import json
 import socket
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from claudeguard.channel import audit
 from claudeguard.channel.audit import session_log
 from claudeguard.gate.hook import deny_output, run_event
 from claudeguard.gate.mcp_server import respond
@@ -39,6 +40,7 @@ class HookHandler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.posters: set[str] = set()  # sessions this connection's process may post for (checked)
 
     def log_message(self, format: str, *args: object) -> None:  # `format`: the base class's name
         pass  # no access log: the audit log records decisions
@@ -61,15 +63,36 @@ class HookHandler(BaseHTTPRequestHandler):
         self.reply(200, {})
 
     def _registered(self, session_id: str) -> Registered | None:
-        """The session if the request carries its secret; else a 401 is sent and None returned
-        (the body is not read: nothing of it is posted)."""
+        """The session if the request carries its secret and comes from its Claude Code process;
+        else a 401 (no secret) or 403 (someone else) is sent and None returned (the body is not
+        read: nothing of it is posted)."""
         auth = self.headers.get("Authorization") or ""
         token = auth[7:] if auth.startswith("Bearer ") else None
-        reg = self.server.service.lookup(session_id, token)
+        service = self.server.service
+        reg = service.lookup(session_id, token)
         if reg is None:
             self.close_connection = True
             self.reply(401, {"error": "unknown session or wrong secret"})
+            return None
+        # Who posts, once per connection and session: the secret is readable to a tool that can
+        # read the session's settings file (no sandbox), the process at the other end is not.
+        if session_id not in self.posters:
+            refused = service.poster_refused(reg, self.server.server_address[1], self.client_address[1])
+            if refused is not None:
+                self._audit_refused(reg, refused)  # first: the row is there when the poster hears
+                self.close_connection = True
+                self.reply(403, {"error": f"hook post refused: {refused}"})
+                return None
+            self.posters.add(session_id)
         return reg
+
+    def _audit_refused(self, reg: Registered, why: str) -> None:
+        session_log.set(reg.session.snapshot.get("log_dir"))
+        try:
+            audit.record({"event": "hook-refused", "session_id": reg.session.id,
+                          "summary": f"hook post refused: {why}", "path": self.path.split("?", 1)[0]})
+        finally:
+            session_log.set(None)
 
     def do_POST(self) -> None:
         parts = self.path.split("?", 1)[0].strip("/").split("/")

@@ -5,16 +5,21 @@ The CLI posts every hook to ``127.0.0.1:PORT``; whoever holds that port's listen
 accepts answers them, "allow" included. The launcher holds the listening socket itself (handed
 over by the service, ``SCM_RIGHTS``), so no other process can bind the port while the session
 lives; what is left is a process that got the socket some other way (``pidfd_getfd`` where the
-kernel lets the user's processes take each other's descriptors). ``PortGuard.check`` reads the
-kernel's TCP table (``/proc/net/tcp``) once a second: a listening socket on the port that is not
-the one the launcher holds, or an accepted connection on it that is not the service's (its
-inode is not among the service's descriptors), is a foreign answerer; the owner is found by
-scanning ``/proc/*/fd`` (only then). Linux only; elsewhere the check sees nothing.
+kernel lets the user's processes take each other's descriptors). ``PortGuard.check`` asks the
+kernel for the TCP sockets in the states that matter (``NETLINK_SOCK_DIAG``: ~0.2 ms here, where
+formatting ``/proc/net/tcp``, the fallback, took 4-12 ms) once a second: a listening socket on
+the port that is not the one the launcher holds, or an accepted connection on it that is not
+the service's (its inode is not among the service's descriptors), is a foreign answerer; the
+owner is found by scanning ``/proc/*/fd`` (only then). ``tcp_peer`` is the same table's answer to
+who is at the other end of a connection the service accepted (``service/http.py``). Linux only;
+elsewhere the checks see nothing.
 """
 
 from __future__ import annotations
 
 import os
+import socket
+import struct
 
 from claudeguard.ancestry import inside_guarded_session
 
@@ -22,31 +27,90 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-LOOPBACK = "0100007F"  # 127.0.0.1 as /proc/net/tcp writes it (little-endian hex)
-ANY = "00000000"
-LISTEN, ESTABLISHED, SYN_RECV, CLOSE_WAIT = "0A", "01", "03", "08"
+ESTABLISHED, SYN_RECV, CLOSE_WAIT, LISTEN = 1, 3, 8, 10  # the kernel's TCP states
 ANSWERING = (ESTABLISHED, SYN_RECV, CLOSE_WAIT)  # a server-side socket that has (or had) a client
+STATES = (1 << ESTABLISHED) | (1 << SYN_RECV) | (1 << CLOSE_WAIT) | (1 << LISTEN)
+LOCAL = ("127.0.0.1", "0.0.0.0")
+NETLINK_SOCK_DIAG, SOCK_DIAG_BY_FAMILY, NLMSG_ERROR, NLMSG_DONE = 4, 20, 2, 3
+NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
+
+# (state, local address, local port, remote address, remote port, inode)
+Row = tuple[int, str, int, str, int, int]
 
 
-def tcp_rows(port: int, table: str = "/proc/net/tcp") -> list[tuple[str, int]]:
-    """(state, inode) of every socket of the table bound to 127.0.0.1:``port`` or 0.0.0.0:``port``
-    (listening or accepted); empty when the table cannot be read."""
-    want = f":{port:04X}"
-    rows: list[tuple[str, int]] = []
+def tcp_sockets(states: int = STATES) -> list[Row]:
+    """The IPv4 TCP sockets of this network namespace in ``states`` (a bit per state)."""
     try:
-        with open(table, "rb") as fh:
+        return _sock_diag(states)
+    except OSError:
+        return _proc_net_tcp(states)
+
+
+def _sock_diag(states: int) -> list[Row]:
+    sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG)
+    try:
+        # struct inet_diag_req_v2: family, protocol, ext, pad, states, and a zero inet_diag_sockid
+        req = struct.pack("=BBBBI", socket.AF_INET, socket.IPPROTO_TCP, 0, 0, states) + bytes(48)
+        sock.sendto(struct.pack("=IHHII", 16 + len(req), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, 1, 0) + req,
+                    (0, 0))
+        rows: list[Row] = []
+        while True:
+            data = sock.recv(1 << 16)
+            if not data:
+                return rows
+            offset = 0
+            while offset + 16 <= len(data):
+                length, kind = struct.unpack_from("=IH", data, offset)
+                if kind == NLMSG_DONE:
+                    return rows
+                if kind == NLMSG_ERROR:
+                    raise OSError(-struct.unpack_from("=i", data, offset + 16)[0], "sock_diag")
+                body = offset + 16  # struct inet_diag_msg: family, state, timer, retrans, the sockid, ...
+                sport, dport = struct.unpack_from("!HH", data, body + 4)
+                inode = struct.unpack_from("=I", data, body + 4 + 48 + 16)[0]
+                rows.append((data[body + 1], socket.inet_ntoa(data[body + 8:body + 12]), sport,
+                             socket.inet_ntoa(data[body + 24:body + 28]), dport, inode))
+                offset += (length + 3) & ~3
+    finally:
+        sock.close()
+
+
+def _proc_net_tcp(states: int) -> list[Row]:
+    rows: list[Row] = []
+    try:
+        with open("/proc/net/tcp", "rb") as fh:
             lines = fh.read().decode("ascii", "replace").splitlines()[1:]
     except OSError:
         return rows
+
+    def address(text: str) -> tuple[str, int]:
+        host, port = text.split(":")
+        return socket.inet_ntoa(struct.pack("<I", int(host, 16))), int(port, 16)
+
     for line in lines:
         fields = line.split()
-        if len(fields) < 10 or not fields[1].endswith(want) or fields[1][:8] not in (LOOPBACK, ANY):
-            continue
         try:
-            rows.append((fields[3], int(fields[9])))
-        except ValueError:
+            state = int(fields[3], 16)
+            if states & (1 << state):
+                rows.append((state, *address(fields[1]), *address(fields[2]), int(fields[9])))
+        except (IndexError, ValueError):
             continue
     return rows
+
+
+def tcp_rows(port: int) -> list[tuple[int, int]]:
+    """(state, inode) of every socket bound to 127.0.0.1:``port`` or 0.0.0.0:``port`` (listening,
+    or accepted: the server side of a connection)."""
+    return [(state, inode) for state, host, local, _, _, inode in tcp_sockets() if local == port and host in LOCAL]
+
+
+def tcp_peer(local_port: int, remote_port: int) -> int | None:
+    """The inode of the client's socket of the loopback connection from ``remote_port`` to
+    ``local_port`` (seen from the server), or None when it is not found."""
+    for _state, host, sport, _, dport, inode in tcp_sockets(1 << ESTABLISHED):
+        if sport == remote_port and dport == local_port and host == "127.0.0.1" and inode:
+            return inode
+    return None
 
 
 def socket_inodes(pid: int) -> set[int] | None:

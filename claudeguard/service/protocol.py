@@ -48,6 +48,18 @@ if TYPE_CHECKING:
         # socket of that port (SCM_RIGHTS), which a launcher held while no service lived.
         port: int
 
+    class RegisterCli(Register, total=False):
+        """A foreground session's CLI, once it runs: the only process whose hook posts are taken."""
+
+        cli_pid: int
+        cli_start: str | None
+
+    class Cli(TypedDict):
+        op: Literal["cli"]
+        session_id: str
+        pid: int
+        start: str | None
+
     class Watch(TypedDict):
         op: Literal["watch"]
         session_id: str
@@ -90,7 +102,7 @@ if TYPE_CHECKING:
     class Simple(TypedDict):
         op: Literal["status", "stop", "retire"]
 
-    Request = Union[Hello, Register, Watch, Activity, WatchEnd, Attach, Unregister, Simple]
+    Request = Union[Hello, Register, RegisterCli, Cli, Watch, Activity, WatchEnd, Attach, Unregister, Simple]
 
     # -- replies ---------------------------------------------------------------------------
 

@@ -56,6 +56,9 @@ if TYPE_CHECKING:
         def session_for(self, reg: Registered, body: bytes) -> Session:
             """The session a hook event is decided in."""
 
+        def poster_refused(self, reg: Registered, local_port: int, remote_port: int) -> str | None:
+            """Why the process at the other end of a hook post may not post for ``reg``, or None."""
+
 
 @dataclass
 class Registered:
@@ -69,3 +72,4 @@ class Registered:
     keeper: Kept | None = None  # a background session's keeper, or agent view's
     watch: Monitor | None = None  # a foreground session's monitor (``watch.ServiceMonitor``)
     port: int = 0  # the port its hooks name (a listening socket of the service's)
+    cli: tuple[int, str | None] | None = None  # a foreground session's CLI (pid, start): its hooks' only poster

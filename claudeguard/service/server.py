@@ -23,6 +23,9 @@ too): one JSON object per line each way.
   no answer, the service sends ``stall`` and ``calm`` events on that connection unasked.
 - ``{"op": "attach", "session_id"}`` → ``{"ok"}``: keep a registered background session (a
   ``--bg`` or agent view launch, once its ``background.json`` says what to keep).
+- ``{"op": "cli", "session_id", "pid", "start"}`` (no answer), or ``cli_pid``/``cli_start`` in
+  ``register``: a foreground session's CLI, the only process whose hook posts are taken for it
+  (``poster_refused``: a tool that read the session's secret still cannot post).
 - ``{"op": "unregister", "session_id"}``, ``{"op": "status"}``, ``{"op": "stop"}``,
   ``{"op": "retire"}`` (a launcher of another version found this one: stop taking sessions,
   give up the slot, exit when the last session ends).
@@ -43,12 +46,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from claudeguard.ancestry import ancestry, is_claude_cli
 from claudeguard.gate.session import load_session
 from claudeguard.paths import check_private_dir
 from claudeguard.procs import process_start
 from claudeguard.service import agent_view, files, planner, watch
 from claudeguard.service.background import Keeper, end_session, hooks_port, keep, read_record
 from claudeguard.service.http import HookServer, listening_port
+from claudeguard.service.portguard import command_of, owners, socket_inodes, tcp_peer
 from claudeguard.service.registry import Registered
 from claudeguard.service.verify import Verifications
 from claudeguard.service.watch import Link
@@ -194,12 +199,15 @@ class Service:
             session = load_session(directory)
         except Exception as exc:  # noqa: BLE001 - one line back to the launcher
             return {"ok": False, "error": f"{directory}: {exc}"}
+        cli_pid, cli_start = msg.get("cli_pid"), msg.get("cli_start")
         with self.lock:
             old = self.sessions.get(sid)
             if old is not None and old.watch is not None and old.owner is not owner:
                 watch.end(old, ...)  # registered again on another connection: that one asks anew
             self.sessions[sid] = Registered(session, token, kind, time.time(), owner if kind == "foreground" else None,
-                                            old.keeper if old is not None else None, port=port)
+                                            old.keeper if old is not None else None, port=port,
+                                            cli=(cli_pid, cli_start if isinstance(cli_start, str) else None)
+                                            if isinstance(cli_pid, int) else old.cli if old is not None else None)
             self.registered.notify_all()
         return {"ok": True, "port": port, "version": self.version, "pid": os.getpid()}
 
@@ -234,6 +242,40 @@ class Service:
         if reg.keeper is None:
             return reg.session
         return reg.keeper.session_for(self, reg, body)
+
+    def set_cli(self, msg: Received, owner: object) -> None:
+        """The ``cli`` op: the foreground session's CLI, on the connection that registered it."""
+        reg = self.owned(msg, owner)
+        pid, start = msg.get("pid"), msg.get("start")
+        if reg is not None and isinstance(pid, int):
+            with self.lock:
+                reg.cli = (pid, start if isinstance(start, str) else None)
+                self.registered.notify_all()
+
+    def poster_refused(self, reg: Registered, local_port: int, remote_port: int) -> str | None:
+        """Why the process at the other end of a hook post (a loopback connection from
+        ``remote_port``) may not post for ``reg``; None when it may: a foreground session's own
+        CLI (waiting up to REGISTRATION_WAIT_S for the launcher to say which it is), or, for a
+        background session (run by Claude Code's daemon), a Claude Code process whose parent is
+        one (its pty host) and that runs in no foreground session's tree. Anything else was
+        started by an agent: it may have read the secret, but it does not post."""
+        inode = tcp_peer(local_port, remote_port)
+        if inode is None:
+            return "the posting process cannot be identified"
+        if reg.owner is not None:  # foreground: its launcher said (or is about to say) which its CLI is
+            deadline = time.monotonic() + REGISTRATION_WAIT_S
+            with self.lock:
+                while reg.cli is None and not self.stopping.is_set() and (left := deadline - time.monotonic()) > 0:
+                    self.registered.wait(left)
+                cli = reg.cli
+            if cli is not None and process_start(cli[0]) == cli[1] and inode in (socket_inodes(cli[0]) or ()):
+                return None
+        else:
+            if any(_daemon_hosted(pid) for pid in owners([inode])):
+                return None
+        posters = owners([inode])
+        who = f"pid {posters[0]} ({command_of(posters[0])})" if posters else "a process that cannot be seen"
+        return f"posted by {who}, not the session's Claude Code"
 
     def forget(self, session_id: str, keeper: object) -> None:
         with self.lock:
@@ -387,6 +429,9 @@ class Service:
             return self.watch_op(op, msg, conn)
         if op == "attach":
             return self.attach(str(msg.get("session_id")))
+        if op == "cli":
+            self.set_cli(msg, conn)
+            return None
         if op == "unregister":
             with self.lock:
                 found = self.sessions.pop(str(msg.get("session_id")), None)
@@ -570,6 +615,19 @@ class Service:
                 server.shutdown()
                 server.server_close()
         return 0
+
+
+def _daemon_hosted(pid: int) -> bool:
+    """``pid`` is a Claude Code process under another (a session under the daemon's pty host),
+    and above the first process that is not Claude Code's (what started the daemon) there is no
+    Claude Code process: not a CLI that a tool of some session started."""
+    chain = ancestry(pid)
+    if len(chain) < 2 or not is_claude_cli(chain[0]["pid"]) or not is_claude_cli(chain[1]["pid"]):
+        return False
+    rest = chain[2:]
+    while rest and is_claude_cli(rest[0]["pid"]):
+        rest = rest[1:]
+    return not any(is_claude_cli(p["pid"]) for p in rest)
 
 
 def _row(session_id: str, reg: Registered) -> SessionRow:
