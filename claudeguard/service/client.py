@@ -26,7 +26,7 @@ import threading
 import time
 
 from claudeguard.ancestry import inside_guarded_session
-from claudeguard.procs import process_start
+from claudeguard.procs import not_dumpable, process_start
 from claudeguard.service import files
 from claudeguard.sockets import peer_creds
 
@@ -219,6 +219,8 @@ class Registration:
         # and whose tree a compromised session stops (``guard``).
         self._cli_pid = cli_pid
         self._send_lock = threading.Lock()
+        self._sockets: set[int] = set()  # the service's socket inodes, as it last said (``sockets``)
+        self._sockets_told = threading.Event()
 
     def open(self) -> int:
         """Register (starting the service if needed) and return the hook port."""
@@ -313,6 +315,7 @@ class Registration:
             except OSError:
                 same = False
             if same and (self.held is None or self.held.getsockname()[1] != port):
+                not_dumpable()  # no process of this user may take it from us (pidfd_getfd, ptrace)
                 old, self.held = self.held, sock
                 if old is not None:
                     old.close()
@@ -326,6 +329,7 @@ class Registration:
         try:
             sock.bind(("127.0.0.1", port))
             sock.listen(128)
+            not_dumpable()
         except OSError:
             sock.close()
             from claudeguard.service.portguard import LISTEN, command_of, owners, tcp_rows
@@ -350,7 +354,7 @@ class Registration:
                 if held is None:
                     continue
                 if guard is None or guard.port != self.port:
-                    guard = PortGuard(self.port, os.fstat(held.fileno()).st_ino)
+                    guard = PortGuard(self.port, os.fstat(held.fileno()).st_ino, self._service_sockets)
                 why = guard.check(self.service_pid)
                 if why is not None:
                     self._compromised(why)
@@ -363,6 +367,17 @@ class Registration:
             threading.Thread(target=run, name="claudeguard-port-guard", daemon=True).start()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def _service_sockets(self, pid: int) -> set[int] | None:
+        """The service's socket inodes: asked on the registration's connection (the service is
+        not dumpable: its descriptors are not ours to list), else read where the kernel lets us."""
+        if pid == self.service_pid and self.sock is not None:
+            self._sockets_told.clear()
+            if self.send({"op": "sockets", "session_id": self.session_id}) and self._sockets_told.wait(1.0):
+                return set(self._sockets)
+        from claudeguard.service.portguard import socket_inodes
+
+        return socket_inodes(pid)
 
     def _compromised(self, why: str) -> None:
         """The session ends as compromised: one line, an audit row, the CLI's tree stopped (its
@@ -438,7 +453,11 @@ class Registration:
                         msg = json.loads(line)
                     except ValueError:
                         continue
-                    if isinstance(msg, dict) and "event" in msg:
+                    if isinstance(msg, dict) and msg.get("event") == "sockets":
+                        inodes = msg.get("inodes")
+                        self._sockets = {i for i in inodes if isinstance(i, int)} if isinstance(inodes, list) else set()
+                        self._sockets_told.set()
+                    elif isinstance(msg, dict) and "event" in msg:
                         self._tell("message", msg)
             if self.closed.is_set():
                 return

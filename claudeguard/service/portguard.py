@@ -25,7 +25,7 @@ from claudeguard.ancestry import inside_guarded_session
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
 ESTABLISHED, SYN_RECV, CLOSE_WAIT, LISTEN = 1, 3, 8, 10  # the kernel's TCP states
 ANSWERING = (ESTABLISHED, SYN_RECV, CLOSE_WAIT)  # a server-side socket that has (or had) a client
@@ -178,12 +178,13 @@ def command_of(pid: int) -> str:
 
 class PortGuard:
     """The check of one session's hook port. ``held``: the inode of the listening socket the
-    launcher holds; ``service``: a callable giving the pid of the service it is registered with
-    (None while none is)."""
+    launcher holds; ``ask``: the socket inodes of the service of a pid (the service is not
+    dumpable, so its descriptors are not ours to list: the launcher asks it, ``client.py``)."""
 
-    def __init__(self, port: int, held: int) -> None:
+    def __init__(self, port: int, held: int, ask: Callable[[int], set[int] | None] | None = None) -> None:
         self.port = port
         self.held = held
+        self._ask = ask or socket_inodes
         self._service_pid: int | None = None
         self._service_inodes: set[int] = set()
 
@@ -204,7 +205,7 @@ class PortGuard:
         for pid in [p for p in pids if is_guard_service(p)]:
             # The service's successor answers the calls that queued while none lived, before
             # this launcher has registered with it: it is the service from now on.
-            self._service_pid, self._service_inodes = pid, socket_inodes(pid) or set()
+            self._service_pid, self._service_inodes = pid, self._ask(pid) or set()
             pids.remove(pid)
         if not pids:
             return None  # gone meanwhile, or hidden from us: nothing to name (the next round looks again)
@@ -221,4 +222,4 @@ class PortGuard:
 
     def _refresh(self) -> None:
         if self._service_pid is not None:
-            self._service_inodes = socket_inodes(self._service_pid) or set()
+            self._service_inodes = self._ask(self._service_pid) or set()

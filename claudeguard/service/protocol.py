@@ -54,6 +54,12 @@ if TYPE_CHECKING:
         cli_pid: int
         cli_start: str | None
 
+    class SocketsEvent(TypedDict):
+        """The service's answer to ``sockets``, as an event on the registration's connection."""
+
+        event: Literal["sockets"]
+        inodes: list[int]
+
     class Cli(TypedDict):
         op: Literal["cli"]
         session_id: str
@@ -102,7 +108,11 @@ if TYPE_CHECKING:
     class Simple(TypedDict):
         op: Literal["status", "stop", "retire"]
 
-    Request = Union[Hello, Register, RegisterCli, Cli, Watch, Activity, WatchEnd, Attach, Unregister, Simple]
+    class Sockets(TypedDict):
+        op: Literal["sockets"]
+        session_id: str
+
+    Request = Union[Hello, Register, RegisterCli, Cli, Sockets, Watch, Activity, WatchEnd, Attach, Unregister, Simple]
 
     # -- replies ---------------------------------------------------------------------------
 
@@ -189,4 +199,5 @@ if TYPE_CHECKING:
         carry: Carry
 
     Event = Union[Watching, WatchEnded, Stall, Calm]
-    Reply = Union[Unserved, Failed, Done, HelloReply, RegisterReply, Status, Stopping, Watching, WatchEnded]
+    Reply = Union[SocketsEvent, Unserved, Failed, Done, HelloReply, RegisterReply, Status, Stopping, Watching,
+                  WatchEnded]

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from claudeguard.ancestry import ancestry, is_claude_cli
 from claudeguard.gate.session import load_session
 from claudeguard.paths import check_private_dir
-from claudeguard.procs import process_start
+from claudeguard.procs import not_dumpable, process_start
 from claudeguard.service import agent_view, files, planner, watch
 from claudeguard.service.background import Keeper, end_session, hooks_port, keep, read_record
 from claudeguard.service.http import HookServer, listening_port
@@ -67,8 +67,8 @@ if TYPE_CHECKING:
     from claudeguard.gate.session import Session
     from claudeguard.service.planner import Planner
     from claudeguard.service.protocol import (
-        Done, Failed, HelloReply, Received, RegisterReply, Reply, SessionRow, Status, Stopping, Unserved, WatchEnded,
-        Watching,
+        Done, Failed, HelloReply, Received, RegisterReply, Reply, SessionRow, SocketsEvent, Status, Stopping, Unserved,
+        WatchEnded, Watching,
     )
 
 DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
@@ -432,6 +432,9 @@ class Service:
         if op == "cli":
             self.set_cli(msg, conn)
             return None
+        if op == "sockets":  # for a launcher's port guard: this process is not dumpable
+            sockets: SocketsEvent = {"event": "sockets", "inodes": sorted(socket_inodes(os.getpid()) or ())}
+            return sockets
         if op == "unregister":
             with self.lock:
                 found = self.sessions.pop(str(msg.get("session_id")), None)
@@ -654,6 +657,7 @@ def main(argv: list[str]) -> int:
             os._exit(0)
     os.chdir("/")
     os.umask(0o077)
+    not_dumpable()  # it holds the hooks' socket: no process of this user may take it (pidfd_getfd, ptrace)
     for name in ("CLAUDEGUARD_SESSION_DIR", "CLAUDEGUARD_SESSION", "CLAUDEGUARD_EXEC_PID", "CLAUDEGUARD_HOOK_TOKEN"):
         os.environ.pop(name, None)
     service = Service(directory, idle_exit=idle, listen_fd=listen_fd)
