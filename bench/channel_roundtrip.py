@@ -7,9 +7,11 @@ requests through the doorbell (``wait_for_new``) and answers them one at a time 
 pausing ``--think`` ms after each answer: that pause is the human, and it is not counted.
 
 Measured by the waiting session on the system-wide monotonic clock, per request:
-- post:       the ``post()`` call (FIFO, lock, request file, doorbells);
-- delivery:   from the approver calling ``answer()`` to the waiting call holding the answer;
+- post:       the ``post()`` call (the request's socket, request file, doorbells);
+- delivery:   from the approver calling ``answer()`` to the waiting call holding the answer (the
+              waiter checks who answers: SO_PEERCRED, the answering process's ancestry);
 - round trip: post + delivery, i.e. posted -> answer in hand, minus the time the human took.
+And by the approver: ``answer()``, the whole call until the waiter said it took the answer.
 The first round of each session is a warm-up. The channel lives in a fresh temporary directory:
 by default on tmpfs (/dev/shm) when there is one, like the platform runtime dir on Linux; pass
 ``--dir`` to measure another file system.
@@ -62,6 +64,7 @@ def approve(procs: list[subprocess.Popen], expected: int, think_s: float) -> tup
     from claudeguard import channel
 
     answered: set[str] = set()
+    calls: list[float] = []
     peak = 0
     deadline = time.monotonic() + 300
     # Start line: every session has started (interpreter start-up is not the channel's cost).
@@ -82,12 +85,18 @@ def approve(procs: list[subprocess.Popen], expected: int, think_s: float) -> tup
             random.shuffle(waiting)
         req = waiting.pop()
         try:
-            channel.answer(req.id, "allow", message=str(now_ns()), by="bench")
+            started = now_ns()
+            channel.answer(req.id, "allow", message=str(started), by="bench")
+            calls.append((now_ns() - started) / 1e6)
         except Exception as exc:  # noqa: BLE001 - report and go on
             print(f"answer {req.id}: {exc}", file=sys.stderr)
         answered.add(req.id)
         time.sleep(think_s)
+    ANSWER_CALLS[:] = calls
     return len(answered), peak
+
+
+ANSWER_CALLS: list[float] = []  # ms of each answer() call, as the approver saw it
 
 
 def main() -> int:
@@ -128,10 +137,11 @@ def main() -> int:
         return 1
     print(f"{len(results)} requests measured ({count} answered), up to {peak} waiting at once, "
           f"{os.cpu_count()} CPUs, channel under {parent or tempfile.gettempdir()}")
-    for key in ("post", "delivery", "round trip"):
-        values = [r[key] for r in results]
+    for key, values in (*((k, [r[k] for r in results]) for k in ("post", "delivery", "round trip")),
+                        ("answer()", ANSWER_CALLS)):
         print(f"{key:10}  median {statistics.median(values):6.2f} ms   p99 {percentile(values, 99):6.2f} ms   max "
               f"{max(values):6.2f} ms")
+    print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0
 
 

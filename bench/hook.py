@@ -60,9 +60,9 @@ def main() -> int:
         )
         session_dir = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                                      check=True).stdout.strip()
-        env.update(CLAUDEGUARD_SESSION="bench", CLAUDEGUARD_SESSION_DIR=session_dir)
+        hook_argv = [*ctl_argv, "hook", "--session-dir", session_dir]  # as the guard's settings name it
         payload = json.dumps(EVENT).encode()
-        out = subprocess.run([*ctl_argv, "hook"], input=payload, env=env, capture_output=True, check=True).stdout
+        out = subprocess.run(hook_argv, input=payload, env=env, capture_output=True, check=True).stdout
         decision = json.loads(out)["hookSpecificOutput"]["permissionDecision"]
 
         def timed(argv: list[str], data: bytes | None) -> float:
@@ -72,30 +72,28 @@ def main() -> int:
 
         from claudeguard.gate.server import GateServer
 
-        os.environ.update(CLAUDEGUARD_SESSION="bench", CLAUDEGUARD_SESSION_DIR=session_dir,
-                          CLAUDEGUARD_RUNTIME_DIR=env["CLAUDEGUARD_RUNTIME_DIR"],
+        os.environ.update(CLAUDEGUARD_RUNTIME_DIR=env["CLAUDEGUARD_RUNTIME_DIR"],
                           CLAUDEGUARD_LOG_DIR=env["CLAUDEGUARD_LOG_DIR"])
         server = GateServer(session_dir)
         served_out = b""
         bare, hook, standalone = [], [], []
         try:
             server.start()
-            served_out = subprocess.run([*ctl_argv, "hook"], input=payload, env=env, capture_output=True,
-                                        check=True).stdout
+            served_out = subprocess.run(hook_argv, input=payload, env=env, capture_output=True, check=True).stdout
             for _ in range(3):
                 timed([sys.executable, "-c", "pass"], None)
-                timed([*ctl_argv, "hook"], payload)
+                timed(hook_argv, payload)
             for _ in range(args.runs):
                 bare.append(timed([sys.executable, "-c", "pass"], None))
-                hook.append(timed([*ctl_argv, "hook"], payload))
+                hook.append(timed(hook_argv, payload))
         finally:
             server.close()
         for _ in range(3):
-            timed([*ctl_argv, "hook"], payload)
+            timed(hook_argv, payload)
         for _ in range(args.runs):
-            standalone.append(timed([*ctl_argv, "hook"], payload))
+            standalone.append(timed(hook_argv, payload))
         if args.importtime:
-            trace = subprocess.run([ctl_argv[0], "-X", "importtime", *ctl_argv[1:], "hook"], input=payload, env=env,
+            trace = subprocess.run([ctl_argv[0], "-X", "importtime", *hook_argv[1:]], input=payload, env=env,
                                    capture_output=True).stderr
             Path(__file__).with_name("hook-importtime.txt").write_bytes(trace)
     b, h, alone = statistics.median(bare), statistics.median(hook), statistics.median(standalone)

@@ -119,6 +119,8 @@ class GateStandIn:
     for an event it has nothing to say about."""
 
     def __init__(self, directory: str) -> None:
+        with open(os.path.join(directory, "gate.key"), "w") as fh:
+            fh.write("k" * 48 + "\n")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(os.path.join(directory, "gate.sock"))
         self.sock.listen(8)
@@ -132,7 +134,12 @@ class GateStandIn:
             except OSError:
                 return
             with conn:
-                want = int.from_bytes(conn.recv(8), "big")
+                key_length = conn.recv(1)[0]
+                want = key_length + 8
+                head = b""
+                while len(head) < want:
+                    head += conn.recv(want - len(head)) or b"x" * want
+                want = int.from_bytes(head[-8:], "big")
                 while want > 0:
                     want -= len(conn.recv(min(want, 65536)) or b"x" * want)
                 conn.sendall(b"OK")
@@ -151,18 +158,18 @@ def measure(runs: int) -> list[Path_]:
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         os.mkdir(os.path.join(tmp, ".git"))  # the cwd is a repository with no project config
-        session_dir = os.path.join(tmp, "session")
-        os.mkdir(session_dir, 0o700)
+        session_dir = os.path.join(tmp, "rt", "sessions", "bench")  # the hook finds the runtime dir above it
+        os.makedirs(session_dir, 0o700)
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("CLAUDEGUARD_", "PYTHON")) and k != "XDG_RUNTIME_DIR"}
         env.update(HOME=tmp, XDG_CONFIG_HOME=os.path.join(tmp, "config"), XDG_STATE_HOME=os.path.join(tmp, "state"),
                    CLAUDEGUARD_RUNTIME_DIR=os.path.join(tmp, "rt"), CLAUDEGUARD_LOG_DIR=os.path.join(tmp, "log"),
                    CLAUDEGUARD_CLAUDE=shutil.which("true") or "/bin/true")
-        gate_env = dict(env, CLAUDEGUARD_SESSION_DIR=session_dir)
         commands = {
             "launcher": ([py, "-X", "importtime", guard, "--version"], env, ""),
             "session": ([py, "-X", "importtime", guard, "--guard-dry-run", "-p", "x"], env, ""),
-            "hook-gate": ([py, "-E", "-S", "-X", "importtime", entry, "hook"], gate_env, _event(tmp)),
+            "hook-gate": ([py, "-E", "-S", "-X", "importtime", entry, "hook", "--session-dir", session_dir], env,
+                          _event(tmp)),
             "hook": ([py, "-E", "-S", "-X", "importtime", entry, "hook"], env, _event(tmp)),
             "mcp-serve": ([py, "-E", "-S", "-X", "importtime", entry, "mcp-serve"], env, MCP_INPUT),
         }

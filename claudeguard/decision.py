@@ -59,14 +59,17 @@ class Decision:
     """One decision and what the audit log keeps of it: ``decision`` (the vocabulary above),
     ``reason`` (one sentence for the model and the user), the deciding ``rule`` and its ``source``
     (file:line, "default", "grant (...)"), ``decided_by``, the ``scope`` of a human's answer, the
-    seconds ``waited_s`` for it, its channel ``request_id``, and the ``parts`` of a Bash command.
+    seconds ``waited_s`` for it, its channel ``request_id``, the ``parts`` of a Bash command, and
+    for a human's answer who gave it (``answered_by``).
     A plain class, not a dataclass: see TYPE_CHECKING above."""
 
-    __slots__ = ("decision", "reason", "rule", "source", "decided_by", "scope", "waited_s", "request_id", "parts")
+    __slots__ = ("decision", "reason", "rule", "source", "decided_by", "scope", "waited_s", "request_id", "parts",
+                 "answered_by")
 
     def __init__(self, decision: Outcome, reason: str, *, rule: str | None = None, source: str | None = None,
                  decided_by: DecidedBy = "rule", scope: Scope | None = None, waited_s: float = 0.0,
-                 request_id: str | None = None, parts: list[PartDecision] | None = None) -> None:
+                 request_id: str | None = None, parts: list[PartDecision] | None = None,
+                 answered_by: dict[str, object] | None = None) -> None:
         self.decision = decision
         self.reason = reason
         self.rule = rule
@@ -76,6 +79,9 @@ class Decision:
         self.waited_s = waited_s
         self.request_id = request_id
         self.parts: list[PartDecision] = parts if parts is not None else []
+        # A human's answer: who gave it, as the waiting call saw the answering process (uid,
+        # pid, tty, command), with what a relaying desk or fleet vouched for (channel/requests.py).
+        self.answered_by = answered_by
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Decision) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
@@ -184,5 +190,6 @@ def audit_row(d: Decision, *, session_id: str, tool: str, summary: str, via: str
         "source": d.source,
         "request_id": d.request_id,
         "via": via,
+        **({"answered_by": d.answered_by} if d.answered_by is not None else {}),
         **extra,
     }

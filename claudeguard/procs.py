@@ -25,6 +25,7 @@ from claudeguard.errors import GuardError
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     import subprocess
+    from typing import Any
 
 # Signals a spawned command gets back at their default action: a caller that ignores SIGPIPE or
 # SIGINT (Python does both) would otherwise hand that on through exec.
@@ -97,6 +98,34 @@ def ask_version(cli: str, timeout: float = 60) -> str:
         said = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
         raise GuardError(f"`{cli} --version` exited {proc.returncode}: {said[0][:100] if said else 'no output'}")
     return found.group(0)
+
+
+PR_SET_DUMPABLE = 4
+
+
+def not_dumpable() -> bool:
+    """Make this process not dumpable (``prctl(PR_SET_DUMPABLE, 0)``): a process of the same user
+    may then neither ptrace it nor take its descriptors (``pidfd_getfd``), nor read its memory
+    or ``/proc/<pid>/environ``; only root (CAP_SYS_PTRACE) still can. The launcher and the
+    service hold the hooks' listening socket: nobody else gets it. False where it cannot be."""
+    if not os.path.isdir("/proc/self"):
+        return False
+    try:
+        import _ctypes  # ctypes' C module: the package's classes are not needed for one call
+
+        # ctypes.c_int and CDLL's function type, made as shim/child.py makes them (its comment says why).
+        c_int = type("c_int", (_ctypes._SimpleCData,), {"_type_": "i"})
+        make: Any = type("Function", (_ctypes.CFuncPtr,), {
+            "_flags_": _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO, "_restype_": c_int})
+        dlopen: Any = _ctypes.dlopen
+
+        class Libc:
+            _handle = dlopen(None, 0)  # the program itself, as CDLL(None)
+
+        prctl = make(("prctl", Libc()))
+        return int(prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) == 0
+    except (ImportError, OSError, AttributeError, TypeError):
+        return False
 
 
 def process_start(pid: int) -> str | None:

@@ -32,14 +32,21 @@ class socket_address:
             self.fd = None
 
 
-def peer_uid(sock: _socket.socket) -> int | None:
-    """The uid of the process at the other end (SO_PEERCRED's ``struct ucred``: pid, uid, gid),
-    or None where the kernel does not say."""
+def peer_creds(sock: _socket.socket) -> tuple[int, int] | None:
+    """(pid, uid) of the process at the other end, as the kernel recorded it when the connection
+    was made (SO_PEERCRED's ``struct ucred``: pid, uid, gid), or None where the kernel does not
+    say. The pid is in our pid namespace: 0 for a process outside it."""
     try:
         creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
     except (OSError, AttributeError):
         return None
-    return int.from_bytes(creds[4:8], sys.byteorder)
+    return int.from_bytes(creds[0:4], sys.byteorder), int.from_bytes(creds[4:8], sys.byteorder)
+
+
+def peer_uid(sock: _socket.socket) -> int | None:
+    """The uid of the process at the other end, or None where the kernel does not say."""
+    creds = peer_creds(sock)
+    return creds[1] if creds is not None else None
 
 
 def is_own_user(sock: _socket.socket) -> bool:

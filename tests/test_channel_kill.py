@@ -1,5 +1,5 @@
 """The approval channel when processes die or files vanish: a requester killed while waiting,
-an approver killed (or stopped) mid-answer, the FIFO or the whole runtime dir removed under a
+an approver killed (or stopped) mid-answer, the socket or the whole runtime dir removed under a
 waiting request, and stale files left by crashed sessions. Each ends in a stated outcome within
 the deadline, with no process or file left behind."""
 
@@ -18,18 +18,18 @@ from pathlib import Path
 import pytest
 
 from claudeguard import channel
-from claudeguard.channel import fifo, requests
-from claudeguard.channel.model import Answer
+from claudeguard.channel import requests, wire
 from claudeguard.errors import NotFoundError
 from tests.shim_helpers import wait_until
+from tests.test_channel_requests import answer_soon, raw_answer, waiting
 
 REQUESTER = """
 import json, os, sys, time
 from claudeguard import channel
 p = channel.post(session_id='killed', agent_type='Explore', agent_id='a9', tool='Bash', input={'command': 'make'},
                  summary='Bash(make)', cwd='/', timeout=float(sys.argv[1]))
-if sys.argv[2] == 'close-fifo':
-    os.close(p.fileno())  # alive, but no longer reading: as if the read end were lost
+if sys.argv[2] == 'close-sock':
+    p._listener.close()  # alive, but no longer listening: as if its socket were lost
     print(p.request.id, flush=True)
     time.sleep(60)
 print(p.request.id, flush=True)
@@ -38,16 +38,15 @@ print(json.dumps(a.__dict__), flush=True)
 """
 
 APPROVER = """
-import fcntl, os, sys, time
-from claudeguard.channel import fifo
-from claudeguard.channel.model import Answer
+import os, socket, sys, time
+from claudeguard.channel import wire
 chan, rid, stage = sys.argv[1:4]
-lock = os.open(os.path.join(chan, rid + '.lock'), os.O_RDWR)
-fcntl.flock(lock, fcntl.LOCK_EX)
-if stage == 'written':
-    fd = os.open(os.path.join(chan, rid + '.fifo'), os.O_WRONLY | os.O_NONBLOCK)
-    os.write(fd, fifo.encode_answer(rid, Answer('deny', message='from the killed approver')))
+sock = socket.socket(socket.AF_UNIX)
+sock.connect(os.path.join(chan, rid + '.sock'))
+if stage == 'sent':
+    sock.sendall(wire.encode_answer(rid, 'deny', message='from the approver'))
 print(stage, flush=True)
+print(wire.decode_reply(sock.recv(4096)), flush=True)  # what it was told, once it reads
 time.sleep(60)
 """
 
@@ -134,10 +133,10 @@ def test_answer_to_a_killed_requester_is_refused_and_cleans_up(chan, procs):
     assert request_files(chan, rid) == []
 
 
-def test_requester_alive_but_not_reading_gets_enxio(chan, procs):
-    proc = procs(REQUESTER, "30", "close-fifo")
+def test_requester_alive_but_not_listening_is_refused_and_withdrawn(chan, procs):
+    proc = procs(REQUESTER, "30", "close-sock")
     rid = read_line(proc)
-    with pytest.raises(NotFoundError, match="caller went away"):
+    with pytest.raises(NotFoundError, match="stopped listening"):
         channel.answer(rid, "allow")
     assert request_files(chan, rid) == [] and channel.list_pending() == []
 
@@ -158,44 +157,57 @@ def test_stopped_requester_past_deadline_is_removed_then_ends_with_timeout(chan,
 # -- the approver goes away -------------------------------------------------------------------
 
 
-def test_approver_killed_after_claiming_leaves_request_answerable(chan, procs):
+def test_an_approver_connected_but_silent_holds_nobody_up(chan, procs):
     pending = post(timeout=20)
     rid = pending.request.id
-    approver = procs(APPROVER, str(chan), rid, "claimed")
-    assert read_line(approver) == "claimed"
-    with pytest.raises(NotFoundError, match="being answered by someone else"):
-        channel.answer(rid, "allow")  # its claim is live: the second answer is refused
+    waiter = waiting(pending)
+    approver = procs(APPROVER, str(chan), rid, "connected")
+    assert read_line(approver) == "connected"
+    channel.answer(rid, "allow", message="second try")  # no claim to wait for: heard at once
+    answer = waiter.result()
+    assert (answer.decision, answer.message) == ("allow", "second try")
+    assert read_line(approver) == "already answered"  # the silent one is told when the call ends
+    assert leftovers(chan) == []
+
+
+def test_approver_killed_after_sending_its_answer_was_never_told_so_it_is_not_taken(chan, procs):
+    pending = post(timeout=20)
+    rid = pending.request.id
+    approver = procs(APPROVER, str(chan), rid, "sent")
+    assert read_line(approver) == "sent"
     kill(approver)
     approver.wait(10)
-    channel.answer(rid, "allow", message="second try")  # the kernel dropped the dead claim
+    # Its line is heard only now: the reply finds nobody (EPIPE), so the answer is not taken and
+    # the request goes on waiting (an answer is taken exactly when its answerer is told so).
+    assert pending.poll() is None and not pending.done
+    assert [r.id for r in channel.list_pending()] == [rid]
+    taken = answer_soon(rid, "allow", message="second try")
     answer = pending.wait()
+    assert not isinstance(taken.result(), Exception)
     assert (answer.decision, answer.message) == ("allow", "second try")
     assert leftovers(chan) == []
 
 
-def test_approver_killed_after_writing_its_answer_counts_once(chan, procs):
+def test_approver_stopped_after_sending_is_taken_and_told_when_it_resumes(chan, procs):
     pending = post(timeout=20)
-    rid = pending.request.id
-    approver = procs(APPROVER, str(chan), rid, "written")
-    assert read_line(approver) == "written"
-    kill(approver)
-    approver.wait(10)
-    with pytest.raises(NotFoundError, match="already answered"):
-        channel.answer(rid, "allow")
-    answer = pending.wait()
-    assert (answer.decision, answer.message) == ("deny", "from the killed approver")
+    approver = procs(APPROVER, str(chan), pending.request.id, "sent")
+    assert read_line(approver) == "sent"
+    kill(approver, signal.SIGSTOP)
+    answer = pending.wait()  # its reply waits in its socket: told, so taken
+    assert (answer.decision, answer.message, answer.answered_by["pid"]) == ("deny", "from the approver", approver.pid)
+    kill(approver, signal.SIGCONT)
+    assert read_line(approver) == "None"  # decode_reply: no refusal
     assert leftovers(chan) == []
 
 
-def test_approver_stopped_holding_the_claim_request_ends_at_deadline(chan, procs, monkeypatch):
-    monkeypatch.setattr(requests, "END_LOCK_S", 0.3)
+def test_approver_stopped_before_sending_request_ends_at_its_deadline(chan, procs):
     pending = post(timeout=0.5)
-    approver = procs(APPROVER, str(chan), pending.request.id, "claimed")
-    assert read_line(approver) == "claimed"
+    approver = procs(APPROVER, str(chan), pending.request.id, "connected")
+    assert read_line(approver) == "connected"
     kill(approver, signal.SIGSTOP)
     started = time.monotonic()
     answer = pending.wait()
-    assert time.monotonic() - started < 0.5 + 0.3 + 1.0
+    assert time.monotonic() - started < 0.5 + 1.0
     assert (answer.decision, answer.decided_by) == ("deny", "timeout")
     assert leftovers(chan) == []
 
@@ -203,9 +215,9 @@ def test_approver_stopped_holding_the_claim_request_ends_at_deadline(chan, procs
 # -- the channel's files go away ----------------------------------------------------------------
 
 
-def test_fifo_removed_under_a_waiter(chan):
+def test_socket_removed_under_a_waiter(chan):
     pending = post(timeout=5)
-    os.unlink(chan / f"{pending.request.id}.fifo")
+    os.unlink(chan / f"{pending.request.id}.sock")
     started = time.monotonic()
     answer = pending.wait()
     assert time.monotonic() - started < requests.CHECK_EVERY_S + 1.0 < 5
@@ -214,10 +226,10 @@ def test_fifo_removed_under_a_waiter(chan):
     assert leftovers(chan) == []
 
 
-def test_answer_to_a_request_whose_fifo_vanished(chan):
+def test_answer_to_a_request_whose_socket_vanished(chan):
     pending = post(timeout=5)
     rid = pending.request.id
-    os.unlink(chan / f"{rid}.fifo")
+    os.unlink(chan / f"{rid}.sock")
     with pytest.raises(NotFoundError, match="channel was lost"):
         channel.answer(rid, "allow")
     assert channel.list_pending() == []
@@ -226,13 +238,29 @@ def test_answer_to_a_request_whose_fifo_vanished(chan):
     assert leftovers(chan) == []
 
 
-def test_fifo_replaced_under_a_waiter(chan):
+def test_socket_replaced_under_a_waiter(chan):
+    import socket
+
     pending = post(timeout=5)
     rid = pending.request.id
-    os.unlink(chan / f"{rid}.fifo")
-    os.mkfifo(chan / f"{rid}.fifo", 0o600)
-    with pytest.raises(NotFoundError, match="caller went away|replaced"):
-        channel.answer(rid, "allow")  # nobody reads the new FIFO: never a silent success
+    os.unlink(chan / f"{rid}.sock")
+    impostor = socket.socket(socket.AF_UNIX)
+    impostor.bind(str(chan / f"{rid}.sock"))
+    impostor.listen(4)
+    try:
+        with pytest.raises(NotFoundError, match="replaced"):
+            channel.answer(rid, "allow")  # a socket that is not the recorded one gets no answer
+        # Its record rewritten to name the impostor's socket too: the process at the other end
+        # is not the waiter (SO_PEERCRED), and the human's answer is not handed to it.
+        record = json.loads((chan / f"{rid}.json").read_text())
+        st = os.stat(chan / f"{rid}.sock")
+        record["sock"] = [st.st_dev, st.st_ino]
+        record["waiter"]["pid"] = os.getppid()
+        (chan / f"{rid}.json").write_text(json.dumps(record))
+        with pytest.raises(NotFoundError, match="another process listens"):
+            channel.answer(rid, "allow")
+    finally:
+        impostor.close()
     assert pending.wait().decided_by == "error"
     assert leftovers(chan) == []
 
@@ -292,7 +320,7 @@ def test_stale_files_of_crashed_sessions_are_cleaned(chan, procs):
     os.mkfifo(young, 0o600)  # could be a post() between mkfifo and publishing: kept
     assert [r.id for r in channel.list_pending()] == [live.request.id]
     assert sorted(leftovers(chan)) == sorted([f"{live.request.id}{s}"
-                                              for s in (".json", ".fifo", ".lock")] + [young.name])
+                                              for s in (".json", ".sock")] + [young.name])
     live.withdraw()
     young.unlink()
     assert leftovers(chan) == []
@@ -310,14 +338,16 @@ def test_a_crashed_waiter_that_had_marked_its_request_is_cleaned(chan, procs):
 
 def test_answer_is_not_misrouted_between_requests(chan):
     a, b = post(), post()
+    wa, wb = waiting(a), waiting(b)
     channel.answer(b.request.id, "deny", message="for b")
     channel.answer(a.request.id, "allow", message="for a")
-    assert (a.wait().message, b.wait().message) == ("for a", "for b")
-    # A line meant for another request that lands in this FIFO is refused, not obeyed.
-    c = post()
-    fd = os.open(chan / f"{c.request.id}.fifo", os.O_WRONLY | os.O_NONBLOCK)
-    os.write(fd, fifo.encode_answer(a.request.id, Answer("allow")))
-    os.close(fd)
-    answer = c.wait()
-    assert (answer.decision, answer.decided_by) == ("deny", "error")
+    assert (wa.result().message, wb.result().message) == ("for a", "for b")
+    # A line meant for another request that lands on this socket is refused, not obeyed, and
+    # the request waits on.
+    c = post(timeout=1)
+    wc = waiting(c)
+    assert "another request" in raw_answer(chan, c.request.id, {},
+                                           line=wire.encode_answer(a.request.id, "allow"))
+    answer = wc.result()
+    assert (answer.decision, answer.decided_by) == ("deny", "timeout")
     assert leftovers(chan) == []

@@ -1,10 +1,13 @@
 """The approval channel in one process: post, list, answer, refusals, deadlines, withdrawal,
-the pipe line format, doorbells, notify, file modes and the checks on the runtime dir."""
+the answer line, doorbells, notify, file modes and the checks on the runtime dir. The waiter
+judges every answer while it waits, so a test's waiter waits in a thread of its own
+(``waiting``) or answers come from one (``answer_soon``)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import sys
 import threading
@@ -16,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claudeguard import channel
-from claudeguard.channel import fifo, requests
+from claudeguard.channel import requests, wire
 from claudeguard.channel.model import Answer, new_id
 from claudeguard.errors import InsecurePathError, NotFoundError, UsageError
 from tests.shim_helpers import wait_until
@@ -46,6 +49,46 @@ def files(chan: Path) -> list[str]:
     return names
 
 
+class waiting(threading.Thread):
+    """``pending.wait()`` in a thread: ``.answer`` once it returned (``join`` first)."""
+
+    def __init__(self, pending: channel.Pending, **kw) -> None:
+        super().__init__(daemon=True)
+        self.pending, self.kw = pending, kw
+        self.answer: Answer | None = None
+        self.start()
+
+    def run(self) -> None:
+        self.answer = self.pending.wait(**self.kw)
+
+    def result(self, timeout: float = 10) -> Answer:
+        self.join(timeout)
+        assert self.answer is not None, "the waiter did not end"
+        return self.answer
+
+
+class answer_soon(threading.Thread):
+    """``channel.answer(...)`` in a thread, for a test whose own thread waits: ``.result()`` is
+    the answered request, or the error it raised."""
+
+    def __init__(self, *args, **kw) -> None:
+        super().__init__(daemon=True)
+        self.args, self.kw = args, kw
+        self.value: object = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.value = channel.answer(*self.args, **self.kw)
+        except Exception as exc:  # noqa: BLE001 - handed to the test
+            self.value = exc
+
+    def result(self, timeout: float = 15) -> object:
+        self.join(timeout)
+        assert not self.is_alive(), "the answer did not return"
+        return self.value
+
+
 def _task_state(tid: int) -> str | None:
     """This process's thread ``tid``: R (running), S (asleep in a wait), ...; None when gone."""
     try:
@@ -70,30 +113,47 @@ def test_post_list_answer_wait(chan):
     assert listed.id == req.id and listed.agent_type == "Explore" and listed.agent_id == "a1"
     assert listed.input == {"command": "git push"} and listed.extra == {"tool_use_id": "toolu_1"}
     assert 0 <= listed.age_s < 5 and 5 < listed.deadline_s <= 10 and listed.pid == os.getpid()
+    waiter = waiting(pending)
     answered = channel.answer(req.id[:6], "allow", scope="session", message="go", by="test")
-    assert answered.id == req.id
-    answer = pending.wait()
-    assert answer == Answer("allow", "session", "go", "human", None, "test")
+    assert answered.id == req.id  # returned only once the waiter took it
+    answer = waiter.result()
+    me = {"uid": os.getuid(), "pid": os.getpid(), "tty": answer.answered_by["tty"],
+          "command": " ".join(Path(f"/proc/{os.getpid()}/cmdline").read_bytes().decode().split("\0")).strip()[:300]}
+    assert answer == Answer("allow", "session", "go", "human", None, "test", me)  # who answered, as the waiter saw it
     assert channel.list_pending() == []
     assert files(chan) == []
 
 
 def test_deny_message_reaches_waiter_and_second_answer_refused(chan):
     pending = post()
+    waiter = waiting(pending)
     channel.answer(pending.request.id, "deny", message="not on main")
-    with pytest.raises(NotFoundError, match="already answered"):
-        channel.answer(pending.request.id, "allow")  # the answer is still in the pipe
-    answer = pending.wait()
+    answer = waiter.result()
     assert (answer.decision, answer.message, answer.decided_by) == ("deny", "not on main", "human")
     with pytest.raises(NotFoundError, match="no such pending request") as exc:
         channel.answer(pending.request.id, "allow")
     assert exc.value.exit_code == 1 and "\n" not in str(exc.value)
 
 
+def test_two_answers_at_once_one_is_taken_the_other_told_already_answered(chan):
+    pending = post()
+    rid = pending.request.id
+    first, second = answer_soon(rid, "allow", by="one"), answer_soon(rid, "deny", by="two")
+    # The waiter hears one, takes it and tells it so; the other is told it came too late.
+    answer = pending.wait()
+    results = [first.result(), second.result()]
+    taken = [r for r in results if not isinstance(r, Exception)]
+    refused = [r for r in results if isinstance(r, Exception)]
+    assert len(taken) == 1 and len(refused) == 1
+    assert answer.by == ("one" if results[0] is taken[0] else "two")
+    assert re.search("already answered|no longer pending|no such pending request", str(refused[0]))
+
+
 def test_answer_after_waiter_took_it_is_refused(chan):
     pending = post()
-    channel.answer(pending.request.id, "allow")
-    assert pending.poll() is not None
+    taken = answer_soon(pending.request.id, "allow")
+    assert until(lambda: pending.poll() is not None)
+    assert not isinstance(taken.result(), Exception)
     with pytest.raises(NotFoundError):
         channel.answer(pending.request.id, "deny")
 
@@ -123,8 +183,9 @@ def test_unknown_short_ambiguous_and_bad_ids(chan):
         channel.answer("abcdefgh", "allow", scope="galaxy")
     pending = post()
     try:
+        waiter = waiting(pending)
         channel.answer(pending.request.id.upper(), "allow")  # pasted in capitals: still found
-        assert pending.wait().decision == "allow"
+        assert waiter.result().decision == "allow"
     finally:
         pending.withdraw()
     assert files(chan) == []
@@ -137,8 +198,9 @@ def test_ambiguous_prefix_refused(chan, monkeypatch):
     try:
         with pytest.raises(NotFoundError, match="matches 2 requests"):
             channel.answer("aaaaaaa", "allow")
+        waiter = waiting(two)
         channel.answer("aaaaaaab", "deny")
-        assert two.wait().decision == "deny"
+        assert waiter.result().decision == "deny"
     finally:
         one.withdraw()
         two.withdraw()
@@ -179,13 +241,20 @@ def test_expired_request_is_unlisted_and_refused(chan, monkeypatch):
     assert files(chan) == []
 
 
+def sent(answerer: answer_soon) -> bool:
+    """The answerer sent its line and sleeps waiting for the waiter's reply."""
+    return bool(answerer.native_id) and _task_state(answerer.native_id) == "S"
+
+
 def test_answer_that_arrived_just_before_deadline_wins(chan):
-    pending = post(timeout=0.2)
-    channel.answer(pending.request.id, "allow")
-    # the waiter was not looking; at its deadline the answer is in the pipe
+    pending = post(timeout=0.5)
+    answerer = answer_soon(pending.request.id, "allow")
+    # the waiter was not looking; at its deadline the answer waits on its socket
+    wait_until(lambda: sent(answerer), 5, "the answer to be sent")
     wait_until(lambda: time.time() > pending.request.deadline, 5, "the deadline to pass")
     answer = pending.wait()
     assert (answer.decision, answer.decided_by) == ("allow", "human")
+    assert not isinstance(answerer.result(), Exception)  # and its answerer was told so
 
 
 # -- the caller's side: poll, fileno, withdraw -------------------------------------------------
@@ -197,10 +266,13 @@ def test_poll_and_fileno_for_callers_that_select(chan):
     pending = post()
     assert pending.poll() is None
     assert select.select([pending], [], [], 0)[0] == []
-    channel.answer(pending.request.id, "allow", by="ctl")
-    assert select.select([pending], [], [], 2)[0] == [pending]
-    answer = pending.poll()
-    assert answer is not None and answer.by == "ctl" and pending.done
+    answerer = answer_soon(pending.request.id, "allow", by="ctl")
+    answer = None
+    while answer is None:  # readable at the connection, then at its line
+        assert select.select([pending], [], [], 2)[0] == [pending]
+        answer = pending.poll()
+    assert answer.by == "ctl" and pending.done
+    assert not isinstance(answerer.result(), Exception)
     assert pending.poll() is answer and pending.wait() is answer
     assert files(chan) == []
 
@@ -217,9 +289,11 @@ def test_withdraw_removes_and_refuses_late_answers(chan):
 
 def test_withdraw_returns_an_answer_that_raced_in(chan):
     pending = post()
-    channel.answer(pending.request.id, "deny", message="channel was first")
+    answerer = answer_soon(pending.request.id, "deny", message="channel was first")
+    wait_until(lambda: sent(answerer), 5, "the answer to be sent")
     raced = pending.withdraw()
     assert raced is not None and raced.message == "channel was first"
+    assert not isinstance(answerer.result(), Exception)
     assert files(chan) == []
 
 
@@ -264,7 +338,7 @@ def test_wait_wakes_at_once_from_another_thread(chan):
     sent = time.perf_counter()
     channel.answer(pending.request.id, "allow")
     thread.join(5)
-    assert held and held[0] - sent < 0.5  # woken by the pipe, not by a timer
+    assert held and held[0] - sent < 0.5  # woken by the socket, not by a timer
 
 
 # -- dialogs ----------------------------------------------------------------------------------
@@ -279,40 +353,97 @@ def test_dialog_choice(chan):
     with pytest.raises(UsageError, match="not one of"):
         channel.answer(pending.request.id, "allow", choice="4. Maybe")
     assert channel.list_pending()[0].choices == ["1. Yes", "2. Yes, and always", "3. No"]
+    waiter = waiting(pending)
+    # The waiter checks the choice too: a line written by hand names none of the others.
+    assert "not one of" in raw_answer(chan, pending.request.id, {"decision": "allow", "choice": "9. Evil"})
     channel.answer(pending.request.id, "allow", choice="2. Yes, and always")
-    assert pending.wait().choice == "2. Yes, and always"
+    assert waiter.result().choice == "2. Yes, and always"
 
 
 # -- the one-line answer ------------------------------------------------------------------------
 
 
-def test_long_message_is_cut_to_one_atomic_write(chan):
+def test_long_message_is_cut_to_one_line(chan):
     pending = post()
+    waiter = waiting(pending)
     channel.answer(pending.request.id, "deny", message="é" * 10000, by="b" * 1000)
-    answer = pending.wait()
+    answer = waiter.result()
     assert answer.message.endswith("…") and answer.message.startswith("éé")
-    assert len(answer.by) == fifo.BY_MAX
+    assert len(answer.by) == wire.BY_MAX
 
 
 @settings(max_examples=200, deadline=None, database=None)
-@given(message=st.one_of(st.none(), st.text(max_size=6000)), by=st.one_of(st.none(), st.text(max_size=300)),
+@given(message=st.one_of(st.none(), st.text(max_size=20000)), by=st.one_of(st.none(), st.text(max_size=300)),
        decision=st.sampled_from(["allow", "deny"]), scope=st.sampled_from(["once", "agent", "session", "forever"]))
-def test_answer_line_fits_pipe_buf_and_round_trips(message, by, decision, scope):
+def test_answer_line_fits_and_round_trips(message, by, decision, scope):
     rid = new_id()
-    line = fifo.encode_answer(rid, Answer(decision, scope, message, by=by))
-    assert len(line) < fifo.PIPE_BUF and line.endswith(b"\n") and line.count(b"\n") == 1
-    back = fifo.decode_answer(rid, line[:-1])
-    assert (back.decision, back.scope, back.decided_by) == (decision, scope, "human")
-    if message is not None and len(line) < fifo.LINE_MAX - 100 and not back.message.endswith("…"):
-        assert back.message == message
+    line = wire.encode_answer(rid, decision, scope=scope, message=message, by=by)
+    assert len(line) <= wire.LINE_MAX and line.endswith(b"\n") and line.count(b"\n") == 1
+    back = wire.decode_answer(rid, line[:-1])
+    assert (back["decision"], back["scope"]) == (decision, scope)
+    if message is not None and not back["message"].endswith("…"):
+        assert back["message"] == message
 
 
-def test_misrouted_or_garbage_line_is_an_error_not_an_allow():
+def test_misrouted_or_garbage_line_is_refused_not_taken():
     rid = new_id()
-    other = fifo.encode_answer(new_id(), Answer("allow"))
-    assert fifo.decode_answer(rid, other[:-1]).decided_by == "error"
-    assert fifo.decode_answer(rid, b"{nope").decision == "deny"
-    assert fifo.decode_answer(rid, b'{"id": "%s", "decision": "yes"}' % rid.encode()).decision == "deny"
+    other = wire.encode_answer(new_id(), "allow")
+    for line, why in ((other[:-1], "another request"), (b"{nope", "unreadable"),
+                      (b'{"id": "%s", "decision": "yes"}' % rid.encode(), "without allow or deny")):
+        with pytest.raises(ValueError, match=why):
+            wire.decode_answer(rid, line)
+
+
+def raw_answer(chan: Path, rid: str, fields: dict, *, line: bytes | None = None) -> str | None:
+    """Connect to a request's socket by hand and send one line: the waiter's refusal, None when taken."""
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX)
+    sock.settimeout(10)
+    try:
+        sock.connect(str(chan / f"{rid}.sock"))
+        sock.sendall(line if line is not None else (json.dumps({"id": rid, **fields}) + "\n").encode())
+        reply = b""
+        while not reply.endswith(b"\n"):
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            reply += chunk
+    finally:
+        sock.close()
+    return wire.decode_reply(reply)
+
+
+def test_a_bad_line_on_the_socket_is_refused_and_the_request_waits_on(chan):
+    pending = post()
+    waiter = waiting(pending)
+    rid = pending.request.id
+    assert "another request" in raw_answer(chan, rid, {}, line=wire.encode_answer(new_id(), "allow"))
+    assert "unreadable" in raw_answer(chan, rid, {}, line=b"garbage\n")
+    assert "without allow or deny" in raw_answer(chan, rid, {"decision": "maybe"})
+    assert "too long" in raw_answer(chan, rid, {}, line=b"x" * (wire.LINE_MAX + 10))
+    assert channel.list_pending()[0].id == rid  # nothing of it ended the request
+    assert raw_answer(chan, rid, {"decision": "deny", "message": "by hand"}) is None  # a good one is taken
+    answer = waiter.result()
+    assert (answer.decision, answer.message, answer.decided_by) == ("deny", "by hand", "human")
+    assert files(chan) == []
+
+
+def test_an_answerer_that_sends_nothing_is_dropped_and_holds_nothing_up(chan, monkeypatch):
+    import socket
+
+    monkeypatch.setattr(requests, "CONN_READ_S", 0.3)
+    pending = post()
+    waiter = waiting(pending)
+    mute = socket.socket(socket.AF_UNIX)
+    mute.connect(str(chan / f"{pending.request.id}.sock"))
+    try:
+        mute.settimeout(5)
+        assert wire.decode_reply(mute.recv(4096)) == "no whole answer within the time allowed"
+        channel.answer(pending.request.id, "allow")  # meanwhile, and after, others are heard
+        assert waiter.result().decision == "allow"
+    finally:
+        mute.close()
 
 
 # -- files, modes and the runtime dir checks ---------------------------------------------------
@@ -324,10 +455,10 @@ def test_modes_are_private(chan):
         assert stat.S_IMODE(os.stat(chan).st_mode) == 0o700
         assert stat.S_IMODE(os.stat(chan.parent).st_mode) == 0o700
         rid = pending.request.id
-        for suffix in (".json", ".fifo", ".lock"):
+        for suffix in (".json", ".sock"):
             st_ = os.lstat(chan / f"{rid}{suffix}")
             assert stat.S_IMODE(st_.st_mode) == 0o600 and st_.st_uid == os.getuid(), suffix
-        assert stat.S_ISFIFO(os.lstat(chan / f"{rid}.fifo").st_mode)
+        assert stat.S_ISSOCK(os.lstat(chan / f"{rid}.sock").st_mode)
         record = json.loads((chan / f"{rid}.json").read_text())
         assert record["waiter"]["pid"] == os.getpid() and record["request"]["id"] == rid
     finally:
@@ -386,8 +517,10 @@ def test_another_user_cannot_list_read_or_answer(chan, tmp_path):
                 os.setgroups([])
                 os.setgid(65534)
                 os.setuid(65534)
+                import socket
+
                 ops = (lambda: os.listdir(chan), lambda: os.open(chan / f"{rid}.json", os.O_RDONLY),
-                       lambda: os.open(chan / f"{rid}.fifo", os.O_WRONLY | os.O_NONBLOCK))
+                       lambda: socket.socket(socket.AF_UNIX).connect(str(chan / f"{rid}.sock")))
                 for bit, op in enumerate(ops):
                     try:
                         op()
@@ -480,12 +613,11 @@ def test_answering_command_with_default_sigpipe_survives_a_closed_reader():
     import subprocess
 
     code = (
-        "import os, signal\n"
-        "from claudeguard.channel.requests import _write_no_sigpipe\n"
+        "import signal, socket\n"
+        "from claudeguard.channel.requests import _reply\n"
         "signal.signal(signal.SIGPIPE, signal.SIG_DFL)\n"
-        "r, w = os.pipe(); os.close(r)\n"
-        "try: _write_no_sigpipe(w, b'x')\n"
-        "except BrokenPipeError: print('refused, alive')\n"
+        "a, b = socket.socketpair(); b.close()\n"
+        "if not _reply(a, None): print('refused, alive')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert (out.returncode, out.stdout.strip()) == (0, "refused, alive")
@@ -522,9 +654,22 @@ def test_a_held_request_is_listed_for_its_owner_only_until_it_says_go(chan, tmp_
     assert listed.id == rid and listed.deadline == pytest.approx(time.time() + 30, abs=1)  # counted from the release
     assert channel.list_pending(held=True) == []
     assert until(marker.exists)  # approvers are told at the release, not before
+    waiter = waiting(pending)
     channel.answer(rid, "allow")
-    assert pending.wait().decision == "allow"
+    assert waiter.result().decision == "allow"
     assert files(chan) == []
+
+
+def test_a_held_request_refuses_an_answer_sent_to_its_socket_by_hand(chan):
+    pending = post(timeout=30, held=True)
+    rid = pending.request.id
+    answerer = threading.Thread(target=lambda: result.append(raw_answer(chan, rid, {"decision": "allow"})))
+    result: list = []
+    answerer.start()
+    assert until(lambda: (pending.check(), result)[1], 10)  # the owner's loop hears it: refused
+    assert result == ["no such pending request (not asked yet)"]
+    assert not pending.done
+    pending.withdraw()
 
 
 def test_a_dropped_request_is_withdrawn_with_its_owners_word(chan):

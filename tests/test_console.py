@@ -4,6 +4,7 @@ keys answer them; a second console or a script may answer side by side."""
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -94,8 +95,12 @@ def test_two_consoles_and_a_script_side_by_side(env):
         assert channel.list_pending() == []
         third = _post({"command": "make release"})
         two.wait("Bash: make release")
-        channel.answer(third.request.id, "deny", message="scripted")  # a script answers
-        assert third.wait().message == "scripted"
+        waited: list = []
+        waiter = threading.Thread(target=lambda: waited.append(third.wait()), daemon=True)
+        waiter.start()  # the call waits while a script answers: its waiter judges the answer
+        channel.answer(third.request.id, "deny", message="scripted")
+        waiter.join(10)
+        assert [a.message for a in waited] == ["scripted"]
         two.wait("waiting for requests")
     finally:
         one.close()

@@ -125,6 +125,11 @@ def test_audit_row_has_the_same_keys_for_every_writer_then_the_writer_s_own():
                        tool="dialog:trust", summary="Trust?", via="screen", choice="Yes")
     assert (dialog["agent_type"], dialog["input_digest"], dialog["rule"], dialog["choice"]) == (None, None, None, "Yes")
     assert dialog["waited_s"] == 1.5 and dialog["decided_by"] == "timeout"
+    # A human's answer says who gave it, after the common keys (the contract's answered_by).
+    who = {"uid": 1000, "pid": 4242, "tty": None, "command": "claudeguardctl approve abcdefgh"}
+    human = audit_row(Decision("allow", "", decided_by="human", scope="once", answered_by=who), session_id="s",
+                      tool="Bash", summary="Bash: make", via="hook")
+    assert list(human)[-1] == "answered_by" and human["answered_by"] == who
 
 
 def test_decision_fields_after_the_reason_are_keywords():

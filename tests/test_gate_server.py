@@ -19,19 +19,28 @@ from tests.shim_helpers import wait_until
 
 @pytest.fixture
 def session(tmp_path, monkeypatch):
-    # A deep directory: the socket path is longer than a Unix socket address may be.
-    session_dir = tmp_path / ("d" * 60) / ("e" * 40) / "session"
+    # A deep runtime dir: the socket path is longer than a Unix socket address may be. The hook
+    # is told its session dir on its command line (HOOK); the runtime dir is the one it is in.
+    runtime = tmp_path / ("d" * 60) / ("e" * 40) / "rt"
+    session_dir = runtime / "sessions" / "sess"
     session_dir.mkdir(parents=True, mode=0o700)
+    os.chmod(runtime, 0o700)
+    os.chmod(runtime / "sessions", 0o700)
     snapshot = {"session_id": "sess", "cwd": str(tmp_path),
                 "policy": {"permissions": {"deny": [{"rule": "Bash(rm *)", "source": "cfg:1", "root": "/"}]}},
                 "approval": {"timeout": 30, "on_timeout": "deny"}, "print_mode": True}
     (session_dir / "session.json").write_text(json.dumps(snapshot))
-    env = {"CLAUDEGUARD_SESSION_DIR": str(session_dir), "CLAUDEGUARD_SESSION": "sess",
-           "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"),
-           "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    snapshot["log_dir"] = str(tmp_path / "log")
+    (session_dir / "session.json").write_text(json.dumps(snapshot))
+    env = {"CLAUDEGUARD_RUNTIME_DIR": str(runtime), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"),
+           "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     return session_dir, env
+
+
+def hook_command(session_dir) -> list[str]:  # type: ignore[no-untyped-def]
+    return [*ctl_command(), "hook", "--session-dir", str(session_dir)]
 
 
 class CountingServer(gate_server.GateServer):
@@ -54,14 +63,14 @@ def test_hook_is_answered_by_the_server(session):
     server.start()
     try:
         assert oct((session_dir / "gate.sock").stat().st_mode & 0o777) == "0o600"
-        out = subprocess.run([*ctl_command(), "hook"], input=_event("rm -rf /"), env=env,
+        out = subprocess.run(hook_command(session_dir), input=_event("rm -rf /"), env=env,
                              capture_output=True, timeout=30)
         assert out.returncode == 0 and out.stderr == b""
         decision = json.loads(out.stdout)["hookSpecificOutput"]
         assert decision["permissionDecision"] == "deny" and "Bash(rm *)" in decision["permissionDecisionReason"]
         assert CountingServer.served == 1
         # nothing to say: the server answers OK with an empty body, the hook prints nothing
-        out = subprocess.run([*ctl_command(), "hook"], input=json.dumps({"hook_event_name": "Stop"}).encode(), env=env,
+        out = subprocess.run(hook_command(session_dir), input=json.dumps({"hook_event_name": "Stop"}).encode(), env=env,
                              capture_output=True, timeout=30)
         assert (out.returncode, out.stdout) == (0, b"")
         assert CountingServer.served == 2
@@ -71,8 +80,8 @@ def test_hook_is_answered_by_the_server(session):
 
 
 def test_without_a_server_the_hook_decides_the_same(session):
-    _, env = session
-    out = subprocess.run([*ctl_command(), "hook"], input=_event("rm -rf /"), env=env, capture_output=True, timeout=30)
+    session_dir, env = session
+    out = subprocess.run(hook_command(session_dir), input=_event("rm -rf /"), env=env, capture_output=True, timeout=30)
     assert json.loads(out.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
@@ -81,7 +90,7 @@ def test_a_hook_that_goes_away_has_its_request_withdrawn(session):
     server = gate_server.GateServer(str(session_dir))
     server.start()
     try:
-        hook = subprocess.Popen([*ctl_command(), "hook"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        hook = subprocess.Popen(hook_command(session_dir), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         hook.stdin.write(_event("make deploy", agent_type="general-purpose", agent_id="a1"))
         hook.stdin.close()
         wait_until(channel.list_pending, 20, "the subagent's call to reach the channel")
@@ -116,7 +125,7 @@ def test_a_pty_sessions_permission_request_waits_for_its_dialogs_owner(session, 
     # The hook in its own process (command hooks): the router of the pty session owns the dialog.
     session_dir, env = session
     _pty_session(session_dir)
-    hook = subprocess.Popen([*ctl_command(), "hook"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    hook = subprocess.Popen(hook_command(session_dir), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         hook.stdin.write(_permission_request("make deploy"))
         hook.stdin.close()
@@ -145,7 +154,7 @@ def test_a_held_request_whose_launcher_is_gone_is_withdrawn(session):
     gone.wait()
     snapshot = json.loads((session_dir / "session.json").read_text())
     (session_dir / "session.json").write_text(json.dumps(dict(snapshot, pid=gone.pid)))
-    out = subprocess.run([*ctl_command(), "hook"], input=_permission_request("make deploy"), env=env,
+    out = subprocess.run(hook_command(session_dir), input=_permission_request("make deploy"), env=env,
                          capture_output=True, timeout=30)
     assert (out.returncode, out.stdout) == (0, b"")
     assert channel.list_pending() == [] and channel.list_pending(held=True) == []
@@ -161,7 +170,8 @@ def _asker(session_dir, asker: str | None) -> None:  # type: ignore[no-untyped-d
 
 
 def _hook_once(env: dict, payload: bytes) -> subprocess.Popen:
-    hook = subprocess.Popen([*ctl_command(), "hook"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    session_dir = os.path.join(env["CLAUDEGUARD_RUNTIME_DIR"], "sessions", "sess")
+    hook = subprocess.Popen(hook_command(session_dir), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert hook.stdin is not None
     hook.stdin.write(payload)
     hook.stdin.close()
@@ -208,6 +218,7 @@ def test_the_print_mode_asker_posts_at_once_not_held_and_answers_in_its_shape(se
     want = {"behavior": "allow"} if verb == "allow" else {"behavior": "deny", "message": "not now"}
     assert out == {"hookEventName": "PermissionRequest", "decision": want}
     [row] = _audit_rows(env)
+    assert row["answered_by"]["pid"] == os.getpid() and row["answered_by"]["uid"] == os.getuid()  # who answered
     assert (row["via"], row["decision"], row["decided_by"], row["agent_id"]) == ("permission-request", verb, "human",
                                                                                  "a7")
     assert channel.list_pending() == []

@@ -22,9 +22,9 @@ def env(tmp_path):
             "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
 
 
-def hook(env: dict, payload: str | bytes) -> tuple[int, dict | None, str]:
+def hook(env: dict, payload: str | bytes, *args: str) -> tuple[int, dict | None, str]:
     data = payload.encode() if isinstance(payload, str) else payload
-    proc = subprocess.run([*ctl_command(), "hook"], input=data, env=env, capture_output=True, timeout=60)
+    proc = subprocess.run([*ctl_command(), "hook", *args], input=data, env=env, capture_output=True, timeout=60)
     out = proc.stdout.decode()
     return proc.returncode, (json.loads(out) if out.strip() else None), proc.stderr.decode()
 
@@ -97,15 +97,14 @@ def test_broken_config_denies_with_the_config_error(env, tmp_path):
 
 
 def test_unreadable_session_snapshot_denies(env, tmp_path):
-    env = dict(env, CLAUDEGUARD_SESSION_DIR=str(tmp_path / "no-such-session"))
-    verdict, reason = decision(hook(env, pre("Bash", {"command": "git status"}))[1])
+    verdict, reason = decision(hook(env, pre("Bash", {"command": "git status"}),
+                                    "--session-dir", str(tmp_path / "no-such-session"))[1])
     assert verdict == "deny" and "could not decide" in reason
 
 
 def test_permission_request_fails_closed_in_its_own_format(env, tmp_path):
-    env = dict(env, CLAUDEGUARD_SESSION_DIR=str(tmp_path / "no-such-session"))
     payload = json.dumps({"hook_event_name": "PermissionRequest", "tool_name": "Bash", "tool_input": {"command": "x"}})
-    _, out, _ = hook(env, payload)
+    _, out, _ = hook(env, payload, "--session-dir", str(tmp_path / "no-such-session"))
     assert out["hookSpecificOutput"]["hookEventName"] == "PermissionRequest"
     assert out["hookSpecificOutput"]["decision"]["behavior"] == "deny"
 

@@ -170,7 +170,8 @@ def test_installed_without_xdg_runtime_dir(venv, bg_claude, tmp_path):
                 env=dict(env, CLAUDEGUARD_CLAUDE=str(unknown)), cwd=work)
     plan = json.loads(proc.stdout)
     assert plan["guarded"] is True and plan["argv"][0] == str(unknown)
-    assert plan["argv"][-3:-1] == ["-p", "x"] and plan["argv"][-1].startswith("--settings=")  # the guard's settings last
+    assert plan["argv"][-3:-1] == ["-p", "x"] and plan["argv"][-1].startswith("--settings=")
+    # the guard's settings stand last
     (mcp_flag,) = [a for a in plan["argv"] if a.startswith("--mcp-config=")]
     server = json.loads(mcp_flag.split("=", 1)[1])["mcpServers"]["claudeguard"]
     entry = [server["command"], *server["args"]]

@@ -59,9 +59,9 @@ def test_malformed_call_is_denied_with_a_reason():
     assert answer["behavior"] == "deny" and "without tool_name/input" in answer["message"]
 
 
-def test_unreadable_session_fails_closed(monkeypatch, tmp_path):
-    monkeypatch.setenv("CLAUDEGUARD_SESSION_DIR", str(tmp_path / "gone"))
-    answer = decide_prompt({"tool_name": "Bash", "input": {"command": "ls"}, "tool_use_id": "t"})
+def test_unreadable_session_fails_closed(tmp_path):
+    answer = decide_prompt({"tool_name": "Bash", "input": {"command": "ls"}, "tool_use_id": "t"},
+                           session_dir=str(tmp_path / "gone"))
     assert answer["behavior"] == "deny" and "could not decide" in answer["message"]
 
 

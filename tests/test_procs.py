@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 import threading
 
 import pytest
@@ -86,3 +87,55 @@ def test_fill_replaces_placeholders_in_one_pass(arg, expected):
 
     values = {"{summary}": "Bash: echo {id}", "{id}": "r1", "{tool}": "Bash"}
     assert fill([arg, "x"], values) == [expected, "x"]
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to run two processes as another user")
+@pytest.mark.parametrize("dumpable", [True, False])
+def test_a_process_that_is_not_dumpable_keeps_its_descriptors_from_its_own_user(dumpable):
+    # The launcher and the service hold the hooks' listening socket: another process of the
+    # same (non-root) user must not take it with pidfd_getfd, nor read the holder's environment.
+    import ctypes
+    import socket
+    import sys
+
+    from claudeguard.procs import not_dumpable
+
+    ready_r, ready_w = os.pipe()
+    holder = os.fork()
+    if holder == 0:  # the holder, as nobody: a listening socket, then (maybe) not dumpable
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sock.listen(1)
+            if dumpable:  # a change of uid made it not dumpable: as an ordinary process is
+                ctypes.CDLL(None, use_errno=True).prctl(4, 1, 0, 0, 0)
+            else:
+                assert not_dumpable()
+            os.write(ready_w, str(sock.fileno()).encode())
+            time.sleep(30)
+        finally:
+            os._exit(0)
+    try:
+        os.close(ready_w)
+        fd = int(os.read(ready_r, 16))
+        taker = os.fork()
+        if taker == 0:  # another process of that user: 0 = took nothing, 1 = took the socket
+            code = 1
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                pidfd = os.pidfd_open(holder)
+                got = ctypes.CDLL(None, use_errno=True).syscall(438, pidfd, fd, 0)
+                code = 1 if got >= 0 else 0
+            except OSError:
+                code = 0
+            finally:
+                sys.stdout.flush()
+                os._exit(code)
+        _, status = os.waitpid(taker, 0)
+        assert os.waitstatus_to_exitcode(status) == (1 if dumpable else 0)
+    finally:
+        os.kill(holder, 9)
+        os.waitpid(holder, 0)

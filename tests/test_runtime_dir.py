@@ -202,15 +202,21 @@ def test_removed_runtime_dir_request_is_listed_and_answerable_again(chan):
 
 
 def test_an_answer_in_flight_when_the_dir_goes_is_not_lost(chan):
+    import socket
+
+    from claudeguard.channel import wire
+
     pending_, thread, result = _waiting()
     rid = pending_.request.id
-    fd = os.open(chan / f"{rid}.fifo", os.O_WRONLY | os.O_NONBLOCK)
-    shutil.rmtree(chan.parent)  # the answerer had the FIFO open already
-    from claudeguard.channel import fifo
-    from claudeguard.channel.model import Answer
-
-    os.write(fd, fifo.encode_answer(rid, Answer("deny", message="late but valid", decided_by="human")))
-    os.close(fd)
+    sock = socket.socket(socket.AF_UNIX)
+    sock.settimeout(10)
+    sock.connect(str(chan / f"{rid}.sock"))
+    shutil.rmtree(chan.parent)  # the answerer had connected already
+    try:
+        sock.sendall(wire.encode_answer(rid, "deny", message="late but valid"))
+        assert wire.decode_reply(sock.recv(4096)) is None  # taken, and told so
+    finally:
+        sock.close()
     thread.join(10)
     assert [(a.decision, a.message) for a in result] == [("deny", "late but valid")]
     assert channel.list_pending() == []

@@ -176,7 +176,7 @@ def test_a_request_waits_for_its_sessions_registration_with_a_bound(env, monkeyp
     early = threading.Thread(target=post, args=("early", token))
     early.start()
     wait_until(lambda: waiting() == 1, what="the request waiting for its session")
-    registration = Registration(sid, str(session_dir), token)
+    registration = Registration(sid, str(session_dir), token, cli_pid=os.getpid())  # this process posts its hooks
     try:
         assert registration.open() == port
         early.join(10)
@@ -239,7 +239,9 @@ def test_after_a_crash_a_stale_record_and_socket_are_replaced(env):
     new = record(env)
     assert new["pid"] != old["pid"] and live_pids(env) == [new["pid"]]
     assert out["results"][0]["status"] == 200
-    assert new["port"] == old["port"]  # the port came back, so running sessions' hooks reach it again
+    # No session was running: nobody held the old port's socket, and nothing names that port;
+    # the new service listens on a new one (a port held by a launcher comes back: below).
+    assert new["port"] != old["port"]
 
 
 def test_a_service_of_another_version_is_retired_not_used(env):
@@ -275,7 +277,7 @@ def test_it_exits_when_idle_and_stop_stops_it(env):
     pid = record(env)["pid"]
     stopped = ctl(env, "service", "stop")
     assert stopped.returncode == 0 and process_start(pid) is None
-    assert sorted(p.name for p in service_dir(env).iterdir()) == ["port", "run.lock", "service.log", "start.lock"]
+    assert sorted(p.name for p in service_dir(env).iterdir()) == ["run.lock", "service.log", "start.lock"]
 
 
 def test_another_user_cannot_reach_the_control_socket(env):
@@ -473,3 +475,40 @@ def test_a_launcher_that_stops_reading_fails_the_services_send_and_loses_its_con
     finally:
         service_end.close()
         launcher_end.close()
+
+
+def test_a_post_with_the_secret_from_anyone_but_the_sessions_cli_is_refused(env, monkeypatch):
+    # Attack 3 without the sandbox: a tool read the session's settings file (the secret is in
+    # it). The service takes a foreground session's hook posts from its CLI's process only.
+    import http.client
+
+    from claudeguard.files import write_atomic
+    from claudeguard.paths import runtime_dir
+    from claudeguard.service.client import Registration
+
+    guard(env, [])
+    port = record(env)["port"]
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", env["CLAUDEGUARD_RUNTIME_DIR"])
+    sid, token = "0123456789abcdee", "c3" * 24
+    session_dir = runtime_dir("sessions", sid)
+    write_atomic(session_dir / "session.json", json.dumps({"session_id": sid, "policy": {}, "approval": {},
+                                                           "log_dir": env["CLAUDEGUARD_LOG_DIR"]}))
+    cli = subprocess.Popen(["sleep", "60"])  # the session's "CLI": not this process
+    registration = Registration(sid, str(session_dir), token, cli_pid=cli.pid)
+    try:
+        assert registration.open() == port
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("POST", f"/hook/{sid}/PreToolUse", body=json.dumps(pre_tool_use("echo hi")["body"]).encode(),
+                     headers={"Authorization": f"Bearer {token}"})
+        resp = conn.getresponse()
+        body = json.loads(resp.read())
+        conn.close()
+    finally:
+        registration.close()
+        cli.kill()
+        cli.wait()
+    assert resp.status == 403
+    assert body["error"].startswith(f"hook post refused: posted by pid {os.getpid()} (") and \
+        body["error"].endswith("), not the session's Claude Code")
+    rows = audit_rows(env)
+    assert [r["event"] for r in rows] == ["hook-refused"] and rows[0]["session_id"] == sid  # nothing decided

@@ -187,7 +187,7 @@ print(json.dumps({"new": sorted(set(sys.modules) - before), "keys": sorted(answe
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["keys"] == ["argv", "env", "port", "real", "session_dir", "snapshot", "stderr"]
+    assert out["keys"] == ["argv", "env", "files", "port", "real", "session_dir", "snapshot", "stderr"]
     assert out["new"] == []
 
 

@@ -65,10 +65,12 @@ def test_every_hook_is_registered_and_blocks_but_the_call_ends_over_http(tmp_pat
     assert list(entries) == ONE_PROMPT_EVENTS
     for event, entry in entries.items():
         if service:
-            # The dry run starts no service: the port is a placeholder; the secret is in no argv.
+            # The dry run starts no service: the port and the secret are placeholders. A launch
+            # writes the header with the secret into a 0600 settings file (test_hook_secret.py);
+            # nothing is taken from the environment, which a settings env block could replace.
             assert re.fullmatch(rf"http://127\.0\.0\.1:PORT/hook/[0-9a-f]{{16}}/{event}", entry["url"]), entry
-            assert entry["headers"] == {"Authorization": "Bearer $CLAUDEGUARD_HOOK_TOKEN"}
-            assert entry["allowedEnvVars"] == ["CLAUDEGUARD_HOOK_TOKEN"] and entry["type"] == "http"
+            assert entry["headers"] == {"Authorization": "Bearer <secret made at start>"}
+            assert "allowedEnvVars" not in entry and entry["type"] == "http"
         else:
             assert entry["command"].endswith("claudeguard/gate/fast_entry.py hook") and " -E -S " in entry["command"]
         # Only the HTTP form's call-end events are async (nothing to answer; see command.py's

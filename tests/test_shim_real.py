@@ -258,7 +258,10 @@ def test_recursion_token_stops_a_guard_started_by_a_guard(offline_env, run_claud
 def _argv_printer(tmp_path: Path) -> Path:
     fake = tmp_path / "print-argv"
     fake.write_text(f"#!{os.sys.executable}\nimport json, os, sys\n"
-                    "print(json.dumps({'argv': sys.argv[1:], 'session': os.environ.get('CLAUDEGUARD_SESSION')}))\n")
+                    "settings = [a.split('=', 1)[1] for a in sys.argv[1:] if a.startswith('--settings=')]\n"
+                    "print(json.dumps({'argv': sys.argv[1:], 'guarded': bool(settings),\n"
+                    "                  'settings': json.load(open(settings[-1])) if settings\n"
+                    "                  and not settings[-1].startswith('{') else None}))\n")
     fake.chmod(0o755)
     return fake
 
@@ -268,7 +271,7 @@ def test_disable_execs_the_real_cli_untouched(offline_env, run_claude, tmp_path)
     argv = ["--guard-not-an-option", "-p", "x y", "", "--settings", "{}"]
     proc = run_claude(GUARD + argv, env, offline_env.cwd, timeout=30)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == {"argv": argv, "session": None}
+    assert json.loads(proc.stdout) == {"argv": argv, "guarded": False, "settings": None}
 
 
 def test_guarded_argv_keeps_callers_words_in_order(offline_env, run_claude, tmp_path):
@@ -278,10 +281,12 @@ def test_guarded_argv_keeps_callers_words_in_order(offline_env, run_claude, tmp_
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout)
     # the caller's words in order; the guard's --settings last among the options, before `--`
+    # (a 0600 file in the session dir: it holds the hooks' secret)
     settings = seen["argv"][-3]
-    assert settings.startswith("--settings=") and "hooks" in json.loads(settings.partition("=")[2])
+    assert settings.startswith("--settings=")
+    assert settings.endswith("/settings.json") and "hooks" in seen["settings"]
     assert seen["argv"][-len(argv) - 1:-3] + seen["argv"][-2:] == argv
-    assert seen["session"]
+    assert seen["guarded"]
 
 
 def test_unknown_guard_option_is_a_usage_error_before_anything_starts(offline_env, run_claude, tmp_path):

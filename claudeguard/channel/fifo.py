@@ -1,130 +1,18 @@
-"""The pipe side of the channel: the one-line answer, bounded locking, and doorbells.
+"""The channel's doorbells: FIFOs that tell a ``console`` a request was posted.
 
-FIFO facts this relies on: a write of at most PIPE_BUF bytes is atomic (all or nothing, never
-interleaved); opening for writing with O_NONBLOCK fails with ENXIO when no one holds the read
-end; writing after the last reader closed fails with EPIPE; a FIFO opened O_RDWR never blocks
-on open and never reads EOF. FIONREAD tells how many bytes wait in the pipe, from either end.
+A ring carries no authority (the console lists the channel again and answers through the
+request's socket like any answerer), so a FIFO any process of the user may write does here.
+FIFO facts this relies on: opening for writing with O_NONBLOCK fails with ENXIO when no one
+holds the read end; a FIFO opened O_RDWR never blocks on open and never reads EOF.
 """
 
 from __future__ import annotations
 
-import array
 import errno
-import fcntl
-import json
 import os
 import secrets
 import select
-import termios
 import time
-
-from claudeguard.channel.model import DECISIONS, SCOPES, Answer
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
-if TYPE_CHECKING:
-    from typing import Any
-
-    from claudeguard.decision import Scope
-
-PIPE_BUF = getattr(select, "PIPE_BUF", 512)  # POSIX guarantees at least 512
-LINE_MAX = PIPE_BUF - 1  # bytes of one answer line, newline included, so one write is atomic
-BY_MAX = 200
-ELLIPSIS = "…"
-
-
-def encode_answer(rid: str, answer: Answer) -> bytes:
-    """One JSON line shorter than PIPE_BUF; an over-long message is cut to fit (and says so)."""
-    data = {
-        "id": rid,
-        "decision": answer.decision,
-        "scope": answer.scope,
-        "message": answer.message,
-        "choice": answer.choice,
-        "by": (answer.by or "")[:BY_MAX] or None,
-    }
-    line = _line(data)
-    if len(line) <= LINE_MAX:
-        return line
-    message = data["message"] or ""
-    # The longest prefix of the message that fits, found by bisection on its length in characters
-    # (escaping makes bytes per character vary, so measure the encoded line itself).
-    low, high = 0, len(message)
-    while low < high:
-        mid = (low + high + 1) // 2
-        data["message"] = message[:mid] + ELLIPSIS
-        if len(_line(data)) <= LINE_MAX:
-            low = mid
-        else:
-            high = mid - 1
-    data["message"] = message[:low] + ELLIPSIS
-    line = _line(data)
-    if len(line) > LINE_MAX:
-        raise ValueError("answer too long for one atomic pipe write (choice too long?)")
-    return line
-
-
-def _line(data: dict[str, Any]) -> bytes:
-    return (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-
-
-def decode_answer(rid: str, line: bytes) -> Answer:
-    """Parse an answer line; a line that is not for this request or not understood is an error
-    (denied), never silently taken for an approval."""
-    try:
-        data = json.loads(line)
-        if not isinstance(data, dict):
-            raise ValueError("not an object")
-    except ValueError:
-        return Answer("deny", message="claudeguard: unreadable answer on the approval channel; denied",
-                      decided_by="error")
-    if data.get("id") != rid or data.get("decision") not in DECISIONS:
-        return Answer("deny", message="claudeguard: a malformed or misrouted answer reached this request; denied",
-                      decided_by="error")
-    scope: Scope = data["scope"] if data.get("scope") in SCOPES else "once"
-    return Answer(
-        decision=data["decision"],
-        scope=scope,
-        message=_str_or_none(data.get("message")),
-        decided_by="human",
-        choice=_str_or_none(data.get("choice")),
-        by=_str_or_none(data.get("by")),
-    )
-
-
-def _str_or_none(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def pending_bytes(fd: int) -> int:
-    """Bytes waiting in the pipe behind ``fd`` (either end)."""
-    buf = array.array("i", [0])
-    fcntl.ioctl(fd, termios.FIONREAD, buf, True)
-    return buf[0]
-
-
-def lock_bounded(fd: int, timeout: float) -> bool:
-    """flock(LOCK_EX) with a time limit; False if still held by someone else after ``timeout``.
-
-    The holder is an answerer between its checks and its one write (microseconds), so this
-    almost never loops; the limit only matters when that process was stopped (SIGSTOP)."""
-    end = time.monotonic() + timeout
-    pause = 0.0005
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= end:
-                return False
-            time.sleep(pause)
-            pause = min(pause * 2, 0.02)
-
-
-def unlock(fd: int) -> None:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-    except OSError:
-        pass
 
 
 def wait_readable(fd: int, timeout: float) -> bool:

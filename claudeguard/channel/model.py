@@ -108,4 +108,8 @@ class Answer:
     message: str | None = None
     decided_by: AnsweredBy = "human"
     choice: str | None = None  # for dialogs
-    by: str | None = None  # who answered (e.g. "claudeguardctl approve", "console")
+    by: str | None = None  # how it was answered, as the answerer said (e.g. "claudeguardctl approve", "console")
+    # Who answered, as the waiter saw the answering process (``ancestry.identity``: uid, pid, tty,
+    # command), with what a relaying answerer (the desk, the fleet) vouches for beside it; None
+    # for an ending without a human (timeout, withdrawn, error).
+    answered_by: dict[str, Any] | None = None

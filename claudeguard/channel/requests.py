@@ -1,39 +1,50 @@
 """Post a request and wait for its answer; list and answer requests from other processes.
 
-The waiting side (``post`` -> ``Pending``) sleeps in poll(2) on its own FIFO and wakes the
-moment an answer is written; the answering side (``answer``) claims the request under a flock
-and writes one atomic line; the waiter marks it done. ``docs/design.md ("The approval channel")`` states who
-creates, writes, reads and removes each file, and why no FIFO mishap loses, duplicates,
-misroutes or hangs an answer.
+The waiting side (``post`` -> ``Pending``) listens on a Unix socket of its own, ``<id>.sock`` in
+the private channel directory, and sleeps in epoll until an answerer connects or its deadline
+passes. The answering side (``answer``) connects, sends one line and waits for the waiter's
+reply. The waiter is the only judge of an answer: it asks the kernel who is at the other end
+(``SO_PEERCRED``), refuses a process that runs inside a guarded session (``ancestry``: the agent
+must never answer for the human), takes the first acceptable answer, tells its answerer so
+before anything else, and refuses every later one. An answer is taken exactly when its answerer
+is told so. ``docs/design.md ("The approval channel")`` states who creates, writes, reads and
+removes each file, and why nothing is lost, duplicated, misrouted or hung.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import signal
+import select
+import socket
 import stat
 import time
 from dataclasses import replace
 
-from claudeguard.channel import fifo
+from claudeguard import ancestry
+from claudeguard.channel import audit, fifo, wire
 from claudeguard.channel.model import DECISIONS, ID_MIN_PREFIX, KINDS, SCOPES, Answer, Request, is_id_text, new_id
 from claudeguard.channel.notify import run_notify
 from claudeguard.channel.store import ORPHAN_AGE_S, ChannelDir, request_id_of, waiter_alive
-from claudeguard.procs import process_start
 from claudeguard.errors import GuardError, NotFoundError, UsageError
+from claudeguard.procs import process_start
+from claudeguard.sockets import peer_creds
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+RECORD_VERSION = 2  # 1: answered through a FIFO (claudeguard 0.2 and earlier)
 CHECK_EVERY_S = 1.0  # how often a waiter verifies its files are still in place (not for answers)
 GRACE_S = 5.0  # past its deadline by this much, a request is removed by whoever lists
-END_LOCK_S = 2.0  # longest a waiter waits for an answerer's lock before ending anyway
-ANSWER_LOCK_S = 0.5  # longest an answerer waits for another answerer's lock
+CONN_READ_S = 2.0  # an answerer that has not sent its whole line by then is dropped
+MAX_CONNS = 16  # answerers a waiter hears at once; more are told it is busy
+ANSWER_TIMEOUT_S = 10.0  # longest an answerer waits to connect and for the waiter's reply
+REFUSAL_ROWS = 3  # refusals of one request written to the audit log (the rest are counted)
 HELD_MAX_S = 86400.0  # a held request's deadline as listed: its own starts when it is released
 OWNER_WORDS = ("go", "drop")  # what the owner of a held request's dialog tells its waiter
+SEND_FLAGS = getattr(socket, "MSG_NOSIGNAL", 0)  # a peer gone is EPIPE, never a SIGPIPE
 
 REFUSALS = {
     "answered": "already answered",
@@ -47,8 +58,8 @@ REFUSALS = {
 def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool: str, input: Mapping[str, object],
          summary: str, cwd: str, timeout: float, kind: str = "permission", choices: list[str] | None = None,
          extra: Mapping[str, object] | None = None, notify: list[str] | None = None, held: bool = False) -> "Pending":
-    """Publish a request and return the handle to wait on. The FIFO exists and is open for
-    reading before the request becomes visible, so no answerer can find it without a reader.
+    """Publish a request and return the handle to wait on. The socket listens before the
+    request becomes visible, so no answerer can find it without a listener.
 
     ``held``: published for the owner of the dialog it stands for (a pty session's router, which
     lists it with ``list_pending(held=True)``) but not for approvers, who neither list nor answer
@@ -67,13 +78,13 @@ def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool:
         pid=os.getpid(), kind=kind, choices=list(choices) if choices else None, extra=dict(extra or {}),
     )
     try:
-        fifo_fd, lock_fd, fifo_id = _publish(ch, request, held)
+        listener, sock_id = _publish(ch, request, held)
     except BaseException as exc:
         ch.close()
         if isinstance(exc, OSError):
             raise GuardError(f"approval channel {ch.path}: {exc.strerror or exc}") from None
         raise
-    pending = Pending(ch, request, fifo_fd, lock_fd, fifo_id)
+    pending = Pending(ch, request, listener, sock_id)
     if held:
         pending.held = pending.owned = True
         pending._on_release = (float(timeout), notify)
@@ -82,37 +93,42 @@ def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool:
     return pending
 
 
-def _publish(ch: ChannelDir, request: Request, held: bool,
-             **more: Any) -> tuple[int, int, tuple[int, int]]:
-    """Make the request's FIFO and lock in ``ch`` and then its ``<id>.json`` (from then on it is
-    visible): (fifo fd, lock fd, the FIFO's (dev, ino)). On any failure nothing of it is left in
-    the channel and no fd stays open; OSError says what failed."""
+def _sock_name(ch: ChannelDir, name: str) -> str:
+    """``name`` in the channel directory, as a socket address: through the directory's checked fd
+    (``/proc/self/fd/N/``: no path that could be swapped, and no length limit), else its path."""
+    if os.path.isdir(f"/proc/self/fd/{ch.fd}"):
+        return f"/proc/self/fd/{ch.fd}/{name}"
+    return os.path.join(ch.path, name)
+
+
+def _publish(ch: ChannelDir, request: Request, held: bool, **more: Any) -> tuple[socket.socket, tuple[int, int]]:
+    """Bind and listen on the request's socket in ``ch``, then write its ``<id>.json`` (from then
+    on it is visible): (the listening socket, the socket file's (dev, ino)). On any failure
+    nothing of it is left in the channel and no socket stays open; OSError says what failed."""
     rid = request.id
-    fifo_fd = lock_fd = -1
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        os.mkfifo(f"{rid}.fifo", 0o600, dir_fd=ch.fd)
-        # O_RDWR: the open never blocks, and we never see EOF when an answerer closes.
-        fifo_fd = os.open(f"{rid}.fifo", os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=ch.fd)
-        st = os.fstat(fifo_fd)
-        if not stat.S_ISFIFO(st.st_mode):
-            raise OSError(errno.EEXIST, f"{rid}.fifo: not a FIFO")
-        lock_fd = os.open(f"{rid}.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                          0o600, dir_fd=ch.fd)
-        fifo_id = (st.st_dev, st.st_ino)
-        ch.write_json_atomic(f"{rid}.json", dict(_record(request, fifo_id, held), **more))
+        listener.setblocking(False)
+        address = _sock_name(ch, f"{rid}.sock")
+        listener.bind(address)
+        os.chmod(address, 0o600)  # the directory is 0700 already; the socket says so too
+        listener.listen(MAX_CONNS)
+        st = os.stat(f"{rid}.sock", dir_fd=ch.fd, follow_symlinks=False)
+        if not stat.S_ISSOCK(st.st_mode):
+            raise OSError(errno.EEXIST, f"{rid}.sock: not a socket")
+        sock_id = (st.st_dev, st.st_ino)
+        ch.write_json_atomic(f"{rid}.json", dict(_record(request, sock_id, held), **more))
     except BaseException:
-        for fd in (fifo_fd, lock_fd):
-            if fd >= 0:
-                os.close(fd)
+        listener.close()
         ch.remove_request(rid)
         raise
-    return fifo_fd, lock_fd, fifo_id
+    return listener, sock_id
 
 
-def _record(request: Request, fifo_id: tuple[int, int], held: bool) -> dict[str, Any]:
+def _record(request: Request, sock_id: tuple[int, int], held: bool) -> dict[str, Any]:
     """What ``<id>.json`` holds (see docs/design.md, "The approval channel")."""
-    record = {"v": 1, "request": request.to_dict(), "waiter": {"pid": request.pid, "start": process_start(request.pid)},
-              "fifo": list(fifo_id)}
+    record = {"v": RECORD_VERSION, "request": request.to_dict(),
+              "waiter": {"pid": request.pid, "start": process_start(request.pid)}, "sock": list(sock_id)}
     if held:
         record["held"] = True
     return record
@@ -147,20 +163,37 @@ def tell_waiter(request_id: str, word: str) -> None:
         os.close(fd)
 
 
+class _Conn:
+    """One answerer at the other end of a request's socket."""
+
+    __slots__ = ("sock", "pid", "uid", "buf", "until")
+
+    def __init__(self, sock: socket.socket, pid: int, uid: int) -> None:
+        self.sock = sock
+        self.pid = pid
+        self.uid = uid
+        self.buf = b""
+        self.until = time.monotonic() + CONN_READ_S
+
+
 class Pending:
     """The waiting side of one request. Not thread-safe; one owner waits on it."""
 
-    def __init__(self, ch: ChannelDir, request: Request, fifo_fd: int, lock_fd: int, fifo_id: tuple[int, int]) -> None:
+    def __init__(self, ch: ChannelDir, request: Request, listener: socket.socket, sock_id: tuple[int, int]) -> None:
         self.request = request
         self._ch = ch
-        self._fd = fifo_fd
-        self._lock_fd = lock_fd
-        self._fifo_id = fifo_id
-        self._buf = b""
+        self._listener = listener
+        self._sock_id = sock_id
+        self._conns: dict[int, _Conn] = {}
+        # One fd that turns readable for an answerer connecting or speaking: ``fileno()``.
+        self._poller = select.epoll()
+        self._poller.register(listener.fileno(), select.EPOLLIN)
         self._answer: Answer | None = None
+        self._next_check = time.monotonic() + CHECK_EVERY_S
         self.held = False  # see ``post``
         self.owned = False  # posted held: the owner of its dialog may still say "drop"
         self._on_release: tuple[float, list[str] | None] = (0.0, None)  # (timeout, notify)
+        self.refused = 0  # answers refused because they came from inside a guarded session
 
     def __enter__(self) -> "Pending":
         return self
@@ -173,8 +206,8 @@ class Pending:
         return self._answer is not None
 
     def fileno(self) -> int:
-        """The FIFO's read fd: readable when an answer arrived (then call ``poll``)."""
-        return self._fd
+        """Readable when an answerer connected or spoke (then call ``poll``)."""
+        return self._poller.fileno()
 
     def wait(self, on_timeout: str = "deny") -> Answer:
         """Block until an answer, the deadline (``on_timeout``) or a lost channel. Whatever ends
@@ -184,12 +217,11 @@ class Pending:
                 remaining = self.request.deadline - time.time()
                 if remaining <= 0:
                     return self._end_at_deadline(on_timeout)
-                if fifo.wait_readable(self._fd, min(remaining, CHECK_EVERY_S)):
-                    answer = self.poll()
-                    if answer is not None:
-                        return answer
-                elif time.time() < self.request.deadline:  # at the deadline, the timeout speaks
-                    lost = self._check_channel()
+                answer = self._serve(min(remaining, CHECK_EVERY_S))
+                if answer is not None:
+                    return answer
+                if time.monotonic() >= self._next_check and time.time() < self.request.deadline:
+                    lost = self.check()  # at the deadline, the timeout speaks
                     if lost is not None:
                         return lost
             return self._answer
@@ -198,35 +230,172 @@ class Pending:
                 self.withdraw()
 
     def poll(self) -> Answer | None:
-        """Take an answer if one is in the FIFO (never blocks). After an answer the request is
-        finished and its files are gone; further calls return the same answer."""
+        """Hear the answerers that are ready, never blocking; the answer once one was taken. After
+        an answer the request is finished and its files are gone; further calls return it."""
         if self._answer is not None:
             return self._answer
-        if fifo.pending_bytes(self._fd) == 0 and b"\n" not in self._buf:
-            return None
-        # Mark before reading: an answerer that sees an empty pipe and then no marker knows that
-        # no answer was ever delivered (see the protocol notes).
-        self._mark("answered")
-        try:
-            self._buf += os.read(self._fd, 65536)
-        except BlockingIOError:
-            pass
-        line, newline, rest = self._buf.partition(b"\n")
-        if not newline:
-            return None  # cannot happen with atomic writes; wait for the rest
-        self._buf = rest
-        answer = fifo.decode_answer(self.request.id, line)
-        self._finish(answer)
-        return answer
+        return self._serve(0)
 
     def withdraw(self) -> Answer | None:
         """Stop waiting and remove the request (e.g. the keyboard answered first). Returns the
         answer if one had already arrived through the channel (the caller may prefer it)."""
         if self._answer is not None:
             return self._answer
-        raced = self._end_with("withdrawn",
-                               Answer("deny", message="claudeguard: request withdrawn", decided_by="withdrawn"))
+        raced = self._end_without("withdrawn",
+                                  Answer("deny", message="claudeguard: request withdrawn", decided_by="withdrawn"))
         return None if raced.decided_by == "withdrawn" else raced
+
+    # -- answerers -----------------------------------------------------------------------------
+
+    def _serve(self, timeout: float) -> Answer | None:
+        """Wait up to ``timeout`` for answerers; hear each one that is ready. The answer taken, if any."""
+        soonest = min((c.until for c in self._conns.values()), default=None)
+        if soonest is not None:
+            timeout = max(0.0, min(timeout, soonest - time.monotonic()))
+        try:
+            events = self._poller.poll(timeout)
+        except InterruptedError:
+            events = []
+        for fd, _ in events:
+            if fd == self._listener.fileno():
+                self._accept()
+            elif fd in self._conns:
+                answer = self._hear(fd)
+                if answer is not None:
+                    return answer
+        now = time.monotonic()
+        for fd in [fd for fd, c in self._conns.items() if c.until <= now]:
+            self._refuse(fd, "no whole answer within the time allowed")
+        return None
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, _ = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            sock.setblocking(False)
+            creds = peer_creds(sock)
+            if creds is None or creds[1] != os.getuid() or len(self._conns) >= MAX_CONNS:
+                # Another uid never gets here (the directory is 0700); nobody gets a reply
+                # the kernel could not say the sender of.
+                _reply(sock, "busy, or the answering process could not be identified")
+                sock.close()
+                continue
+            self._conns[sock.fileno()] = _Conn(sock, *creds)
+            self._poller.register(sock.fileno(), select.EPOLLIN)
+
+    def _hear(self, fd: int) -> Answer | None:
+        """Read what answerer ``fd`` sent; judge its line once it is whole."""
+        conn = self._conns[fd]
+        try:
+            data = conn.sock.recv(wire.LINE_MAX + 1 - len(conn.buf))
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:
+            data = b""
+        if not data:
+            self._close(fd)  # gone without a whole line: nothing was said
+            return None
+        conn.buf += data
+        line, newline, _ = conn.buf.partition(b"\n")
+        if not newline:
+            if len(conn.buf) > wire.LINE_MAX:
+                self._refuse(fd, "answer too long")
+            return None
+        return self._judge(fd, line)
+
+    def _judge(self, fd: int, line: bytes) -> Answer | None:
+        """One whole answer: refused with one line, or taken (its answerer told so first)."""
+        conn = self._conns[fd]
+        request = self.request
+        try:
+            fields = wire.decode_answer(request.id, line)
+        except ValueError as exc:
+            self._refuse(fd, str(exc))
+            return None
+        if self.held:
+            self._refuse(fd, "no such pending request (not asked yet)")
+            return None
+        choice = fields["choice"]
+        if request.kind == "dialog" and choice is not None and choice not in (request.choices or []):
+            self._refuse(fd, f"choice {choice!r} is not one of {request.choices}")
+            return None
+        before = process_start(conn.pid)
+        inside = ancestry.inside_guarded_session(conn.pid, root=str(self._ch.path.parent)) if before else None
+        who = ancestry.identity(conn.pid, conn.uid)
+        if before is None or process_start(conn.pid) != before:
+            self._refuse(fd, "the answering process went away before it could be checked")
+            return None
+        if inside is not None:
+            self._refused_from_inside(fd, inside, who)
+            return None
+        answered_by: dict[str, Any] = dict(who)
+        if fields["vouched"]:
+            answered_by = {**fields["vouched"], "relayed_by": dict(who)}
+        # Tell the answerer first: an answer is taken exactly when its answerer hears so (one
+        # that gave up meanwhile, EPIPE, was not told, and its answer is not taken).
+        if not _reply(conn.sock, None):
+            self._close(fd)
+            return None
+        self._close(fd)
+        answer = Answer(fields["decision"], fields["scope"], fields["message"], "human", fields["choice"],
+                        fields["by"], answered_by)
+        self._end(answer, "answered")
+        return answer
+
+    def _refused_from_inside(self, fd: int, inside: str, who: ancestry.Identity) -> None:
+        """An answer from a process the agent runs: refused, and said in the audit log (the first
+        few times per request; a loop of them is counted in ``refused``)."""
+        self.refused += 1
+        self._refuse(fd, f"answer refused: from inside session {inside}")
+        if self.refused <= REFUSAL_ROWS:
+            request = self.request
+            audit.record({"event": "answer-refused", "session_id": request.session_id,
+                          "agent_type": request.agent_type, "agent_id": request.agent_id, "tool": request.tool,
+                          "summary": f"answer refused: from inside session {inside}", "request_id": request.id,
+                          "inside_session": inside, "answered_by": dict(who)})
+
+    def _refuse(self, fd: int, why: str) -> None:
+        conn = self._conns.get(fd)
+        if conn is not None:
+            _reply(conn.sock, why)
+            self._close(fd)
+
+    def _close(self, fd: int) -> None:
+        conn = self._conns.pop(fd, None)
+        if conn is None:
+            return
+        try:
+            self._poller.unregister(fd)
+        except (OSError, ValueError):
+            pass
+        conn.sock.close()
+
+    def _drain(self, listener: socket.socket | None = None) -> Answer | None:
+        """Before an ending: the answerers already connected and the lines they already sent are
+        heard (an answer that arrived in time wins), without waiting for anything."""
+        listener = listener or self._listener
+        while True:
+            try:
+                sock, _ = listener.accept()
+            except OSError:
+                break
+            sock.setblocking(False)
+            creds = peer_creds(sock)
+            if creds is None or creds[1] != os.getuid():
+                sock.close()
+                continue
+            self._conns[sock.fileno()] = _Conn(sock, *creds)
+            self._poller.register(sock.fileno(), select.EPOLLIN)
+        for fd in list(self._conns):
+            if fd in self._conns:
+                answer = self._hear(fd)
+                if answer is not None:
+                    return answer
+        return None
 
     # -- a held request --------------------------------------------------------------------------
 
@@ -248,13 +417,13 @@ class Pending:
         now = time.time()
         self.request = replace(self.request, created=now, deadline=now + max(0.0, timeout))
         self.held = False
-        record = _record(self.request, self._fifo_id, held=False)
+        record = _record(self.request, self._sock_id, held=False)
         try:
             self._ch.write_json_atomic(f"{self.request.id}.json", record)
         except OSError as exc:
             message = (f"claudeguard: the approval channel was lost (request {self.request.id}: "
                        f"{exc.strerror or exc}); denied")
-            self._end_with("error", Answer("deny", message=message, decided_by="error"))
+            self._end_without("error", Answer("deny", message=message, decided_by="error"))
             return
         _announce(self._ch, self.request, notify)
 
@@ -266,10 +435,21 @@ class Pending:
         word = "allowed" if decision == "allow" else "denied"
         message = (f"claudeguard: no answer within {timeout:g} s; {word} by approval.on_timeout "
                    f"(request {self.request.id})")
-        return self._end_with("timeout", Answer(decision, message=message, decided_by="timeout"))
+        return self._end_without("timeout", Answer(decision, message=message, decided_by="timeout"))
+
+    def check(self) -> Answer | None:
+        """For callers that wait with their own loop: hear ready answerers, verify the channel
+        (republishing the request when its directory went away); an Answer when the request ended."""
+        if self._answer is not None:
+            return self._answer
+        answer = self._serve(0)
+        if answer is not None:
+            return answer
+        self._next_check = time.monotonic() + CHECK_EVERY_S
+        return self._check_channel()
 
     def _check_channel(self) -> Answer | None:
-        """The FIFO or the .json was removed or replaced under us: nobody can answer any more.
+        """The socket or the .json was removed or replaced under us: nobody can answer any more.
         The whole channel directory gone (systemd removing the runtime dir at logout, a tmp
         cleaner, ``rm -rf``) is not that: the request is published again, same id and deadline."""
         ch, rid = self._ch, self.request.id
@@ -279,22 +459,15 @@ class Pending:
                 return answer or self._answer
             ch = self._ch
         try:
-            st = os.stat(f"{rid}.fifo", dir_fd=ch.fd, follow_symlinks=False)
-            intact = (st.st_dev, st.st_ino) == self._fifo_id and ch.exists(f"{rid}.json")
+            st = os.stat(f"{rid}.sock", dir_fd=ch.fd, follow_symlinks=False)
+            intact = (st.st_dev, st.st_ino) == self._sock_id and ch.exists(f"{rid}.json")
         except FileNotFoundError:
             intact = False
         if intact:
             return None
-        message = (f"claudeguard: the approval channel was lost (request {rid}: its FIFO or request file was "
+        message = (f"claudeguard: the approval channel was lost (request {rid}: its socket or request file was "
                    "removed); denied")
-        return self._end_with("error", Answer("deny", message=message, decided_by="error"))
-
-    def check(self) -> Answer | None:
-        """For callers that wait with their own loop: verify the channel (republishing the
-        request when its directory went away); an Answer when the request had to end."""
-        if self._answer is not None:
-            return self._answer
-        return self._check_channel()
+        return self._end_without("error", Answer("deny", message=message, decided_by="error"))
 
     def _dir_lost(self) -> bool:
         """Our channel directory is no longer at its path (removed, or another one there)."""
@@ -306,33 +479,33 @@ class Pending:
         return (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino)
 
     def _republish(self) -> Answer | None:
-        """Make the channel again and publish this request in it (new FIFO, lock and .json,
-        made in the same order as ``post``). Returns an answer that reached the old FIFO
-        first; None when republished, or when that failed (then the request is ended with
-        ``error`` by the usual check: the new directory has none of its files)."""
-        old_ch, old_fd, old_lock = self._ch, self._fd, self._lock_fd
-        # An answerer that opened the old files before they went holds the old lock while it
-        # writes: take it, so its answer is either in the old pipe now or never written.
-        locked = fifo.lock_bounded(old_lock, END_LOCK_S)
+        """Make the channel again and publish this request in it (a new socket and .json, made in
+        the same order as ``post``). Returns an answer that reached the old socket first; None
+        when republished, or when that failed (then the request is ended with ``error`` by the
+        usual check: the new directory has none of its files)."""
+        old_ch, old_listener = self._ch, self._listener
         try:
-            if fifo.pending_bytes(old_fd) > 0:
-                return self.poll()
-            try:
-                ch = ChannelDir()
-            except GuardError:
-                return None
-            try:
-                fifo_fd, lock_fd, fifo_id = _publish(ch, self.request, self.held, republished=time.time())
-            except OSError:
-                ch.close()
-                return None
-            self._ch, self._fd, self._lock_fd, self._fifo_id = ch, fifo_fd, lock_fd, fifo_id
-        finally:
-            if locked and self._lock_fd != old_lock:
-                fifo.unlock(old_lock)
-        for fd in (old_fd, old_lock):
-            os.close(fd)
+            ch = ChannelDir()
+        except GuardError:
+            return None
+        try:
+            listener, sock_id = _publish(ch, self.request, self.held, republished=time.time())
+        except OSError:
+            ch.close()
+            return None
+        # An answerer that connected to the old socket before it went is heard, then the old
+        # socket closes: one that connects to it later reaches nothing.
+        answer = self._drain(old_listener)
+        try:
+            self._poller.unregister(old_listener.fileno())
+        except (OSError, ValueError):
+            pass
+        old_listener.close()
         old_ch.close()
+        self._ch, self._listener, self._sock_id = ch, listener, sock_id
+        self._poller.register(listener.fileno(), select.EPOLLIN)
+        if answer is not None:
+            return answer
         try:
             bells = self._ch.bells_fd(create=False)
             if bells >= 0:
@@ -341,43 +514,41 @@ class Pending:
             pass
         return None
 
-    def _end_with(self, reason: str, ending: Answer) -> Answer:
-        """End without an answer from the channel: under the lock (so no answerer is between its
-        checks and its write), take an answer that made it into the pipe, else mark ``reason``."""
-        locked = fifo.lock_bounded(self._lock_fd, END_LOCK_S)
-        try:
-            if fifo.pending_bytes(self._fd) > 0:
-                answer = self.poll()
-                if answer is not None:
-                    return answer
-            # Holding the lock and with an empty pipe, no answer is in flight: our ending counts.
-            self._mark(reason)
-        finally:
-            if locked:
-                fifo.unlock(self._lock_fd)
-        self._finish(ending)
+    def _end_without(self, reason: str, ending: Answer) -> Answer:
+        """End without an answer of a human: what the answerers already sent is heard first (an
+        answer that arrived in time wins), then the request ends with ``reason``."""
+        answer = self._drain()
+        if answer is not None:
+            return answer
+        self._end(ending, reason)
         return ending
 
-    def _mark(self, reason: str) -> None:
+    def _end(self, answer: Answer, reason: str) -> None:
+        """Mark the ending, tell the answerers still connected, stop listening (a later one gets
+        ECONNREFUSED, never a silent success), then remove the files, .json first."""
+        self._answer = answer
         try:
             self._ch.create_marker(self.request.id, reason)
         except OSError:
             pass  # the directory itself is gone: nobody can answer any more anyway
-
-    def _finish(self, answer: Answer) -> None:
-        """Close the read end first (a late writer then gets EPIPE/ENXIO, never a silent
-        success), then remove the files, .json first."""
-        self._answer = answer
-        for fd in (self._fd, self._lock_fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        for fd in list(self._conns):
+            self._refuse(fd, REFUSALS.get(reason, "no longer pending"))
+        self._listener.close()
+        self._poller.close()
         try:
             self._ch.remove_request(self.request.id)
         except OSError:
             pass
         self._ch.close()
+
+
+def _reply(sock: socket.socket, error: str | None) -> bool:
+    """The waiter's one reply line; False when the answerer is gone (it was not told)."""
+    try:
+        sock.sendall(wire.encode_reply(error), SEND_FLAGS)
+    except OSError:
+        return False
+    return True
 
 
 def list_pending(session_id: str | None = None, *, held: bool = False) -> list[Request]:
@@ -440,15 +611,26 @@ def _resolve(ch: ChannelDir, id_or_prefix: str) -> str:
 
 
 def answer(id_or_prefix: str, decision: str, *, scope: str = "once", message: str | None = None,
-           choice: str | None = None, by: str | None = None) -> Request:
-    """Deliver one answer; the first one wins. Anything else (unknown, already answered,
-    expired, caller gone, channel lost) raises NotFoundError with one line (exit 1)."""
+           choice: str | None = None, by: str | None = None, vouched: dict[str, object] | None = None) -> Request:
+    """Deliver one answer to its waiter, which says whether it took it: the first good one wins.
+    Anything else (unknown, already answered, expired, caller gone, channel lost, refused by the
+    waiter: from inside a guarded session, above all) raises NotFoundError with one line (exit 1).
+    ``vouched``: who a relaying answerer (the desk, the fleet) answers for; the waiter records it
+    beside what it sees of this process."""
     if decision not in DECISIONS:
         raise UsageError(f"decision {decision!r}: expected allow or deny")
     if scope not in SCOPES:
         raise UsageError(f"scope {scope!r}: expected one of {', '.join(SCOPES)}")
     with ChannelDir() as ch:
         rid = _resolve(ch, id_or_prefix)
+
+        def refuse_if_ended() -> None:
+            reason = ch.read_marker(rid)
+            if reason is not None:
+                raise NotFoundError(f"{rid}: {REFUSALS.get(reason, 'no longer pending')}")
+            if not ch.exists(f"{rid}.json"):
+                raise NotFoundError(f"{rid}: no longer pending")
+
         try:
             record = ch.read_json(f"{rid}.json")
             request = Request.from_dict(record["request"]) if record else None
@@ -456,94 +638,79 @@ def answer(id_or_prefix: str, decision: str, *, scope: str = "once", message: st
             raise NotFoundError(f"{rid}: unreadable request file") from None
         if request is None or record is None:
             raise NotFoundError(f"{rid}: no longer pending")
+        if record.get("v") != RECORD_VERSION:
+            raise NotFoundError(f"{rid}: waits in an older claudeguard (answer it with that version's claudeguardctl)")
         if record.get("held"):
             raise NotFoundError(f"{rid}: no such pending request (not asked yet)")
         if request.kind == "dialog" and choice is not None and choice not in (request.choices or []):
             raise UsageError(f"{rid}: choice {choice!r} is not one of {request.choices}")
-        line = fifo.encode_answer(rid, Answer(decision, scope, message, "human", choice, by))
         try:
-            lock_fd = os.open(f"{rid}.lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=ch.fd)
-        except FileNotFoundError:
-            raise NotFoundError(f"{rid}: no longer pending") from None
-        try:
-            if not fifo.lock_bounded(lock_fd, ANSWER_LOCK_S):
-                raise NotFoundError(f"{rid}: being answered by someone else right now")
-            _deliver(ch, rid, request, record, line)
-        finally:
-            # Closing releases the lock. The answerer creates no marker of its own: the waiter
-            # marks before it reads, and a file made here could outlive the waiter's cleanup.
-            os.close(lock_fd)
+            line = wire.encode_answer(rid, decision, scope=scope, message=message, choice=choice, by=by,
+                                      vouched=vouched)
+        except ValueError as exc:
+            raise UsageError(f"{rid}: {exc}") from None
+        refuse_if_ended()
+        if time.time() > request.deadline:
+            raise NotFoundError(f"{rid}: {REFUSALS['timeout']}")
+        if not waiter_alive(record):
+            ch.remove_request(rid)
+            raise NotFoundError(f"{rid}: {REFUSALS['gone']}; request withdrawn")
+        refusal = _exchange(ch, rid, record, line, refuse_if_ended)
+    if refusal is not None:
+        raise NotFoundError(f"{rid}: {refusal}")
     return request
 
 
-def _deliver(ch: ChannelDir, rid: str, request: Request, record: dict[str, Any], line: bytes) -> None:
-    """Under the request's lock: check it is still open, then write the one line."""
-
-    def refuse_if_ended() -> None:
-        reason = ch.read_marker(rid)
-        if reason is not None:
-            raise NotFoundError(f"{rid}: {REFUSALS.get(reason, 'no longer pending')}")
-
-    refuse_if_ended()
-    if not ch.exists(f"{rid}.json"):
-        raise NotFoundError(f"{rid}: no longer pending")
-    if time.time() > request.deadline:
-        raise NotFoundError(f"{rid}: {REFUSALS['timeout']}")
-    if not waiter_alive(record):
-        ch.remove_request(rid)
-        raise NotFoundError(f"{rid}: {REFUSALS['gone']}; request withdrawn")
+def _exchange(ch: ChannelDir, rid: str, record: dict[str, Any], line: bytes, refuse_if_ended: Any) -> str | None:
+    """Connect to the waiter, send ``line``, read its reply: None when it took the answer, else its
+    refusal. The other end must be the recorded waiter (``SO_PEERCRED``): a socket put there by
+    anybody else never receives a human's answer as if it were the call's."""
+    waiter = record.get("waiter")
+    waiter_pid = waiter.get("pid") if isinstance(waiter, dict) else None
     try:
-        fd = os.open(f"{rid}.fifo", os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=ch.fd)
+        st = os.stat(f"{rid}.sock", dir_fd=ch.fd, follow_symlinks=False)
     except FileNotFoundError:
-        # The waiter removes its .json before its FIFO: with the .json gone it simply finished.
         refuse_if_ended()
-        if not ch.exists(f"{rid}.json"):
-            raise NotFoundError(f"{rid}: no longer pending") from None
         ch.remove_request(rid)  # unanswerable; its waiter notices within CHECK_EVERY_S
-        raise NotFoundError(f"{rid}: {REFUSALS['error']} (its FIFO is missing); request withdrawn") from None
-    except OSError as exc:
-        if exc.errno != errno.ENXIO:
-            raise GuardError(f"{rid}: cannot open its FIFO: {exc.strerror}") from None
-        refuse_if_ended()  # the waiter just finished (it marks before it closes): say how
-        if not ch.exists(f"{rid}.json"):
-            raise NotFoundError(f"{rid}: no longer pending") from None
-        ch.remove_request(rid)  # nobody reads it: the caller is gone
-        raise NotFoundError(f"{rid}: {REFUSALS['gone']}; request withdrawn") from None
+        raise NotFoundError(f"{rid}: {REFUSALS['error']} (its socket is missing); request withdrawn") from None
+    if not stat.S_ISSOCK(st.st_mode) or [st.st_dev, st.st_ino] != list(record.get("sock") or []):
+        raise NotFoundError(f"{rid}: {REFUSALS['error']} (its socket was replaced)")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISFIFO(st.st_mode) or [st.st_dev, st.st_ino] != list(record.get("fifo") or []):
-            raise NotFoundError(f"{rid}: {REFUSALS['error']} (its FIFO was replaced)")
-        # Order matters: empty pipe first, then no marker => no answer was ever delivered (a
-        # waiter marks before it reads; an answerer killed after writing leaves its bytes).
-        if fifo.pending_bytes(fd) > 0:
-            raise NotFoundError(f"{rid}: {REFUSALS['answered']}")
-        refuse_if_ended()
+        sock.settimeout(ANSWER_TIMEOUT_S)
         try:
-            written = _write_no_sigpipe(fd, line)
-        except BrokenPipeError:  # the waiter closed after our open: it ended just now
+            sock.connect(_sock_name(ch, f"{rid}.sock"))
+        except (FileNotFoundError, ConnectionRefusedError):
+            # Nobody listens: the waiter ended just now (it marks before it closes), or died.
             refuse_if_ended()
-            if not ch.exists(f"{rid}.json"):
-                raise NotFoundError(f"{rid}: no longer pending") from None
-            raise NotFoundError(f"{rid}: {REFUSALS['gone']}") from None
-        except BlockingIOError:
-            raise NotFoundError(f"{rid}: its FIFO is full; not answered") from None
-        if written != len(line):  # impossible below PIPE_BUF; never report a half answer as given
-            raise GuardError(f"{rid}: short write on its FIFO")
+            ch.remove_request(rid)  # nobody can answer it: its waiter notices within CHECK_EVERY_S
+            if not waiter_alive(record):
+                raise NotFoundError(f"{rid}: {REFUSALS['gone']}; request withdrawn") from None
+            raise NotFoundError(f"{rid}: its caller stopped listening; request withdrawn") from None
+        except TimeoutError:
+            raise NotFoundError(f"{rid}: its waiting call is busy; not answered") from None
+        creds = peer_creds(sock)
+        if creds is None or creds[0] != waiter_pid or creds[1] != os.getuid():
+            raise NotFoundError(f"{rid}: {REFUSALS['error']} (another process listens on its socket)")
+        try:
+            sock.sendall(line, SEND_FLAGS)
+            reply = b""
+            while b"\n" not in reply and len(reply) < wire.REPLY_MAX:
+                chunk = sock.recv(wire.REPLY_MAX)
+                if not chunk:
+                    break
+                reply += chunk
+        except TimeoutError:
+            raise NotFoundError(f"{rid}: no word from its waiting call within {ANSWER_TIMEOUT_S:g} s; "
+                                f"not confirmed") from None
+        except OSError:
+            reply = b""
+        if b"\n" not in reply:
+            refuse_if_ended()  # it ended meanwhile: say how
+            raise NotFoundError(f"{rid}: no longer pending (its waiting call ended without taking this answer)")
+        return wire.decode_reply(reply.partition(b"\n")[0])
     finally:
-        os.close(fd)
-
-
-def _write_no_sigpipe(fd: int, data: bytes) -> int:
-    """os.write that reports a reader gone as BrokenPipeError even in a program that restored the
-    default SIGPIPE action (which would otherwise kill the answering command)."""
-    if signal.getsignal(signal.SIGPIPE) != signal.SIG_DFL:
-        return os.write(fd, data)  # Python's default: SIGPIPE ignored, EPIPE raised
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
-    try:
-        return os.write(fd, data)
-    finally:
-        signal.sigtimedwait({signal.SIGPIPE}, 0)  # consume the one our write raised, if any
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGPIPE})
+        sock.close()
 
 
 class Doorbell:

@@ -2,9 +2,9 @@
 directory fd with O_NOFOLLOW.
 
 Per request ``<id>`` (see docs/design.md ("The approval channel") for who creates, writes, reads and removes each):
-``<id>.fifo`` (answers), ``<id>.lock`` (flock that serialises answerers and the waiter's own
-ending), ``<id>.json`` (the published request; present = listed), ``<id>.done`` (the end marker,
-created once with O_EXCL: its content says how the request ended).
+``<id>.sock`` (the waiter's listening socket: answers), ``<id>.json`` (the published request;
+present = listed), ``<id>.done`` (the end marker, created once with O_EXCL: its content says how
+the request ended), ``<id>.go``/``<id>.drop`` (a held request's owner speaking).
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
 
-SUFFIXES = (".json", ".fifo", ".done", ".lock", ".go", ".drop")  # .go/.drop: a held request's owner speaking
+# .go/.drop: a held request's owner speaking; .fifo/.lock: a request of claudeguard 0.2 and
+# earlier (answered through a FIFO), left by a crash: swept like any other file of a request.
+SUFFIXES = (".json", ".sock", ".done", ".go", ".drop", ".fifo", ".lock")
 ORPHAN_AGE_S = 10.0  # a file without its .json this old is left over from a crash
 FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
 

@@ -49,7 +49,10 @@ def main(argv: list[str]) -> int:
 
 
 def answer_request(request_id: str, decision: str, *, scope: str, message: str | None, file: str | None, by: str,
-                   quiet: bool = False, choice: str | None = None) -> int:
+                   quiet: bool = False, choice: str | None = None, vouched: dict[str, object] | None = None) -> int:
+    """Answer one request through the channel (its waiter judges the answer and records who gave
+    it: this process, and ``vouched``, what a relaying desk says of its user); ``forever`` also
+    writes the rule. A refusal is one line and exit 1, nothing written."""
     match = [r for r in channel.list_pending() if r.id.startswith(request_id)] if len(request_id) >= 6 else []
     if len(match) > 1:
         raise NotFoundError(f"{request_id}: matches {len(match)} requests; give more of the id")
@@ -72,7 +75,8 @@ def answer_request(request_id: str, decision: str, *, scope: str, message: str |
         if not 1 <= int(choice) <= len(choices):
             raise GuardError(f"{request_id}: --choice {choice}: the request has {len(choices)} choices")
         choice = choices[int(choice) - 1]
-    answered = channel.answer(request_id, decision, scope=scope, message=message, by=by, choice=choice)
+    answered = channel.answer(request_id, decision, scope=scope, message=message, by=by, choice=choice,
+                              vouched=vouched)
     word = "approved" if decision == "allow" else "denied"
     if target is not None:
         try:

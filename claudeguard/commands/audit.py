@@ -38,8 +38,23 @@ def format_event(event: dict[str, Any]) -> str:
     rule = f" [{event['rule']} @ {event['source']}]" if event.get("rule") else ""
     return (
         f"{event.get('time', '?')}  {str(event.get('session_id', '-'))[:16]:16}  {agent[:16]:16}  "
-        f"{str(event.get('decision', '-')):5} by {by}{scope}{waited}: {event.get('summary', '')}{rule}"
+        f"{str(event.get('decision', '-')):5} by {by}{scope}{waited}{answerer(event.get('answered_by'))}: "
+        f"{event.get('summary', '')}{rule}"
     )
+
+
+def answerer(answered_by: object) -> str:
+    """`` from pid 4242 (/dev/pts/3)``: who gave a human's answer, as its waiter saw the process;
+    a relayed one says through what (`` via desk``, `` via fleet (cg-a-bob@desk-bob)``)."""
+    if not isinstance(answered_by, dict):
+        return ""
+    via = answered_by.get("via")
+    if via == "fleet":
+        return f" via fleet ({answered_by.get('acl_user')}@{answered_by.get('machine')})"
+    if isinstance(via, str):
+        return f" via {via}"
+    tty = answered_by.get("tty")
+    return f" from pid {answered_by.get('pid')} ({tty or 'no tty'})"
 
 
 def parser() -> argparse.ArgumentParser:

@@ -130,7 +130,7 @@ class LocalSource:
                "answered_by": dict(answered_by), **answered_by}
         try:
             answer_request(request.id, decision, scope=scope, message=message, file=target,
-                           by=provenance_text(answered_by), quiet=True, choice=choice)
+                           by=provenance_text(answered_by), quiet=True, choice=choice, vouched=dict(answered_by))
         except GuardError as exc:
             if not any(r.id == request.id for r in _pending_quiet()):
                 # answered, but what came after failed (a forever rule not written): still the desk's answer

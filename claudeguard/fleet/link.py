@@ -532,12 +532,12 @@ def _text(value: object, limit: int) -> str | None:
 
 
 def channel_apply(request_id: str, fields: AnswerFields, answered_by: AnsweredBy) -> Outcome:
-    """``apply_answer`` through today's channel answer path (``channel.answer``): the first answer
-    the request's waiter takes wins, from here or from afar. Phase 2 points the link at the
-    service's answer path instead, which records ``answered_by`` itself."""
+    """``apply_answer`` through the channel's answer path (``channel.answer``): the first answer
+    the request's waiter takes wins, from here or from afar. The waiter records ``answered_by``
+    (the fleet member and machine, vouched for by this link) beside this process."""
     try:
         answer(request_id, fields["decision"], scope=fields["scope"], message=fields["message"],
-               choice=fields["choice"], by=by_text(answered_by))
+               choice=fields["choice"], by=by_text(answered_by), vouched=dict(answered_by))
     except NotFoundError as exc:
         return {"applied": False, "reason": str(exc)}
     except GuardError as exc:

@@ -208,7 +208,8 @@ def ask_human(session: Session, *, tool: str, tool_input: dict[str, Any], agent_
         reason = f"claudeguard: approved by a human ({scope})"
     else:
         reason = answer.message or f"claudeguard: denied by a human ({scope})"
-    return Decision(answer.decision, reason, decided_by="human", scope=scope, request_id=request_id)
+    return Decision(answer.decision, reason, decided_by="human", scope=scope, request_id=request_id,
+                    answered_by=answer.answered_by)
 
 
 HOLD_CHECK_S = 0.2  # how often a held request looks for its dialog owner's word

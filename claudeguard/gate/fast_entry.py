@@ -8,18 +8,40 @@ session's gate server (``claudeguard.gate.server``) with nothing but ``_socket``
 a server it decides in this process. The directory holding the ``claudeguard`` package is put first
 on ``sys.path`` by hand, and the interpreter's site-packages after the standard library (in an
 editable install the package's directory is a checkout without the dependencies).
+
+A guarded session's callbacks run as ``hook --session-dir DIR`` and ``mcp-serve --session-dir
+DIR``: the session is the one on the command line, and every ``CLAUDEGUARD_*`` variable of the
+environment is dropped before anything reads it (any settings source's ``env`` block sets the
+CLI's environment, and ours with it); the runtime dir is the one the session dir is in, the
+audit log the one ``session.json`` names, and the gate server is asked with the key in the
+session dir's ``gate.key`` (0600).
 """
 
 import os
 import sys
 
 
-def _via_gate_server(data: bytes) -> bytes | None:
+def _session_dir() -> str | None:
+    """``DIR`` of ``hook --session-dir DIR`` (or ``mcp-serve``); None for a hook wired by hand."""
+    args = sys.argv[2:]
+    return args[1] if len(args) == 2 and args[0] == "--session-dir" and args[1] else None
+
+
+def _own_environment(directory: str) -> None:
+    """Nothing of ours from the environment: the session's runtime dir is the one it lives in."""
+    for name in [n for n in os.environ if n.startswith("CLAUDEGUARD_")]:
+        del os.environ[name]
+    os.environ["CLAUDEGUARD_RUNTIME_DIR"] = os.path.dirname(os.path.dirname(os.path.abspath(directory)))
+
+
+def _via_gate_server(data: bytes, directory: str) -> bytes | None:
     """The hook's stdout as the session's gate server answers it; None when there is none."""
-    directory = os.environ.get("CLAUDEGUARD_SESSION_DIR")
-    if not directory or os.environ.get("CLAUDEGUARD_GATE_SERVER") == "0":
-        return None
     try:
+        fd = os.open(os.path.join(directory, "gate.key"), os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            key = os.read(fd, 128).strip()
+        finally:
+            os.close(fd)
         import _socket  # the C module: `socket` would import enum and more (~8 ms)
 
         conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -30,7 +52,7 @@ def _via_gate_server(data: bytes) -> bytes | None:
                 dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
                 path = f"/proc/self/fd/{dir_fd}/gate.sock"
             conn.connect(path)
-            conn.sendall(len(data).to_bytes(8, "big") + data)
+            conn.sendall(len(key).to_bytes(1, "big") + key + len(data).to_bytes(8, "big") + data)
             chunks = []
             while True:
                 chunk = conn.recv(65536)
@@ -47,9 +69,12 @@ def _via_gate_server(data: bytes) -> bytes | None:
     return answer[2:] if answer.startswith(b"OK") else None
 
 
+SESSION_DIR = _session_dir() if len(sys.argv) > 1 and sys.argv[1] in ("hook", "mcp-serve") else None
+if SESSION_DIR is not None:
+    _own_environment(SESSION_DIR)
 if len(sys.argv) > 1 and sys.argv[1] == "hook":
     event = sys.stdin.buffer.read()
-    answer = _via_gate_server(event)
+    answer = _via_gate_server(event, SESSION_DIR) if SESSION_DIR is not None else None
     if answer is not None:
         sys.stdout.buffer.write(answer)
         sys.exit(0)
@@ -89,14 +114,14 @@ from claudeguard.errors import run_main  # noqa: E402 - after sys.path is set ab
 
 # What the CLI starts, `hook` and `mcp-serve`, runs the gate's own entry points as
 # `claudeguardctl hook|mcp-serve` would, without loading the dispatcher and its package.
-if sys.argv[1:] == ["hook"]:
+if sys.argv[1:2] == ["hook"] and (len(sys.argv) == 2 or SESSION_DIR is not None):
     from claudeguard.gate.hook import main as hook_main
 
-    sys.exit(run_main("claudeguardctl", hook_main))
-if sys.argv[1:] == ["mcp-serve"]:
+    sys.exit(run_main("claudeguardctl", lambda: hook_main(SESSION_DIR)))
+if sys.argv[1:2] == ["mcp-serve"] and (len(sys.argv) == 2 or SESSION_DIR is not None):
     from claudeguard.gate.mcp_server import serve
 
-    sys.exit(run_main("claudeguardctl", serve))
+    sys.exit(run_main("claudeguardctl", lambda: serve(session_dir=SESSION_DIR)))
 # Every other command line, as claudeguardctl runs it. This file is a program, which nothing
 # imports: tests/test_layers.py gives it the commands' layer, beside bin/claudeguardctl's.
 from claudeguard.commands.ctl import main  # noqa: E402 - after sys.path is set above

@@ -38,9 +38,11 @@ def deny_output(event_name: str | None, reason: str) -> dict[str, Any] | None:
     return hook_output(event_name, failure(reason))
 
 
-def run(stdin_text: str, client_alive: "Callable[[], bool] | None" = None) -> dict[str, Any] | None:
+def run(stdin_text: str, client_alive: "Callable[[], bool] | None" = None,
+        session_dir: str | None = None) -> dict[str, Any] | None:
     """The hook's answer to one event. ``client_alive``: when served by the gate server, whether
-    the hook process that asked is still there (a request it waits on is withdrawn otherwise)."""
+    the hook process that asked is still there (a request it waits on is withdrawn otherwise);
+    ``session_dir``: the session's (the hook's ``--session-dir``, or the gate server's own)."""
     try:
         event = json.loads(stdin_text)
         if not isinstance(event, dict):
@@ -49,7 +51,14 @@ def run(stdin_text: str, client_alive: "Callable[[], bool] | None" = None) -> di
         return deny_output(None, f"claudeguard: malformed hook input ({exc}); denied")
     name = event.get("hook_event_name")
     try:
-        return handle(event, client_alive)
+        session = None
+        if session_dir:
+            from claudeguard.channel.audit import session_log
+            from claudeguard.gate.session import load_session
+
+            session = load_session(session_dir)
+            session_log.set(session.snapshot.get("log_dir"))  # not CLAUDEGUARD_LOG_DIR: an env block sets that
+        return handle(event, client_alive, session)
     except Exception as exc:  # noqa: BLE001 - fail closed with a reason, never a traceback
         if name in DECISION_EVENTS:
             detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -200,13 +209,13 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
     return permission_request_output(verdict, allowed_input(session, tool, tool_input, verdict) or tool_input)
 
 
-def main() -> int:
+def main(session_dir: str | None = None) -> int:
     try:
         text = sys.stdin.read()
     except (OSError, UnicodeDecodeError) as exc:
         _emit(deny_output(None, f"claudeguard: cannot read hook input ({exc}); denied") or {})
         return 0
-    out = run(text)
+    out = run(text, session_dir=session_dir)
     if out is not None:
         _emit(out)
     return 0

@@ -41,8 +41,9 @@ TOOL = {
 
 
 class Server:
-    def __init__(self, out: IO[str]) -> None:
+    def __init__(self, out: IO[str], session_dir: str | None = None) -> None:
         self.out = out
+        self.session_dir = session_dir  # from our command line (``mcp-serve --session-dir DIR``)
         self.lock = threading.Lock()
         self.threads: list[threading.Thread] = []
 
@@ -81,15 +82,16 @@ class Server:
         self.answer(msg)
 
     def answer(self, msg: object) -> None:
-        out = respond(msg)
+        out = respond(msg, session_dir=self.session_dir)
         if out is not None:
             self.send(out)
 
 
-def respond(msg: object, session: Session | None = None) -> dict[str, Any] | None:
+def respond(msg: object, session: Session | None = None, session_dir: str | None = None) -> dict[str, Any] | None:
     """The JSON-RPC answer to one message; None for a notification or a response. The same for
-    the stdio server and the service's HTTP endpoint (``service.http``, ``session`` given);
-    ``tools/call`` decides here and may wait for a human."""
+    the stdio server (``session_dir``: the one on its command line) and the service's HTTP
+    endpoint (``service.http``, ``session`` given); ``tools/call`` decides here and may wait for
+    a human."""
     def error(msg_id: object, code: int, message: str) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
 
@@ -117,15 +119,18 @@ def respond(msg: object, session: Session | None = None) -> dict[str, Any] | Non
             return error(msg_id, -32602, f"unknown tool: {params.get('name')}")
         from claudeguard.decision import prompt_tool_result
 
-        result = prompt_tool_result(decide_prompt(params.get("arguments") or {}, session))
+        result = prompt_tool_result(decide_prompt(params.get("arguments") or {}, session, session_dir))
     else:
         return error(msg_id, -32601, f"method not found: {method}")
     return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 
 
-def decide_prompt(args: dict[str, Any], session: Session | None = None) -> dict[str, Any]:
+def decide_prompt(args: dict[str, Any], session: Session | None = None,
+                  session_dir: str | None = None) -> dict[str, Any]:
     """The prompt tool's answer; any failure is a deny with the reason (fail closed). The stdio
-    server finds its session from the environment; the service passes the registered one."""
+    server reads its session from the dir on its command line, the service passes the
+    registered one; without either, a session from the config files (nothing is taken from the
+    environment, which a settings ``env`` block sets)."""
     from claudeguard.decision import failure, prompt_tool_answer
 
     tool = args.get("tool_name")
@@ -136,7 +141,7 @@ def decide_prompt(args: dict[str, Any], session: Session | None = None) -> dict[
         from claudeguard.gate.decide import decide_call, reuse_answer
         from claudeguard.gate.session import current_session, recall_call
 
-        session = session or current_session()
+        session = session or current_session(directory=session_dir)  # an unreadable one raises: a deny
         from claudeguard.gate.proof import NO_SIGN, end_session, lifeless
 
         if lifeless(session):  # the CLI asks before any hook of the guard's reached it
@@ -164,8 +169,8 @@ def decide_prompt(args: dict[str, Any], session: Session | None = None) -> dict[
     return prompt_tool_answer(verdict, run_input)
 
 
-def serve(stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
-    server = Server(stdout or sys.stdout)
+def serve(stdin: IO[str] | None = None, stdout: IO[str] | None = None, session_dir: str | None = None) -> int:
+    server = Server(stdout or sys.stdout, session_dir)
     for line in stdin or sys.stdin:
         if line.strip():
             server.handle_line(line)

@@ -6,24 +6,30 @@ for. So the session's claudeguard listens on ``<session dir>/gate.sock`` (a Unix
 0700 session directory, mode 0600) and the hook command is a thin client (``fast_entry``: no
 ``site``, only ``_socket``) that hands the event over and prints the answer: ~13 ms per call.
 
-Protocol: the client sends an 8-byte big-endian length and the event bytes, and keeps its end
-open while it waits; the server answers ``OK`` followed by the hook's stdout (possibly empty) and
-closes. A client that goes away (the CLI killed the hook) is noticed while its request waits in
-the channel, and the request is withdrawn. Anything else (no socket, refused, a broken answer)
-makes the client decide in its own process, exactly as without the server.
+Protocol: the client sends the server's key (one length byte, then the key, read from
+``gate.key``, 0600 beside the socket), an 8-byte big-endian length and the event bytes, and
+keeps its end open while it waits; the server answers ``OK`` followed by the hook's stdout
+(possibly empty) and closes. A wrong key gets nothing (the connection closes). A client that
+goes away (the CLI killed the hook) is noticed while its request waits in the channel, and the
+request is withdrawn. Anything else (no socket, refused, a broken answer) makes the client decide
+in its own process, exactly as without the server. The hook finds the session dir on its own
+command line, never in the environment (``gate/fast_entry.py``).
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
 import select
 import socket
 import threading
 
+from claudeguard.files import write_atomic
 from claudeguard.sockets import socket_address
 
 SOCKET_NAME = "gate.sock"
+KEY_NAME = "gate.key"
 MAX_EVENT = 16 * 1024 * 1024
 
 
@@ -51,10 +57,14 @@ def client_alive(conn: socket.socket) -> bool:
 
 class GateServer:
     def __init__(self, session_dir: str) -> None:
+        self.session_dir = session_dir
         self.path = os.path.join(session_dir, SOCKET_NAME)
         self.sock: socket.socket | None = None
+        self.key = b""
 
     def start(self) -> None:
+        self.key = os.urandom(24).hex().encode()
+        write_atomic(os.path.join(self.session_dir, KEY_NAME), self.key + b"\n")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old = os.umask(0o177)  # the socket file is created 0600
         try:
@@ -81,11 +91,14 @@ class GateServer:
         from claudeguard.gate.hook import run
 
         try:
+            key = _recv_exact(conn, _recv_exact(conn, 1)[0])
+            if not hmac.compare_digest(key, self.key):
+                return  # not the session's hook: nothing is decided or recorded for it
             size = int.from_bytes(_recv_exact(conn, 8), "big")
             if size > MAX_EVENT:
                 return  # the client decides on its own
             text = _recv_exact(conn, size).decode("utf-8", "replace")
-            out = run(text, client_alive=lambda: client_alive(conn))
+            out = run(text, client_alive=lambda: client_alive(conn), session_dir=self.session_dir)
             conn.sendall(b"OK" + (json.dumps(out).encode() if out is not None else b""))
         except OSError:
             pass  # the client went away, or will decide on its own
@@ -96,7 +109,8 @@ class GateServer:
         sock, self.sock = self.sock, None
         if sock is not None:
             sock.close()
-            try:
-                os.unlink(self.path)
-            except OSError:
-                pass
+            for path in (self.path, os.path.join(self.session_dir, KEY_NAME)):
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass

@@ -1,9 +1,10 @@
 """The session a callback belongs to: the snapshot the shim wrote, grants, and guard events.
 
 The shim writes ``session.json`` (policy spec, approval settings) into the session directory
-before it starts the CLI and passes the directory in ``CLAUDEGUARD_SESSION_DIR``; callbacks read
-it instead of re-reading the config layers. Without it (a hook wired up by hand, outside
-claudeguard) the config is loaded from the event's cwd.
+before it starts the CLI; a command hook or the stdio prompt tool is told the directory on its
+own command line (``--session-dir``), the service knows it from the registration, and nothing
+is taken from the environment (any settings source's ``env`` block sets that). Without one (a
+hook wired up by hand, outside claudeguard) the config is loaded from the event's cwd.
 """
 
 from __future__ import annotations
@@ -77,12 +78,13 @@ def load_session(directory: str) -> Session:
     fd = os.open(os.path.join(directory, "session.json"), os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd) as fh:
         snapshot: Snapshot = json.load(fh)  # written by plan.session (a reader meets a bad one as a deny)
-    return Session(snapshot.get("session_id") or os.environ.get("CLAUDEGUARD_SESSION", ""), directory, snapshot)
+    return Session(snapshot.get("session_id") or os.path.basename(directory.rstrip("/")), directory, snapshot)
 
 
-def current_session(event_cwd: str | None = None, cli_session_id: str | None = None) -> Session:
-    """The guarded session from the environment, or an ad-hoc one built from the config files."""
-    directory = os.environ.get("CLAUDEGUARD_SESSION_DIR")
+def current_session(event_cwd: str | None = None, cli_session_id: str | None = None,
+                    directory: str | None = None) -> Session:
+    """The guarded session in ``directory`` (a callback's ``--session-dir``), or an ad-hoc one
+    built from the config files."""
     if directory:
         return load_session(directory)
     from pathlib import Path
@@ -98,7 +100,7 @@ def current_session(event_cwd: str | None = None, cli_session_id: str | None = N
         "approval": cfg.approval(),
         "forever_file": str(cfg.searched[0][1]),
     }
-    return Session(os.environ.get("CLAUDEGUARD_SESSION") or cli_session_id or "unguarded", None, snapshot)
+    return Session(cli_session_id or "unguarded", None, snapshot)
 
 
 def _append(path: str, record: dict[str, Any]) -> None:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from claudeguard.errors import UsageError
 from claudeguard.plan.hooks import (
-    MCP_SERVER_NAME, PROMPT_TOOL, TOKEN_VAR, ctl_command, guard_settings, keeps_transcript, print_asker,
+    MCP_SERVER_NAME, PROMPT_TOOL, ctl_args, ctl_command, guard_settings, keeps_transcript, print_asker,
 )
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -44,16 +44,21 @@ if TYPE_CHECKING:
 
 DROPPED = "\0dropped\0"  # an argv word the guard leaves out (no real argv word holds a NUL)
 BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
+SETTINGS_FILE = "settings.json"  # in the session dir: the guard's settings, merged with the caller's (0600)
 
 
 class Plan:
-    """The child's argv and environment additions (plain classes in this module: dataclasses
-    cost every session's start ~10 ms of imports, bench/RESULTS.md)."""
+    """The child's argv and environment additions, and the files written into the session dir
+    for it (name -> text: the session's keeper writes them again if the runtime dir is removed).
+    Plain classes in this module: dataclasses cost every session's start ~10 ms of imports,
+    bench/RESULTS.md."""
 
-    def __init__(self, argv: list[str], env_additions: dict[str, str], session_id: str) -> None:
+    def __init__(self, argv: list[str], env_additions: dict[str, str], session_id: str,
+                 files: dict[str, str] | None = None) -> None:
         self.argv = argv
         self.env_additions = env_additions
         self.session_id = session_id
+        self.files = files or {}
 
 
 
@@ -193,7 +198,7 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     asker = print_asker(args, cli_version)
     ours = guard_settings(cfg, ctl, cwd, http, session_id, print_mode=args.print_mode, asker=asker,
                           one_prompt=args.print_mode and args.last("--input-format") != "stream-json",
-                          transcript_kept=args.print_mode and keeps_transcript(args, cwd))
+                          transcript_kept=args.print_mode and keeps_transcript(args, cwd), session_dir=session_dir)
     box_env = sandbox_env(real_cli, args, cfg, cwd=cwd, session_dir=session_dir, session_id=session_id, ctl=ctl)
     if box_env:
         ours["env"] = box_env  # wins over every project, local and user env block (plan/sandbox.py)
@@ -208,25 +213,28 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     for index, vals in found:
         _drop(rest, index, vals)
     merged = merge_settings(caller, ours)
+    files: dict[str, str] = {}
+    if settings_file is None and http is not None and session_dir:
+        # The HTTP hooks hold the secret: into a 0600 file, never argv (every user reads argv).
+        settings_file = os.path.join(session_dir, SETTINGS_FILE)
     if settings_file is not None:
         # one 0600 file (it holds the secret)
         from claudeguard.files import write_atomic
 
-        write_atomic(Path(settings_file), json.dumps(merged, separators=(",", ":")))
+        text = json.dumps(merged, separators=(",", ":"))
+        write_atomic(Path(settings_file), text)
+        if session_dir and os.path.dirname(settings_file) == session_dir:
+            files[os.path.basename(settings_file)] = text
         last = "--settings=" + settings_file
     else:
         last = "--settings=" + json.dumps(merged, separators=(",", ":"))
     end = args.end_of_options if args.end_of_options is not None else len(rest)
     rest[end:end] = [last]
 
-    env_add = {
-        "CLAUDEGUARD_SESSION": session_id,
-        "CLAUDEGUARD_EXEC_PID": str(exec_pid or os.getpid()),
-    }
-    if session_dir:
-        env_add["CLAUDEGUARD_SESSION_DIR"] = session_dir
-    if http is not None and not http.literal:
-        env_add[TOKEN_VAR] = http.token
+    # Nothing a hook relies on: an env block of any settings source could replace it (the hooks
+    # find their session through their own URL or command line). The launcher's pid only keeps a
+    # claudeguard that PATH leads back to from starting itself (plan.discovery.check_recursion).
+    env_add = {"CLAUDEGUARD_EXEC_PID": str(exec_pid or os.getpid())}
     env_add.update(box_env)
 
     if asker == "prompt-tool":
@@ -241,14 +249,15 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
                 from claudeguard.files import write_atomic
 
                 write_atomic(Path(session_dir) / "mcp.json", config)
+                files["mcp.json"] = config
                 front.append("--mcp-config=" + str(Path(session_dir) / "mcp.json"))
             else:
                 front.append("--mcp-config=" + config)  # a dry run: no secret exists yet
         else:
-            server = {"command": ctl[0], "args": ctl[1:] + ["mcp-serve"]}
+            server = {"command": ctl[0], "args": ctl[1:] + ctl_args("mcp-serve", session_dir)}
             front.append("--mcp-config=" + json.dumps({"mcpServers": {MCP_SERVER_NAME: server}}, separators=(",", ":")))
         front.append(f"--permission-prompt-tool={PROMPT_TOOL}")
-    return Plan([real_cli, *front, *(w for w in rest if w != DROPPED)], env_add, session_id)
+    return Plan([real_cli, *front, *(w for w in rest if w != DROPPED)], env_add, session_id, files)
 
 
 # Modes the CLI is given as they are: they allow nothing `default` does not (plan asks before

@@ -2,8 +2,15 @@
 
 ``guard_settings`` is the settings value with the guard's hooks (``argv.build_plan`` puts it in
 the CLI's ``--settings``): which events (``hook_events``: fewer in a -p run, where nothing of
-the guard consumes some of them), in which form (a command, ``fast_entry.py hook``, or an HTTP
-hook to the resident service, ``HttpHooks``), and who asks in -p (``print_asker``).
+the guard consumes some of them), in which form (a command, ``fast_entry.py hook --session-dir
+DIR``, or an HTTP hook to the resident service, ``HttpHooks``), and who asks in -p
+(``print_asker``).
+
+Nothing a hook relies on comes from the environment, which any settings source's ``env`` block
+sets for the CLI and everything it starts: an HTTP hook carries the session's secret literally
+in its header (the settings go in a 0600 file in the session dir, never in argv), and a command
+hook names its session dir on its own command line and reads its gate server's key from a 0600
+file there.
 """
 
 from __future__ import annotations
@@ -125,21 +132,30 @@ def ctl_command() -> list[str]:
 
 class HttpHooks:
     """Hooks answered by the resident service (``claudeguard.service``): its port, and the
-    session's secret, which reaches the CLI in ``TOKEN_VAR`` of its environment only."""
+    session's secret, written literally into each hook's ``Authorization`` header. The settings
+    holding it go into a 0600 file in the session dir (``argv.build_plan``): a literal header in
+    a ``--settings`` file reaches the hook on 2.1.197, 2.1.330 and 2.1.332 and lands nowhere else
+    (no transcript, no debug log, not ``~/.claude``; docs/notes/sandbox-and-secrets.md section
+    4), while a ``$VAR`` header takes its value from the CLI's environment, which a project's
+    ``env`` block replaces (then every hook is a 401 and the CLI goes on as if none ran).
+
+    ``literal``: the form of a ``--bg`` session or agent view (they run under Claude Code's
+    daemon): no ``async`` hooks there, as before."""
 
     def __init__(self, port: int | str, token: str, literal: bool = False) -> None:
         self.port = port  # "PORT" in a dry run: the service is started (and its port known) at launch
         self.token = token
-        # A --bg session runs under Claude Code's daemon with the daemon's environment, not the
-        # launcher's (docs/notes/bg-agents-2.1.330.md), so $CLAUDEGUARD_HOOK_TOKEN would not reach
-        # it: its secret is written into the header itself, in a 0600 settings file, never in argv.
         self.literal = literal
 
     def __repr__(self) -> str:  # never the secret
         return f"HttpHooks(port={self.port!r}, literal={self.literal!r})"
 
 
+# The variable the guard's hooks took the secret from until the header held it literally: no
+# hook of the guard reads it any more, and the launcher never sets it for the CLI.
 TOKEN_VAR = "CLAUDEGUARD_HOOK_TOKEN"
+# The command hook's and the stdio prompt tool's own argument naming their session's dir.
+SESSION_DIR_ARG = "--session-dir"
 
 
 # The HTTP hooks the CLI does not wait for, where they are registered at all (a -p run whose
@@ -152,30 +168,34 @@ TOKEN_VAR = "CLAUDEGUARD_HOOK_TOKEN"
 ASYNC_HTTP_EVENTS = ("PostToolUse", "PostToolUseFailure")
 
 
-def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None, session_id: str) -> HookEntry:
+def ctl_args(command: str, session_dir: str | None) -> list[str]:
+    """A callback's arguments: ``hook`` or ``mcp-serve``, and the session dir it serves (none in a
+    dry run, which has none; such a hook decides from the config files, as one a user wires by
+    hand)."""
+    return [command, SESSION_DIR_ARG, session_dir] if session_dir else [command]
+
+
+def _hook_entry(event: str, ctl: list[str], timeout: int, http: HttpHooks | None, session_id: str,
+                session_dir: str | None) -> HookEntry:
     if http is None:
-        return {"type": "command", "command": " ".join(shlex.quote(p) for p in ctl + ["hook"]), "timeout": timeout}
-    if http.literal:
-        return {"type": "http", "url": f"http://127.0.0.1:{http.port}/hook/{session_id}/{event}",
-                "headers": {"Authorization": f"Bearer {http.token}"}, "timeout": timeout}
-    # The header names the variable, not the secret: the CLI fills it from its environment, and
-    # only because allowedEnvVars lists it, so the secret is in no argv and no settings file.
+        return {"type": "command", "command": " ".join(shlex.quote(p) for p in ctl + ctl_args("hook", session_dir)),
+                "timeout": timeout}
     entry: HookEntry = {"type": "http", "url": f"http://127.0.0.1:{http.port}/hook/{session_id}/{event}",
-             "headers": {"Authorization": f"Bearer ${TOKEN_VAR}"}, "allowedEnvVars": [TOKEN_VAR], "timeout": timeout}
-    if event in ASYNC_HTTP_EVENTS:
+                        "headers": {"Authorization": f"Bearer {http.token}"}, "timeout": timeout}
+    if event in ASYNC_HTTP_EVENTS and not http.literal:
         entry["async"] = True
     return entry
 
 
 def guard_settings(cfg: Config, ctl: list[str], cwd: str, http: HttpHooks | None = None, session_id: str = "",
                    print_mode: bool = False, asker: str | None = None, one_prompt: bool = False,
-                   transcript_kept: bool = False) -> GuardSettings:
+                   transcript_kept: bool = False, session_dir: str | None = None) -> GuardSettings:
     timeout = int(cfg.approval()["timeout"]) + 30  # the guard, not the CLI, must decide
     # Every hook blocks but the HTTP form's PostToolUse and PostToolUseFailure (ASYNC_HTTP_EVENTS).
     hooks: dict[str, list[HookGroup]] = {}
     for event in hook_events(print_mode, asker, one_prompt, transcript_kept):
         group: HookGroup = {"matcher": "*"} if event in TOOL_HOOK_EVENTS else {}
-        group["hooks"] = [_hook_entry(event, ctl, timeout, http, session_id)]
+        group["hooks"] = [_hook_entry(event, ctl, timeout, http, session_id, session_dir)]
         hooks[event] = [group]
     # The policy's ask rules are NOT given to the CLI: the hook asks the human itself, and the
     # CLI's own copy of an ask rule would ask a second time after the human's allow (the prompt

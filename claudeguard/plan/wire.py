@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         real: str
         session_dir: str
         snapshot: str  # session.json as written
+        files: dict[str, str]  # the other files written into the session dir (the settings file), by name
         error: str
         exit: int
         refused: str

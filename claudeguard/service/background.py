@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from claudeguard.channel import audit
 from claudeguard.channel.audit import session_log
 from claudeguard.files import read_json
 from claudeguard.plan.keeper import SessionKeeper
@@ -36,6 +37,7 @@ from claudeguard.plan.report import EndOptions, Run, fail_on_hits, write_report 
 from claudeguard.procs import process_start
 from claudeguard.service.watch import SCHEDULE
 from claudeguard.watchdog.monitor import Monitor, WatchConfig
+from claudeguard.watchdog.sampler import kill_tree
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
         watch: WatchSettings
         prompt: str | None
         short_id: str  # the CLI's, once the launch printed it
+        port: int  # the port its hooks name
         report: ReportSpec
         agent_view: AgentViewSpec | None  # a view of agent view
         cli_session: str  # a child of agent view: the CLI's session id
@@ -155,6 +158,72 @@ def find_process(config_dir: str, short_id: str, cli_session: str | None = None)
                                      else (cli_session and rec.get("sessionId") == cli_session)):
             return pid, start, str(rec.get("jobId") or short_id)
     return None
+
+
+def hooks_port(directory: str, record: BackgroundRecord) -> int | None:
+    """The port a background session's hooks name: its record's, else the first hook URL of its
+    settings file (a record written before the record said it)."""
+    port = record.get("port")
+    if isinstance(port, int) and 0 < port < 65536:
+        return port
+    settings: Any = read_json(os.path.join(directory, "settings.json")) or {}
+    for groups in (settings.get("hooks") or {}).values() if isinstance(settings, dict) else ():
+        for group in groups if isinstance(groups, list) else ():
+            for hook in group.get("hooks") or [] if isinstance(group, dict) else ():
+                url = hook.get("url") if isinstance(hook, dict) else None
+                if isinstance(url, str) and url.startswith("http://127.0.0.1:"):
+                    try:
+                        return int(url[len("http://127.0.0.1:"):].split("/", 1)[0])
+                    except ValueError:
+                        return None
+    return None
+
+
+def end_session(directory: str, record: BackgroundRecord, why: str, sessions_root: str) -> None:
+    """End a background session the service cannot keep safely (``server.adopt``): its CLI's
+    process tree stopped (a view's: agent view and the sessions it dispatched), one line in
+    the service's log and an audit row, its dir (and its children's) removed."""
+    session_id = os.path.basename(directory)
+    config_dir = str(record.get("config_dir") or "")
+    pids: list[int] = []
+    view = record.get("agent_view")
+    if isinstance(view, dict) and isinstance(view.get("pid"), int) and process_start(view["pid"]) == view.get("start"):
+        pids.append(view["pid"])
+    dirs = [directory]
+    if view:  # its children: the sessions it dispatched, each with its own dir
+        try:
+            children = [e.path for e in os.scandir(sessions_root) if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            children = []
+        for child in children:
+            rec = read_record(child)
+            if rec is not None and rec.get("parent") == session_id:
+                dirs.append(child)
+                found = find_process(config_dir, str(rec.get("short_id") or ""), rec.get("cli_session"))
+                if found is not None:
+                    pids.append(found[0])
+    else:
+        found = find_process(config_dir, str(record.get("short_id") or ""))
+        if found is not None:
+            pids.append(found[0])
+    for pid in pids:
+        kill_tree(pid, 2.0)
+    print(f"claudeguard service: background session {session_id} ended: {why}", file=sys.stderr, flush=True)
+    log = None
+    try:
+        snapshot = read_json(os.path.join(directory, "session.json"))
+        log = snapshot.get("log_dir") if isinstance(snapshot, dict) else None
+    except OSError:
+        pass
+    session_log.set(log if isinstance(log, str) else None)
+    try:
+        audit.record({"event": "compromised", "session_id": session_id, "decision": "compromised",
+                      "decided_by": "service", "summary": f"background session ended: {why}",
+                      "cli_short_id": record.get("short_id"), "stopped_pids": pids})
+    finally:
+        session_log.set(None)
+    for path in dirs:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def session_name(config_dir: str, pid: int) -> str | None:

@@ -11,8 +11,10 @@
 - ``run.lock``: ``flock``ed by the service for its whole life: a second service in the same slot
   gives up at once.
 - ``service.log``: the service's stderr (appended; a crash's traceback lands here).
-- ``port``: the hook port of the last service, kept after it exits, so that the next one takes
-  the same port and the hooks of running sessions (which name it) reach it again.
+
+The hooks' port is not kept in a file for a successor: the launchers of running sessions hold
+its listening socket and hand it to the next service (``client.py``), so no other process can
+take it in between.
 """
 
 from __future__ import annotations
@@ -44,7 +46,6 @@ CONTROL = "control.sock"
 START_LOCK = "start.lock"
 RUN_LOCK = "run.lock"
 LOG = "service.log"
-PORT = "port"
 
 
 def socket_path(directory: str, name: str) -> socket_address:
@@ -123,22 +124,6 @@ def known_port(directory: str | None = None) -> int | None:
         return None
     port = record["port"]
     return port if 0 < port < 65536 else None
-
-
-def read_stale_port(directory: str) -> int | None:
-    """The port the last service listened on (``port``, kept when it exits): a restarted service
-    takes it again if it can, so sessions whose hooks name it are served again."""
-    try:
-        fd = os.open(os.path.join(directory, PORT), os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd) as fh:
-            port = int(fh.read().strip())
-    except (OSError, ValueError):
-        return None
-    return port if 0 < port < 65536 else None
-
-
-def write_port(directory: str, port: int) -> None:
-    write_atomic(os.path.join(directory, PORT), f"{port}\n")
 
 
 def write_record(directory: str, record: ServiceRecord) -> None:

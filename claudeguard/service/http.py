@@ -1,8 +1,8 @@
 """The loopback HTTP endpoint the CLI posts hook events to: ``POST /hook/<session id>/<event>``,
 and its permission-prompt tool's MCP messages: ``POST /mcp/<session id>``.
 
-Each session's hooks carry ``Authorization: Bearer $CLAUDEGUARD_HOOK_TOKEN``; the CLI fills the
-variable from its own environment (``allowedEnvVars``), so the secret is in no argv. A request
+Each session's hooks carry ``Authorization: Bearer <secret>``, written literally into the 0600
+settings file in its session dir (``plan/hooks.py``): in no argv and no environment. A request
 without the session's secret gets 401 and posts nothing. A body over ``MAX_BODY`` or one that is
 not a JSON object gets a deny with the reason (for a decision event), never a silent allow.
 
@@ -17,6 +17,7 @@ import json
 import socket
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from claudeguard.channel import audit
 from claudeguard.channel.audit import session_log
 from claudeguard.gate.hook import deny_output, run_event
 from claudeguard.gate.mcp_server import respond
@@ -39,6 +40,7 @@ class HookHandler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.posters: set[str] = set()  # sessions this connection's process may post for (checked)
 
     def log_message(self, format: str, *args: object) -> None:  # `format`: the base class's name
         pass  # no access log: the audit log records decisions
@@ -61,15 +63,36 @@ class HookHandler(BaseHTTPRequestHandler):
         self.reply(200, {})
 
     def _registered(self, session_id: str) -> Registered | None:
-        """The session if the request carries its secret; else a 401 is sent and None returned
-        (the body is not read: nothing of it is posted)."""
+        """The session if the request carries its secret and comes from its Claude Code process;
+        else a 401 (no secret) or 403 (someone else) is sent and None returned (the body is not
+        read: nothing of it is posted)."""
         auth = self.headers.get("Authorization") or ""
         token = auth[7:] if auth.startswith("Bearer ") else None
-        reg = self.server.service.lookup(session_id, token)
+        service = self.server.service
+        reg = service.lookup(session_id, token)
         if reg is None:
             self.close_connection = True
             self.reply(401, {"error": "unknown session or wrong secret"})
+            return None
+        # Who posts, once per connection and session: the secret is readable to a tool that can
+        # read the session's settings file (no sandbox), the process at the other end is not.
+        if session_id not in self.posters:
+            refused = service.poster_refused(reg, self.server.server_address[1], self.client_address[1])
+            if refused is not None:
+                self._audit_refused(reg, refused)  # first: the row is there when the poster hears
+                self.close_connection = True
+                self.reply(403, {"error": f"hook post refused: {refused}"})
+                return None
+            self.posters.add(session_id)
         return reg
+
+    def _audit_refused(self, reg: Registered, why: str) -> None:
+        session_log.set(reg.session.snapshot.get("log_dir"))
+        try:
+            audit.record({"event": "hook-refused", "session_id": reg.session.id,
+                          "summary": f"hook post refused: {why}", "path": self.path.split("?", 1)[0]})
+        finally:
+            session_log.set(None)
 
     def do_POST(self) -> None:
         parts = self.path.split("?", 1)[0].strip("/").split("/")
@@ -146,19 +169,44 @@ class HookHandler(BaseHTTPRequestHandler):
 
 
 class HookServer(ThreadingHTTPServer):
+    """One listening socket the service answers hooks on. Never SO_REUSEPORT: with it, another
+    process of this user could bind the same port beside us and take a share of the hook calls."""
+
     daemon_threads = True
-    allow_reuse_address = True  # a restarted service takes its port back at once (TIME_WAIT)
+    allow_reuse_address = True  # a new port is not refused for a TIME_WAIT of an earlier one
+    request_queue_size = 128  # calls that queue while the socket changes hands (a service restarting)
     service: Registry
 
     @classmethod
-    def bind(cls, service: Registry, port: int | None) -> HookServer:
-        """Listen on 127.0.0.1: on ``port`` (the one a dead service had, so that the hooks of
-        running sessions reach us again) if it is free, else on any port."""
-        for candidate in ([port] if port else []) + [0]:
-            try:
-                server = cls(("127.0.0.1", candidate), HookHandler)
-            except OSError:
-                continue
-            server.service = service
-            return server
-        raise OSError("cannot listen on 127.0.0.1")
+    def bind(cls, service: Registry) -> HookServer:
+        """Listen on a new port of 127.0.0.1 (any free one)."""
+        server = cls(("127.0.0.1", 0), HookHandler)
+        server.service = service
+        return server
+
+    @classmethod
+    def adopt(cls, service: Registry, sock: socket.socket) -> HookServer:
+        """Serve ``sock``, a listening socket on 127.0.0.1 another process held (a launcher that
+        kept it while no service lived, and handed it over): the same port, the same socket, and
+        the calls that queued on it meanwhile."""
+        server = cls(sock.getsockname(), HookHandler, bind_and_activate=False)
+        server.socket.close()
+        sock.setblocking(True)
+        sock.set_inheritable(False)
+        server.socket = sock
+        server.server_address = sock.getsockname()
+        sock.listen(cls.request_queue_size)
+        server.service = service
+        return server
+
+
+def listening_port(sock: socket.socket) -> int | None:
+    """The port of ``sock`` if it is a TCP socket listening on 127.0.0.1, else None."""
+    try:
+        listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+        host, port = sock.getsockname()[:2]
+    except (OSError, ValueError):
+        return None
+    if sock.family != socket.AF_INET or sock.type != socket.SOCK_STREAM or not listening or host != "127.0.0.1":
+        return None
+    return int(port)

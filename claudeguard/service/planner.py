@@ -231,7 +231,7 @@ def _prepare(request: PlanRequest, port: int) -> PlanAnswer:
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=session_dir, cwd=cwd,
                           http=HttpHooks(port, request["token"]), exec_pid=pid, cli_version=version)
         return {"argv": plan.argv, "env": plan.env_additions, "port": port, "real": real, "session_dir": session_dir,
-                "snapshot": written.text}
+                "snapshot": written.text, "files": plan.files}
     except GuardError as exc:
         if session_dir is not None:
             shutil.rmtree(session_dir, ignore_errors=True)

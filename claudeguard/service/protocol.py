@@ -44,6 +44,27 @@ if TYPE_CHECKING:
         dir: str  # the session dir, whose session.json the service reads
         token: str  # the session's secret: its hooks' Bearer token
         kind: str  # "foreground" (dropped with its connection) | "background"
+        # The port its hooks name (0: not known yet, any). The message may carry the listening
+        # socket of that port (SCM_RIGHTS), which a launcher held while no service lived.
+        port: int
+
+    class RegisterCli(Register, total=False):
+        """A foreground session's CLI, once it runs: the only process whose hook posts are taken."""
+
+        cli_pid: int
+        cli_start: str | None
+
+    class SocketsEvent(TypedDict):
+        """The service's answer to ``sockets``, as an event on the registration's connection."""
+
+        event: Literal["sockets"]
+        inodes: list[int]
+
+    class Cli(TypedDict):
+        op: Literal["cli"]
+        session_id: str
+        pid: int
+        start: str | None
 
     class Watch(TypedDict):
         op: Literal["watch"]
@@ -87,13 +108,22 @@ if TYPE_CHECKING:
     class Simple(TypedDict):
         op: Literal["status", "stop", "retire"]
 
-    Request = Union[Hello, Register, Watch, Activity, WatchEnd, Attach, Unregister, Simple]
+    class Sockets(TypedDict):
+        op: Literal["sockets"]
+        session_id: str
+
+    Request = Union[Hello, Register, RegisterCli, Cli, Sockets, Watch, Activity, WatchEnd, Attach, Unregister, Simple]
 
     # -- replies ---------------------------------------------------------------------------
 
     class Failed(TypedDict):
         ok: Literal[False]
         error: str
+
+    class Unserved(Failed):
+        """A register naming a port the service does not answer on (its socket was not handed back)."""
+
+        unserved: int
 
     class Done(TypedDict):
         ok: bool
@@ -106,6 +136,8 @@ if TYPE_CHECKING:
         retired: bool
 
     class RegisterReply(TypedDict):
+        """Sent with the session's listening socket (SCM_RIGHTS): the launcher holds it."""
+
         ok: Literal[True]
         port: int
         version: str
@@ -131,6 +163,7 @@ if TYPE_CHECKING:
         started: float
         retired: bool
         idle_exit: float
+        ports: list[int]  # every port it answers hooks on: its own, and those launchers handed back
         sessions: list[SessionRow]
         waiting: int
 
@@ -166,4 +199,5 @@ if TYPE_CHECKING:
         carry: Carry
 
     Event = Union[Watching, WatchEnded, Stall, Calm]
-    Reply = Union[Failed, Done, HelloReply, RegisterReply, Status, Stopping, Watching, WatchEnded]
+    Reply = Union[SocketsEvent, Unserved, Failed, Done, HelloReply, RegisterReply, Status, Stopping, Watching,
+                  WatchEnded]

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from typing import Protocol, TypedDict
 
     from claudeguard.gate.session import Session
-    from claudeguard.service.protocol import Failed, RegisterReply
+    from claudeguard.service.protocol import Failed, RegisterReply, Unserved
     from claudeguard.watchdog.monitor import Monitor
 
     class Shown(TypedDict):
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
         def lookup(self, session_id: str, token: str | None) -> Registered | None:
             """The session, if ``token`` is its secret."""
 
-        def register(self, msg: Mapping[str, object], owner: object) -> RegisterReply | Failed:
+        def register(self, msg: Mapping[str, object], owner: object) -> RegisterReply | Failed | Unserved:
             """The ``register`` op."""
 
         def forget(self, session_id: str, keeper: object) -> None:
@@ -55,6 +55,9 @@ if TYPE_CHECKING:
 
         def session_for(self, reg: Registered, body: bytes) -> Session:
             """The session a hook event is decided in."""
+
+        def poster_refused(self, reg: Registered, local_port: int, remote_port: int) -> str | None:
+            """Why the process at the other end of a hook post may not post for ``reg``, or None."""
 
 
 @dataclass
@@ -68,3 +71,5 @@ class Registered:
     owner: object | None = None  # the control connection of a foreground session
     keeper: Kept | None = None  # a background session's keeper, or agent view's
     watch: Monitor | None = None  # a foreground session's monitor (``watch.ServiceMonitor``)
+    port: int = 0  # the port its hooks name (a listening socket of the service's)
+    cli: tuple[int, str | None] | None = None  # a foreground session's CLI (pid, start): its hooks' only poster

@@ -8,15 +8,24 @@ Control protocol (``control.sock``, 0600 in the 0700 service dir; the peer's uid
 too): one JSON object per line each way.
 
 - ``{"op": "hello"}`` → ``{"ok": true, "version", "pid", "port"}``
-- ``{"op": "register", "session_id", "dir", "token", "kind"}`` → ``{"ok": true, "port"}``. The
-  session's snapshot is read from ``<dir>/session.json``. A ``foreground`` session belongs to the
-  connection that registered it and is dropped when that connection closes (the launcher exited
-  or died); a ``background`` one stays until ``unregister``.
+- ``{"op": "register", "session_id", "dir", "token", "kind", "port"}`` → ``{"ok": true, "port"}``,
+  sent with the listening socket of that port (``SCM_RIGHTS``): the launcher holds it for the
+  session's life, so the hooks' port is never free for another process while a session lives,
+  even while no service does. A register may carry such a socket itself (a launcher handing
+  back what it held while no service lived): the service answers on it too (``listeners``). A
+  ``port`` the service does not answer on gets ``{"ok": false, "error", "unserved"}`` after up
+  to ``PORT_WAIT_S`` (another launcher may be handing it back). The session's snapshot is read
+  from ``<dir>/session.json``. A ``foreground`` session belongs to the connection that
+  registered it and is dropped when that connection closes (the launcher exited or died); a
+  ``background`` one stays until ``unregister``.
 - ``{"op": "watch"|"activity"|"watch-end", ...}`` on the connection that registered a
   foreground session: the service runs its watchdog (``service/watch.py``); ``activity`` has
   no answer, the service sends ``stall`` and ``calm`` events on that connection unasked.
 - ``{"op": "attach", "session_id"}`` → ``{"ok"}``: keep a registered background session (a
   ``--bg`` or agent view launch, once its ``background.json`` says what to keep).
+- ``{"op": "cli", "session_id", "pid", "start"}`` (no answer), or ``cli_pid``/``cli_start`` in
+  ``register``: a foreground session's CLI, the only process whose hook posts are taken for it
+  (``poster_refused``: a tool that read the session's secret still cannot post).
 - ``{"op": "unregister", "session_id"}``, ``{"op": "status"}``, ``{"op": "stop"}``,
   ``{"op": "retire"}`` (a launcher of another version found this one: stop taking sessions,
   give up the slot, exit when the last session ends).
@@ -37,12 +46,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from claudeguard.ancestry import ancestry, is_claude_cli
 from claudeguard.gate.session import load_session
 from claudeguard.paths import check_private_dir
-from claudeguard.procs import process_start
+from claudeguard.procs import not_dumpable, process_start
 from claudeguard.service import agent_view, files, planner, watch
-from claudeguard.service.background import Keeper, keep, read_record
-from claudeguard.service.http import HookServer
+from claudeguard.service.background import Keeper, end_session, hooks_port, keep, read_record
+from claudeguard.service.http import HookServer, listening_port
+from claudeguard.service.portguard import command_of, owners, socket_inodes, tcp_peer
 from claudeguard.service.registry import Registered
 from claudeguard.service.verify import Verifications
 from claudeguard.service.watch import Link
@@ -56,7 +67,8 @@ if TYPE_CHECKING:
     from claudeguard.gate.session import Session
     from claudeguard.service.planner import Planner
     from claudeguard.service.protocol import (
-        Done, Failed, HelloReply, Received, RegisterReply, Reply, SessionRow, Status, Stopping, WatchEnded, Watching,
+        Done, Failed, HelloReply, Received, RegisterReply, Reply, SessionRow, SocketsEvent, Status, Stopping, Unserved,
+        WatchEnded, Watching,
     )
 
 DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
@@ -66,6 +78,9 @@ DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
 REGISTRATION_WAIT_S = 2.0
 MAX_REGISTRATION_WAITERS = 32  # more requests for unknown sessions get their 401 at once
 SLOT_CHECK_S = 2.0  # how often the service checks that its socket and record are still there
+PORT_WAIT_S = 2.0  # a registration naming a port not served yet waits this long for its socket
+ADOPT_WAIT_S = 5.0  # a background session's port must be handed back by then, or the session ends
+MAX_FDS = 4  # descriptors a control message may carry (one listening socket, in practice)
 
 
 @dataclass
@@ -85,6 +100,8 @@ class Service:
     registered: threading.Condition = field(init=False)  # notified at each register (on ``lock``)
     waiters: int = 0  # requests waiting in ``lookup`` for their session's registration
     planner: Planner | None = None  # the process that prepares launchers' sessions (service/planner.py)
+    listen_fd: int | None = None  # a listening socket handed over at start (``--listen-fd``)
+    listeners: dict[int, HookServer] = field(default_factory=dict)  # port -> the socket answering on it
     verifications: Verifications | None = None  # the CLIs being verified in the background (service/verify.py)
     # Held by ``retire`` (a control thread) and ``_keep_slot`` (the main loop): without it a
     # retire that lands while the main loop checks the slot finds its socket gone, publishes
@@ -115,7 +132,54 @@ class Service:
             return None
         return reg
 
-    def register(self, msg: Mapping[str, object], owner: object) -> RegisterReply | Failed:
+    # --- the hooks' listening sockets ---------------------------------------------------------
+
+    def take_listener(self, sock: socket.socket) -> int | None:
+        """Answer hooks on ``sock`` too, a listening socket on 127.0.0.1 handed over (at start, or
+        by a launcher that held it while no service lived): its port, or None when it is not
+        one (closed). A port already answered on keeps its socket; this one is closed."""
+        port = listening_port(sock)
+        if port is None:
+            sock.close()
+            return None
+        with self.lock:
+            if port in self.listeners:
+                sock.close()
+                return port
+            server = HookServer.adopt(self, sock)
+            self.listeners[port] = server
+            self.registered.notify_all()
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.5}, name=f"claudeguard-http-{port}",
+                         daemon=True).start()
+        return port
+
+    def _serve_new_port(self) -> int:
+        server = HookServer.bind(self)
+        port = int(server.server_address[1])
+        with self.lock:
+            self.listeners[port] = server
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.5}, name=f"claudeguard-http-{port}",
+                         daemon=True).start()
+        return port
+
+    def wait_port(self, port: int, wait: float) -> bool:
+        """Whether hooks are answered on ``port``, waiting up to ``wait`` seconds for a launcher
+        to hand its socket back."""
+        deadline = time.monotonic() + wait
+        with self.lock:
+            while port not in self.listeners and not self.stopping.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.registered.wait(left)
+            return port in self.listeners
+
+    def listener_fd(self, port: int) -> int | None:
+        with self.lock:
+            server = self.listeners.get(port)
+        return server.socket.fileno() if server is not None else None
+
+    def register(self, msg: Mapping[str, object], owner: object) -> RegisterReply | Failed | Unserved:
         """The ``register`` op (``msg`` as received, or one of ours: ``adopt``, agent view)."""
         if self.retired:
             return {"ok": False, "error": "retiring: another version took over"}
@@ -124,20 +188,28 @@ class Service:
         if not (isinstance(sid, str) and sid and isinstance(directory, str) and isinstance(token, str)
                 and len(token) >= 32):
             return {"ok": False, "error": "register needs session_id, dir and a token of 32+ characters"}
+        want = msg.get("port")
+        port = want if isinstance(want, int) and 0 < want < 65536 else self.port
+        if not self.wait_port(port, PORT_WAIT_S):
+            return {"ok": False, "error": f"the hooks' port {port} is not answered here (its listening socket was "
+                                          "not handed back)", "unserved": port}
 
         try:
             check_private_dir(directory)
             session = load_session(directory)
         except Exception as exc:  # noqa: BLE001 - one line back to the launcher
             return {"ok": False, "error": f"{directory}: {exc}"}
+        cli_pid, cli_start = msg.get("cli_pid"), msg.get("cli_start")
         with self.lock:
             old = self.sessions.get(sid)
             if old is not None and old.watch is not None and old.owner is not owner:
                 watch.end(old, ...)  # registered again on another connection: that one asks anew
             self.sessions[sid] = Registered(session, token, kind, time.time(), owner if kind == "foreground" else None,
-                                            old.keeper if old is not None else None)
+                                            old.keeper if old is not None else None, port=port,
+                                            cli=(cli_pid, cli_start if isinstance(cli_start, str) else None)
+                                            if isinstance(cli_pid, int) else old.cli if old is not None else None)
             self.registered.notify_all()
-        return {"ok": True, "port": self.port, "version": self.version, "pid": os.getpid()}
+        return {"ok": True, "port": port, "version": self.version, "pid": os.getpid()}
 
     def attach(self, session_id: str) -> Done | Failed:
         """Start keeping a registered background session, once its launcher knows the CLI's
@@ -171,6 +243,40 @@ class Service:
             return reg.session
         return reg.keeper.session_for(self, reg, body)
 
+    def set_cli(self, msg: Received, owner: object) -> None:
+        """The ``cli`` op: the foreground session's CLI, on the connection that registered it."""
+        reg = self.owned(msg, owner)
+        pid, start = msg.get("pid"), msg.get("start")
+        if reg is not None and isinstance(pid, int):
+            with self.lock:
+                reg.cli = (pid, start if isinstance(start, str) else None)
+                self.registered.notify_all()
+
+    def poster_refused(self, reg: Registered, local_port: int, remote_port: int) -> str | None:
+        """Why the process at the other end of a hook post (a loopback connection from
+        ``remote_port``) may not post for ``reg``; None when it may: a foreground session's own
+        CLI (waiting up to REGISTRATION_WAIT_S for the launcher to say which it is), or, for a
+        background session (run by Claude Code's daemon), a Claude Code process whose parent is
+        one (its pty host) and that runs in no foreground session's tree. Anything else was
+        started by an agent: it may have read the secret, but it does not post."""
+        inode = tcp_peer(local_port, remote_port)
+        if inode is None:
+            return "the posting process cannot be identified"
+        if reg.owner is not None:  # foreground: its launcher said (or is about to say) which its CLI is
+            deadline = time.monotonic() + REGISTRATION_WAIT_S
+            with self.lock:
+                while reg.cli is None and not self.stopping.is_set() and (left := deadline - time.monotonic()) > 0:
+                    self.registered.wait(left)
+                cli = reg.cli
+            if cli is not None and process_start(cli[0]) == cli[1] and inode in (socket_inodes(cli[0]) or ()):
+                return None
+        else:
+            if any(_daemon_hosted(pid) for pid in owners([inode])):
+                return None
+        posters = owners([inode])
+        who = f"pid {posters[0]} ({command_of(posters[0])})" if posters else "a process that cannot be seen"
+        return f"posted by {who}, not the session's Claude Code"
+
     def forget(self, session_id: str, keeper: object) -> None:
         with self.lock:
             reg = self.sessions.get(session_id)
@@ -179,7 +285,10 @@ class Service:
 
     def adopt(self) -> None:
         """Background sessions of an earlier service (it died, or was stopped): registered again
-        from their ``background.json``, so their hooks are answered and they are watched."""
+        from their ``background.json``, so their hooks are answered and they are watched, if
+        their hooks' port was handed back (by a launcher that held it) within ADOPT_WAIT_S. A
+        session whose port nobody held ends: while no service lived, any process could have
+        taken that port and answered its hooks (``background.end_session``)."""
         root = os.path.join(os.path.dirname(self.directory), "sessions")
         try:
             entries = list(os.scandir(root))
@@ -193,8 +302,14 @@ class Service:
             if record is None or not (record.get("short_id") or record.get("agent_view")) or record.get("parent") \
                     or not isinstance(record.get("token"), str):
                 continue
+            port = hooks_port(entry.path, record)
+            if port is None or not self.wait_port(port, ADOPT_WAIT_S):
+                why = (f"its hooks' port {port} was not held while no guard service lived" if port is not None
+                       else "its hooks' port is not known")
+                end_session(entry.path, record, why, root)
+                continue
             reply = self.register({"op": "register", "session_id": entry.name, "dir": entry.path,
-                                   "token": record["token"], "kind": "background"}, None)
+                                   "token": record["token"], "kind": "background", "port": port}, None)
             if reply.get("ok"):
                 self.attach(entry.name)
 
@@ -232,8 +347,10 @@ class Service:
     def status(self) -> Status:
         with self.lock:
             sessions = [_row(sid, reg) for sid, reg in self.sessions.items()]
+        with self.lock:
+            ports = sorted(self.listeners)
         return {"ok": True, "pid": os.getpid(), "version": self.version, "port": self.port, "started": self.started,
-                "retired": self.retired, "idle_exit": self.idle_exit, "sessions": sessions,
+                "retired": self.retired, "idle_exit": self.idle_exit, "ports": ports, "sessions": sessions,
                 "waiting": self.waiters}
 
     # --- the control socket ---------------------------------------------------------------
@@ -252,23 +369,52 @@ class Service:
             return  # the directory is 0700 already; a peer of another uid is never served
 
         link = Link(conn)  # the owner of the sessions it registers; the watchdog writes to it too
-        reader = conn.makefile("rb")
+        buf = b""
+        fds: list[int] = []  # descriptors that came with the line being read (SCM_RIGHTS)
         try:
-            for line in reader:
-                reply: Reply | None
-                try:
-                    msg = json.loads(line)
-                    reply = self.control_op(msg if isinstance(msg, dict) else {}, link)
-                except ValueError:
-                    reply = {"ok": False, "error": "malformed control message"}
-                if reply is not None and not link.send(reply):
+            while True:
+                data, got, _, _ = socket.recv_fds(conn, 65536, MAX_FDS, socket.MSG_CMSG_CLOEXEC)
+                fds += got
+                if not data:
                     break
+                buf += data
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    taken, fds = fds, []
+                    if not self._control_line(line, link, taken):
+                        return
         except OSError:
             pass
         finally:
+            for fd in fds:
+                os.close(fd)
             self.drop_owned_by(link)
-            reader.close()
             conn.close()
+
+    def _control_line(self, line: bytes, link: Link, fds: list[int]) -> bool:
+        """One control message and its answer; False when the answer could not be sent."""
+        reply: Reply | None
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            msg = None
+        if not isinstance(msg, dict):
+            for fd in fds:
+                os.close(fd)
+            return link.send({"ok": False, "error": "malformed control message"})
+        if msg.get("op") == "register":
+            for fd in fds:  # a listening socket handed back: answered on from now on
+                self.take_listener(socket.socket(fileno=fd))
+            reply = self.register(msg, link)
+            if reply.get("ok"):
+                port = reply.get("port")
+                held = self.listener_fd(port) if isinstance(port, int) else None
+                return link.send(reply, [held] if held is not None else None)
+            return link.send(reply)
+        for fd in fds:
+            os.close(fd)  # only a register hands a socket over
+        reply = self.control_op(msg, link)
+        return reply is None or link.send(reply)
 
     def control_op(self, msg: Received, conn: Link | None) -> Reply | None:
         """One control message's answer (None: the op has none)."""
@@ -283,6 +429,12 @@ class Service:
             return self.watch_op(op, msg, conn)
         if op == "attach":
             return self.attach(str(msg.get("session_id")))
+        if op == "cli":
+            self.set_cli(msg, conn)
+            return None
+        if op == "sockets":  # for a launcher's port guard: this process is not dumpable
+            sockets: SocketsEvent = {"event": "sockets", "inodes": sorted(socket_inodes(os.getpid()) or ())}
+            return sockets
         if op == "unregister":
             with self.lock:
                 found = self.sessions.pop(str(msg.get("session_id")), None)
@@ -377,7 +529,6 @@ class Service:
             old_control.close()
         self._stop_planner()  # its socket went with the dir
         self._start_planner()
-        files.write_port(self.directory, self.port)
         files.write_record(self.directory, {"pid": os.getpid(), "start": process_start(os.getpid()),
                                             "version": self.version, "port": self.port, "started": self.started})
         print("claudeguard service: the runtime dir was removed; socket and record published again",
@@ -423,14 +574,14 @@ class Service:
         self.run_lock = run_lock
 
         self.version = files.fingerprint()
-        hooks = HookServer.bind(self, files.read_stale_port(self.directory))
-        self.port = hooks.server_address[1]
-        files.write_port(self.directory, self.port)
+        # The socket of the service before us, held by a launcher while no service lived (the
+        # hooks of its sessions name that port, and the calls they made meanwhile wait on it),
+        # else a new port.
+        port = self.take_listener(socket.socket(fileno=self.listen_fd)) if self.listen_fd is not None else None
+        self.port = port if port is not None else self._serve_new_port()
         self._bind_control()
         self._start_planner()
-        threading.Thread(target=hooks.serve_forever, kwargs={"poll_interval": 0.5}, name="claudeguard-http",
-                         daemon=True).start()
-        self.adopt()
+        threading.Thread(target=self.adopt, name="claudeguard-adopt", daemon=True).start()
         files.write_record(self.directory,
                            {"pid": os.getpid(), "start": process_start(os.getpid()), "version": self.version,
                                             "port": self.port, "started": self.started})
@@ -461,9 +612,25 @@ class Service:
                 keeper.stop.set()  # the session lives on: the next service adopts it
             self._release_slot()
             self._stop_planner()
-            hooks.shutdown()
-            hooks.server_close()
+            with self.lock:
+                servers = list(self.listeners.values())
+            for server in servers:  # the launchers of running sessions hold these ports still
+                server.shutdown()
+                server.server_close()
         return 0
+
+
+def _daemon_hosted(pid: int) -> bool:
+    """``pid`` is a Claude Code process under another (a session under the daemon's pty host),
+    and above the first process that is not Claude Code's (what started the daemon) there is no
+    Claude Code process: not a CLI that a tool of some session started."""
+    chain = ancestry(pid)
+    if len(chain) < 2 or not is_claude_cli(chain[0]["pid"]) or not is_claude_cli(chain[1]["pid"]):
+        return False
+    rest = chain[2:]
+    while rest and is_claude_cli(rest[0]["pid"]):
+        rest = rest[1:]
+    return not any(is_claude_cli(p["pid"]) for p in rest)
 
 
 def _row(session_id: str, reg: Registered) -> SessionRow:
@@ -478,6 +645,7 @@ def main(argv: list[str]) -> int:
     """``python -m claudeguard.service [--detach]``: run the service for this user's runtime dir."""
     directory = files.service_dir()
     idle = float(os.environ.get("CLAUDEGUARD_SERVICE_IDLE") or DEFAULT_IDLE_EXIT)
+    listen_fd = int(argv[argv.index("--listen-fd") + 1]) if "--listen-fd" in argv[:-1] else None
     if "--detach" in argv:
         # The launcher waits for this first process only: the service itself is nobody's child
         # but init's, in a session of its own, so no terminal signal or launcher exit reaches it.
@@ -489,9 +657,10 @@ def main(argv: list[str]) -> int:
             os._exit(0)
     os.chdir("/")
     os.umask(0o077)
+    not_dumpable()  # it holds the hooks' socket: no process of this user may take it (pidfd_getfd, ptrace)
     for name in ("CLAUDEGUARD_SESSION_DIR", "CLAUDEGUARD_SESSION", "CLAUDEGUARD_EXEC_PID", "CLAUDEGUARD_HOOK_TOKEN"):
         os.environ.pop(name, None)
-    service = Service(directory, idle_exit=idle)
+    service = Service(directory, idle_exit=idle, listen_fd=listen_fd)
 
     # SIGTERM and SIGINT end the service the clean way (record and socket removed); the main
     # loop wakes from its wait within half a second.

@@ -58,12 +58,16 @@ class Link:
         self.lock = threading.Lock()
         bound_sends(conn)  # a launcher that stops reading must not hold the one sampling thread
 
-    def send(self, msg: Mapping[str, object]) -> bool:
-        """Send one line; False when it could not be. A failed (possibly half-sent) line ends the
-        connection: the launcher then sees it end and watches on its own, as after a crash."""
+    def send(self, msg: Mapping[str, object], fds: list[int] | None = None) -> bool:
+        """Send one line (with ``fds``, SCM_RIGHTS, on its first byte); False when it could not be.
+        A failed (possibly half-sent) line ends the connection: the launcher then sees it end and
+        watches on its own, as after a crash."""
         data = json.dumps(msg, separators=(",", ":")).encode() + b"\n"
         try:
             with self.lock:
+                if fds:
+                    sent = socket.send_fds(self.conn, [data], fds)
+                    data = data[sent:]
                 self.conn.sendall(data)
         except OSError:
             try:

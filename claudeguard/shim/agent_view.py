@@ -144,6 +144,7 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: End
         # code is the launcher's).
         proc = subprocess.Popen(argv, env=env)
         record["agent_view"] = {"settings": settings_file, "pid": proc.pid, "start": process_start(proc.pid)}
+        record["port"] = port
         write_atomic(session_dir / "background.json", json.dumps(record))
         reply = registration.request({"op": "attach", "session_id": session_id})
         if not reply.get("ok"):
@@ -153,6 +154,9 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: End
             proc.wait()
             return 1
         attached = True
+        # This launcher holds the hooks' socket for the view's life, and hands it to the next
+        # service if this one dies (the dispatched sessions' hooks name that port).
+        registration.keep_linked()
         return _wait(proc)
     finally:
         end_launch(registration, session_id, session_dir, handed_over=attached)

@@ -83,6 +83,7 @@ def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_
             raise UsageError(f"--bg needs the guard service, which cannot be had ({exc}); refused") from None
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(cwd),
                           http=HttpHooks(port, token, literal=True), settings_file=str(session_dir / "settings.json"))
+        record["port"] = port  # a successor service keeps the session only if this port was handed back
         # The daemon this may start keeps our environment for every later session it runs:
         # nothing of this session goes into it (the secret is in the settings file).
         env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDEGUARD_SESSION")}

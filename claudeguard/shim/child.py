@@ -24,6 +24,11 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signa
              signal.SIGCONT, signal.SIGUSR1, signal.SIGUSR2)
 SI_USER = 0  # si_code of kill(2); the tty driver sends with SI_KERNEL (0x80)
 PR_SET_PDEATHSIG = 1
+# The CLI is made a child subreaper (kept across its exec): a tool's process that double-forks,
+# setsid()s or nohup's itself is re-parented to the CLI, not to init, so it stays inside the
+# session's tree for as long as the session lives, and an answer it gives the channel is refused
+# (claudeguard/ancestry.py). Checked on 2.1.197, 2.1.330 and 2.1.332: the CLI runs as before.
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def _libc_prctl() -> Callable[..., int] | None:
@@ -50,10 +55,11 @@ def _libc_prctl() -> Callable[..., int] | None:
         return None
 
 
-def child_setup(parent_pid: int, then: Callable[[], None] | None = None) -> Callable[[], None]:
+def child_setup(parent_pid: int, then: Callable[[], None] | None = None, *,
+                subreaper: bool = False) -> Callable[[], None]:
     """The ``preexec_fn`` of every child the shim starts (here and in the pty relay); ``then``
-    runs last, in the child. Loads libc before the fork: nothing may be imported between fork
-    and exec."""
+    runs last, in the child; ``subreaper``: the child (the CLI) becomes a child subreaper.
+    Loads libc before the fork: nothing may be imported between fork and exec."""
     prctl = _libc_prctl() if sys.platform.startswith("linux") else None
 
     def setup() -> None:
@@ -62,6 +68,8 @@ def child_setup(parent_pid: int, then: Callable[[], None] | None = None) -> Call
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         if prctl is not None:
             prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+            if subreaper:
+                prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         if os.getppid() != parent_pid:
             os._exit(129)
         if then is not None:
@@ -136,13 +144,14 @@ class ChildProcess:
         self._sig_thread: threading.Thread | None = None
 
     def _spawn(self, cmd: list[str], what: str, *, then: Callable[[], None] | None = None,
-               fds: dict[int, int] | None = None, keep: tuple[int, ...] = (), new_session: bool = False) -> int:
+               fds: dict[int, int] | None = None, keep: tuple[int, ...] = (), new_session: bool = False,
+               subreaper: bool = False) -> int:
         """Start ``cmd`` (its pid) with the forwarded signals (and SIGCHLD) blocked in every
         thread of ours; a failure to start is one clean error naming ``what``."""
         signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED + (signal.SIGCHLD,))
         try:
-            return spawn(cmd, self.env, child_setup(os.getpid(), then), fds=fds or {}, keep=keep,
-                         new_session=new_session)
+            return spawn(cmd, self.env, child_setup(os.getpid(), then, subreaper=subreaper), fds=fds or {},
+                         keep=keep, new_session=new_session)
         except OSError as exc:
             signal.pthread_sigmask(signal.SIG_SETMASK, [])
             from claudeguard.errors import GuardError

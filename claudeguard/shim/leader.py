@@ -33,7 +33,10 @@ def main() -> None:
                       signal.SIGPIPE, signal.SIGXFSZ):
                 signal.signal(s, signal.SIG_DFL)  # Python ignores SIGPIPE/SIGXFSZ; the CLI must not
             if prctl is not None:
-                prctl(1, signal.SIGTERM, 0, 0, 0)
+                prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+                # PR_SET_CHILD_SUBREAPER, kept across the exec: a tool's orphans stay under the
+                # CLI (shim/child.py says why).
+                prctl(36, 1, 0, 0, 0)
             if os.getppid() != leader:
                 os._exit(129)
             os.execvp(argv[0], argv)

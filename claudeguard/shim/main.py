@@ -193,7 +193,7 @@ class _Launch:
     stays without dataclasses)."""
 
     __slots__ = ("session_id", "session_dir", "argv", "env_add", "snapshot_text", "port_token", "registration", "cfg",
-                 "sup", "pty", "child_pid", "run", "monitor")
+                 "sup", "pty", "child_pid", "run", "monitor", "files")
 
     def __init__(self, session_id: str, cfg: Config | None) -> None:
         self.session_id = session_id
@@ -202,6 +202,7 @@ class _Launch:
         self.argv: list[str] = []
         self.env_add: dict[str, str] = {}
         self.snapshot_text = ""
+        self.files: dict[str, str] = {}  # what the plan wrote into the session dir besides session.json
         self.port_token: tuple[int, str] | None = None  # the service's hooks, when the CLI names its port
         self.registration: Registration | None = None
         self.sup: PtySession | Supervisor | None = None
@@ -262,6 +263,7 @@ def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planne
     if planned is not None:
         launch.session_dir = planned.session_dir
         launch.argv, launch.env_add, launch.snapshot_text = planned.argv, planned.env, planned.snapshot
+        launch.files = planned.files
         launch.port_token = (planned.port, planned.token)
         return
     cfg = launch.cfg
@@ -280,7 +282,7 @@ def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planne
     launch.snapshot_text = written.text
     plan = build_plan(real, args, cfg, session_id=launch.session_id, session_dir=session_dir, cwd=cwd, http=http,
                       cli_version=version)
-    launch.argv, launch.env_add = plan.argv, plan.env_additions
+    launch.argv, launch.env_add, launch.files = plan.argv, plan.env_additions, plan.files
     launch.port_token = (int(http.port), http.token) if http is not None else None
 
 
@@ -317,8 +319,10 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
 
     record_cli(session_dir, child_pid)  # the process an asker stops when no hook ever fired (proof of life)
     if launch.port_token is not None and launch.registration is None:
-        launch.registration = _register_started(session_id, session_dir, *launch.port_token)
+        launch.registration = _register_started(session_id, session_dir, *launch.port_token, child_pid)
         undo.callback(launch.registration.close)
+    elif launch.registration is not None:
+        launch.registration.guard(child_pid)  # only the service answers on the hooks' port
     from claudeguard.plan.report import Run
 
     launch.run = Run(session_id=session_id, real_cli=real, end=end,
@@ -343,7 +347,7 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
     launch.monitor = monitor = _start_watchdog(cfg, args, sup, child_pid, session_id, session_dir, cwd, launch.argv,
                                                launch.registration)
     # Stopped before the gate server closes and the directory goes (it would make them again).
-    undo.callback(_start_keeper(session_id, session_dir, launch.snapshot_text, gate).stop)
+    undo.callback(_start_keeper(session_id, session_dir, launch.snapshot_text, gate, launch.files).stop)
     if launch.pty is not None:
         launch.pty.on_output = None  # the screen is not stream-json
         launch.pty.monitor = monitor
@@ -408,11 +412,13 @@ def _register_with_service(session_id: str, session_dir: str) -> tuple[Registrat
     return registration, HttpHooks(port, token)
 
 
-def _register_started(session_id: str, session_dir: str, port: int, token: str) -> Registration:
-    """Register a session whose CLI already runs (see ``_register_with_service``)."""
+def _register_started(session_id: str, session_dir: str, port: int, token: str, child_pid: int) -> Registration:
+    """Register a session whose CLI already runs (see ``_register_with_service``), and check
+    from then on that only the service answers on the hooks' port."""
     from claudeguard.service.client import Registration
 
     registration = Registration(session_id, session_dir, token)
+    registration.guard(child_pid)
     registration.open_started(port)
     return registration
 
@@ -422,9 +428,6 @@ def _start_gate_server(session_dir: str, session_id: str) -> GateServer | None:
     it every hook decides in its own process, which is slower but gives the same answers."""
     if os.environ.get("CLAUDEGUARD_GATE_SERVER") == "0":
         return None
-    # Decisions made in this process read the session the way a hook process does.
-    os.environ["CLAUDEGUARD_SESSION_DIR"] = session_dir
-    os.environ["CLAUDEGUARD_SESSION"] = session_id
     from claudeguard.gate.server import GateServer
 
     gate = GateServer(session_dir)
@@ -435,8 +438,10 @@ def _start_gate_server(session_dir: str, session_id: str) -> GateServer | None:
     return gate
 
 
-def _start_keeper(session_id: str, session_dir: str, snapshot_text: str, gate: GateServer | None) -> SessionKeeper:
-    """Put the session dir back if the runtime dir is removed under the session (plan/keeper.py)."""
+def _start_keeper(session_id: str, session_dir: str, snapshot_text: str, gate: GateServer | None,
+                  files: dict[str, str]) -> SessionKeeper:
+    """Put the session dir back if the runtime dir is removed under the session (plan/keeper.py):
+    ``session.json`` and the other files the plan wrote there (the settings file, mcp.json)."""
     from claudeguard.plan.keeper import SessionKeeper
 
     def restart_gate(gate: GateServer) -> None:
@@ -449,7 +454,7 @@ def _start_keeper(session_id: str, session_dir: str, snapshot_text: str, gate: G
     restore = [lambda: restore_box(session_dir, kept)]
     if gate is not None:
         restore.append(lambda: restart_gate(gate))
-    return SessionKeeper(session_id, session_dir, {"session.json": snapshot_text}, restore).start()
+    return SessionKeeper(session_id, session_dir, {**files, "session.json": snapshot_text}, restore).start()
 
 
 def _start_watchdog(cfg: Config, args: ClaudeArgs, sup: PtySession | Supervisor, child_pid: int, session_id: str,

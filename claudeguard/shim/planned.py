@@ -35,12 +35,13 @@ MAX_ANSWER = 8 << 20
 class Planned:
     """A session the planner prepared: its files are written; the launcher starts ``argv``."""
 
-    __slots__ = ("argv", "env", "port", "real", "session_dir", "session_id", "snapshot", "token")
+    __slots__ = ("argv", "env", "port", "real", "session_dir", "session_id", "snapshot", "token", "files")
 
     def __init__(self, *, argv: list[str], env: dict[str, str], port: int, real: str, session_dir: str,
-                 session_id: str, snapshot: str, token: str) -> None:
+                 session_id: str, snapshot: str, token: str, files: dict[str, str] | None = None) -> None:
         self.argv, self.env, self.port, self.real = argv, env, port, real
         self.session_dir, self.session_id, self.snapshot, self.token = session_dir, session_id, snapshot, token
+        self.files = files or {}  # the other files the planner wrote into the session dir
 
 
 def _planned(answer: dict[str, object], session_id: str, token: str) -> Planned | None:
@@ -50,8 +51,11 @@ def _planned(answer: dict[str, object], session_id: str, token: str) -> Planned 
             and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()) and isinstance(port, int)
             and isinstance(real, str) and isinstance(session_dir, str) and isinstance(snapshot, str)):
         return None
+    files = answer.get("files")
+    if not (isinstance(files, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())):
+        files = {}
     return Planned(argv=argv, env=env, port=port, real=real, session_dir=session_dir, session_id=session_id,
-                   snapshot=snapshot, token=token)
+                   snapshot=snapshot, token=token, files=files)
 
 
 def plan_socket_path() -> str:

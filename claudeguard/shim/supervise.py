@@ -41,7 +41,7 @@ class Supervisor(ChildProcess):
             self.out_fd, write_end = os.pipe()
             fds[1] = write_end
         try:
-            self.child_pid = self._spawn(self.argv, self.argv[0], fds=fds)
+            self.child_pid = self._spawn(self.argv, self.argv[0], fds=fds, subreaper=True)
         except BaseException:
             for fd in (self.out_fd, *fds.values()):
                 if fd is not None:

@@ -10,7 +10,10 @@ import json
 import os
 import sys
 
-settings = json.loads(next(a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--settings=")))
+value = next(a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--settings="))
+# The guard's settings are in a 0600 file of the session dir (the header holds the secret).
+settings_file = None if value.lstrip().startswith("{") else value
+settings = json.load(open(settings_file)) if settings_file else json.loads(value)
 pre = settings["hooks"]["PreToolUse"][0]["hooks"][0]["url"]
 port = int(pre.split("/")[2].split(":")[1])
 results = []
@@ -20,8 +23,8 @@ for post in json.loads(os.environ["POSTS"]):
     if post.get("event") == "mcp":  # an MCP message to the permission-prompt tool's server
         url, secret = mcp["url"], mcp["headers"]["Authorization"][len("Bearer "):]
     else:
-        url = settings["hooks"][post["event"]][0]["hooks"][0]["url"]
-        secret = os.environ["CLAUDEGUARD_HOOK_TOKEN"]
+        entry = settings["hooks"][post["event"]][0]["hooks"][0]
+        url, secret = entry["url"], entry["headers"]["Authorization"][len("Bearer "):]
     host_port, path = url[len("http://"):].split("/", 1)
     host = host_port.split(":")[0]
     token = {"ok": secret, "wrong": "0" * 48, "none": None}[post.get("token", "ok")]
@@ -42,7 +45,9 @@ for post in json.loads(os.environ["POSTS"]):
     except OSError as exc:
         results.append({"status": None, "error": str(exc)})
     conn.close()
-session = os.path.join(os.environ.get("CLAUDEGUARD_SESSION_DIR", ""), "session.json")
+session = os.path.join(os.path.dirname(settings_file or ""), "session.json")
 with open(os.environ["OUT"], "w") as fh:
     json.dump({"results": results, "url": pre, "port": port, "argv": sys.argv[1:], "ppid": os.getppid(),
-               "session": json.load(open(session)) if os.path.exists(session) else None}, fh)
+               "session": json.load(open(session)) if settings_file and os.path.exists(session) else None,
+               "settings_mode": oct(os.stat(settings_file).st_mode & 0o777) if settings_file else None,
+               "env": {k: v for k, v in os.environ.items() if k.startswith("CLAUDEGUARD_")}}, fh)

@@ -240,7 +240,8 @@ class DialogRouter:
             if answer.decided_by not in ("human", "timeout"):
                 return  # the caller audits typed answers only (this also narrows decided_by for the type)
             decision = Decision(answer.decision, answer.message or "", decided_by=answer.decided_by, scope="once",
-                                waited_s=round(self._clock() - self._posted_at, 3), request_id=request_id)
+                                waited_s=round(self._clock() - self._posted_at, 3), request_id=request_id,
+                                answered_by=getattr(answer, "answered_by", None))
             audit.record(audit_row(decision, session_id=self.s.session_id, tool=f"dialog:{d.kind}", summary=d.summary(),
                                    via="screen", choice=choice.label if choice else None))
         except Exception:  # noqa: BLE001 - the log never blocks an answer
