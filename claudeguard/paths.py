@@ -16,7 +16,7 @@ from claudeguard.errors import InsecurePathError
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import TypeVar, Union
+    from typing import Mapping, TypeVar, Union
 
     StrPath = Union[str, "os.PathLike[str]"]
     AnyPath = TypeVar("AnyPath", str, Path)  # private_dir gives back what it was given
@@ -70,6 +70,67 @@ def legacy_note() -> str | None:
         return None
     return (f"note: {old} holds sessions or requests of an older claudeguard (default then: "
             f"$XDG_RUNTIME_DIR/claudeguard); see them with CLAUDEGUARD_RUNTIME_DIR={old}")
+
+
+class GuardPaths:
+    """The guard's own files, which no tool of a guarded session may change (``writes``) and the
+    ones holding secrets, which none may read either (``reads``): the built-in protected-paths
+    rule (``policy.protect``) and the sandbox (``plan.sandbox``) both start from here. Plain
+    strings, absolute, links not followed (the checks follow them)."""
+
+    __slots__ = ("runtime", "config_dir", "config_file", "extra_config", "log_dir", "state_dir",
+                 "fleet_password_file")
+
+    def __init__(self, runtime: str, config_dir: str, config_file: str, extra_config: str | None, log_dir: str,
+                 state_dir: str, fleet_password_file: str | None = None) -> None:
+        self.runtime = runtime  # sessions, hook secrets, the channel's FIFOs and sockets, the service's record
+        self.config_dir = config_dir  # the user's claudeguard config dir (config.toml, profiles, fleet.pw)
+        self.config_file = config_file
+        self.extra_config = extra_config  # CLAUDEGUARD_CONFIG, if set
+        self.log_dir = log_dir  # the audit log
+        self.state_dir = state_dir  # trust records
+        self.fleet_password_file = fleet_password_file  # [fleet] password_file, when the caller knows it
+
+    def __repr__(self) -> str:
+        return "GuardPaths(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
+
+    def reads(self) -> list[tuple[str, str]]:
+        """(path, why) no tool may read or write: what holds a secret."""
+        out = [(self.runtime, "the guard's runtime dir (sessions, hook secrets, the approval channel)")]
+        if self.fleet_password_file:
+            out.append((self.fleet_password_file, "the fleet's password file"))
+        return out
+
+    def writes(self) -> list[tuple[str, str]]:
+        """(path, why) no tool may write (besides ``reads``): the guard's policy, log and trust."""
+        out = [(self.config_file, "the user's claudeguard config file"),
+               (self.config_dir, "the user's claudeguard config dir (config file, profiles)")]
+        if self.extra_config:
+            out.append((self.extra_config, "the CLAUDEGUARD_CONFIG file"))
+        out += [(self.log_dir, "the guard's audit log"), (self.state_dir, "the guard's state dir (trust records)")]
+        return out
+
+
+def guard_paths(env: Mapping[str, str] | None = None) -> GuardPaths:
+    """Where the guard's own files are for a process with environment ``env`` (default: ours)."""
+    from claudeguard.config.find import state_dir, user_config_file as find_user_file
+
+    env = os.environ if env is None else env
+    runtime = env.get("CLAUDEGUARD_RUNTIME_DIR") or default_runtime_root()
+    config_file = find_user_file(env)
+    extra = env.get("CLAUDEGUARD_CONFIG") or None
+    log = env.get("CLAUDEGUARD_LOG_DIR") or _log_dir_of(env)
+    return GuardPaths(os.path.abspath(runtime), os.path.dirname(os.path.abspath(config_file)),
+                      os.path.abspath(config_file), os.path.abspath(extra) if extra else None,
+                      os.path.abspath(log), os.path.abspath(state_dir(env)))
+
+
+def _log_dir_of(env: Mapping[str, str]) -> str:
+    if sys.platform.startswith("linux"):
+        state = env.get("XDG_STATE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local",
+                                                          "state")
+        return os.path.join(state, APP, "log")
+    return log_dir_text()
 
 
 def user_config_file() -> Path:

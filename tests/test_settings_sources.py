@@ -222,9 +222,13 @@ def test_protected_rules_name_every_settings_file_of_the_run(place, monkeypatch)
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     args = parse_claude_args(["-p", "x", "--settings", str(tmp / "extra.json")])
     work = tmp / "work"
-    assert ss.protected_rules(args, FakeConfig(), str(work)) == [
-        f"Edit(/{tmp}/home/.claude/settings.json)", f"Edit(/{work}/.claude/settings.json)",
-        f"Edit(/{work}/.claude/settings.local.json)", f"Edit(/{tmp}/extra.json)"]
-    assert ss.protected_rules(args, FakeConfig(values={"security.allow_settings_override": True}), str(work)) == []
-    locked = FakeConfig(_Locked(True), {"security.allow_settings_override": True})
-    assert len(ss.protected_rules(args, locked, str(work))) == 4
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp / "rt"))
+    (tmp / "rt").mkdir()
+    rules = ss.protected_rules(args, FakeConfig(), str(work))
+    settings = [f"Edit(/{tmp}/home/.claude/settings.json)", f"Edit(/{work}/.claude/settings.json)",
+                f"Edit(/{work}/.claude/settings.local.json)", f"Edit(/{tmp}/extra.json)",
+                f"Edit(/{work}/.claude/worktrees/*/.claude/settings.json)"]
+    assert all(rule in rules for rule in settings)
+    assert rules[:4] == [f"Read(/{tmp}/rt)", f"Read(/{tmp}/rt/**)", f"Edit(/{tmp}/rt)", f"Edit(/{tmp}/rt/**)"]
+    # built in: no opt-out loosens it
+    assert ss.protected_rules(args, FakeConfig(values={"security.allow_settings_override": True}), str(work)) == rules

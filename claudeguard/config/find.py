@@ -12,21 +12,37 @@ import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Iterator
+    from typing import Iterator, Mapping
 
 PROJECT_FILE = ".claudeguard.toml"
 
 
-def user_config_file() -> str:
-    xdg = os.environ.get("XDG_CONFIG_HOME")
+def user_config_file(env: Mapping[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    xdg = env.get("XDG_CONFIG_HOME")
     if xdg:
         return os.path.join(xdg, "claudeguard", "config.toml")
     if sys.platform.startswith("linux"):
         # platformdirs' answer on Linux, without importing it.
-        return os.path.join(os.path.expanduser("~"), ".config", "claudeguard", "config.toml")
+        return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config", "claudeguard", "config.toml")
     import platformdirs
 
     return os.path.join(platformdirs.user_config_dir("claudeguard"), "config.toml")
+
+
+def state_dir(env: Mapping[str, str] | None = None) -> str:
+    """The user's claudeguard state dir (``$XDG_STATE_HOME/claudeguard``, else
+    ``~/.local/state/claudeguard`` on Linux): where the trust records live (``config.trust``),
+    beside the default log dir. Never inside a project."""
+    env = os.environ if env is None else env
+    xdg = env.get("XDG_STATE_HOME")
+    if xdg:
+        return os.path.join(xdg, "claudeguard")
+    if sys.platform.startswith("linux"):
+        return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state", "claudeguard")
+    import platformdirs
+
+    return platformdirs.user_state_dir("claudeguard")
 
 
 def _parents(cwd: str) -> Iterator[str]:

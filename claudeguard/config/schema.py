@@ -62,6 +62,13 @@ if TYPE_CHECKING:
         deny: list[RuleSpec]
         ask: list[RuleSpec]
 
+    class ProtectedSpec(TypedDict):
+        """The built-in protected paths (``policy.protect``): [path, why] pairs no tool may read
+        or write (``reads``) and no tool may write (``writes``)."""
+
+        reads: list[list[str]]
+        writes: list[list[str]]
+
     class PolicySpec(TypedDict, total=False):
         """The JSON-able policy a session's hooks decide by (``Config.policy_spec``, then the
         launcher's additions), as ``claudeguard.policy.decide.policy_from_spec`` reads it (every
@@ -72,6 +79,7 @@ if TYPE_CHECKING:
         subagents: SubagentsSettings
         claude_allow: list[RuleSpec]  # the allow rules the CLI itself applies (plan.session)
         lockdown: bool
+        protected: ProtectedSpec  # the built-in protected paths (plan.session.protected_spec)
 
 # Defaults that code outside this table needs too (one place for each): the watchdog's own
 # defaults (watchdog.monitor.WatchConfig, watchdog.state.Limits, `ps` of unguarded CLIs) and the

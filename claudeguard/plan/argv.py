@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from claudeguard.plan.hooks import GuardSettings, HttpHooks
 
+DROPPED = "\0dropped\0"  # an argv word the guard leaves out (no real argv word holds a NUL)
 BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
 
 
@@ -151,7 +152,47 @@ def merge_settings(caller: Mapping[str, object], ours: GuardSettings) -> dict[st
         for key, rules in ours["permissions"].items():
             perms[key] = list(perms.get(key) or []) + [r for r in rules if r not in (perms.get(key) or [])]
         merged["permissions"] = perms
+    if "disabledMcpjsonServers" in ours:  # repository servers not trusted: theirs and ours
+        theirs = merged.get("disabledMcpjsonServers")
+        names = list(theirs) if isinstance(theirs, list) else []
+        merged["disabledMcpjsonServers"] = names + [n for n in ours["disabledMcpjsonServers"] if n not in names]
     return merged
+
+
+def repo_code_argv(rest: list[str], args: ClaudeArgs, ours: GuardSettings, cwd: str) -> list[str]:
+    """Keep the repository's untrusted code from running (``plan.repo_code``): its dropped
+    settings sources' rules and its disabled servers go into ``ours``; untrusted ``--plugin-dir``
+    words become ``DROPPED`` in ``rest`` (indexes stay; ``build_plan`` leaves them out at the
+    end); returns what goes in front (``--setting-sources``), or rewrites the caller's own
+    ``--setting-sources`` where it stands (the CLI keeps the last)."""
+    from claudeguard.plan.repo_code import setting_sources_value, treat
+
+    found = treat(args, cwd)
+    if not found:
+        return []
+    if found.rules:
+        perms = ours.setdefault("permissions", {})
+        for kind, rules in found.rules.items():
+            perms.setdefault(kind, [])
+            perms[kind] += [r for r in (absolute_rule(rule, root, cwd) for rule, root in rules) if r not in perms[kind]]
+    if found.disabled_mcp:
+        ours["disabledMcpjsonServers"] = list(found.disabled_mcp)
+    drop = {os.path.abspath(os.path.join(cwd, v)) for v in found.plugin_dirs}
+    for index, values in args.options.get("--plugin-dir", []):
+        if values and os.path.abspath(os.path.join(cwd, values[-1])) in drop:
+            rest[index:index + (1 if "=" in rest[index] else 2)] = [DROPPED] * (1 if "=" in rest[index] else 2)
+    if not found.drop:
+        return []
+    value = setting_sources_value(args, found.drop)
+    given = args.options.get("--setting-sources", [])
+    if given:
+        index = given[-1][0]
+        if "=" in rest[index]:
+            rest[index] = "--setting-sources=" + value
+        elif index + 1 < len(rest):
+            rest[index + 1] = value
+        return []
+    return ["--setting-sources=" + value]
 
 
 def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str, session_dir: str | None, cwd: str,
@@ -184,6 +225,7 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
                           transcript_kept=args.print_mode and keeps_transcript(args, cwd))
     rest = list(args.argv)
     settings_at = [index for index, _ in args.options.get("--settings", [])]
+    front += repo_code_argv(rest, args, ours, cwd)  # marks words to leave out (DROPPED): indexes stay
     if settings_file is not None:
         # Merged with the caller's last --settings into one 0600 file (it holds the secret);
         # every --settings of the caller is dropped, as the CLI would keep only the last.
@@ -239,7 +281,7 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
             server = {"command": ctl[0], "args": ctl[1:] + ["mcp-serve"]}
             front.append("--mcp-config=" + json.dumps({"mcpServers": {MCP_SERVER_NAME: server}}, separators=(",", ":")))
         front.append(f"--permission-prompt-tool={PROMPT_TOOL}")
-    return Plan([real_cli, *front, *rest], env_add, session_id)
+    return Plan([real_cli, *front, *(word for word in rest if word != DROPPED)], env_add, session_id)
 
 
 def split_tool_list(values: list[str]) -> list[str]:

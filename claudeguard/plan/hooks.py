@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
         hooks: dict[str, list[HookGroup]]
         permissions: dict[str, list[str]]
+        disabledMcpjsonServers: list[str]  # a repository's untrusted .mcp.json servers (plan.repo_code)
 
 MCP_SERVER_NAME = "claudeguard"
 PROMPT_TOOL = f"mcp__{MCP_SERVER_NAME}__approve"

@@ -22,6 +22,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Any
     from claudeguard.config.load import Config
+    from claudeguard.config.schema import ProtectedSpec
     from claudeguard.plan.claude_args import ClaudeArgs
 
 FILE_SOURCES = ("user", "project", "local")
@@ -154,21 +155,85 @@ def user_settings_file(env: dict[str, str]) -> str:
     return os.path.join(os.path.abspath(base), name)
 
 
+def repo_root(cwd: str) -> str:
+    """The git checkout ``cwd`` is in (the nearest directory with ``.git``), else ``cwd``."""
+    path = os.path.abspath(cwd)
+    while True:
+        if os.path.exists(os.path.join(path, ".git")):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return os.path.abspath(cwd)
+        path = parent
+
+
+WORKTREES = os.path.join(".claude", "worktrees")  # where `-w NAME` (and EnterWorktree) puts a checkout
+
+
+def project_files(args: ClaudeArgs, cwd: str) -> list[tuple[str, str]]:
+    """The project's settings files this run reads, as (role, path), role ``project`` or
+    ``local`` (``--setting-sources``' names), every version's placements at once (fail closed;
+    docs/notes/cli-surfaces.md section 7): the cwd's ``.claude/settings.json`` and
+    ``settings.local.json``, or ``--project-config-root DIR``'s instead (2.1.330+); from a
+    sub-directory the repository root's ``settings.local.json`` too (2.1.330+); with ``-w NAME``
+    the worktree's own files and the main checkout's ``settings.local.json``."""
+    root = repo_root(cwd)
+    pcr = args.last("--project-config-root")
+    base = os.path.abspath(os.path.join(cwd, pcr)) if pcr else os.path.abspath(cwd)
+    out = [("project", os.path.join(base, ".claude", "settings.json")),
+           ("local", os.path.join(base, ".claude", "settings.local.json"))]
+    if root != base:
+        out.append(("local", os.path.join(root, ".claude", "settings.local.json")))
+    if args.has("--worktree"):
+        name = args.last("--worktree")
+        if name:
+            tree = os.path.join(root, WORKTREES, name)
+            out += [("project", os.path.join(tree, ".claude", "settings.json")),
+                    ("local", os.path.join(tree, ".claude", "settings.local.json"))]
+        out.append(("local", os.path.join(root, ".claude", "settings.local.json")))
+    return list(dict.fromkeys(out))
+
+
+def _read_project(path: str) -> tuple[dict[str, Any] | None, str]:
+    """A project settings file; that of a worktree not made yet is read from HEAD, which is what
+    `-w` will check out."""
+    data, note = _read(path)
+    root, sep, rest = path.partition(os.sep + WORKTREES + os.sep)
+    name, _, rel = rest.partition(os.sep)
+    if data is not None or note != "missing" or not sep or not rel or os.path.exists(
+            os.path.join(root, WORKTREES, name)):
+        return data, note
+    import subprocess
+
+    from claudeguard.procs import capture
+
+    try:
+        proc = capture(["git", "-C", root, "show", f"HEAD:{rel}"], env=dict(os.environ), timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None, "missing"  # no git: as the CLI, which then makes no worktree
+    if proc.returncode != 0:
+        return None, "missing"
+    try:
+        loaded = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    except ValueError as exc:
+        return None, f"not valid JSON: {exc}"
+    return (loaded, "") if isinstance(loaded, dict) else (None, "not a JSON object")
+
+
 def sources(args: ClaudeArgs, cwd: str, env: dict[str, str], managed: str | None = None) -> list[Source]:
     """Every settings source of this run, in the CLI's merge order (later wins)."""
     allowed, why = allowed_file_sources(args)
     out: list[Source] = []
-    paths = {
-        "user": user_settings_file(env),
-        "project": os.path.join(cwd, ".claude", "settings.json"),
-        "local": os.path.join(cwd, ".claude", "settings.local.json"),
-    }
-    for name in FILE_SOURCES:
-        data, note = _read(paths[name])
-        if name not in allowed:
-            out.append(Source(name, paths[name], None, False, f"not loaded ({why})"))
+    user = user_settings_file(env)
+    data, note = _read(user)
+    out.append(Source("user", user, data if "user" in allowed else None, data is not None and "user" in allowed,
+                      note if "user" in allowed else f"not loaded ({why})"))
+    for role, path in project_files(args, cwd):
+        data, note = _read_project(path)
+        if role not in allowed:
+            out.append(Source(role, path, None, False, f"not loaded ({why})"))
         else:
-            out.append(Source(name, paths[name], data, data is not None, note))
+            out.append(Source(role, path, data, data is not None, note))
     for value in args.values("--settings"):
         where, data, note = _inline_or_file(value, "--settings")
         out.append(Source("--settings", where, data, data is not None, note))
@@ -337,20 +402,50 @@ WATCH_INTERVAL = 0.2
 
 
 def protected_files(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None) -> list[str]:
-    """The settings files of this run that a tool of the session could write."""
+    """The settings files of this run that a tool of the session could write (and the CLI would
+    read again mid-session): the user's, the project's (``project_files``), a ``--settings``
+    file. A worktree made during the session (EnterWorktree, ``-w`` without a name) has its files
+    under ``WORKTREES``: ``worktree_patterns``."""
     env = dict(os.environ) if env is None else env
-    files = [user_settings_file(env), os.path.join(cwd, ".claude", "settings.json"),
-             os.path.join(cwd, ".claude", "settings.local.json")]
+    files = [user_settings_file(env)] + [path for _, path in project_files(args, cwd)]
     files += [os.path.abspath(v) for v in args.values("--settings") if not v.lstrip().startswith("{")]
     return list(dict.fromkeys(files))  # HOME may be the cwd
 
 
+def worktree_patterns(cwd: str) -> list[str]:
+    """The settings files of any worktree of this checkout (``*`` for its name)."""
+    tree = os.path.join(repo_root(cwd), WORKTREES, "*", ".claude")
+    return [os.path.join(tree, "settings.json"), os.path.join(tree, "settings.local.json")]
+
+
+SETTINGS_WHY = "a Claude Code settings file the session reads again when it changes"
+
+
+def protected_spec(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None) -> ProtectedSpec:
+    """The built-in protected paths of a run (``policy.protect``): the guard's own files
+    (``paths.guard_paths``) and the Claude Code settings files the session re-reads."""
+    from claudeguard.paths import guard_paths
+
+    env = dict(os.environ) if env is None else env
+    found = guard_paths(env)
+    writes = found.writes() + [(path, SETTINGS_WHY) for path in protected_files(args, cwd, env)]
+    writes += [(path, SETTINGS_WHY + " (a worktree's)") for path in worktree_patterns(cwd)]
+    return {"reads": [[p, why] for p, why in found.reads()], "writes": [[p, why] for p, why in writes]}
+
+
 def protected_rules(args: ClaudeArgs, cfg: Config, cwd: str) -> list[str]:
-    """Deny rules for the CLI (``--disallowedTools``) that keep its file tools off the settings
-    files: enforced by the CLI itself, so they hold even where a hook would not run."""
-    if cfg.security()["allow_settings_override"] and not cfg.lockdown.value:
-        return []
-    return [f"Edit(/{path})" for path in protected_files(args, cwd)]  # //abs: an absolute path
+    """Deny rules for the CLI (``--disallowedTools``) that keep its file tools off the built-in
+    protected paths (``policy.protect``: the guard's own files and the settings files): enforced
+    by the CLI itself, so they hold even where a hook would not run. No config loosens them."""
+    spec = protected_spec(args, cwd)
+    out = []
+    for kinds, pairs in ((("Read", "Edit"), spec["reads"]), (("Edit",), spec["writes"])):
+        for path, _ in pairs:
+            for kind in kinds:
+                out.append(f"{kind}(/{path})")  # //abs: an absolute path
+                if os.path.isdir(path):
+                    out.append(f"{kind}(/{path.rstrip('/')}/**)")
+    return list(dict.fromkeys(out))
 
 
 def _stat_all(paths: list[str], dirs: list[str]) -> tuple[object, ...]:

@@ -29,7 +29,9 @@ from pathlib import Path
 from claudeguard.errors import UsageError
 from claudeguard.files import write_atomic
 from claudeguard.paths import log_dir_text, runtime_dir
-from claudeguard.plan.argv import BYPASS_FLAGS, absolute_rule, cli_allow_rules, load_settings_value, merge_settings
+from claudeguard.plan.argv import (
+    BYPASS_FLAGS, DROPPED, absolute_rule, cli_allow_rules, load_settings_value, merge_settings, repo_code_argv,
+)
 from claudeguard.plan.discovery import RECURSION_VAR, exec_passthrough
 from claudeguard.plan.hooks import HttpHooks, ctl_command, guard_settings
 from claudeguard.plan.session import session_snapshot
@@ -71,6 +73,9 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
     perms = {k: v for k, v in (("allow", cli_allow_rules(cfg, cwd)), ("deny", deny)) if v}
     if perms:
         ours["permissions"] = perms
+    # Untrusted repository code stays off in the sessions it dispatches (plan.repo_code): agent
+    # view takes --setting-sources and --plugin-dir for them as a session does.
+    front = repo_code_argv(tail, own, ours, cwd)
     caller: dict[str, Any] = {}
     settings_at = [i for i, _ in own.options.get("--settings", [])]
     if settings_at:
@@ -80,10 +85,10 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
         caller = load_settings_value(value)
     for i in sorted(settings_at, reverse=True):  # the CLI would keep only the last one
         del tail[i:i + (1 if "=" in tail[i] else 2)]
-    front = []
     mode = cfg.permission_mode()
     if mode and not own.has("--permission-mode") and not own.has(*BYPASS_FLAGS):
         front.append(f"--permission-mode={mode}")
+    tail = [word for word in tail if word != DROPPED]
     return [real, *args.argv[:index], "agents", "<settings>", *front, *tail], merge_settings(caller, ours)
 
 
