@@ -125,10 +125,10 @@ def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config
     if not args.passthrough or args.subcommand == "agents":  # `claude agents` dispatches sessions
         from claudeguard.plan.settings_sources import enforce
 
-        enforce(args, cfg, cwd)
         from claudeguard.plan.repo_code import check as check_repo_code
 
         check_repo_code(args, cfg, cwd)  # untrusted repository code: refused (lockdown), or said
+        enforce(args, cfg, cwd)
         for note in cfg.untrusted_notes():  # a project config's loosening left out until trusted
             print(note, file=sys.stderr)
     if not args.passthrough:
