@@ -92,12 +92,15 @@ def settings_sources(cfg: Config) -> bool:
     override = cfg.security()["allow_settings_override"] and not lockdown
     ok = True
     for f in ss.findings(args, srcs, mode_chosen=ss.mode_chosen(args, cfg)) + ss.env_findings(args, dict(os.environ)):
-        refused = f.action == ss.REFUSE or (f.action == ss.STRICT and lockdown)
-        if refused and override:
+        refused = f.action in (ss.REFUSE, ss.UNGUARDED) or (f.action in (ss.STRICT, ss.WARN) and lockdown)
+        if refused and f.action == ss.UNGUARDED and cfg.security()["allow_unguarded"]:
+            verdict = "let through by security.allow_unguarded: only the guard's deny rules hold"
+            refused = False
+        elif refused and override and f.action != ss.UNGUARDED:
             verdict = "let through by security.allow_settings_override: the guard is not in force"
         elif refused:
             verdict = "claudeguard refuses to start here" + (" (lockdown)" if lockdown else "")
-        elif f.action == ss.STRICT:
+        elif f.action in (ss.STRICT, ss.WARN):
             verdict = "refused under lockdown only"
         elif f.action == ss.OVERRIDDEN:
             verdict = "no effect on this run"

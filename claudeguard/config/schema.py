@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
         disable_bypass_permissions: bool
         allow_settings_override: bool
+        allow_unguarded: bool  # run where the guard's hooks cannot (--bare, SIMPLE, --safe-mode); never under lockdown
 
     class RuleSpec(TypedDict):
         """One rule as the policy spec carries it: the rule, where it came from, and the root its
@@ -140,7 +141,8 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "sample_interval": Key("number", SAMPLE_INTERVAL_S, minimum=0.05),
         "kill_grace": Key("number", KILL_GRACE_S, minimum=0),
     },
-    "security": {"disable_bypass_permissions": Key("bool", False), "allow_settings_override": Key("bool", False)},
+    "security": {"disable_bypass_permissions": Key("bool", False), "allow_settings_override": Key("bool", False),
+                 "allow_unguarded": Key("bool", False)},
 }
 
 AGENT_SECTION: dict[str, Key] = {

@@ -80,7 +80,7 @@ def check_lockdown(args: ClaudeArgs, cfg: Config) -> None:
             raise UsageError(f"--settings sets permissions.defaultMode bypassPermissions: refused by {why}")
         if data.get("disableAllHooks"):
             raise UsageError(f"--settings sets disableAllHooks: refused by {why}")
-    if args.has("--bare"):
+    if args.has("--bare") or "--bare" in (args.argv[:args.argv.index("--")] if "--" in args.argv else args.argv):
         raise UsageError(f"--bare skips the guard's hooks: refused by {why}")
 
 

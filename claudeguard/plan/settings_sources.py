@@ -34,14 +34,30 @@ GUARD_TOKEN_VAR = "CLAUDEGUARD_HOOK_TOKEN"
 # Hook events whose answer decides a call: someone else's hook there can allow what the guard
 # leaves to the CLI (a main-agent call no rule decides) or answer a dialog before ours.
 DECISION_EVENTS = ("PreToolUse", "PermissionRequest")
-# Environment and flags that switch off every non-managed hook (checked on both pinned CLIs:
-# --safe-mode also drops the guard's MCP prompt server). A settings file's "env" cannot set
-# them: with {"env": {"CLAUDE_CODE_SAFE_MODE": "1"}} in the project file the hooks still ran.
+# Environment and flags that switch off every non-managed hook (docs/notes/cli-surfaces.md
+# section 3, all three versions: --safe-mode also drops the guard's MCP prompt server). An "env"
+# block sets the variables too: from the user settings and --settings on every version, from the
+# project and local files on 2.1.197 (section 4); counted wherever they stand (fail closed).
+# `--bare` sets CLAUDE_CODE_SIMPLE wherever the word stands before `--`, another option's value
+# included (section 3).
 HOOKS_OFF_ENV = ("CLAUDE_CODE_SAFE_MODE", "CLAUDE_CODE_SIMPLE")
 HOOKS_OFF_FLAGS = ("--safe-mode",)
+BARE = "--bare"
+# Variables the guard, or its reading of what a tool runs, depends on: an "env" block of any
+# settings source replaces the CLI's (and its hooks' and tools') value (section 4). The guard's
+# own; the switches above; the CLI's prefix for every Bash command and wrapper of the sessions it
+# hosts; its config dir; and what makes a shell run other code than the guard read (BASH_ENV,
+# ENV, PATH, the loader's preloads).
+GUARD_ENV = HOOKS_OFF_ENV + (
+    "CLAUDE_CODE_SHELL_PREFIX", "CLAUDE_CODE_PROCESS_WRAPPER", "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB",
+    "CLAUDE_CODE_PERSONAL_HOOKS_OFF", "CLAUDE_CONFIG_DIR", "BASH_ENV", "ENV", "PATH", "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+)
 
 REFUSE = "refuse"  # claudeguard will not start (unless the user opted out, never under lockdown)
 STRICT = "lockdown"  # refused under lockdown only
+WARN = "warn"  # refused under lockdown; a warning line without
+UNGUARDED = "unguarded"  # the guard's hooks cannot run: refused unless [security] allow_unguarded, never under lockdown
 OVERRIDDEN = "overridden"  # present, but this run already cancels it
 REPORT = "report"  # reported by doctor; no effect on the guard
 
@@ -342,6 +358,14 @@ def findings(args: ClaudeArgs, srcs: list[Source], *, mode_chosen: str | None) -
             if GUARD_TOKEN_VAR not in names:
                 out.append(Finding(s.name, s.where, "httpHookAllowedEnvVars",
                                    f"leaves out {GUARD_TOKEN_VAR}: the guard's HTTP hooks lose their secret", REFUSE))
+        block = data.get("env")
+        values: dict[str, object] = block if isinstance(block, dict) else {}
+        for name in sorted(values):
+            if name in HOOKS_OFF_ENV and _truthy(str(values[name])):
+                out.append(Finding(s.name, s.where, f"env.{name}", "switches off every hook but managed ones",
+                                   UNGUARDED))
+            elif name.startswith("CLAUDEGUARD_") or name in GUARD_ENV:
+                out.append(Finding(s.name, s.where, f"env.{name}", "sets a variable the guard depends on", WARN))
         for event in DECISION_EVENTS:
             count = _hook_entries(data, event)
             if count:
@@ -351,11 +375,22 @@ def findings(args: ClaudeArgs, srcs: list[Source], *, mode_chosen: str | None) -
     return out
 
 
+def bare_word(args: ClaudeArgs) -> bool:
+    """``--bare`` anywhere before ``--``, as a flag or as another option's value: the CLI's
+    ``main()`` sets CLAUDE_CODE_SIMPLE for either."""
+    words = args.argv[:args.argv.index("--")] if "--" in args.argv else args.argv
+    return BARE in words
+
+
 def env_findings(args: ClaudeArgs, env: dict[str, str]) -> list[Finding]:
-    out = [Finding("env", f"environment {name}", name, "switches off every hook but managed ones", STRICT)
+    """The caller's switches that leave the guard's hooks out of the run."""
+    out = [Finding("env", f"environment {name}", name, "switches off every hook but managed ones", UNGUARDED)
            for name in HOOKS_OFF_ENV if _truthy(env.get(name))]
-    out += [Finding("argv", flag, flag, "switches off every hook but managed ones", STRICT)
+    out += [Finding("argv", flag, flag, "switches off every hook but managed ones", UNGUARDED)
             for flag in HOOKS_OFF_FLAGS if args.has(flag)]
+    if bare_word(args):
+        out.append(Finding("argv", BARE, BARE, "skips every hook (CLAUDE_CODE_SIMPLE), even as another option's value",
+                           UNGUARDED))
     return out
 
 
@@ -376,19 +411,25 @@ def check(args: ClaudeArgs, cfg: Config, cwd: str, env: dict[str, str] | None = 
     found = findings(args, sources(args, cwd, env, managed), mode_chosen=mode_chosen(args, cfg))
     found += env_findings(args, env)
     lockdown = bool(cfg.lockdown.value)
+    security = cfg.security()
     for f in found:
-        if f.action == REFUSE or (f.action == STRICT and lockdown):
+        if f.action in (REFUSE, UNGUARDED) or (f.action in (STRICT, WARN) and lockdown):
             if lockdown:
                 raise UsageError(f"{f.line()}: refused by lockdown ({cfg.lockdown.source})")
-            if not cfg.security()["allow_settings_override"]:
+            if f.action == UNGUARDED and not security.get("allow_unguarded"):
+                raise UsageError(f"{f.line()}: refused: the guard's hooks could not run (set [security] "
+                                 f"allow_unguarded = true to run with only its deny rules)")
+            if f.action == REFUSE and not security["allow_settings_override"]:
                 raise UsageError(f"{f.line()}: refused (set [security] allow_settings_override = true to run anyway)")
-    return [f for f in found if f.action == REFUSE]
+    return [f for f in found if f.action in (REFUSE, UNGUARDED, WARN)]
 
 
 def enforce(args: ClaudeArgs, cfg: Config, cwd: str) -> None:
     """The launcher's hook-in: refuse, or say on stderr what the user let through."""
     for f in check(args, cfg, cwd):
-        print(f"claudeguard: warning: {f.line()} (allowed by security.allow_settings_override)", file=sys.stderr)
+        why = {REFUSE: "allowed by security.allow_settings_override", WARN: "refused under lockdown",
+               UNGUARDED: "allowed by security.allow_unguarded: only the guard's deny rules hold"}[f.action]
+        print(f"claudeguard: warning: {f.line()} ({why})", file=sys.stderr)
 
 
 # --- during the session ----------------------------------------------------------------------
