@@ -574,11 +574,12 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
 
 
 def _inside_project(path: Path, root: Path, cwd: Path) -> bool:
-    real = os.path.realpath(path)
-    for top in {os.path.realpath(root), os.path.realpath(cwd)}:
-        if real == top or real.startswith(top.rstrip("/") + "/"):
-            return True
-    return False
+    """Is ``path`` inside the project (a git checkout, or the directory of a project file)? Outside
+    any project nothing is."""
+    if not (os.path.exists(os.path.join(root, ".git")) or os.path.isfile(os.path.join(root, PROJECT_FILE))):
+        return False
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return real == top or real.startswith(top.rstrip("/") + "/")
 
 
 def env_overrides(environ: dict[str, str] | None = None) -> Overrides:
