@@ -89,7 +89,8 @@ def test_no_writing_tool_changes_the_guards_files_or_the_settings(world, mode):
                tmp / "extra.toml", home / ".local" / "state" / "claudeguard" / "log" / "audit.jsonl",
                home / ".local" / "state" / "claudeguard" / "trust.json", rt / "sessions" / "s1" / "grants.jsonl",
                work / ".claude" / "settings.json", work / ".claude" / "settings.local.json",
-               home / ".claude" / "settings.json", work / ".claude" / "worktrees" / "w1" / ".claude" / "settings.json"]
+               home / ".claude" / "settings.json", work / ".claude" / "worktrees" / "w1" / ".claude" / "settings.json",
+               work / ".git" / "hooks" / "pre-commit", work / ".git" / "config"]
     for target in targets:
         for tool, tool_input in [("Write", {"file_path": str(target), "content": "x"}),
                                  ("Edit", {"file_path": str(target), "old_string": "a", "new_string": "b"}),
@@ -121,6 +122,7 @@ def test_a_link_to_a_protected_file_is_the_file(world):
     "echo x >> {home}/.config/claudeguard/config.toml",
     "python3 evil.py > {tmp}/extra.toml", "cat /proc/1/environ", "rm -rf {home}/.local/state/claudeguard",
     "bash -c 'echo allow > .claude/settings.json'", "ln -sf /tmp/evil .claude/settings.json",
+    "cp evil.sh .git/hooks/pre-commit", "echo '[core] fsmonitor = ./x' >> .git/config",
 ])
 def test_no_bash_command_the_parser_sees_reads_or_writes_them(world, command):
     _, work, home, rt, tmp = world

@@ -280,6 +280,14 @@ def check(args: ClaudeArgs, cfg: Config, cwd: str) -> Treatment:
 
         raise UsageError(f"{first.path}: {', '.join(first.what)}: repository code the user has not trusted: refused "
                          f"by lockdown ({cfg.lockdown.source}); after reviewing it: {command_for(first.path)}")
+    if cfg.lockdown.value:
+        # An agent's own looser mode is a loosening: under lockdown no file but the user's may
+        # loosen, trusted or not.
+        for code in find(args, cwd):
+            loose = [w for w in code.what if w.startswith("permissionMode ")]
+            if code.role == "agent" and loose and code.path not in {c.path for c in found.untrusted}:
+                raise UsageError(f"{code.path}: {loose[0]}: an agent's looser mode: refused by lockdown "
+                                 f"({cfg.lockdown.source})")
     for code in found.untrusted:
         print(f"claudeguard: {code.line()}", file=sys.stderr)
     return found

@@ -471,7 +471,41 @@ def protected_spec(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None
     found = guard_paths(env)
     writes = found.writes() + [(path, SETTINGS_WHY) for path in protected_files(args, cwd, env)]
     writes += [(path, SETTINGS_WHY + " (a worktree's)") for path in worktree_patterns(cwd)]
+    writes += git_code_paths(cwd)
     return {"reads": [[p, why] for p, why in found.reads()], "writes": [[p, why] for p, why in writes]}
+
+
+def git_code_paths(cwd: str) -> list[tuple[str, str]]:
+    """The checkout's git hooks and config: git runs what they name (hooks, ``core.fsmonitor``,
+    ``core.hooksPath``, aliases) outside any sandbox, in this session or in the user's own shell
+    later."""
+    root = repo_root(cwd)
+    dotgit = os.path.join(root, ".git")
+    gitdir = dotgit
+    if os.path.isfile(dotgit):  # a worktree or submodule: "gitdir: PATH"
+        try:
+            with open(dotgit, encoding="utf-8") as fh:
+                line = fh.readline().strip()
+        except OSError:
+            line = ""
+        if line.startswith("gitdir:"):
+            gitdir = os.path.normpath(os.path.join(root, line.partition(":")[2].strip()))
+    if not os.path.isdir(gitdir):
+        return []
+    why = "git runs the commands it names outside any sandbox"
+    out = [(os.path.join(gitdir, "hooks"), f"the checkout's git hooks: {why}"),
+           (os.path.join(gitdir, "config"), f"the checkout's git config: {why} (core.fsmonitor, core.hooksPath)")]
+    common = os.path.join(gitdir, "commondir")
+    if os.path.isfile(common):
+        try:
+            with open(common, encoding="utf-8") as fh:
+                shared = os.path.normpath(os.path.join(gitdir, fh.read().strip()))
+        except OSError:
+            shared = ""
+        if shared:
+            out += [(os.path.join(shared, "hooks"), f"the repository's git hooks: {why}"),
+                    (os.path.join(shared, "config"), f"the repository's git config: {why}")]
+    return out
 
 
 def protected_rules(args: ClaudeArgs, cfg: Config, cwd: str) -> list[str]:
