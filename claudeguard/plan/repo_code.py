@@ -107,11 +107,11 @@ def _read_json(path: str) -> dict[str, object] | None:
 def _bases(args: ClaudeArgs, cwd: str) -> list[str]:
     """The directories a run takes project files from (cwd, repository root, the config root,
     a named worktree)."""
-    from claudeguard.plan.settings_sources import WORKTREES, repo_root
+    from claudeguard.plan.settings_sources import WORKTREES, option_value, repo_root
 
     root = repo_root(cwd)
     out = [os.path.abspath(cwd), root]
-    pcr = args.last("--project-config-root")
+    pcr = option_value(args, "--project-config-root")
     if pcr:
         out.append(os.path.abspath(os.path.join(cwd, pcr)))
     name = args.last("--worktree") if args.has("--worktree") else None

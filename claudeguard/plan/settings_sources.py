@@ -186,6 +186,23 @@ def repo_root(cwd: str) -> str:
 WORKTREES = os.path.join(".claude", "worktrees")  # where `-w NAME` (and EnterWorktree) puts a checkout
 
 
+def option_value(args: ClaudeArgs, name: str) -> str | None:
+    """The last value of a value-taking option as the CLI reads it: the argv reading's, else the
+    word after it (or after ``=``) in the raw argv before ``--`` (an option the reading does not
+    know yet, e.g. 2.1.330's ``--project-config-root``)."""
+    value = args.last(name)
+    if value is not None:
+        return value
+    words = args.argv[:args.argv.index("--")] if "--" in args.argv else args.argv
+    for index in range(len(words) - 1, -1, -1):
+        word = words[index]
+        if word.startswith(name + "="):
+            return word.partition("=")[2]
+        if word == name and index + 1 < len(words):
+            return words[index + 1]
+    return None
+
+
 def project_files(args: ClaudeArgs, cwd: str) -> list[tuple[str, str]]:
     """The project's settings files this run reads, as (role, path), role ``project`` or
     ``local`` (``--setting-sources``' names), every version's placements at once (fail closed;
@@ -194,7 +211,7 @@ def project_files(args: ClaudeArgs, cwd: str) -> list[tuple[str, str]]:
     sub-directory the repository root's ``settings.local.json`` too (2.1.330+); with ``-w NAME``
     the worktree's own files and the main checkout's ``settings.local.json``."""
     root = repo_root(cwd)
-    pcr = args.last("--project-config-root")
+    pcr = option_value(args, "--project-config-root")
     base = os.path.abspath(os.path.join(cwd, pcr)) if pcr else os.path.abspath(cwd)
     out = [("project", os.path.join(base, ".claude", "settings.json")),
            ("local", os.path.join(base, ".claude", "settings.local.json"))]
