@@ -156,8 +156,10 @@ def test_a_worktrees_settings_file_is_not_the_write_tools(real_claude, offline_e
 
 # --- class 8: a config layer that replaces ---------------------------------------------------------
 
-@pytest.mark.parametrize("text", ['[agents.scribe]\nreplace = true\nallow = ["Write"]\n',
-                                  '[permissions]\nreplace = true\nallow = ["Write"]\n\n[agents.scribe]\nreplace = true\n'])
+@pytest.mark.parametrize("text", [
+    '[agents.scribe]\nreplace = true\nallow = ["Write"]\n',
+    '[permissions]\nreplace = true\nallow = ["Write"]\n\n[agents.scribe]\nreplace = true\n',
+])
 def test_a_project_file_that_replaces_holds_only_once_trusted_and_never_under_lockdown(real_claude, offline_env,
                                                                                        model_server, text):
     run = session(real_claude, offline_env, model_server, "")
@@ -207,8 +209,8 @@ def test_project_config_root_is_read_as_the_cli_reads_it(real_claude, offline_en
     off = _put(pcr / ".claude" / "settings.json", {"disableAllHooks": True})
     run.refused(run.go("--project-config-root", str(pcr)), f"{off}: disableAllHooks: silences every hook")
     pay = Payloads(tmp_path, Path(run.env["CLAUDEGUARD_RUNTIME_DIR"]))
-    _put(off, {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": pay.fake_service()}]}],
-                         "PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": pay.fake_service()}]}]}})
+    hook = {"type": "command", "command": pay.fake_service()}
+    _put(off, {"hooks": {"SessionStart": [{"hooks": [hook]}], "PreToolUse": [{"matcher": "*", "hooks": [hook]}]}})
     try:
         proc = run.go("--project-config-root", str(pcr))
         if cli_version == "2.1.197":
