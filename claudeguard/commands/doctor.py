@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from claudeguard.config.load import env_overrides, load_config
+from claudeguard.config.trust import command_for
 from claudeguard.errors import GuardError
 from claudeguard.files import write_atomic
 from claudeguard.paths import legacy_note, runtime_dir
@@ -21,6 +22,7 @@ from claudeguard.plan import settings_sources as ss
 from claudeguard.plan.argv import build_plan
 from claudeguard.plan.claude_args import parse_claude_args
 from claudeguard.plan.discovery import find_claude
+from claudeguard.plan.repo_code import treat
 from claudeguard.plan.session import session_snapshot
 from claudeguard.procs import ask_version, capture
 from claudeguard.testing.model_server import ModelServer
@@ -51,6 +53,7 @@ def main(argv: list[str]) -> int:
         _say(False, f"config: {exc}")
         return 1
     good &= settings_sources(cfg)
+    good &= trust(cfg)
     try:
         root = runtime_dir()
         good &= _say(True, f"runtime dir: {root} (mode 0700, owned by uid {os.getuid()})")
@@ -107,6 +110,20 @@ def settings_sources(cfg: Config) -> bool:
         else:
             verdict = "no effect on the guard"
         ok &= _say(not refused, f"Claude settings: {f.line()}: {verdict}")
+    return ok
+
+
+def trust(cfg: Config) -> bool:
+    """The project's files the user has not trusted here: a config whose loosening is ignored,
+    repository code that does not run (refused under lockdown: a FAIL)."""
+    lockdown = bool(cfg.lockdown.value)
+    ok = True
+    for path, what in cfg.untrusted:
+        print(f"      note: {path}: not trusted, so its loosening is ignored ({'; '.join(what)}); {command_for(path)}")
+    for code in treat(parse_claude_args([]), os.getcwd()).untrusted:
+        verdict = "refused by lockdown" if lockdown else "not run"
+        ok &= _say(not lockdown, f"repository code: {code.path}: {', '.join(code.what)}: {verdict} until trusted "
+                                 f"({command_for(code.path)})")
     return ok
 
 

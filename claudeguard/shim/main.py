@@ -306,6 +306,9 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
 
         launch.cfg = load_config(opts, cwd)
     cfg = launch.cfg
+    from claudeguard.plan.repo_code import untrusted
+
+    launch.run.untrusted = untrusted(args, cfg, cwd)  # for the report: what was left out, and why
     from claudeguard.plan.settings_watch import Watch
 
     undo.callback(Watch(args, cfg, cwd, child_pid, session_id=session_id,  # a settings file written mid-session
