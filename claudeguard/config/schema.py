@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         disable_bypass_permissions: bool
         allow_settings_override: bool
         allow_unguarded: bool  # run where the guard's hooks cannot (--bare, SIMPLE, --safe-mode); never under lockdown
+        require_verified_cli: bool  # refuse a CLI binary `doctor --verify` has not passed (plan.verified)
 
     class RuleSpec(TypedDict):
         """One rule as the policy spec carries it: the rule, where it came from, and the root its
@@ -142,7 +143,7 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "kill_grace": Key("number", KILL_GRACE_S, minimum=0),
     },
     "security": {"disable_bypass_permissions": Key("bool", False), "allow_settings_override": Key("bool", False),
-                 "allow_unguarded": Key("bool", False)},
+                 "allow_unguarded": Key("bool", False), "require_verified_cli": Key("bool", False)},
 }
 
 AGENT_SECTION: dict[str, Key] = {
