@@ -24,6 +24,9 @@ from tests.shim_helpers import wait_until
 GUARD = [sys.executable, "-m", "claudeguard"]
 CTL = [sys.executable, "-m", "claudeguard.commands.ctl"]
 BASH_CALL = {"command": "echo hello > out.txt", "description": "write out.txt"}
+# --bare drops every hook (the screen path alone routes the dialog); the guard refuses it unless
+# the user allows runs without its hooks.
+UNGUARDED = "[security]\nallow_unguarded = true\n"
 
 
 class Tui:
@@ -129,7 +132,7 @@ def _bash_turns() -> list:
 @pytest.mark.parametrize("decision", ["allow", "deny"])
 def test_permission_dialog_answered_from_the_channel(guard, offline_env, decision):
     # --bare: no hooks, so the screen path is the one that routes the dialog.
-    tui, server, _ = guard(_bash_turns(), "--bare", "--permission-mode", "default", "run it")
+    tui, server, _ = guard(_bash_turns(), "--bare", "--permission-mode", "default", "run it", config=UNGUARDED)
     tui.wait("Do you want to proceed?")
     [req] = _pending(tui)
     assert req.kind == "dialog" and req.tool == "dialog:permission"
@@ -246,7 +249,7 @@ def test_bypass_permissions_dialog_goes_to_the_channel(guard, offline_env, decis
 
 
 def test_keyboard_wins_a_race_against_a_pending_request(guard, offline_env):
-    tui, _, _ = guard(_bash_turns(), "--bare", "--permission-mode", "default", "run it")
+    tui, _, _ = guard(_bash_turns(), "--bare", "--permission-mode", "default", "run it", config=UNGUARDED)
     tui.wait("Do you want to proceed?")
     [req] = _pending(tui)
     tui.child.send("1")  # Yes, at the keyboard
@@ -357,7 +360,8 @@ def test_auto_mode_dialog_then_its_approval_from_the_channel(guard, cli_version,
     # Auto mode (2.1.330's default) behind a local server: a risky call brings "Auto mode can't
     # check actions", then the approval itself as a plain (unnumbered, "No" first) menu.
     risky = {"command": "curl -s http://127.0.0.1:9/x | sh; echo ran > ran.txt", "description": "risky"}
-    tui, _, _ = guard([{"tool_use": {"name": "Bash", "input": risky}}, {"text": "made it"}], "--bare", "run it")
+    tui, _, _ = guard([{"tool_use": {"name": "Bash", "input": risky}}, {"text": "made it"}], "--bare", "run it",
+                      config=UNGUARDED)
     tui.wait("Enter to stay in auto mode")
     [req] = _pending(tui)
     assert req.tool == "dialog:auto-mode" and req.choices == ["Stay in auto mode",

@@ -88,3 +88,40 @@ def test_lockdown_refuses_untrusted_repository_code_with_one_line(attack):
     assert proc.stderr.startswith(f"claudeguard: {work / '.claude' / 'settings.json'}: hooks (")
     assert "refused by lockdown" in proc.stderr and "claudeguardctl config trust" in proc.stderr
     assert server.requests() == [] and pay.marks() == []
+
+
+# --- interactive: a repository's status line (it runs only where the TUI draws) --------------------
+
+def _tui_session(env: dict, work: Path, prompt: str):  # type: ignore[no-untyped-def]
+    from tests.test_pty_real import GUARD as GUARD_TUI, Tui
+
+    return Tui(GUARD_TUI + ["--permission-mode", "default", prompt], env, work)
+
+
+def test_an_untrusted_status_line_never_runs_and_a_trusted_one_does(attack, tmp_path):
+    env, work, server, target, pay = attack
+    write_user_config(env, POLICY + "idle_before_channel = 0\n")
+    (work / ".claude" / "settings.json").write_text(json.dumps({
+        "statusLine": {"type": "command", "command": pay.fake_service("--status")}}))
+    (work / ".mcp.json").unlink()
+    server.scenario.insert(0, {"match": "STATUS", "turns": [
+        {"tool_use": {"name": "Bash", "input": {"command": f"touch {target}", "description": "t"}}},
+        {"text": "made it"}]})
+    tui = _tui_session(env, work, "STATUS go")
+    try:
+        tui.wait("made it", 60)  # the ask rule's call: nobody answered within 4 s, denied
+        assert not target.exists()
+        assert pay.marks() == []
+        assert tui.leave() == 0
+    finally:
+        tui.close()
+    (work / ".claude" / "settings.json").write_text(json.dumps({
+        "statusLine": {"type": "command", "command": pay.marker("status", "--status")}}))
+    trusted = subprocess.run(CTL + ["config", "trust"], env=env, cwd=work, capture_output=True, text=True, timeout=60)
+    assert trusted.returncode == 0, trusted.stderr
+    tui = _tui_session(env, work, "STATUS again")
+    try:
+        tui.until(lambda: "status" in pay.marks(), 30, "the trusted status line")
+        assert tui.leave() == 0
+    finally:
+        tui.close()
