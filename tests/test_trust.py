@@ -234,3 +234,16 @@ def test_config_trust_is_refused_from_inside_a_guarded_session(env, tmp_path):
     assert proc.stderr.strip() == ("claudeguardctl: config trust is refused from inside guarded session abc123: "
                                    "trust a file from your own shell, outside any session")
     assert load().files == {}
+
+
+def test_an_opt_out_from_a_file_inside_the_project_needs_trust(env):
+    user, project, proj = env
+    inside = project / "ci.toml"
+    inside.write_text("[security]\nallow_unguarded = true\nallow_settings_override = true\n")
+    cfg = load_config(project, Overrides(extra_files=[Sourced(str(inside), "env CLAUDEGUARD_CONFIG")]))
+    assert cfg.security()["allow_unguarded"] is False and cfg.security()["allow_settings_override"] is False
+    assert cfg.untrusted == [(str(inside), ["security.allow_unguarded = true", "security.allow_settings_override = "
+                                            "true"])]
+    record([str(inside)])
+    cfg = load_config(project, Overrides(extra_files=[Sourced(str(inside), "env CLAUDEGUARD_CONFIG")]))
+    assert cfg.security()["allow_unguarded"] is True

@@ -451,6 +451,9 @@ def _merge(cfg: Config, layer: Layer, root: str, lockdown: Sourced) -> list[str]
                 what = _loosening(cfg, dotted, value, table)
                 if what is not None and not gate.permit((section, name), what):
                     continue
+            elif name.startswith("allow_") and value is True and not gate.permit(
+                    (section, name), f"{dotted} = true"):  # an opt-out from a file inside the project
+                continue
             cfg.values[dotted] = Sourced(value, layer.where((section, name)))
     return gate.ignored
 
