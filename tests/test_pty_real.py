@@ -209,6 +209,10 @@ def test_trust_dialog_for_a_new_folder(guard, offline_env, tmp_path, decision):
 def test_several_new_mcp_servers_are_one_request(guard, offline_env, decision):
     (offline_env.cwd / ".mcp.json").write_text(json.dumps({"mcpServers": {"one": {"command": "true"},
                                                                           "two": {"command": "true"}}}))
+    # A repository's servers reach the CLI (and its own dialog) only once the user trusted the file.
+    trusted = subprocess.run(CTL + ["config", "trust", str(offline_env.cwd / ".mcp.json")], env=dict(offline_env),
+                             cwd=offline_env.cwd, capture_output=True, text=True, timeout=60)
+    assert trusted.returncode == 0, trusted.stderr
     tui, _, _ = guard(None)
     tui.wait("new MCP servers found")
     [req] = _pending(tui)

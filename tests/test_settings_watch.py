@@ -53,6 +53,9 @@ def write(path: Path, data: dict) -> None:
     {"permissions": {"deny": ["Bash(rm *)", "Bash(curl *)"], "ask": ["Bash(git push *)"]}},  # a git checkout
     {"permissions": {"deny": ["Bash(rm *)"], "ask": ["Bash(git push *)"], "defaultMode": "plan"}},
     {"permissions": {"deny": ["Bash(rm *)"], "ask": ["Bash(git push *)", "Write"]}, "model": "x"},
+    # what the CLI itself writes when the person at the keyboard answers its dialogs
+    {"permissions": {"deny": ["Bash(rm *)"], "ask": ["Bash(git push *)"], "allow": ["Bash(npm test)"]},
+     "enabledMcpjsonServers": ["one"]},
 ])
 def test_a_change_that_only_tightens_is_checked_and_kept(world, data):
     work, project, session, _ = world
@@ -67,8 +70,6 @@ def test_a_change_that_only_tightens_is_checked_and_kept(world, data):
 
 @pytest.mark.parametrize("data, why", [
     ({"disableAllHooks": True}, "disableAllHooks: silences every hook the guard registers"),
-    ({"permissions": {"deny": ["Bash(rm *)"], "ask": ["Bash(git push *)"], "allow": ["Bash"]}},
-     "permissions.allow: adds allow rule 'Bash'"),
     ({"permissions": {"ask": ["Bash(git push *)"]}}, "permissions.deny: drops 'Bash(rm *)'"),
     ({"permissions": {"deny": ["Bash(rm *)"]}}, "permissions.ask: drops 'Bash(git push *)'"),
     ({"permissions": {"deny": ["Bash(rm *)"], "ask": ["Bash(git push *)"], "defaultMode": "acceptEdits"}},

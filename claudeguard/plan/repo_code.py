@@ -52,6 +52,10 @@ SAFE_SETTINGS = frozenset({
     "attribution", "outputStyle", "spinnerTipsEnabled", "alwaysThinkingEnabled", "respectGitignore", "language",
     "companyAnnouncements", "disabledMcpjsonServers", "theme", "verbose", "disableAllHooks", "allowedHttpHookUrls",
     "httpHookAllowedEnvVars", "effortLevel", "autoUpdates", "preferredNotifChannel",
+    # Approvals of .mcp.json servers (the CLI writes them into settings.local.json when the user
+    # answers its dialog): the servers' code is the .mcp.json's, and an untrusted one's servers are
+    # named in the guard's disabledMcpjsonServers, which wins over both (checked on all three).
+    "enabledMcpjsonServers", "enableAllProjectMcpServers",
 })
 LOOSE_AGENT_MODES = frozenset({"acceptEdits", "auto", "bypassPermissions"})
 

@@ -41,7 +41,7 @@ class _View:
         self.code = code  # lines of untrusted code in a source the session loads
 
 
-RULE_KINDS = ("allow", "additionalDirectories", "deny", "ask")
+RULE_KINDS = ("deny", "ask")
 
 
 def _rules_of(data: dict[str, Any]) -> tuple[dict[str, frozenset[str]], int]:
@@ -60,15 +60,13 @@ def _rules_of(data: dict[str, Any]) -> tuple[dict[str, frozenset[str]], int]:
 
 def _loosened(before: dict[str, tuple[dict[str, frozenset[str]], int]],
               after: dict[str, tuple[dict[str, frozenset[str]], int]]) -> str | None:
-    """What got looser from ``before`` to ``after``: an allow rule or directory added, a deny or
-    ask rule removed, a looser default mode."""
+    """What got looser from ``before`` to ``after``: a deny or ask rule removed, a looser default
+    mode. An allow rule added is not: the CLI itself writes one into settings.local.json when the
+    person at the keyboard answers "don't ask again", and the guard takes the CLI's allow rules
+    at the start only (``claude_allow``), deciding every call itself."""
     empty = _rules_of({})
     for where in sorted(set(before) | set(after)):
         (old, old_mode), (new, new_mode) = before.get(where, empty), after.get(where, empty)
-        for kind, verb in (("allow", "adds allow rule"), ("additionalDirectories", "adds directory")):
-            added = sorted(new[kind] - old[kind])
-            if added:
-                return f"{where}: permissions.{kind}: {verb} {added[0]!r}"
         for kind in ("deny", "ask"):
             dropped = sorted(old[kind] - new[kind])
             if dropped:
@@ -89,8 +87,8 @@ class Watch:
     worktree's, ``--project-config-root``'s, the repository root's local file, a ``--settings``
     file, the managed ones, and the project's agent files). A change is judged at once: one that
     silences or loosens the guard (a source it would refuse, a new finding, repository code the
-    user has not trusted in a source the session loads, an allow rule added or a deny or ask rule
-    dropped, a looser default mode) ends the session as compromised: one stderr line, an audit
+    user has not trusted in a source the session loads, a deny or ask rule dropped, a looser
+    default mode) ends the session as compromised: one stderr line, an audit
     row, the CLI's process tree stopped (its exit is a signal's: non-zero). Any other change (a
     `git checkout` that only tightens) is recorded as checked for the gate, which waits for that
     word before deciding a call (``gate.settings_check``)."""
