@@ -272,11 +272,22 @@ def treat(args: ClaudeArgs, cwd: str, records: Records | None = None) -> Treatme
     return out
 
 
+def session_args(args: ClaudeArgs) -> ClaudeArgs:
+    """The arguments the sessions of this run get: for ``claude agents``, the words after it
+    (agent view hands its ``--plugin-dir``, ``--setting-sources``, ... to what it dispatches)."""
+    if args.subcommand == "agents" and args.subcommand_index is not None:
+        from claudeguard.plan.claude_args import parse_claude_args
+
+        return parse_claude_args(args.argv[args.subcommand_index + 1:])
+    return args
+
+
 def check(args: ClaudeArgs, cfg: Config, cwd: str) -> Treatment:
     """Refuse (lockdown: one line naming the file and the command that trusts it) or say on
     stderr what will not run; returns the treatment ``argv.build_plan`` applies."""
     import sys
 
+    args = session_args(args)
     found = treat(args, cwd)
     if found.untrusted and cfg.lockdown.value:
         first = found.untrusted[0]

@@ -33,6 +33,7 @@ from claudeguard.plan import verified
 from claudeguard.plan.argv import (
     BYPASS_FLAGS, DROPPED, absolute_rule, cli_allow_rules, load_settings_value, merge_settings, repo_code_argv,
 )
+from claudeguard.plan.claude_args import parse_claude_args
 from claudeguard.plan.discovery import RECURSION_VAR, exec_passthrough
 from claudeguard.plan.hooks import HttpHooks, ctl_command, guard_settings
 from claudeguard.plan.session import session_snapshot
@@ -76,7 +77,7 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
         ours["permissions"] = perms
     # Untrusted repository code stays off in the sessions it dispatches (plan.repo_code): agent
     # view takes --setting-sources and --plugin-dir for them as a session does.
-    front = repo_code_argv(tail, own, ours, cwd)
+    front = repo_code_argv(tail, parse_claude_args(tail), ours, cwd)
     caller: dict[str, Any] = {}
     settings_at = [i for i, _ in own.options.get("--settings", [])]
     if settings_at:
