@@ -109,7 +109,8 @@ def test_agent_view_hands_the_same_to_what_it_dispatches(repo):
 
 def test_lockdown_refuses_the_first_untrusted_piece_with_one_line(repo):
     work, env = repo
-    _write(Path(env["XDG_CONFIG_HOME"]) / "claudeguard" / "config.toml", "[security]\ndisable_bypass_permissions = true\n")
+    _write(Path(env["XDG_CONFIG_HOME"]) / "claudeguard" / "config.toml",
+           "[security]\ndisable_bypass_permissions = true\n")
     mcp = _write(work / ".mcp.json", {"mcpServers": {"srv": {"command": "x"}}})
     proc = subprocess.run(GUARD + ["-p", "x"], env=env, cwd=work, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
