@@ -45,7 +45,8 @@ if TYPE_CHECKING:
 
         disable_bypass_permissions: bool
         allow_settings_override: bool
-        allow_unguarded: bool  # run where the guard's hooks cannot (--bare, SIMPLE, --safe-mode); never under lockdown
+        # run what no hook of the guard reaches (--bare, SIMPLE, --safe-mode, `mcp serve`); never under lockdown
+        allow_unguarded: bool
         require_verified_cli: bool  # refuse a CLI binary `doctor --verify` has not passed (plan.verified)
 
     class RuleSpec(TypedDict):

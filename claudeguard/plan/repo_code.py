@@ -275,10 +275,10 @@ def treat(args: ClaudeArgs, cwd: str, records: Records | None = None) -> Treatme
 def session_args(args: ClaudeArgs) -> ClaudeArgs:
     """The arguments the sessions of this run get: for ``claude agents``, the words after it
     (agent view hands its ``--plugin-dir``, ``--setting-sources``, ... to what it dispatches)."""
-    if args.subcommand == "agents" and args.subcommand_index is not None:
-        from claudeguard.plan.claude_args import parse_claude_args
+    if args.subcommand == "agents":
+        from claudeguard.plan.claude_args import command_args
 
-        return parse_claude_args(args.argv[args.subcommand_index + 1:])
+        return command_args(args)
     return args
 
 
