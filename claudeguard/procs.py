@@ -171,3 +171,58 @@ def same_start(actual: str | None, recorded: object) -> bool:
         except ValueError:
             return False
     return actual == recorded
+
+
+def inside_guarded_session(pid: int) -> str | None:
+    """The guarded session whose process tree ``pid`` is in (its id, or ``"unknown"`` when only
+    the Claude Code CLI above it is seen), None when it is in none.
+
+    A stand-in of the issue-24 helper with the same signature (the answering side's, which also
+    knows the launcher's subreaper and the daemon-hosted trees): it walks ``pid``'s ancestors and
+    counts any that is a claudeguard session (``CLAUDEGUARD_SESSION`` in its environment) or a
+    Claude Code CLI (its command line, or ``CLAUDECODE=1``, which the CLI sets in what it runs)."""
+    seen: set[int] = set()
+    current = pid
+    while current > 1 and current not in seen:
+        seen.add(current)
+        env = _environ(current)
+        if env.get("CLAUDEGUARD_SESSION"):
+            return env["CLAUDEGUARD_SESSION"]
+        if env.get("CLAUDECODE") == "1" or _is_claude_cli(current):
+            return "unknown"
+        current = _parent(current)
+    return None
+
+
+def _environ(pid: int) -> dict[str, str]:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return {}
+    out = {}
+    for item in raw.split(b"\0"):
+        name, sep, value = item.partition(b"=")
+        if sep:
+            out[name.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+    return out
+
+
+def _is_claude_cli(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            words = fh.read().split(b"\0")
+    except OSError:
+        return False
+    first = os.path.basename(words[0]).decode("utf-8", "replace") if words else ""
+    return first in ("claude", "claude.exe") or any(b"@anthropic-ai/claude-code" in w for w in words[:2])
+
+
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return 0
+    rest = raw[raw.rfind(b")") + 2:].split()
+    return int(rest[1]) if len(rest) > 1 else 0

@@ -241,7 +241,7 @@ def test_agent_view_with_the_service_runs_guarded_under_lockdown(tmp_path, offli
     settings = json.loads(copy.read_text())
     assert settings["permissions"]["allow"] == ["Read", "Bash(echo *)"]
     deny = settings["permissions"]["deny"]
-    assert deny[0] == "Bash(rm *)" and deny[1:] and all(r.startswith("Edit(//")
+    assert deny[0] == "Bash(rm *)" and deny[1:] and all(r.startswith(("Edit(//", "Read(//"))
                                                         for r in deny[1:])  # + the guard's own files
     assert settings["hooks"]["Stop"][0]["hooks"][0] == {"type": "command", "command": "true"}  # the caller's kept
     [hook] = settings["hooks"]["PreToolUse"][0]["hooks"]

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from claudeguard.config.load import Overrides, Sourced, load_config
+from claudeguard.config.trust import record
 from claudeguard.config.write import STARTER, add_rule, write_starter
 from claudeguard.errors import ConfigError
 
@@ -15,6 +16,7 @@ from claudeguard.errors import ConfigError
 def env(tmp_path, monkeypatch):
     xdg = tmp_path / "xdg"
     monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the trust records
     for var in ("CLAUDEGUARD_CONFIG", "CLAUDEGUARD_PROFILE", "CLAUDEGUARD_STALL_AFTER", "CLAUDEGUARD_ON_STALL",
                 "CLAUDEGUARD_APPROVAL_TIMEOUT"):
         monkeypatch.delenv(var, raising=False)
@@ -39,6 +41,7 @@ def test_layers_override_and_rules_extend(env, tmp_path):
     user, project = env
     user.write_text('[permissions]\nallow = ["Bash(git status)"]\n[approval]\ntimeout = 100\n')
     (project / ".claudeguard.toml").write_text('[permissions]\nallow = ["Read"]\n\n[approval]\ntimeout = 50\n')
+    record([str(project / ".claudeguard.toml")])  # its allow rule applies once trusted
     extra = tmp_path / "extra.toml"
     extra.write_text("[approval]\ntimeout = 7\n")
     cfg = load_config(project / "sub", Overrides(extra_files=[Sourced(str(extra), "--guard-config")]))
@@ -52,6 +55,7 @@ def test_replace_true_drops_earlier_rules(env):
     user, project = env
     user.write_text('[permissions]\nallow = ["Bash(git status)"]\n')
     (project / ".claudeguard.toml").write_text('[permissions]\nreplace = true\nallow = ["Read"]\n')
+    record([str(project / ".claudeguard.toml")])
     cfg = load_config(project)
     assert [r.rule for r in cfg.rules["permissions.allow"]] == ["Read"]
 
@@ -135,7 +139,9 @@ def test_lockdown_refuses_project_dropping_denies_and_bypass_mode(env, tmp_path)
     user.write_text('[security]\ndisable_bypass_permissions = true\n[permissions]\ndeny = ["Bash(rm *)"]\n')
     proj = project / ".claudeguard.toml"
     proj.write_text('[permissions]\nreplace = true\nallow = ["Read"]\n')
-    with pytest.raises(ConfigError, match=r":2: lockdown: replace = true would drop the deny rules"):
+    record([str(proj)])  # trusted or not: under lockdown only the user's own file may loosen
+    with pytest.raises(ConfigError, match=r":2: replace = true in \[permissions\] loosens the guard: refused by "
+                                          r"lockdown \(.*config.toml:2; only the user's own config file may loosen\)"):
         load_config(project)
     proj.write_text('[permissions]\nmode = "bypassPermissions"\n')
     with pytest.raises(ConfigError, match=r":2: lockdown"):

@@ -120,7 +120,14 @@ def test_any_config_file_can_name_the_cli(bed, where):
     if where == "user file":
         _write(bed.home / "config" / "claudeguard" / "config.toml", text)
     elif where == "project file":
-        _write(bed.cwd.parent / ".claudeguard.toml", text)  # above the cwd, below the .git
+        project = _write(bed.cwd.parent / ".claudeguard.toml", text)  # above the cwd, below the .git
+        # a repository's file names the CLI only once trusted (it would run a program of its choosing)
+        proc = bed.run(["--version"], env)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["exe"] == str(bed.real)
+        trusted = subprocess.run([str(bed.launcher.with_name("claudeguardctl")), "config", "trust", str(project)],
+                                 env=env, cwd=bed.cwd, capture_output=True, text=True, timeout=30)
+        assert trusted.returncode == 0, trusted.stderr
     else:
         env["CLAUDEGUARD_CONFIG"] = str(_write(bed.root / "extra.toml", text))
     proc = bed.run(["--version"], env)

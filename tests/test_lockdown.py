@@ -41,7 +41,7 @@ BYPASS = {"permissions": {"defaultMode": "bypassPermissions"}}
      "--settings (inline JSON): permissions.defaultMode: bypassPermissions"),
     (["--settings", json.dumps({"disableAllHooks": True}), "-p", "x"], "disableAllHooks"),
     (["--bare", "-p", "x"], "--bare"),
-    (["--guard-profile", "loose", "-p", "x"], "lockdown: replace = true would drop the deny rules"),
+    (["--guard-profile", "loose", "-p", "x"], "replace = true in [permissions] loosens the guard: refused by lockdown"),
     (["--dangerously-skip-permissions", "--version"], "--dangerously-skip-permissions is refused"),
 ])
 def test_bypass_paths_are_refused_before_the_child_starts(locked, argv, words):
@@ -66,7 +66,8 @@ def test_project_file_dropping_deny_rules(locked):
     env, work, marker, _ = locked
     (work / ".claudeguard.toml").write_text('[permissions]\nreplace = true\nallow = ["Read"]\n')
     proc = run(env, work, ["-p", "x"])
-    assert proc.returncode == 2 and ".claudeguard.toml:2: lockdown" in proc.stderr
+    assert proc.returncode == 2 and ".claudeguard.toml:2: replace = true in [permissions] loosens the guard: refused " \
+                                    "by lockdown" in proc.stderr
     assert not marker.exists()
 
 

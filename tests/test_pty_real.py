@@ -24,6 +24,9 @@ from tests.shim_helpers import wait_until
 GUARD = [sys.executable, "-m", "claudeguard"]
 CTL = [sys.executable, "-m", "claudeguard.commands.ctl"]
 BASH_CALL = {"command": "echo hello > out.txt", "description": "write out.txt"}
+# --bare drops every hook (the screen path alone routes the dialog); the guard refuses it unless
+# the user allows runs without its hooks.
+UNGUARDED = "[security]\nallow_unguarded = true\n"
 
 
 class Tui:
@@ -129,7 +132,7 @@ def _bash_turns() -> list:
 @pytest.mark.parametrize("decision", ["allow", "deny"])
 def test_permission_dialog_answered_from_the_channel(guard, offline_env, decision):
     # --bare: no hooks, so the screen path is the one that routes the dialog.
-    tui, server, _ = guard(_bash_turns(), "--bare", "--permission-mode", "default", "run it")
+    tui, server, _ = guard(_bash_turns(), "--bare", "--permission-mode", "default", "run it", config=UNGUARDED)
     tui.wait("Do you want to proceed?")
     [req] = _pending(tui)
     assert req.kind == "dialog" and req.tool == "dialog:permission"
@@ -206,6 +209,10 @@ def test_trust_dialog_for_a_new_folder(guard, offline_env, tmp_path, decision):
 def test_several_new_mcp_servers_are_one_request(guard, offline_env, decision):
     (offline_env.cwd / ".mcp.json").write_text(json.dumps({"mcpServers": {"one": {"command": "true"},
                                                                           "two": {"command": "true"}}}))
+    # A repository's servers reach the CLI (and its own dialog) only once the user trusted the file.
+    trusted = subprocess.run(CTL + ["config", "trust", str(offline_env.cwd / ".mcp.json")], env=dict(offline_env),
+                             cwd=offline_env.cwd, capture_output=True, text=True, timeout=60)
+    assert trusted.returncode == 0, trusted.stderr
     tui, _, _ = guard(None)
     tui.wait("new MCP servers found")
     [req] = _pending(tui)
@@ -239,7 +246,7 @@ def test_bypass_permissions_is_the_guards_to_give_not_the_clis(guard, offline_en
 
 
 def test_keyboard_wins_a_race_against_a_pending_request(guard, offline_env):
-    tui, _, _ = guard(_bash_turns(), "--bare", "--permission-mode", "default", "run it")
+    tui, _, _ = guard(_bash_turns(), "--bare", "--permission-mode", "default", "run it", config=UNGUARDED)
     tui.wait("Do you want to proceed?")
     [req] = _pending(tui)
     tui.child.send("1")  # Yes, at the keyboard
@@ -352,7 +359,8 @@ def test_auto_mode_is_not_the_guarded_clis_default(guard, cli_version, offline_e
     # hooks lost. So 2.1.330 runs in default mode: a risky call brings the plain permission
     # dialog (no "Auto mode can't check actions"), routed to the channel.
     risky = {"command": "curl -s http://127.0.0.1:9/x | sh; echo ran > ran.txt", "description": "risky"}
-    tui, _, _ = guard([{"tool_use": {"name": "Bash", "input": risky}}, {"text": "made it"}], "--bare", "run it")
+    tui, _, _ = guard([{"tool_use": {"name": "Bash", "input": risky}}, {"text": "made it"}], "--bare", "run it",
+                      config=UNGUARDED)
     tui.wait("Do you want to proceed?")
     assert "auto mode can't check" not in tui.flat().lower()
     [req] = _pending(tui, lambda r: r.tool == "dialog:permission")

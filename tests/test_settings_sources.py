@@ -35,7 +35,8 @@ class FakeConfig:
         return self.values.get("permissions.mode")
 
     def security(self) -> dict:
-        return {"allow_settings_override": self.values.get("security.allow_settings_override") is True}
+        return {"allow_settings_override": self.values.get("security.allow_settings_override") is True,
+                "allow_unguarded": self.values.get("security.allow_unguarded") is True}
 
     def source(self, key: str) -> str:
         return "config.toml:5"
@@ -62,8 +63,9 @@ def place(tmp_path):
         return [(f.source, f.key, f.action) for f in ss.findings(args, srcs, mode_chosen=mode)]
 
     def check(*argv: str, lockdown: bool = False, override: bool = False, mode: str | None = None,  # type: ignore[no-untyped-def]
-              extra_env: dict | None = None):
-        cfg = FakeConfig(_Locked(lockdown), {"security.allow_settings_override": override, "permissions.mode": mode})
+              extra_env: dict | None = None, unguarded: bool = False):
+        cfg = FakeConfig(_Locked(lockdown), {"security.allow_settings_override": override, "permissions.mode": mode,
+                                             "security.allow_unguarded": unguarded})
         return ss.check(parse_claude_args(list(argv) or ["-p", "x"]), cfg, str(work),
                         dict(env, **(extra_env or {})), str(managed))
 
@@ -181,13 +183,42 @@ def test_opt_out_lets_through_without_lockdown_only(place):
         check(override=True, lockdown=True)
 
 
-def test_hooks_off_environment_and_flag_under_lockdown(place):
+@pytest.mark.parametrize("argv, extra_env, named", [
+    (["-p", "x"], {"CLAUDE_CODE_SAFE_MODE": "1"}, "environment CLAUDE_CODE_SAFE_MODE"),
+    (["-p", "x"], {"CLAUDE_CODE_SIMPLE": "1"}, "environment CLAUDE_CODE_SIMPLE"),
+    (["-p", "x", "--safe-mode"], {}, "--safe-mode"),
+    (["-p", "x", "--bare"], {}, "--bare"),
+    (["-p", "x", "--append-system-prompt", "--bare"], {}, "--bare"),  # as another option's value
+    (["--model", "--bare", "-p", "x"], {}, "--bare"),
+])
+def test_modes_without_hooks_are_refused_unless_allowed_and_always_under_lockdown(place, argv, extra_env, named):
     _, _, check, _ = place
-    assert check(extra_env={"CLAUDE_CODE_SAFE_MODE": "1"}) == []
-    with pytest.raises(UsageError, match="environment CLAUDE_CODE_SAFE_MODE"):
-        check(lockdown=True, extra_env={"CLAUDE_CODE_SAFE_MODE": "1"})
-    with pytest.raises(UsageError, match="--safe-mode"):
-        check("-p", "x", "--safe-mode", lockdown=True)
+    with pytest.raises(UsageError) as err:
+        check(*argv, extra_env=extra_env)
+    assert str(err.value).startswith(f"{named}: ") and "set [security] allow_unguarded = true" in str(err.value)
+    with pytest.raises(UsageError, match=f"^{named}: .*refused by lockdown"):
+        check(*argv, lockdown=True, extra_env=extra_env)
+    let = check(*argv, extra_env=extra_env, unguarded=True)
+    assert [f.key for f in let] == [named.removeprefix("environment ")]
+    assert check("-p", "x", "--", "--bare", extra_env={}) == []  # after --: a prompt word, not the switch
+
+
+@pytest.mark.parametrize("where", ["user", "project", "local", "file"])
+def test_env_blocks_naming_a_variable_the_guard_depends_on(place, where):
+    put, found, check, tmp = place
+    path = put(where, {"env": {"CLAUDEGUARD_HOOK_TOKEN": "evil", "CLAUDE_CODE_SHELL_PREFIX": "x", "FOO": "1"}})
+    argv = ("-p", "x", "--settings", str(path)) if where == "file" else ()
+    keys = [(k, a) for s, k, a in found(*argv) if k.startswith("env.")]
+    assert keys == [("env.CLAUDEGUARD_HOOK_TOKEN", ss.WARN), ("env.CLAUDE_CODE_SHELL_PREFIX", ss.WARN)]
+    assert [f.key for f in check(*argv)] == ["env.CLAUDEGUARD_HOOK_TOKEN", "env.CLAUDE_CODE_SHELL_PREFIX"]  # warned
+    with pytest.raises(UsageError, match=f"^{'--settings ' if where == 'file' else ''}{path}: "
+                                         f"env.CLAUDEGUARD_HOOK_TOKEN: sets a variable the guard depends on: refused "
+                                         f"by lockdown"):
+        check(*argv, lockdown=True)
+    put(where, {"env": {"CLAUDE_CODE_SIMPLE": "1"}})
+    assert [(k, a) for s, k, a in found(*argv)] == [("env.CLAUDE_CODE_SIMPLE", ss.UNGUARDED)]
+    with pytest.raises(UsageError, match="allow_unguarded"):
+        check(*argv)
 
 
 def test_unreadable_or_broken_files_are_not_sources(place):
@@ -222,9 +253,13 @@ def test_protected_rules_name_every_settings_file_of_the_run(place, monkeypatch)
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     args = parse_claude_args(["-p", "x", "--settings", str(tmp / "extra.json")])
     work = tmp / "work"
-    assert ss.protected_rules(args, FakeConfig(), str(work)) == [
-        f"Edit(/{tmp}/home/.claude/settings.json)", f"Edit(/{work}/.claude/settings.json)",
-        f"Edit(/{work}/.claude/settings.local.json)", f"Edit(/{tmp}/extra.json)"]
-    assert ss.protected_rules(args, FakeConfig(values={"security.allow_settings_override": True}), str(work)) == []
-    locked = FakeConfig(_Locked(True), {"security.allow_settings_override": True})
-    assert len(ss.protected_rules(args, locked, str(work))) == 4
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp / "rt"))
+    (tmp / "rt").mkdir()
+    rules = ss.protected_rules(args, FakeConfig(), str(work))
+    settings = [f"Edit(/{tmp}/home/.claude/settings.json)", f"Edit(/{work}/.claude/settings.json)",
+                f"Edit(/{work}/.claude/settings.local.json)", f"Edit(/{tmp}/extra.json)",
+                f"Edit(/{work}/.claude/worktrees/*/.claude/settings.json)"]
+    assert all(rule in rules for rule in settings)
+    assert rules[:4] == [f"Read(/{tmp}/rt)", f"Read(/{tmp}/rt/**)", f"Edit(/{tmp}/rt)", f"Edit(/{tmp}/rt/**)"]
+    # built in: no opt-out loosens it
+    assert ss.protected_rules(args, FakeConfig(values={"security.allow_settings_override": True}), str(work)) == rules

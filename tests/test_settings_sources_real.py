@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -234,18 +235,30 @@ ALLOW_ALL = {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "comma
 
 @pytest.mark.newest_cli
 def test_a_repository_hook_that_allows_everything(real_claude, offline_env, model_server):
-    # Without lockdown it runs: the guard's deny still wins over their allow (the overlay holds).
-    env, _, scribe = scribe_session(offline_env, model_server, real_claude, "")
+    # Trusted and without lockdown it runs: the guard's deny still wins over their allow (the
+    # overlay holds), and the scribe (a project agent, which comes with the project's settings
+    # source) is there to be denied.
+    env, server, scribe = scribe_session(offline_env, model_server, real_claude, "")
     path, _ = place("project", env, offline_env.cwd, ALLOW_ALL)
+    trusted = subprocess.run(CTL + ["config", "trust", str(path)], env=env, cwd=offline_env.cwd, capture_output=True,
+                             text=True, timeout=60)
+    assert trusted.returncode == 0, trusted.stderr
     proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN go")
     assert proc.returncode == 0, proc.stderr
     assert (offline_env.cwd / "main.txt").exists() and not scribe.exists()
-    # Under lockdown it is refused: it would allow the calls the guard leaves to the CLI's prompt.
+    assert any("denied" in r["content"] for r in server.tool_results())  # the scribe's Write, by the overlay
+    # Under lockdown it is refused, trusted or not: it would allow the calls the guard leaves to
+    # the CLI's prompt.
     write_user_config(env, LOCKDOWN + POLICY)
     proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN again")
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"claudeguard: {path}: hooks.PreToolUse: 1 hook(s) of its own that can answer before "
                                   f"the guard's: refused by lockdown")
+    path.write_text(json.dumps(ALLOW_ALL) + "\n")  # changed: untrusted again, refused as such first
+    proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN again")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"claudeguard: {path}: hooks (PreToolUse): repository code the user has not "
+                                  f"trusted: refused by lockdown")
 
 
 @pytest.mark.newest_cli
@@ -276,10 +289,13 @@ def test_a_settings_file_written_by_bash_stops_the_session(real_claude, offline_
     proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN go")
     assert target.exists()  # Bash wrote it: no rule can see every shell write
     assert proc.returncode != 0
-    assert (f"claudeguard: {target}: disableAllHooks: silences every hook the guard registers: refused "
-            "(set [security] allow_settings_override = true to run anyway); written during the session: "
+    assert (f"claudeguard: compromised: {target}: disableAllHooks: silences every hook the guard registers: "
+            "refused (set [security] allow_settings_override = true to run anyway); written during the session: "
             "stopping the CLI\n") in proc.stderr
     assert not scribe.exists()
+    log = Path(env["CLAUDEGUARD_LOG_DIR"]) / "audit.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["decided_by"] for r in rows if r.get("event") == "compromised"] == ["settings-watch"]
 
 
 def test_http_hook_env_allowlist_without_the_guards_variable(real_claude, offline_env, model_server):

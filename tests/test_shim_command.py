@@ -125,9 +125,11 @@ def test_ask_rules_stay_out_of_the_cli_and_allow_rules_of_their_tools_too(tmp_pa
     settings = json.loads(next(a for a in argv if a.startswith("--settings=")).split("=", 1)[1])
     assert "permissions" not in settings
     assert [a for a in argv if a.startswith("--allowedTools=")] == ["--allowedTools=Read,mcp__db"]
-    home = tmp_path.resolve()  # the Claude settings files follow: no tool may write them
-    protected = f"Edit(/{home}/.claude/settings.json),Edit(/{home}/.claude/settings.local.json)"
-    assert [a for a in argv if a.startswith("--disallowedTools=")] == [f"--disallowedTools=Bash(rm *),{protected}"]
+    home = tmp_path.resolve()  # the built-in protected paths follow (the settings files among them)
+    denied = next(a for a in argv if a.startswith("--disallowedTools=")).split("=", 1)[1].split(",")
+    assert denied[0] == "Bash(rm *)"
+    assert f"Edit(/{home}/.claude/settings.json)" in denied and f"Edit(/{home}/.claude/settings.local.json)" in denied
+    assert f"Edit(/{home}/xdg/claudeguard/config.toml)" in denied and "Read(//tmp/claudeguard-0/**)" in denied
 
 
 # --- who asks in -p, per real CLI version (plan/hooks.print_asker) -----------------------------

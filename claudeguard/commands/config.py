@@ -4,17 +4,22 @@ the files searched, and a commented starter file."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from claudeguard.commands.cli import Parser, parser as command_parser
-from claudeguard.config.load import Sourced, env_overrides, load_config
+from claudeguard.config.load import Config, Sourced, env_overrides, load_config
+from claudeguard.config.trust import command_for, record
 from claudeguard.config.write import write_starter
+from claudeguard.errors import UsageError
 from claudeguard.paths import user_config_file
+from claudeguard.plan.repo_code import trust_candidates
+from claudeguard.procs import inside_guarded_session
 
 
 def main(argv: list[str]) -> int:
     parser = command_parser("config")
-    sub = parser.add_subparsers(dest="action", required=True, metavar="{show,path,init}", parser_class=Parser)
+    sub = parser.add_subparsers(dest="action", required=True, metavar="{show,path,init,trust}", parser_class=Parser)
     show = sub.add_parser("show", help="every effective value and the file:line (or option, or default) it came from",
                           description="Print every effective config value and the file:line, option or "
                                       "default it came from.")
@@ -27,7 +32,19 @@ def main(argv: list[str]) -> int:
                           description="Write a commented starter config; an existing file is never overwritten.")
     init.add_argument("--project", action="store_true", help="write ./.claudeguard.toml instead of the user file")
     init.add_argument("--file", help="write this file")
+    trust = sub.add_parser("trust", help="trust the exact content of a project's config and code (path + SHA-256)",
+                           description="Record the exact content (path + SHA-256, in your state dir) of a "
+                                       "project file so that its loosening applies and its code runs: a "
+                                       ".claudeguard.toml (allow rules, a looser mode, replace), Claude Code "
+                                       "settings with hooks, statusLine or apiKeyHelper, .mcp.json servers, "
+                                       "agent files with hooks or permissionMode, a plugin dir. Without FILE: "
+                                       "every such file that applies in the current directory. A changed file "
+                                       "is untrusted again. Refused from inside a guarded session.")
+    trust.add_argument("files", nargs="*", metavar="FILE", help="the files (or plugin dirs) to trust")
     args = parser.parse_args(argv[1:])
+
+    if args.action == "trust":
+        return _trust(args.files)
 
     if args.action == "init":
         path = Path(args.file) if args.file else Path(".claudeguard.toml") if args.project else user_config_file()
@@ -48,11 +65,15 @@ def main(argv: list[str]) -> int:
             "rules": {k: [{"rule": r.rule, "source": r.source} for r in v] for k, v in sorted(cfg.rules.items())},
             "profile": cfg.profile,
             "files": [{"layer": n, "path": str(p), "exists": e} for n, p, e in cfg.searched],
+            "trust": [{"layer": n, "path": p, "owner": o, "trusted": t} for n, p, o, t in cfg.layer_trust],
+            "untrusted": [{"path": p, "ignored": what, "trust_command": command_for(p)} for p, what in cfg.untrusted],
         }
         print(json.dumps(out, indent=2))
         return 0
     for layer, path, exists in cfg.searched:
-        print(f"# {layer}: {path}{'' if exists else ' (not found)'}")
+        print(f"# {layer}: {path}{'' if exists else ' (not found)'}{_trust_note(cfg, str(path))}")
+    for file, what in cfg.untrusted:
+        print(f"# {file}: loosening ignored until trusted: {'; '.join(what)} ({command_for(file)})")
     if cfg.profile:
         print(f"# profile: {cfg.profile}")
     for key, value in sorted(cfg.values.items()):
@@ -60,4 +81,29 @@ def main(argv: list[str]) -> int:
     for key, rules in sorted(cfg.rules.items()):
         for rule in rules:
             print(f"{key} += {rule.rule!r}    # {rule.source}")
+    return 0
+
+
+def _trust_note(cfg: Config, path: str) -> str:
+    for _, p, owner, trusted in cfg.layer_trust:
+        if p == path and owner == "project":
+            return " (trusted)" if trusted else " (not trusted: may tighten, not loosen)"
+    return ""
+
+
+def _trust(files: list[str]) -> int:
+    """``config trust [FILE...]``: record the files' content; never from inside a guarded session
+    (its agent would trust what it just wrote)."""
+    session = inside_guarded_session(os.getpid())
+    if session is not None:
+        raise UsageError(f"config trust is refused from inside guarded session {session}: trust a file from "
+                         f"your own shell, outside any session")
+    if not files:
+        files = trust_candidates(os.getcwd())
+        if not files:
+            print("nothing to trust here: no project config, Claude Code settings with code, .mcp.json or agent "
+                  "file with hooks")
+            return 0
+    for path, sha in record(files):
+        print(f"trusted {path} (sha256 {sha})")
     return 0

@@ -19,6 +19,7 @@ from pathlib import Path
 from claudeguard.commands import verify as verifying
 from claudeguard.commands.cli import parser as command_parser
 from claudeguard.config.load import env_overrides, load_config
+from claudeguard.config.trust import command_for
 from claudeguard.errors import GuardError
 from claudeguard.files import write_atomic
 from claudeguard.paths import guard_paths, legacy_note, runtime_dir
@@ -28,6 +29,7 @@ from claudeguard.plan import verified
 from claudeguard.plan.argv import build_plan, cli_sandbox_sources
 from claudeguard.plan.claude_args import parse_claude_args, table_for, table_note
 from claudeguard.plan.discovery import find_claude
+from claudeguard.plan.repo_code import treat
 from claudeguard.plan.session import session_snapshot
 from claudeguard.procs import ask_version, capture
 from claudeguard.testing.model_server import ModelServer
@@ -77,6 +79,7 @@ def main(argv: list[str]) -> int:
         _say(False, f"config: {exc}")
         return 1
     good &= settings_sources(cfg)
+    good &= trust(cfg)
     try:
         root = runtime_dir()
         good &= _say(True, f"runtime dir: {root} (mode 0700, owned by uid {os.getuid()})")
@@ -306,18 +309,35 @@ def settings_sources(cfg: Config) -> bool:
     override = cfg.security()["allow_settings_override"] and not lockdown
     ok = True
     for f in ss.findings(args, srcs, mode_chosen=ss.mode_chosen(args, cfg)) + ss.env_findings(args, dict(os.environ)):
-        refused = f.action == ss.REFUSE or (f.action == ss.STRICT and lockdown)
-        if refused and override:
+        refused = f.action in (ss.REFUSE, ss.UNGUARDED) or (f.action in (ss.STRICT, ss.WARN) and lockdown)
+        if refused and f.action == ss.UNGUARDED and cfg.security()["allow_unguarded"]:
+            verdict = "let through by security.allow_unguarded: only the guard's deny rules hold"
+            refused = False
+        elif refused and override and f.action != ss.UNGUARDED:
             verdict = "let through by security.allow_settings_override: the guard is not in force"
         elif refused:
             verdict = "claudeguard refuses to start here" + (" (lockdown)" if lockdown else "")
-        elif f.action == ss.STRICT:
+        elif f.action in (ss.STRICT, ss.WARN):
             verdict = "refused under lockdown only"
         elif f.action == ss.OVERRIDDEN:
             verdict = "no effect on this run"
         else:
             verdict = "no effect on the guard"
         ok &= _say(not refused, f"Claude settings: {f.line()}: {verdict}")
+    return ok
+
+
+def trust(cfg: Config) -> bool:
+    """The project's files the user has not trusted here: a config whose loosening is ignored,
+    repository code that does not run (refused under lockdown: a FAIL)."""
+    lockdown = bool(cfg.lockdown.value)
+    ok = True
+    for path, what in cfg.untrusted:
+        print(f"      note: {path}: not trusted, so its loosening is ignored ({'; '.join(what)}); {command_for(path)}")
+    for code in treat(parse_claude_args([]), os.getcwd()).untrusted:
+        verdict = "refused by lockdown" if lockdown else "not run"
+        ok &= _say(not lockdown, f"repository code: {code.path}: {', '.join(code.what)}: {verdict} until trusted "
+                                 f"({command_for(code.path)})")
     return ok
 
 

@@ -11,7 +11,10 @@ from pathlib import Path
 from claudeguard.commands.cli import parser as command_parser
 from claudeguard.config.load import Sourced, env_overrides, load_config
 from claudeguard.errors import UsageError
+from claudeguard.plan.claude_args import parse_claude_args
+from claudeguard.plan.settings_sources import protected_spec
 from claudeguard.policy.decide import call_from_rule_like, decide, policy_from_spec
+from claudeguard.policy.protect import SOURCE as PROTECTED
 
 
 def main(argv: list[str]) -> int:
@@ -34,7 +37,10 @@ def main(argv: list[str]) -> int:
         tool, tool_input = call_from_rule_like(args.call)
     except ValueError as exc:
         raise UsageError(f"cannot read the call {args.call!r}: {exc}") from None
-    result = decide(policy_from_spec(cfg.policy_spec()), tool, tool_input, agent_type=args.agent, cwd=str(cwd),
+    spec = cfg.policy_spec()
+    # The built-in protected paths as a session here would have them (no config loosens them).
+    spec["protected"] = protected_spec(parse_claude_args([]), str(cwd))
+    result = decide(policy_from_spec(spec), tool, tool_input, agent_type=args.agent, cwd=str(cwd),
                     home=os.path.expanduser("~"))
     if args.json:
         print(json.dumps({
@@ -54,6 +60,8 @@ def main(argv: list[str]) -> int:
     if result.rule:
         print(f"  rule:   {result.rule}")
         print(f"  source: {result.source}")
+        if result.source == PROTECTED:  # the built-in rule: say why the path is protected
+            print(f"  why:    {result.reason.removeprefix('claudeguard: ')}")
     elif result.decision == "ask":  # the guard cannot read it, or Claude Code's own rules could let it run
         print(f"  asked:  {result.reason.removeprefix('claudeguard: ')}")
     else:

@@ -5,6 +5,15 @@ Layers, later overriding earlier: defaults, the user file, the nearest project
 ``--guard-config``, then command-line guard options. Rule lists extend across layers unless a
 section sets ``replace = true``; every other value is replaced. Every value keeps the
 ``file:line`` it came from, for ``config show``, ``explain`` and error messages.
+
+Trust (``config.trust``): a layer is the user's own (the user file and its profiles), the
+caller's (``CLAUDEGUARD_CONFIG`` or ``--guard-config`` outside the project) or the project's (the
+project file and its profiles, and either of those inside the project). Every layer may tighten.
+A loosening (``_Gate``: an allow rule, ``replace = true``, a looser mode, ``on_timeout = "allow"``,
+a command to run, ...) applies from the user's own file always, from the caller's unless lockdown
+is on, and from the project's only once the user trusted that file's exact content, never under
+lockdown. Untrusted loosening is left out and listed in ``Config.untrusted``; under lockdown a
+loosening from any other layer is refused (ConfigError, one line).
 """
 
 from __future__ import annotations
@@ -66,13 +75,17 @@ class RuleEntry:
 
 class Layer:
     def __init__(self, name: str, path: Path, data: dict[str, object], lines: dict[KeyPath, int],
-                 prefix: KeyPath = (), trusted: bool = False) -> None:
+                 prefix: KeyPath = (), trusted: bool = False, owner: str = "user") -> None:
         self.name = name  # "user", "project", "profile NAME", "CLAUDEGUARD_CONFIG", "--guard-config"
         self.path = path
         self.data = data
         self.lines = lines
         self.prefix = prefix  # where `data` sits in the file: ("profiles", NAME) for a profile layer
         self.trusted = trusted  # may set [security]
+        # Who wrote it (module docstring): "user", "caller" or "project"; and, for the project's,
+        # whether the user trusted this content (config.trust).
+        self.owner = owner
+        self.content_trusted = False
 
     def where(self, keypath: KeyPath, value: str | None = None, index: int | None = None) -> str:
         from claudeguard.config.lines import line_of
@@ -102,6 +115,18 @@ class Config:
         self.profile = profile
         self.lockdown = lockdown
         self.project_root = project_root
+        # Files whose loosening was left out because the user has not trusted their content:
+        # (file, what was left out); `untrusted_notes` gives the one line per file.
+        self.untrusted: list[tuple[str, list[str]]] = []
+        # (layer, file, owner, content trusted) of every layer read, for `config show` and doctor.
+        self.layer_trust: list[tuple[str, str, str, bool]] = []
+
+    def untrusted_notes(self) -> list[str]:
+        """One line per file whose loosening was ignored: what, and the command that trusts it."""
+        from claudeguard.config.trust import command_for
+
+        return [f"claudeguard: {path}: not trusted, so its loosening is ignored ({'; '.join(what)}); "
+                f"after reviewing it: {command_for(path)}" for path, what in self.untrusted]
 
     def get(self, key: str) -> Value:
         """The value of ``section.key`` (its default if no layer set it); the sections' typed
@@ -343,45 +368,125 @@ def _table(data: dict[str, object], key: str) -> dict[str, Any]:
     return table if isinstance(table, dict) else {}
 
 
-def _merge(cfg: Config, layer: Layer, root: str, lockdown: bool) -> None:
+# The permission modes from the tightest to the loosest (what runs without a human): plan runs
+# nothing that changes anything; dontAsk runs only what rules allow and denies the rest; default
+# (and 2.1.330's "manual") asks a human for the rest; acceptEdits also edits files in the project;
+# auto lets a classifier decide; bypassPermissions runs everything. One order, used everywhere a
+# mode is compared (a project file may choose a tighter mode, not a looser one).
+MODE_ORDER = {"plan": 0, "dontAsk": 1, "default": 2, "manual": 2, "acceptEdits": 3, "auto": 4,
+              "bypassPermissions": 5}
+
+
+def mode_rank(mode: str | None) -> int:
+    """``MODE_ORDER``'s rank of a mode (None: the CLI's default); an unknown mode counts as the
+    loosest (fail closed)."""
+    return MODE_ORDER.get(mode or "default", len(MODE_ORDER))
+
+
+class _Gate:
+    """Whether a loosening from ``layer`` applies (see the module docstring)."""
+
+    __slots__ = ("layer", "lockdown", "ignored")
+
+    def __init__(self, layer: Layer, lockdown: Sourced) -> None:
+        self.layer = layer
+        self.lockdown = lockdown
+        self.ignored: list[str] = []
+
+    def permit(self, keypath: KeyPath, what: str, value: str | None = None, index: int | None = None) -> bool:
+        layer = self.layer
+        if layer.owner == "user":
+            return True
+        if self.lockdown.value:
+            raise ConfigError(f"{layer.where(keypath, value, index)}: {what} loosens the guard: refused by lockdown "
+                              f"({self.lockdown.source}; only the user's own config file may loosen)")
+        if layer.owner == "caller" or layer.content_trusted:
+            return True
+        self.ignored.append(what)
+        return False
+
+
+def _loosening(cfg: Config, dotted: str, value: Any, table: dict[str, Any]) -> str | None:
+    """What setting ``dotted`` to ``value`` loosens, given the values merged so far; None when it
+    does not (an unknown key counts as a loosening: fail closed)."""
+    current = cfg.values.get(dotted)
+    before = current.value if current else None
+    section = dotted.split(".", 1)[0]
+    if dotted == "permissions.mode":
+        return (f"permissions.mode = {value!r} (looser than {before or 'default'!r})"
+                if mode_rank(value) > mode_rank(before if isinstance(before, str) else None) else None)
+    if dotted == "approval.on_timeout":
+        return 'approval.on_timeout = "allow"' if value == "allow" and before != "allow" else None
+    if dotted == "approval.timeout":
+        allow = table.get("on_timeout", cfg.get("approval.on_timeout")) == "allow"
+        lower = isinstance(before, (int, float)) and value < before
+        return f"approval.timeout = {value:g} (sooner, with on_timeout allow)" if allow and lower else None
+    if dotted in ("subagents.blocked_tools", "subagents.read_only_types"):
+        dropped = [v for v in (before if isinstance(before, list) else []) if v not in value]
+        return f"{dotted} drops {', '.join(map(str, dropped))}" if dropped else None
+    if dotted == "subagents.background":
+        return 'subagents.background = "like-foreground"' if value != "deny" and before == "deny" else None
+    if dotted == "approval.notify":
+        return "approval.notify (a command the guard runs)" if value and value != before else None
+    if dotted == "claude.path":
+        return "claude.path (a program run as the real CLI)"
+    if section == "watchdog" or dotted == "approval.idle_before_channel":
+        return None
+    return f"{dotted} (a setting only a trusted file may change)"
+
+
+def _merge(cfg: Config, layer: Layer, root: str, lockdown: Sourced) -> list[str]:
+    """Merge one layer; returns the loosening it left out (an untrusted project layer)."""
     data: dict[str, Any] = layer.data  # validated: tables of the schema's types
+    gate = _Gate(layer, lockdown)
     for section, table in data.items():
         if section == "agents":
             for agent, sub in table.items():
-                _merge_rules(cfg, layer, ("agents", agent), sub, root, lockdown)
+                _merge_rules(cfg, layer, ("agents", agent), sub, root, gate)
             continue
         if section == "profiles" or section not in schema.SECTIONS:
             continue
         keys = schema.SECTIONS[section]
         if any(keys[k].type == "rules" for k in table if k in keys):
-            _merge_rules(cfg, layer, (section,), table, root, lockdown)
+            _merge_rules(cfg, layer, (section,), table, root, gate)
         for name, value in table.items():
             key = keys[name]
             if key.type == "rules" or name == "replace":
                 continue
             dotted = f"{section}.{name}"
-            if lockdown and dotted == "permissions.mode" and value == "bypassPermissions":
+            if lockdown.value and dotted == "permissions.mode" and value == "bypassPermissions":
                 raise ConfigError(f"{layer.where((section, name))}: lockdown: permissions.mode = "
                                   f"\"bypassPermissions\" is refused")
             if dotted == "security.disable_bypass_permissions":
                 continue  # decided before merging; see load_config
+            if section != "security":
+                what = _loosening(cfg, dotted, value, table)
+                if what is not None and not gate.permit((section, name), what):
+                    continue
+            elif name.startswith("allow_") and value is True and not gate.permit(
+                    (section, name), f"{dotted} = true"):  # an opt-out from a file inside the project
+                continue
             cfg.values[dotted] = Sourced(value, layer.where((section, name)))
+    return gate.ignored
 
 
 def _merge_rules(cfg: Config, layer: Layer, path: tuple[Any, ...], table: dict[str, Any], root: str,
-                 lockdown: bool) -> None:
+                 gate: _Gate) -> None:
     prefix = ".".join(path)
     replace = table.get("replace", False)
+    # replace = true drops what earlier layers deny and ask (in any section, [agents.X] too):
+    # a loosening, whatever it drops.
+    if replace and not gate.permit(path + ("replace",), f"replace = true in [{prefix}]"):
+        replace = False
     if replace:
-        if lockdown and cfg.rules.get(f"{prefix}.deny") and layer.name != "user":
-            raise ConfigError(f"{layer.where(path + ('replace',))}: lockdown: replace = true would drop the deny "
-                              f"rules of [{prefix}]")
         for kind in schema.RULE_KINDS:
             cfg.rules[f"{prefix}.{kind}"] = []
-    if path[0] == "agents" and "replace" in table:
+    if path[0] == "agents" and "replace" in table and (replace or not table["replace"]):
         cfg.agent_replace[path[1]] = Sourced(replace, layer.where(path + ("replace",)))
     for kind in schema.RULE_KINDS:
         for index, text in enumerate(table.get(kind, [])):
+            if kind == "allow" and not gate.permit(path + (kind,), f"allow rule {text!r} in [{prefix}]", text, index):
+                continue
             entry = RuleEntry(text, layer.where(path + (kind,), text, index), root)
             cfg.rules.setdefault(f"{prefix}.{kind}", []).append(entry)
 
@@ -403,13 +508,25 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
     project = read_layer("project", proj_path, required=False) if proj_path else None
     searched.append(("project", proj_path or cwd / PROJECT_FILE, project is not None))
     extras: list[Layer] = []
+    root = Path(project_root(str(cwd)))
+    if project is not None:
+        project.owner = "project"
     for item in overrides.extra_files:
         trusted = item.source == "env CLAUDEGUARD_CONFIG"
         name = "CLAUDEGUARD_CONFIG" if trusted else "--guard-config"
         layer = read_layer(name, Path(str(item.value)), required=True, trusted=trusted)
         assert layer is not None
+        # A file inside the project is the repository's, whoever names it; outside it, the caller's.
+        layer.owner = "project" if _inside_project(layer.path, root, cwd) else "caller"
         extras.append(layer)
         searched.append((name, Path(str(item.value)), True))
+    if any(lay.owner == "project" for lay in [project, *extras] if lay is not None):
+        from claudeguard.config.trust import load as load_trust
+
+        records = load_trust()
+        for lay in [project, *extras]:
+            if lay is not None and lay.owner == "project":
+                lay.content_trusted = records.trusted(str(lay.path))
 
     for layer in [user, project, *extras]:
         if layer is not None:
@@ -435,14 +552,18 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
         for layer in layers:
             sub = _table(layer.data, "profiles").get(profile_name)
             if sub is not None:
-                profile_layers.append(Layer(f"profile {profile_name}", layer.path, sub, layer.lines,
-                                            ("profiles", profile_name)))
+                # A profile is as trusted as the file it is in, but chosen by whoever runs the
+                # session (--guard-profile, CLAUDEGUARD_PROFILE): the user file's is the caller's
+                # (lockdown refuses its loosening).
+                prof = Layer(f"profile {profile_name}", layer.path, sub, layer.lines, ("profiles", profile_name),
+                             owner="caller" if layer.owner == "user" else layer.owner)
+                prof.content_trusted = layer.content_trusted
+                profile_layers.append(prof)
         if not profile_layers:
             files = ", ".join(str(lay.path) for lay in layers) or "no config file found"
             raise ConfigError(f"profile '{profile_name}' ({profile.source}) is not defined in any config "
                               f"file ({files})")
 
-    root = Path(project_root(str(cwd)))
     cfg = Config(
         values={k: Sourced(v, "default") for k, v in schema.default_values().items()},
         rules={},
@@ -453,9 +574,15 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
         project_root=root,
     )
     ordered = [lay for lay in (user, project) if lay is not None] + profile_layers + extras
+    ignored: dict[str, list[str]] = {}
     for layer in ordered:
         layer_root = str(layer.path.parent) if layer.name != "user" else str(root)
-        _merge(cfg, layer, layer_root, bool(lockdown.value))
+        left_out = _merge(cfg, layer, layer_root, lockdown)
+        if left_out:
+            ignored.setdefault(str(layer.path), []).extend(left_out)
+        cfg.layer_trust.append((layer.name, str(layer.path), layer.owner, layer.owner != "project"
+                                or layer.content_trusted))
+    cfg.untrusted = list(ignored.items())
     for key, value in overrides.values.items():
         cfg.values[key] = value
     cfg.values["security.disable_bypass_permissions"] = lockdown
@@ -463,6 +590,15 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
         raise ConfigError(f"{cfg.source('security.sandbox')}: lockdown ({lockdown.source}) needs the sandbox: "
                           f"security.sandbox = \"off\" is refused")
     return cfg
+
+
+def _inside_project(path: Path, root: Path, cwd: Path) -> bool:
+    """Is ``path`` inside the project (a git checkout, or the directory of a project file)? Outside
+    any project nothing is."""
+    if not (os.path.exists(os.path.join(root, ".git")) or os.path.isfile(os.path.join(root, PROJECT_FILE))):
+        return False
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return real == top or real.startswith(top.rstrip("/") + "/")
 
 
 def env_overrides(environ: dict[str, str] | None = None) -> Overrides:

@@ -45,7 +45,8 @@ if TYPE_CHECKING:
 
         disable_bypass_permissions: bool
         allow_settings_override: bool
-        allow_unguarded: bool  # run what no hook of the guard reaches (`mcp serve`); never under lockdown
+        # run what no hook of the guard reaches (--bare, SIMPLE, --safe-mode, `mcp serve`); never under lockdown
+        allow_unguarded: bool
         require_verified_cli: bool  # refuse a CLI binary `doctor --verify` has not passed (plan.verified)
         sandbox: str  # "auto" | "require" | "off" (lockdown makes it "require": Config.security)
 
@@ -73,6 +74,13 @@ if TYPE_CHECKING:
         deny: list[RuleSpec]
         ask: list[RuleSpec]
 
+    class ProtectedSpec(TypedDict):
+        """The built-in protected paths (``policy.protect``): [path, why] pairs no tool may read
+        or write (``reads``) and no tool may write (``writes``)."""
+
+        reads: list[list[str]]
+        writes: list[list[str]]
+
     class PolicySpec(TypedDict, total=False):
         """The JSON-able policy a session's hooks decide by (``Config.policy_spec``, then the
         launcher's additions), as ``claudeguard.policy.decide.policy_from_spec`` reads it (every
@@ -83,6 +91,7 @@ if TYPE_CHECKING:
         subagents: SubagentsSettings
         claude_allow: list[RuleSpec]  # the allow rules the CLI itself applies (plan.session)
         lockdown: bool
+        protected: ProtectedSpec  # the built-in protected paths (plan.session.protected_spec)
 
 # Defaults that code outside this table needs too (one place for each): the watchdog's own
 # defaults (watchdog.monitor.WatchConfig, watchdog.state.Limits, `ps` of unguarded CLIs) and the

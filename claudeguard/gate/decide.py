@@ -68,8 +68,13 @@ def needs_human(tool: str, tool_input: dict[str, Any], permission_mode: str | No
 
 def policy_decision(session: Session, tool: str, tool_input: dict[str, Any], agent_type: str | None,
                     cwd: str, mode: str | None = None) -> Decision:
+    from claudeguard.gate.settings_check import unchecked
     from claudeguard.policy.decide import decide, policy_from_spec
 
+    changed = unchecked(session.dir)  # settings the CLI may be re-reading, not judged by the watch yet
+    if changed is not None:
+        return Decision("deny", f"claudeguard: {changed} changed during the session and the guard has not checked it; "
+                        f"denied.", rule="settings changed", source="claudeguard (settings watch)")
     policy = policy_from_spec(session.policy_spec)
     return decide(policy, tool, tool_input, agent_type=agent_type, cwd=cwd, extra=_extra_rules(session, agent_type),
                   mode=mode)

@@ -167,7 +167,47 @@ def merge_settings(caller: Mapping[str, object], ours: GuardSettings) -> dict[st
         for key, rules in ours["permissions"].items():
             perms[key] = list(perms.get(key) or []) + [r for r in rules if r not in (perms.get(key) or [])]
         merged["permissions"] = perms
+    if "disabledMcpjsonServers" in ours:  # repository servers not trusted: theirs and ours
+        theirs = merged.get("disabledMcpjsonServers")
+        names = list(theirs) if isinstance(theirs, list) else []
+        merged["disabledMcpjsonServers"] = names + [n for n in ours["disabledMcpjsonServers"] if n not in names]
     return merged
+
+
+def repo_code_argv(rest: list[str], args: ClaudeArgs, ours: GuardSettings, cwd: str) -> list[str]:
+    """Keep the repository's untrusted code from running (``plan.repo_code``): its dropped
+    settings sources' rules and its disabled servers go into ``ours``; untrusted ``--plugin-dir``
+    words become ``DROPPED`` in ``rest`` (indexes stay; ``build_plan`` leaves them out at the
+    end); returns what goes in front (``--setting-sources``), or rewrites the caller's own
+    ``--setting-sources`` where it stands (the CLI keeps the last)."""
+    from claudeguard.plan.repo_code import setting_sources_value, treat
+
+    found = treat(args, cwd)
+    if not found:
+        return []
+    if found.rules:
+        perms = ours.setdefault("permissions", {})
+        for kind, rules in found.rules.items():
+            perms.setdefault(kind, [])
+            perms[kind] += [r for r in (absolute_rule(rule, root, cwd) for rule, root in rules) if r not in perms[kind]]
+    if found.disabled_mcp:
+        ours["disabledMcpjsonServers"] = list(found.disabled_mcp)
+    drop = {os.path.abspath(os.path.join(cwd, v)) for v in found.plugin_dirs}
+    for index, values in args.options.get("--plugin-dir", []):
+        if values and os.path.abspath(os.path.join(cwd, values[-1])) in drop:
+            rest[index:index + (1 if "=" in rest[index] else 2)] = [DROPPED] * (1 if "=" in rest[index] else 2)
+    if not found.drop:
+        return []
+    value = setting_sources_value(args, found.drop)
+    given = args.options.get("--setting-sources", [])
+    if given:
+        index = given[-1][0]
+        if "=" in rest[index]:
+            rest[index] = "--setting-sources=" + value
+        elif index + 1 < len(rest):
+            rest[index + 1] = value
+        return []
+    return ["--setting-sources=" + value]
 
 
 def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str, session_dir: str | None, cwd: str,
@@ -199,6 +239,7 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     ours = guard_settings(cfg, ctl, cwd, http, session_id, print_mode=args.print_mode, asker=asker,
                           one_prompt=args.print_mode and args.last("--input-format") != "stream-json",
                           transcript_kept=args.print_mode and keeps_transcript(args, cwd), session_dir=session_dir)
+    front += repo_code_argv(rest, args, ours, cwd)  # untrusted repository code: DROPPED words, our settings
     box_env = sandbox_env(real_cli, args, cfg, cwd=cwd, session_dir=session_dir, session_id=session_id, ctl=ctl)
     if box_env:
         ours["env"] = box_env  # wins over every project, local and user env block (plan/sandbox.py)

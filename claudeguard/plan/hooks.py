@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         permissions: dict[str, list[str]]
         sandbox: dict[str, bool]
         env: dict[str, str]
+        disabledMcpjsonServers: list[str]  # a repository's untrusted .mcp.json servers (plan.repo_code)
 
 MCP_SERVER_NAME = "claudeguard"
 PROMPT_TOOL = f"mcp__{MCP_SERVER_NAME}__approve"

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         """The report file (``--guard-report``), and what the summaries are made from."""
 
         background: dict[str, object]  # a --bg session: its short id and CLI pid
+        untrusted: list[dict[str, object]]  # files whose loosening or code was left out (plan.repo_code.untrusted)
 
 FAIL_ON_WORDS = ("denied", "timeout", "stall", "asked")
 COUNT_KEYS = ("allowed_by_rule", "denied_by_rule", "asked", "approved_by_human", "denied_by_human",
@@ -204,6 +205,8 @@ class Run:
         self.mark = audit_mark()  # before the child starts: its rows come after this
         self.child_exit_code: int | None = None
         self.stalls: list[dict[str, object]] | None = None  # the watchdog's; None: take the audit's stall rows
+        # Project files not trusted: their loosening ignored, their code not run (the launcher's).
+        self.untrusted: list[dict[str, object]] = []
 
     def finish(self, exit_code: int, *, failed: bool = False) -> int:
         """Write the report, print the summary, apply ``--guard-fail-on``; never raises.
@@ -255,6 +258,7 @@ class Run:
             "calls": calls,
             "stalls": stalls,
             "fail_on": [],
+            "untrusted": list(self.untrusted),
         }
 
 
@@ -283,6 +287,9 @@ def summary_line(report: Report, hits: list[str]) -> str | None:
         parts.append(f"{_plural(c['timed_out'], 'call')} timed out unanswered")
     if c["stalls"]:
         parts.append(_plural(c["stalls"], "stall"))
+    if report.get("untrusted"):
+        parts.append(f"{_plural(len(report.get('untrusted') or []), 'untrusted project file')} left out "
+                     f"(claudeguardctl config trust)")
     if not parts:
         return None
     failed = hits and report["exit_code"] == EXIT_FAIL_ON

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 from claudeguard.errors import UsageError
@@ -71,6 +72,9 @@ def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str
     ``cli_version`` as for ``build_plan`` (the two must agree on who asks in -p)."""
     spec = cfg.policy_spec()
     spec["claude_allow"] = claude_allow_rules(args, cwd, os.path.expanduser("~"))
+    from claudeguard.plan.settings_sources import protected_spec
+
+    spec["protected"] = protected_spec(args, cwd)
     if cfg.lockdown.value:
         spec["lockdown"] = True
     asked, by, given = session_modes(args, cfg, cwd)
@@ -150,7 +154,12 @@ def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config
     if not args.passthrough or args.subcommand == "agents":  # `claude agents` dispatches sessions
         from claudeguard.plan.settings_sources import enforce
 
+        from claudeguard.plan.repo_code import check as check_repo_code
+
+        check_repo_code(args, cfg, cwd)  # untrusted repository code: refused (lockdown), or said
         enforce(args, cfg, cwd)
+        for note in cfg.untrusted_notes():  # a project config's loosening left out until trusted
+            print(note, file=sys.stderr)
     if not args.passthrough:
         from claudeguard.plan.argv import check_lockdown
 

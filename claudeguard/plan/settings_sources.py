@@ -22,6 +22,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Any
     from claudeguard.config.load import Config
+    from claudeguard.config.schema import ProtectedSpec
     from claudeguard.plan.claude_args import ClaudeArgs
 
 FILE_SOURCES = ("user", "project", "local")
@@ -33,14 +34,30 @@ GUARD_TOKEN_VAR = "CLAUDEGUARD_HOOK_TOKEN"
 # Hook events whose answer decides a call: someone else's hook there can allow what the guard
 # leaves to the CLI (a main-agent call no rule decides) or answer a dialog before ours.
 DECISION_EVENTS = ("PreToolUse", "PermissionRequest")
-# Environment and flags that switch off every non-managed hook (checked on both pinned CLIs:
-# --safe-mode also drops the guard's MCP prompt server). A settings file's "env" cannot set
-# them: with {"env": {"CLAUDE_CODE_SAFE_MODE": "1"}} in the project file the hooks still ran.
+# Environment and flags that switch off every non-managed hook (docs/notes/cli-surfaces.md
+# section 3, all three versions: --safe-mode also drops the guard's MCP prompt server). An "env"
+# block sets the variables too: from the user settings and --settings on every version, from the
+# project and local files on 2.1.197 (section 4); counted wherever they stand (fail closed).
+# `--bare` sets CLAUDE_CODE_SIMPLE wherever the word stands before `--`, another option's value
+# included (section 3).
 HOOKS_OFF_ENV = ("CLAUDE_CODE_SAFE_MODE", "CLAUDE_CODE_SIMPLE")
 HOOKS_OFF_FLAGS = ("--safe-mode",)
+BARE = "--bare"
+# Variables the guard, or its reading of what a tool runs, depends on: an "env" block of any
+# settings source replaces the CLI's (and its hooks' and tools') value (section 4). The guard's
+# own; the switches above; the CLI's prefix for every Bash command and wrapper of the sessions it
+# hosts; its config dir; and what makes a shell run other code than the guard read (BASH_ENV,
+# ENV, PATH, the loader's preloads).
+GUARD_ENV = HOOKS_OFF_ENV + (
+    "CLAUDE_CODE_SHELL_PREFIX", "CLAUDE_CODE_PROCESS_WRAPPER", "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB",
+    "CLAUDE_CODE_PERSONAL_HOOKS_OFF", "CLAUDE_CONFIG_DIR", "BASH_ENV", "ENV", "PATH", "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+)
 
 REFUSE = "refuse"  # claudeguard will not start (unless the user opted out, never under lockdown)
 STRICT = "lockdown"  # refused under lockdown only
+WARN = "warn"  # refused under lockdown; a warning line without
+UNGUARDED = "unguarded"  # the guard's hooks cannot run: refused unless [security] allow_unguarded, never under lockdown
 OVERRIDDEN = "overridden"  # present, but this run already cancels it
 REPORT = "report"  # reported by doctor; no effect on the guard
 
@@ -154,21 +171,102 @@ def user_settings_file(env: dict[str, str]) -> str:
     return os.path.join(os.path.abspath(base), name)
 
 
+def repo_root(cwd: str) -> str:
+    """The git checkout ``cwd`` is in (the nearest directory with ``.git``), else ``cwd``."""
+    path = os.path.abspath(cwd)
+    while True:
+        if os.path.exists(os.path.join(path, ".git")):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return os.path.abspath(cwd)
+        path = parent
+
+
+WORKTREES = os.path.join(".claude", "worktrees")  # where `-w NAME` (and EnterWorktree) puts a checkout
+
+
+def option_value(args: ClaudeArgs, name: str) -> str | None:
+    """The last value of a value-taking option as the CLI reads it: the argv reading's, else the
+    word after it (or after ``=``) in the raw argv before ``--`` (an option the reading does not
+    know yet, e.g. 2.1.330's ``--project-config-root``)."""
+    value = args.last(name)
+    if value is not None:
+        return value
+    words = args.argv[:args.argv.index("--")] if "--" in args.argv else args.argv
+    for index in range(len(words) - 1, -1, -1):
+        word = words[index]
+        if word.startswith(name + "="):
+            return word.partition("=")[2]
+        if word == name and index + 1 < len(words):
+            return words[index + 1]
+    return None
+
+
+def project_files(args: ClaudeArgs, cwd: str) -> list[tuple[str, str]]:
+    """The project's settings files this run reads, as (role, path), role ``project`` or
+    ``local`` (``--setting-sources``' names), every version's placements at once (fail closed;
+    docs/notes/cli-surfaces.md section 7): the cwd's ``.claude/settings.json`` and
+    ``settings.local.json``, or ``--project-config-root DIR``'s instead (2.1.330+); from a
+    sub-directory the repository root's ``settings.local.json`` too (2.1.330+); with ``-w NAME``
+    the worktree's own files and the main checkout's ``settings.local.json``."""
+    root = repo_root(cwd)
+    pcr = option_value(args, "--project-config-root")
+    base = os.path.abspath(os.path.join(cwd, pcr)) if pcr else os.path.abspath(cwd)
+    out = [("project", os.path.join(base, ".claude", "settings.json")),
+           ("local", os.path.join(base, ".claude", "settings.local.json"))]
+    if root != base:
+        out.append(("local", os.path.join(root, ".claude", "settings.local.json")))
+    if args.has("--worktree"):
+        name = args.last("--worktree")
+        if name:
+            tree = os.path.join(root, WORKTREES, name)
+            out += [("project", os.path.join(tree, ".claude", "settings.json")),
+                    ("local", os.path.join(tree, ".claude", "settings.local.json"))]
+        out.append(("local", os.path.join(root, ".claude", "settings.local.json")))
+    return list(dict.fromkeys(out))
+
+
+def _read_project(path: str) -> tuple[dict[str, Any] | None, str]:
+    """A project settings file; that of a worktree not made yet is read from HEAD, which is what
+    `-w` will check out."""
+    data, note = _read(path)
+    root, sep, rest = path.partition(os.sep + WORKTREES + os.sep)
+    name, _, rel = rest.partition(os.sep)
+    if data is not None or note != "missing" or not sep or not rel or os.path.exists(
+            os.path.join(root, WORKTREES, name)):
+        return data, note
+    import subprocess
+
+    from claudeguard.procs import capture
+
+    try:
+        proc = capture(["git", "-C", root, "show", f"HEAD:{rel}"], env=dict(os.environ), timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None, "missing"  # no git: as the CLI, which then makes no worktree
+    if proc.returncode != 0:
+        return None, "missing"
+    try:
+        loaded = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    except ValueError as exc:
+        return None, f"not valid JSON: {exc}"
+    return (loaded, "") if isinstance(loaded, dict) else (None, "not a JSON object")
+
+
 def sources(args: ClaudeArgs, cwd: str, env: dict[str, str], managed: str | None = None) -> list[Source]:
     """Every settings source of this run, in the CLI's merge order (later wins)."""
     allowed, why = allowed_file_sources(args)
     out: list[Source] = []
-    paths = {
-        "user": user_settings_file(env),
-        "project": os.path.join(cwd, ".claude", "settings.json"),
-        "local": os.path.join(cwd, ".claude", "settings.local.json"),
-    }
-    for name in FILE_SOURCES:
-        data, note = _read(paths[name])
-        if name not in allowed:
-            out.append(Source(name, paths[name], None, False, f"not loaded ({why})"))
+    user = user_settings_file(env)
+    data, note = _read(user)
+    out.append(Source("user", user, data if "user" in allowed else None, data is not None and "user" in allowed,
+                      note if "user" in allowed else f"not loaded ({why})"))
+    for role, path in project_files(args, cwd):
+        data, note = _read_project(path)
+        if role not in allowed:
+            out.append(Source(role, path, None, False, f"not loaded ({why})"))
         else:
-            out.append(Source(name, paths[name], data, data is not None, note))
+            out.append(Source(role, path, data, data is not None, note))
     for value in args.values("--settings"):
         where, data, note = _inline_or_file(value, "--settings")
         out.append(Source("--settings", where, data, data is not None, note))
@@ -277,6 +375,14 @@ def findings(args: ClaudeArgs, srcs: list[Source], *, mode_chosen: str | None) -
             if GUARD_TOKEN_VAR not in names:
                 out.append(Finding(s.name, s.where, "httpHookAllowedEnvVars",
                                    f"leaves out {GUARD_TOKEN_VAR}: the guard's HTTP hooks lose their secret", REFUSE))
+        block = data.get("env")
+        values: dict[str, object] = block if isinstance(block, dict) else {}
+        for name in sorted(values):
+            if name in HOOKS_OFF_ENV and _truthy(str(values[name])):
+                out.append(Finding(s.name, s.where, f"env.{name}", "switches off every hook but managed ones",
+                                   UNGUARDED))
+            elif name.startswith("CLAUDEGUARD_") or name in GUARD_ENV:
+                out.append(Finding(s.name, s.where, f"env.{name}", "sets a variable the guard depends on", WARN))
         for event in DECISION_EVENTS:
             count = _hook_entries(data, event)
             if count:
@@ -286,11 +392,22 @@ def findings(args: ClaudeArgs, srcs: list[Source], *, mode_chosen: str | None) -
     return out
 
 
+def bare_word(args: ClaudeArgs) -> bool:
+    """``--bare`` anywhere before ``--``, as a flag or as another option's value: the CLI's
+    ``main()`` sets CLAUDE_CODE_SIMPLE for either."""
+    words = args.argv[:args.argv.index("--")] if "--" in args.argv else args.argv
+    return BARE in words
+
+
 def env_findings(args: ClaudeArgs, env: dict[str, str]) -> list[Finding]:
-    out = [Finding("env", f"environment {name}", name, "switches off every hook but managed ones", STRICT)
+    """The caller's switches that leave the guard's hooks out of the run."""
+    out = [Finding("env", f"environment {name}", name, "switches off every hook but managed ones", UNGUARDED)
            for name in HOOKS_OFF_ENV if _truthy(env.get(name))]
-    out += [Finding("argv", flag, flag, "switches off every hook but managed ones", STRICT)
+    out += [Finding("argv", flag, flag, "switches off every hook but managed ones", UNGUARDED)
             for flag in HOOKS_OFF_FLAGS if args.has(flag)]
+    if bare_word(args):
+        out.append(Finding("argv", BARE, BARE, "skips every hook (CLAUDE_CODE_SIMPLE), even as another option's value",
+                           UNGUARDED))
     return out
 
 
@@ -311,19 +428,25 @@ def check(args: ClaudeArgs, cfg: Config, cwd: str, env: dict[str, str] | None = 
     found = findings(args, sources(args, cwd, env, managed), mode_chosen=mode_chosen(args, cfg))
     found += env_findings(args, env)
     lockdown = bool(cfg.lockdown.value)
+    security = cfg.security()
     for f in found:
-        if f.action == REFUSE or (f.action == STRICT and lockdown):
+        if f.action in (REFUSE, UNGUARDED) or (f.action in (STRICT, WARN) and lockdown):
             if lockdown:
                 raise UsageError(f"{f.line()}: refused by lockdown ({cfg.lockdown.source})")
-            if not cfg.security()["allow_settings_override"]:
+            if f.action == UNGUARDED and not security.get("allow_unguarded"):
+                raise UsageError(f"{f.line()}: refused: the guard's hooks could not run (set [security] "
+                                 f"allow_unguarded = true to run with only its deny rules)")
+            if f.action == REFUSE and not security["allow_settings_override"]:
                 raise UsageError(f"{f.line()}: refused (set [security] allow_settings_override = true to run anyway)")
-    return [f for f in found if f.action == REFUSE]
+    return [f for f in found if f.action in (REFUSE, UNGUARDED, WARN)]
 
 
 def enforce(args: ClaudeArgs, cfg: Config, cwd: str) -> None:
     """The launcher's hook-in: refuse, or say on stderr what the user let through."""
     for f in check(args, cfg, cwd):
-        print(f"claudeguard: warning: {f.line()} (allowed by security.allow_settings_override)", file=sys.stderr)
+        why = {REFUSE: "allowed by security.allow_settings_override", WARN: "refused under lockdown",
+               UNGUARDED: "allowed by security.allow_unguarded: only the guard's deny rules hold"}[f.action]
+        print(f"claudeguard: warning: {f.line()} ({why})", file=sys.stderr)
 
 
 # --- during the session ----------------------------------------------------------------------
@@ -337,78 +460,81 @@ WATCH_INTERVAL = 0.2
 
 
 def protected_files(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None) -> list[str]:
-    """The settings files of this run that a tool of the session could write."""
+    """The settings files of this run that a tool of the session could write (and the CLI would
+    read again mid-session): the user's, the project's (``project_files``), a ``--settings``
+    file. A worktree made during the session (EnterWorktree, ``-w`` without a name) has its files
+    under ``WORKTREES``: ``worktree_patterns``."""
     env = dict(os.environ) if env is None else env
-    files = [user_settings_file(env), os.path.join(cwd, ".claude", "settings.json"),
-             os.path.join(cwd, ".claude", "settings.local.json")]
+    files = [user_settings_file(env)] + [path for _, path in project_files(args, cwd)]
     files += [os.path.abspath(v) for v in args.values("--settings") if not v.lstrip().startswith("{")]
     return list(dict.fromkeys(files))  # HOME may be the cwd
 
 
-def protected_rules(args: ClaudeArgs, cfg: Config, cwd: str) -> list[str]:
-    """Deny rules for the CLI (``--disallowedTools``) that keep its file tools off the settings
-    files: enforced by the CLI itself, so they hold even where a hook would not run."""
-    if cfg.security()["allow_settings_override"] and not cfg.lockdown.value:
+def worktree_patterns(cwd: str) -> list[str]:
+    """The settings files of any worktree of this checkout (``*`` for its name)."""
+    tree = os.path.join(repo_root(cwd), WORKTREES, "*", ".claude")
+    return [os.path.join(tree, "settings.json"), os.path.join(tree, "settings.local.json")]
+
+
+SETTINGS_WHY = "a Claude Code settings file the session reads again when it changes"
+
+
+def protected_spec(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None) -> ProtectedSpec:
+    """The built-in protected paths of a run (``policy.protect``): the guard's own files
+    (``paths.guard_paths``) and the Claude Code settings files the session re-reads."""
+    from claudeguard.paths import guard_paths
+
+    env = dict(os.environ) if env is None else env
+    found = guard_paths(env)
+    writes = found.writes() + [(path, SETTINGS_WHY) for path in protected_files(args, cwd, env)]
+    writes += [(path, SETTINGS_WHY + " (a worktree's)") for path in worktree_patterns(cwd)]
+    writes += git_code_paths(cwd)
+    return {"reads": [[p, why] for p, why in found.reads()], "writes": [[p, why] for p, why in writes]}
+
+
+def git_code_paths(cwd: str) -> list[tuple[str, str]]:
+    """The checkout's git hooks and config: git runs what they name (hooks, ``core.fsmonitor``,
+    ``core.hooksPath``, aliases) outside any sandbox, in this session or in the user's own shell
+    later."""
+    root = repo_root(cwd)
+    dotgit = os.path.join(root, ".git")
+    gitdir = dotgit
+    if os.path.isfile(dotgit):  # a worktree or submodule: "gitdir: PATH"
+        try:
+            with open(dotgit, encoding="utf-8") as fh:
+                line = fh.readline().strip()
+        except OSError:
+            line = ""
+        if line.startswith("gitdir:"):
+            gitdir = os.path.normpath(os.path.join(root, line.partition(":")[2].strip()))
+    if not os.path.isdir(gitdir):
         return []
-    return [f"Edit(/{path})" for path in protected_files(args, cwd)]  # //abs: an absolute path
-
-
-def _stat_all(paths: list[str], dirs: list[str]) -> tuple[object, ...]:
-    out: list[object] = []
-    for path in paths:
+    why = "git runs the commands it names outside any sandbox"
+    out = [(os.path.join(gitdir, "hooks"), f"the checkout's git hooks: {why}"),
+           (os.path.join(gitdir, "config"), f"the checkout's git config: {why} (core.fsmonitor, core.hooksPath)")]
+    common = os.path.join(gitdir, "commondir")
+    if os.path.isfile(common):
         try:
-            st = os.stat(path)
-            out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+            with open(common, encoding="utf-8") as fh:
+                shared = os.path.normpath(os.path.join(gitdir, fh.read().strip()))
         except OSError:
-            out.append(None)
-    for d in dirs:
-        try:
-            out.append(tuple(sorted(os.listdir(d))))
-        except OSError:
-            out.append(None)
-    return tuple(out)
+            shared = ""
+        if shared:
+            out += [(os.path.join(shared, "hooks"), f"the repository's git hooks: {why}"),
+                    (os.path.join(shared, "config"), f"the repository's git config: {why}")]
+    return out
 
 
-class Watch:
-    """Polls the run's settings sources; when one turns into a source the guard would refuse,
-    prints the refusal line and stops the CLI's process tree (the session ends with its code)."""
-
-    def __init__(self, args: ClaudeArgs, cfg: Config, cwd: str, child_pid: int, managed: str | None = None) -> None:
-        import threading
-
-        self.args, self.cfg, self.cwd, self.child_pid, self.managed = args, cfg, cwd, child_pid, managed
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="claudeguard-settings-watch", daemon=True)
-
-    def _paths(self) -> tuple[list[str], list[str]]:
-        base = self.managed or managed_dir()
-        drop = os.path.join(base, "managed-settings.d")
-        try:
-            dropins = [os.path.join(drop, n) for n in sorted(os.listdir(drop))]
-        except OSError:
-            dropins = []
-        return protected_files(self.args, self.cwd) + [os.path.join(base, "managed-settings.json"), *dropins], [drop]
-
-    def start(self) -> "Watch":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        seen = _stat_all(*self._paths())
-        while not self._stop.wait(WATCH_INTERVAL):
-            now = _stat_all(*self._paths())
-            if now == seen:
-                continue
-            seen = now
-            try:
-                check(self.args, self.cfg, self.cwd, managed=self.managed)
-            except UsageError as exc:
-                print(f"claudeguard: {exc}; written during the session: stopping the CLI", file=sys.stderr, flush=True)
-                from claudeguard.watchdog.sampler import kill_tree
-
-                kill_tree(self.child_pid, 2.0)
-                return
+def protected_rules(args: ClaudeArgs, cfg: Config, cwd: str) -> list[str]:
+    """Deny rules for the CLI (``--disallowedTools``) that keep its file tools off the built-in
+    protected paths (``policy.protect``: the guard's own files and the settings files): enforced
+    by the CLI itself, so they hold even where a hook would not run. No config loosens them."""
+    spec = protected_spec(args, cwd)
+    out = []
+    for kinds, pairs in ((("Read", "Edit"), spec["reads"]), (("Edit",), spec["writes"])):
+        for path, _ in pairs:
+            for kind in kinds:
+                out.append(f"{kind}(/{path})")  # //abs: an absolute path
+                if os.path.isdir(path):
+                    out.append(f"{kind}(/{path.rstrip('/')}/**)")
+    return list(dict.fromkeys(out))

@@ -19,6 +19,8 @@ import re
 from collections import namedtuple
 
 from claudeguard.decision import Decision, PartDecision
+from claudeguard.policy.protect import ENVIRON, Protected, check_tool, is_bash_like
+from claudeguard.policy.protect import from_spec as protected_from_spec
 from claudeguard.policy.rules import EDIT_TOOLS, Rule, canonical_tool, parse_rule, rule_matches
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -78,12 +80,12 @@ class _AgentRules:
 class Policy:
     """The parsed rules of one spec (a plain class: the hook builds one per call, so it stays cheap)."""
 
-    __slots__ = ("allow", "deny", "ask", "agents", "blocked_tools", "read_only_types", "claude_allow")
+    __slots__ = ("allow", "deny", "ask", "agents", "blocked_tools", "read_only_types", "claude_allow", "protected")
 
     def __init__(self, allow: list[SourcedRule] | None = None, deny: list[SourcedRule] | None = None,
                  ask: list[SourcedRule] | None = None, agents: dict[str, _AgentRules] | None = None,
                  blocked_tools: list[Rule] | None = None, read_only_types: list[str] | None = None,
-                 claude_allow: list[SourcedRule] | None = None) -> None:
+                 claude_allow: list[SourcedRule] | None = None, protected: Protected | None = None) -> None:
         self.allow = allow or []
         self.deny = deny or []
         self.ask = ask or []
@@ -91,6 +93,10 @@ class Policy:
         self.blocked_tools = [parse_rule(t) for t in DEFAULT_BLOCKED_TOOLS] if blocked_tools is None else blocked_tools
         self.read_only_types = list(DEFAULT_READ_ONLY_TYPES) if read_only_types is None else read_only_types
         self.claude_allow = claude_allow or []
+        # The built-in protected-paths rule (policy.protect): the spec's lists, and another
+        # process's environment, always.
+        base = protected or Protected()
+        self.protected = Protected([*base.reads, (ENVIRON, "another process's environment")], base.writes)
 
     def __repr__(self) -> str:
         return (f"Policy(allow={len(self.allow)}, deny={len(self.deny)}, ask={len(self.ask)}, "
@@ -141,6 +147,7 @@ def policy_from_spec(spec: Mapping[str, Any]) -> Policy:
         ask=_sourced(perms.get("ask"), "ask", "permissions.ask", strict=True),
         # Claude Code validated its own rules; ones we cannot read simply never allow anything.
         claude_allow=_sourced(spec.get("claude_allow"), "allow", "claude settings", strict=False),
+        protected=protected_from_spec(spec.get("protected")),
     )
     for agent_type, table in (spec.get("agents") or {}).items():
         table = table or {}
@@ -188,12 +195,28 @@ def decide(policy: Policy, tool: str, tool_input: dict[str, Any], *, agent_type:
     if in_subagent:
         for rule in policy.blocked_tools:
             deny.append(SourcedRule(rule, "deny", BLOCKED_SOURCE, cwd))
+    prot = policy.protected
+    reads = [p for p, _ in prot.reads]
+    writes = [p for p, _ in prot.writes]
     if tool == "Bash":
         # deferred: the policy/bash package (and the parser it loads) is needed for Bash calls only
         from claudeguard.policy.bash.judge import decide_bash
 
-        return decide_bash(tool_input, deny, ask, allow, read_only_type=agent_type if read_only else None, cwd=cwd,
-                           home=home, mode=mode, protected=protected)
+        return _with_why(decide_bash(tool_input, deny, ask, allow, read_only_type=agent_type if read_only else None,
+                                     cwd=cwd, home=home, mode=mode, protected=protected, guard_reads=reads,
+                                     guard_writes=writes), prot)
+    if is_bash_like(tool, tool_input):
+        # Another tool that runs a command (Monitor): the built-in rule reads it as Bash would.
+        from claudeguard.policy.bash.judge import decide_bash
+
+        verdict = decide_bash(tool_input, [], [], [], read_only_type=None, cwd=cwd, home=home, mode=mode,
+                              protected=protected, guard_reads=reads, guard_writes=writes)
+        if verdict.decision == "deny":
+            return _with_why(verdict, prot)
+    else:
+        built_in = check_tool(prot, tool, tool_input, cwd=cwd, home=home)
+        if built_in is not None:
+            return built_in
 
     for sr in deny:
         if _matches(sr, tool, tool_input, cwd, home, broad=True):
@@ -214,6 +237,16 @@ def decide(policy: Policy, tool: str, tool_input: dict[str, Any], *, agent_type:
             return Decision("allow", f"claudeguard: {tool} allowed by {_where(sr.rule.text, sr.source)}.",
                             rule=sr.rule.text, source=sr.source)
     return Decision("none", f"claudeguard: no rule matches this {tool} call.")
+
+
+def _with_why(verdict: Decision, prot: Protected) -> Decision:
+    """A deny of the built-in rule says why the path is protected."""
+    from claudeguard.policy.protect import SOURCE
+
+    if verdict.decision == "deny" and verdict.source == SOURCE and verdict.rule:
+        entry = verdict.rule.removeprefix("protected path ")
+        verdict.reason = verdict.reason.rstrip(".") + f": {prot.why(entry)}."
+    return verdict
 
 
 # --------------------------------------------------------------------------------------------

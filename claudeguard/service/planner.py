@@ -66,9 +66,10 @@ MAX_REQUEST = 4 << 20
 WARM = ("claudeguard.plan.options", "claudeguard.plan.claude_args", "claudeguard.plan.discovery",
         "claudeguard.plan.session", "claudeguard.plan.argv", "claudeguard.plan.hooks",
         "claudeguard.plan.settings_sources", "claudeguard.plan.sandbox", "claudeguard.plan.verified",
-        "claudeguard.config.load", "claudeguard.config.find", "claudeguard.config.lines", "claudeguard.config.schema",
-        "claudeguard.policy.rules", "claudeguard.policy.pathrules", "claudeguard.paths", "claudeguard.files",
-        "claudeguard.gate", "json", "io", "struct", "pathlib", "shlex", "shutil", "tomllib")
+        "claudeguard.plan.repo_code", "claudeguard.config.trust", "hashlib", "claudeguard.config.load",
+        "claudeguard.config.find", "claudeguard.config.lines", "claudeguard.config.schema", "claudeguard.policy.rules",
+        "claudeguard.policy.pathrules", "claudeguard.paths", "claudeguard.files", "claudeguard.gate", "json", "io",
+        "struct", "pathlib", "shlex", "shutil", "tomllib")
 
 
 class Planner:

@@ -32,6 +32,7 @@ from claudeguard.paths import log_dir_text, runtime_dir
 from claudeguard.plan import verified
 from claudeguard.plan.argv import (
     DROPPED, absolute_rule, cli_allow_rules, cli_flags, load_settings_value, merge_settings,
+    repo_code_argv,
 )
 from claudeguard.plan.claude_args import command_args
 from claudeguard.plan.discovery import RECURSION_VAR, exec_passthrough
@@ -75,6 +76,9 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
     perms = {k: v for k, v in (("allow", cli_allow_rules(cfg, cwd)), ("deny", deny)) if v}
     if perms:
         ours["permissions"] = perms
+    # Untrusted repository code stays off in the sessions it dispatches (plan.repo_code): agent
+    # view takes --setting-sources and --plugin-dir for them as a session does.
+    front += repo_code_argv(tail, own, ours, cwd)
     caller: dict[str, Any] = {}
     settings_at = [i for i, _ in own.options.get("--settings", [])]
     if settings_at:

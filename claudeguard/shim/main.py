@@ -335,9 +335,13 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
 
         launch.cfg = load_config(opts, cwd)
     cfg = launch.cfg
-    from claudeguard.plan.settings_sources import Watch
+    from claudeguard.plan.repo_code import untrusted
 
-    undo.callback(Watch(args, cfg, cwd, child_pid).start().stop)  # a settings file written mid-session
+    launch.run.untrusted = untrusted(args, cfg, cwd)  # for the report: what was left out, and why
+    from claudeguard.plan.settings_watch import Watch
+
+    undo.callback(Watch(args, cfg, cwd, child_pid, session_id=session_id,  # a settings file written mid-session
+                        session_dir=session_dir).start().stop)
     # After start(): the supervisor has blocked the forwarded signals, and the gate's threads
     # must inherit that mask (only its signal thread may take them). A hook that comes before
     # the server listens decides in its own process.

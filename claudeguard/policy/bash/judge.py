@@ -11,7 +11,10 @@ effect is allowed.
   deny or ask rule decides; it is allowed by an allow rule, by acceptEdits inside the project (as
   the CLI does), or by a bare ``Bash`` allow. What a program writes as its job (``rm x``, ``cp a
   b``) meets the Edit deny and ask rules only. Protected paths (the caller's) are denied, read or
-  written.
+  written. The guard's own (``policy.protect``, always there) are denied too: ``guard_reads``
+  read or written, ``guard_writes`` written, or moved or removed with a directory above them
+  (``rm -rf .claude``, ``mv .claude x``, ``cp -r x/.claude .``); they change nothing else (what
+  a rule lets run, the sandbox holds).
 - **What cannot be read** is asked, with the reason, whenever any Bash rule exists (or protected
   paths do): also under a bare ``Bash`` allow when a deny or ask rule concerns Bash. An allow rule
   with a specifier that matches the invocation itself (``Bash(python3 *)`` for ``python3 -c``)
@@ -57,7 +60,7 @@ if TYPE_CHECKING:
         def root(self) -> str: ...
 
 READ_ONLY_SOURCE = "subagents.read_only_types"
-PROTECTED_SOURCE = "claudeguard (protected path)"
+PROTECTED_SOURCE = "claudeguard (built-in protected paths: no config can loosen it)"  # = policy.protect.SOURCE
 WRITE_TOOLS = ("Edit", "Write")
 
 
@@ -89,7 +92,8 @@ class _Rules:
 
 def decide_bash(tool_input: dict[str, Any], deny: Sequence[Sourced], ask: Sequence[Sourced],
                 allow: Sequence[Sourced], *, read_only_type: str | None, cwd: str, home: str,
-                mode: str | None = None, protected: Sequence[str] = ()) -> Decision:
+                mode: str | None = None, protected: Sequence[str] = (), guard_reads: Sequence[str] = (),
+                guard_writes: Sequence[str] = ()) -> Decision:
     """The decision for one Bash call (see the module docstring)."""
     command = tool_input.get("command")
     command = command if isinstance(command, str) else ""
@@ -150,7 +154,7 @@ def decide_bash(tool_input: dict[str, Any], deny: Sequence[Sourced], ask: Sequen
                     ask_hit = (text, sr)
                 break
 
-    writes = _judge_files(split, rules, cwd, home, mode, protected)
+    writes = _judge_files(split, rules, cwd, home, mode, protected, guard_reads, guard_writes)
     if deny_hit is not None:
         text, sr = deny_hit
         return Decision("deny", f"claudeguard: `{_one_line(text, 60)}` is denied by {_where(sr.rule.text, sr.source)}.",
@@ -297,10 +301,45 @@ class _Files:
         self.unknown_protected = False
 
 
-def _judge_files(split: Any, rules: _Rules, cwd: str, home: str, mode: str | None,
-                 protected: Sequence[str]) -> _Files:
+# Programs that remove or move what they are given: a directory above a write-protected file
+# is as good as the file (``rm -rf .claude``, ``mv .claude x``).
+REMOVERS = frozenset({"rm", "rmdir", "unlink", "shred", "mv", "rsync", "trash", "trash-put", "gio"})
+
+
+def _under(path: str, entry: str) -> bool:
+    if "*" in entry:
+        import fnmatch  # only for a pattern entry (/proc/*/environ)
+
+        return fnmatch.fnmatchcase(path, entry)
+    return path == entry or path.startswith(entry.rstrip("/") + "/")
+
+
+def _write_hit(real: str, path: str, inv: Invocation | None, write: bool,
+               entries: Sequence[tuple[str, str]], cwd: str, home: str) -> str | None:
+    """The write-protected entry this target reaches: written inside it, or a directory above it
+    removed or moved, or above it and given a copy of the entry's own name."""
+    remover = inv is not None and inv.name in REMOVERS
+    if not write and not (inv is not None and inv.name == "mv"):
+        return None  # a read reaches a write-protected file only when it moves it away
+    for entry, full in entries:
+        if _under(real, full) or _under(path, entry):
+            return entry
+        if full.startswith(real.rstrip("/") + "/"):
+            if remover:
+                return entry
+            first = full[len(real.rstrip("/")) + 1:].split("/", 1)[0]
+            sources = [t.path for t in (inv.reads if inv is not None else []) if t.path]
+            if any(os.path.basename(s.rstrip("/")) == first for s in sources):
+                return entry
+    return None
+
+
+def _judge_files(split: Any, rules: _Rules, cwd: str, home: str, mode: str | None, protected: Sequence[str],
+                 guard_reads: Sequence[str] = (), guard_writes: Sequence[str] = ()) -> _Files:
     out = _Files()
-    guarded = [_real(p) for p in protected]
+    asks = bool(protected)  # the caller's protected paths: a write to a path computed at run time is asked
+    guarded = [(p, _real(p) if "*" not in p else p) for p in [*protected, *guard_reads]]
+    write_guarded = [(p, _real(p) if "*" not in p else p) for p in guard_writes]
     owners: list[tuple[Target, Invocation | None, bool]] = [
         (t, inv, True) for inv in split.invocations for t in inv.writes]
     owners += [(t, None, True) for t in split.writes if not any(t is o[0] for o in owners)]
@@ -312,7 +351,7 @@ def _judge_files(split: Any, rules: _Rules, cwd: str, home: str, mode: str | Non
         path = target.absolute(cwd, home)
         shown = target.path if target.path is not None else target.via
         if path is None:
-            if write and guarded:
+            if write and asks:
                 out.unknown_protected = True
             if write and (rules.write_deny or rules.write_ask) and out.ask is None:
                 out.ask = (f"writes a path computed at run time ({_one_line(target.via, 40)})",
@@ -322,11 +361,15 @@ def _judge_files(split: Any, rules: _Rules, cwd: str, home: str, mode: str | Non
                 out.unpermitted.append((target.via, owner or target.via, inv.surface if inv is not None else ""))
             continue
         real = _real(path)
-        for p in guarded:
-            if real == p or real.startswith(p.rstrip("/") + "/") or p.startswith(real.rstrip("/") + "/"):
+        for p, full in guarded:
+            if _under(real, full) or _under(path, p) or ("*" not in p and full.startswith(real.rstrip("/") + "/")):
                 if out.deny is None:
                     what = f"{'writes' if write else 'reads'} {shown}, a file the guard protects"
-                    out.deny = (what, "protected path", PROTECTED_SOURCE)
+                    out.deny = (what, f"protected path {p}", PROTECTED_SOURCE)
+        entry = _write_hit(real, path, inv, write, write_guarded, cwd, home) if write_guarded else None
+        if entry is not None and out.deny is None:
+            what = f"{'writes' if write else 'moves'} {shown}, a file the guard protects from changes"
+            out.deny = (what, f"protected path {entry}", PROTECTED_SOURCE)
         if not write:
             continue
         hit = next((sr for sr in rules.write_deny if _path_rule(sr, path, cwd, home)), None)

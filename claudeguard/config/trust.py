@@ -1,0 +1,153 @@
+"""Trust in a file's exact content (the direnv / mise model): what a repository brings may loosen
+the guard, or run as code, only once the user trusted that content.
+
+``claudeguardctl config trust [FILE]`` records the file's real path and the SHA-256 of its bytes
+in the user's state dir (``trust.json`` in ``config.find.state_dir``: never in a project, and a
+file no tool of a guarded session may write, ``policy.protect``). A changed file is untrusted
+again: its digest no longer matches. A directory (a plugin dir) is trusted by the digest of its
+whole tree: every file's relative path and bytes, every link's target.
+
+What trust governs: a project ``.claudeguard.toml`` (and a profile or ``CLAUDEGUARD_CONFIG`` /
+``--guard-config`` file inside the project) may always tighten; its loosening applies only once
+trusted (``config.load``); repository code the CLI would run (project hooks, ``statusLine``,
+``apiKeyHelper``, ``.mcp.json`` servers, plugins, agent files' hooks and ``permissionMode``) runs
+only once trusted (``plan.repo_code``). Under lockdown no file but the user's own may loosen,
+trusted or not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+from claudeguard.errors import UsageError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Mapping
+
+TRUST_FILE = "trust.json"
+FORMAT = 1
+MAX_TREE_FILES = 5000  # a plugin dir with more is not hashed (untrusted: trust it by its files' parent)
+
+
+def trust_path(env: Mapping[str, str] | None = None) -> str:
+    from claudeguard.config.find import state_dir
+
+    return os.path.join(state_dir(env), TRUST_FILE)
+
+
+def key(path: str) -> str:
+    """The record's key: the real, absolute path."""
+    return os.path.realpath(os.path.abspath(path))
+
+
+def digest(path: str) -> str | None:
+    """SHA-256 of a file's bytes, or of a directory's tree; None when it cannot be read."""
+    try:
+        if os.path.isdir(path):
+            return _tree_digest(path)
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 16), b""):
+                h.update(chunk)
+        return h.hexdigest()
+    except OSError:
+        return None
+
+
+def _tree_digest(root: str) -> str | None:
+    h = hashlib.sha256(b"claudeguard-tree\0")
+    count = 0
+    for base, dirs, files in os.walk(root, followlinks=False):
+        dirs.sort()
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in sorted(files) + [d for d in dirs if os.path.islink(os.path.join(base, d))]:
+            full = os.path.join(base, name)
+            rel = os.path.relpath(full, root)
+            count += 1
+            if count > MAX_TREE_FILES:
+                return None
+            h.update(rel.encode("utf-8", "surrogateescape") + b"\0")
+            if os.path.islink(full):
+                h.update(b"L" + os.readlink(full).encode("utf-8", "surrogateescape") + b"\0")
+                continue
+            with open(full, "rb") as fh:
+                h.update(b"F" + hashlib.sha256(fh.read()).digest())
+    return h.hexdigest()
+
+
+class Records:
+    """The user's trust records (a plain class: read once per launch)."""
+
+    __slots__ = ("path", "files")
+
+    def __init__(self, path: str, files: dict[str, str]) -> None:
+        self.path = path
+        self.files = files  # real path -> sha256
+
+    def trusted(self, path: str, sha: str | None = None) -> bool:
+        """Is the file's current content (or ``sha``) the content the user trusted?"""
+        want = self.files.get(key(path))
+        if want is None:
+            return False
+        got = sha if sha is not None else digest(path)
+        return got is not None and got == want
+
+
+def load(env: Mapping[str, str] | None = None) -> Records:
+    """The records; a missing or unreadable store trusts nothing (fail closed)."""
+    path = trust_path(env)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return Records(path, {})
+    files = data.get("files") if isinstance(data, dict) else None
+    out: dict[str, str] = {}
+    for name, rec in (files or {}).items() if isinstance(files, dict) else ():
+        sha = rec.get("sha256") if isinstance(rec, dict) else None
+        if isinstance(name, str) and isinstance(sha, str):
+            out[name] = sha
+    return Records(path, out)
+
+
+def record(paths: list[str], env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """Trust each path's current content; returns (real path, sha256) per path. One line of
+    error (UsageError) for a path that cannot be read; nothing is written then."""
+    import time
+
+    from claudeguard.files import write_atomic
+
+    done: list[tuple[str, str]] = []
+    for path in paths:
+        if not os.path.exists(path):
+            raise UsageError(f"{path}: no such file to trust")
+        sha = digest(path)
+        if sha is None:
+            raise UsageError(f"{path}: cannot be read (or a tree of more than {MAX_TREE_FILES} files); not trusted")
+        done.append((key(path), sha))
+    store = trust_path(env)
+    try:
+        with open(store, encoding="utf-8") as fh:
+            data = json.load(fh)
+        if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
+            data = {}
+    except (OSError, ValueError):
+        data = {}
+    found = data.get("files")
+    files: dict[str, object] = found if isinstance(found, dict) else {}
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    for real, sha in done:
+        files[real] = {"sha256": sha, "trusted": now, "kind": "dir" if os.path.isdir(real) else "file"}
+    os.makedirs(os.path.dirname(store), mode=0o700, exist_ok=True)
+    write_atomic(store, json.dumps({"format": FORMAT, "files": files}, indent=1, sort_keys=True), durable=True)
+    return done
+
+
+def command_for(path: str) -> str:
+    """The command that trusts ``path`` (for the one-line notes)."""
+    import shlex
+
+    return f"claudeguardctl config trust {shlex.quote(path)}"
