@@ -22,13 +22,18 @@ if TYPE_CHECKING:
 
     from claudeguard.channel.model import Answer
     from claudeguard.channel.requests import Pending
-    from claudeguard.decision import Permission, Undecided
+    from claudeguard.decision import Permission, Scope, Undecided
     from claudeguard.policy.decide import SourcedRule
 
 # Tools the CLI runs without asking in every mode (the reading ones: inside the working folder).
+# Measured in -p, default mode, no hook (2.1.197, 2.1.330): each ran unasked, or failed on its own
+# input, never "needs approval"; WebSearch, Monitor (a shell command: the CLI's Bash checks) and
+# Workflow asked. The UI tools (AskUserQuestion, the plan mode ones) have dialogs of their own.
 NO_PERMISSION_TOOLS = frozenset(
     "Read Glob Grep LS NotebookRead TodoWrite TodoRead BashOutput TaskOutput ToolSearch "
-    "ListMcpResourcesTool ReadMcpResourceTool Skill SlashCommand".split()
+    "ListMcpResourcesTool ReadMcpResourceTool Skill SlashCommand Agent Task TaskCreate TaskGet TaskList "
+    "TaskUpdate TaskStop KillShell CronCreate CronDelete CronList EnterWorktree ExitWorktree ListAgents "
+    "ReportFindings ScheduleWakeup SendMessage AskUserQuestion EnterPlanMode ExitPlanMode".split()
 )
 # ... those of them that read a path: outside the working folder the CLI asks (measured on 2.1.197,
 # 2.1.330: "Claude requested permissions to read from /etc/hostname").
@@ -44,10 +49,10 @@ def cli_asks(tool: str, tool_input: dict[str, Any], permission_mode: str | None,
     """Would the CLI stop to ask about this call if no hook answered? False only where it surely
     decides alone (a tool it never asks about, a read inside the working folder, an edit there in
     acceptEdits, anything in bypassPermissions): there the gate may stay silent, as another hook's
-    allow changes nothing. Everything else, Bash included (the CLI's own list of read-only commands
-    it runs unasked is not ours to copy), is asked: a PreToolUse "ask" makes the CLI ask even where
-    its own rules would allow (measured on 2.1.197, 2.1.330, 2.1.332), and in dontAsk it denies
-    what it would have asked about."""
+    allow changes nothing. Everything else, a tool not known here and Bash included (the CLI's own
+    list of read-only commands it runs unasked is not ours to copy), is asked: a PreToolUse "ask"
+    makes the CLI ask even where its own rules would allow (measured on 2.1.197, 2.1.330,
+    2.1.332), and in dontAsk it denies what it would have asked about."""
     from claudeguard.policy.rules import EDIT_TOOLS
 
     if permission_mode == "bypassPermissions":
@@ -177,7 +182,7 @@ def decide_call(
                 verdict.waited_s = round(time.monotonic() - started, 3)
                 ask_rule = (decision.rule, decision.source) if decision.decision == "ask" else None
                 keyboard_audit(session, verdict, tool=tool, tool_input=tool_input, agent_type=agent_type,
-                               agent_id=agent_id, via=via, ask_rule=ask_rule)
+                               agent_id=agent_id, via=via, cwd=cwd, ask_rule=ask_rule)
             return verdict
     verdict.waited_s = round(time.monotonic() - started, 3)
     ask_rule = (decision.rule, decision.source) if decision.decision == "ask" else None
@@ -339,13 +344,22 @@ def keyboard_word(session: Session, request_id: str, wait_s: float = KEYBOARD_WO
         time.sleep(0.1)
 
 
+# The option of the CLI's dialog that stands for "don't ask again" for this call (WebFetch: "Yes,
+# and don't ask again for example.com"; an MCP tool's; 2.1.197's "Yes, and always allow access to
+# DIR"): a session grant of the call's own rules, as an approver's --scope session gives. The
+# dialog a hook's "ask" brings for Bash has only Yes and No on 2.1.197, 2.1.330 and 2.1.332; an
+# edit's second option switches the CLI to acceptEdits, which the hook then reads off each event.
+KEYBOARD_SESSION_CHOICE = ("Yes, and don't ask again", "Yes, and always allow")
+
+
 def keyboard_audit(session: Session, verdict: Decision, *, tool: str, tool_input: dict[str, Any],
-                   agent_type: str | None, agent_id: str | None, via: str,
+                   agent_type: str | None, agent_id: str | None, via: str, cwd: str,
                    ask_rule: tuple[str | None, str | None] | None) -> None:
     """The one audit row of a call whose dialog was answered before the channel did: ``keyboard``
     only when the router read the answering keys from the person's terminal; a dialog that closed
     with no key typed there is an event, never a keyboard answer (a program that pushed input into
-    the CLI's terminal, another hook, the CLI cancelling the call)."""
+    the CLI's terminal, another hook, the CLI cancelling the call). A "don't ask again" option
+    picked at the keyboard grants the call for the session (KEYBOARD_SESSION_CHOICE)."""
     try:
         word = keyboard_word(session, verdict.request_id or "")
         if word is None or word.get("reason") not in ("keyboard", "no-key"):
@@ -371,8 +385,18 @@ def keyboard_audit(session: Session, verdict: Decision, *, tool: str, tool_input
             audit_log.record({"event": "keyboard", **common, "answered_by": who,
                               "message": "answered at the keyboard with keys that pick no option we know"})
             return
+        choice = str(word.get("choice") or "")
+        scope: Scope = "once"
+        if decision == "allow" and choice.startswith(KEYBOARD_SESSION_CHOICE):
+            from claudeguard.policy.decide import grant_rules_for_call
+
+            rules = grant_rules_for_call(tool, tool_input, cwd=cwd)
+            if rules:
+                add_grants(session, rules, kind="allow", scope="session", agent_type=agent_type,
+                           request_id=verdict.request_id)
+                scope = "session"
         row = Decision(decision, "answered at the keyboard", rule=verdict.rule, source=verdict.source,
-                       decided_by="keyboard", scope="once", waited_s=verdict.waited_s,
+                       decided_by="keyboard", scope=scope, waited_s=verdict.waited_s,
                        request_id=verdict.request_id)
         audit_log.record(audit_row(
             row, session_id=session.id, agent_type=agent_type, agent_id=agent_id, tool=tool,

@@ -15,11 +15,13 @@ service, or the hook's own process with ``CLAUDEGUARD_SERVICE=0``):
 - when its dialog leaves the screen (the keyboard answered it), or the CLI exits, or the screen
   path posted a request of its own for the dialog, the router tells "drop" and the hook withdraws
   its request and answers nothing (an approver's answer that reached it first still counts);
-  a request no permission dialog showed up for while no other dialog was on screen is dropped
-  after ``NO_DIALOG_S``, or at a key pressed after it was posted;
+  a held request no permission dialog showed up for is dropped at a key pressed after it was
+  posted (the keyboard answered a dialog that came and went between two screen reads), and
+  released to the channel after ``NO_DIALOG_GO_S`` while no permission dialog is on screen (a
+  background agent's dialog that the CLI draws only once the hook has returned);
 - before each "drop" the router writes why, and what the keyboard chose, into the session's
   directory (``keyboard/<request id>.json``: ``{"reason": "keyboard" | "no-key" | "screen" |
-  "exit" | "no-dialog", "decision", "choice"}``): the hook writes the one audit row of a call
+  "exit", "decision", "choice"}``): the hook writes the one audit row of a call
   answered at the keyboard from it ("keyboard" only with keys the relay read from the terminal);
 - the router posts its own request (``via == "screen"``) for a permission dialog only when no
   hook request showed up within ``hook_grace`` (a session without hooks, ``--bare``), and not
@@ -46,7 +48,12 @@ if TYPE_CHECKING:
 HOOK_GRACE_S = 3.0  # a permission dialog: time the PermissionRequest hook gets to post it first
 HOOK_CHECK_EVERY_S = 1.0  # listing the session's hook requests ...
 HOOK_CHECK_DIALOG_S = 0.25  # ... and while a permission dialog is on screen
-NO_DIALOG_S = 10.0  # a hook request with no permission dialog on screen this long is dropped
+# A held request no permission dialog showed up for this long, while none is on screen, is
+# released to the channel: no dialog can be shown for it. 2.1.330 draws a background agent's
+# dialog only once its PermissionRequest hooks have returned (measured; the main agent's, and
+# 2.1.197's, while the hook runs), so the channel is the only place it can be answered.
+NO_DIALOG_GO_S = 2.0
+VANISHED_KEEP_S = 10.0  # a request answered through the channel whose dialog lingers is forgotten then
 KEYBOARD_DIR = "keyboard"  # in the session dir: why the router dropped a hook request
 
 
@@ -74,7 +81,13 @@ class HookRequests:
         self.attached = attached  # the keys come from a person's terminal (not a detached stdin)
         self.tty = tty
         self.known: dict[str, _Seen] = {}
-        self.checked_at = -1e9
+        # Requests whose dialog was on screen and that left the listing before the dialog left the
+        # screen: the CLI answered it and stopped the hook at once, so its waiter withdrew first.
+        # The waiter still waits for why (the keyboard's choice): said when the dialog is gone.
+        self.vanished: dict[str, tuple[_Seen, float]] = {}
+        self._answered_at = -1e9  # monotonic: when a dialog we read left the screen (its keys are spent)
+        self._dialog_at = -1e9  # monotonic: when a permission dialog was last on screen
+        self.checked_at = self._now = -1e9
         self._state = "unseen"  # for the dialog on screen: unseen | pending | gone
         self._gone_at = 0.0
 
@@ -84,7 +97,7 @@ class HookRequests:
         self.checked_at = -1e9
 
     def next_check(self, on_screen: bool) -> float | None:
-        if on_screen:
+        if on_screen or self.vanished:
             return self.checked_at + HOOK_CHECK_DIALOG_S
         return self.checked_at + HOOK_CHECK_EVERY_S if self.known else None
 
@@ -92,9 +105,11 @@ class HookRequests:
              screen_posted: bool, keyboard_wall: float | None) -> None:
         """List the hook's requests (rate-limited) and tell their waiters what the screen says.
         ``dialog``: the permission dialog on screen, or None."""
-        if now - self.checked_at < (HOOK_CHECK_DIALOG_S if dialog is not None else HOOK_CHECK_EVERY_S):
+        if now - self.checked_at < (HOOK_CHECK_DIALOG_S if dialog is not None or self.vanished else HOOK_CHECK_EVERY_S):
             return
-        self.checked_at = now
+        self.checked_at = self._now = now
+        if dialog is not None:
+            self._dialog_at = now  # a queued dialog is drawn as soon as the one before it is answered
         try:
             held = [r for r in channel.list_pending(self.session_id, held=True) if _is_hooks(r)]
             published = [r for r in channel.list_pending(self.session_id) if _is_hooks(r)]
@@ -102,6 +117,9 @@ class HookRequests:
             return
         listed = {r.id: r for r in [*published, *held]}
         held_ids = {r.id for r in held}
+        for rid, seen in self.known.items():
+            if rid not in listed and seen.with_dialog and not seen.dropped:
+                self.vanished[rid] = (seen, now)
         self.known = {rid: self.known.get(rid) or _Seen(float(r.created), rid in held_ids, _needle(r))
                       for rid, r in listed.items()}
         shown = self._shown(dialog)
@@ -119,17 +137,28 @@ class HookRequests:
                     _tell(channel, rid, "go")
             elif seen.with_dialog:
                 self._dropped_by_keys(channel, rid, seen.shown_at - BEFORE_SEEN_S, seen.dialog)  # its dialog left
-            elif dialog is not None:
-                pass  # another call's dialog is on screen: the CLI shows this one after it
-            elif wall - seen.created >= NO_DIALOG_S:
-                self._drop(channel, rid, "no-dialog")
-            elif (keyboard_wall or 0.0) > seen.created:
+            elif dialog is not None or not seen.held:
+                pass  # another call's dialog is on screen (the CLI shows this one after it); or in the channel
+            elif (keyboard_wall or 0.0) > seen.created and self.keys.since(self._keys_from(now, wall, seen)):
                 # a key, and no dialog: the keyboard answered one we never read off the screen
-                self._dropped_by_keys(channel, rid, now - (wall - seen.created) - BEFORE_SEEN_S, None)
+                self._dropped_by_keys(channel, rid, self._keys_from(now, wall, seen), None)
+            elif wall - seen.created >= NO_DIALOG_GO_S and now - self._dialog_at >= NO_DIALOG_GO_S:
+                _tell(channel, rid, "go")  # no dialog can show it: the channel answers (the status line says so)
+        for rid, (seen, since) in list(self.vanished.items()):
+            if dialog is None or seen.dialog is None or dialog.key != seen.dialog.key:
+                del self.vanished[rid]  # its dialog is gone too: say what closed it (nobody to tell)
+                self._dropped_by_keys(None, rid, seen.shown_at - BEFORE_SEEN_S, seen.dialog)
+            elif now - since > VANISHED_KEEP_S:
+                del self.vanished[rid]  # answered through the channel while its dialog lingers
         if self.known:
             self._state = "pending"
         elif self._state == "pending":
             self._state, self._gone_at = "gone", now
+
+    def _keys_from(self, now: float, wall: float, seen: _Seen) -> float:
+        """Keys that may have answered a dialog of ``seen``'s never read off the screen: typed
+        after it was posted (less the screen's lag), and not those that answered the dialog before."""
+        return max(now - (wall - seen.created) - BEFORE_SEEN_S, self._answered_at)
 
     def _shown(self, dialog: Dialog | None) -> str | None:
         """The request the permission dialog on screen stands for: the oldest whose call its text
@@ -143,6 +172,8 @@ class HookRequests:
 
     def _dropped_by_keys(self, channel: Any, rid: str, since: float, dialog: Dialog | None) -> None:
         keys = self.keys.since(since)
+        if dialog is not None:
+            self._answered_at = self._now
         choice = answered_with(dialog, keys) if keys else None
         if not keys:
             self._drop(channel, rid, "no-key")  # closed, and not by a key from this terminal
@@ -152,12 +183,14 @@ class HookRequests:
             self._drop(channel, rid, "keyboard", decision=decision_of(choice), choice=choice.label)
 
     def _drop(self, channel: Any, rid: str, reason: str, **what: object) -> None:
+        """Say why (once), then tell the waiter "drop" (``channel`` None: it is gone already)."""
         seen = self.known.get(rid)
         if self.session_dir and (seen is None or not seen.dropped):
             _record(self.session_dir, rid, {"reason": reason, "attached": self.attached, "tty": self.tty, **what})
         if seen is not None:
             seen.dropped = True
-        _tell(channel, rid, "drop")
+        if channel is not None:
+            _tell(channel, rid, "drop")
 
     def clear(self, now: float) -> bool:
         """May the screen path post the permission dialog on screen itself?"""
