@@ -92,11 +92,22 @@ def log_dir_text() -> str:
     if env:
         return env
     if sys.platform.startswith("linux"):
-        state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-        return os.path.join(state, APP, "log")  # what platformdirs.user_log_dir gives on Linux
+        return os.path.join(state_dir_text(), "log")  # what platformdirs.user_log_dir gives on Linux
     import platformdirs
 
     return platformdirs.user_log_dir(APP)
+
+
+def state_dir_text() -> str:
+    """The user's state dir: what claudeguard keeps across sessions (the audit log's default
+    home, the record of verified CLIs). ``$XDG_STATE_HOME/claudeguard`` on Linux (no
+    platformdirs import: the launcher's path reads it). Not created here: ``private_dir``."""
+    if sys.platform.startswith("linux"):
+        state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+        return os.path.join(state, APP)
+    import platformdirs
+
+    return platformdirs.user_state_dir(APP)
 
 
 def cache_dir() -> Path:

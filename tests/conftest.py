@@ -26,7 +26,7 @@ import psutil
 import pytest
 
 from claudeguard.testing import bg_daemon as bg
-from claudeguard.testing.cli_install import PINNED_VERSIONS, cli_path, install_cli
+from claudeguard.testing.cli_install import bg_version_under_test, cli_path, install_cli, versions_under_test
 from claudeguard.testing.model_server import ModelServer
 from claudeguard.testing.offline_home import offline_env as _offline_env, prepare_home
 from claudeguard.testing.runner import run_claude as _run_claude
@@ -46,6 +46,11 @@ _install_errors: dict[str, str] = {}
 _HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="claudeguard-hypothesis-")
 os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = _HYPOTHESIS_HOME
 atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, True)
+
+# A guarded run of a CLI that no `doctor --verify` passed asks the guard service to verify it in
+# the background (plan/verified.py): not in tests, whose CLIs are stand-ins or run in a throwaway
+# HOME. The tests of that feature set it back (tests/test_verify.py).
+os.environ["CLAUDEGUARD_AUTO_VERIFY"] = "0"
 
 
 @pytest.fixture(autouse=True)
@@ -115,9 +120,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.real_cli)
 
 
-@pytest.fixture(params=PINNED_VERSIONS)
+@pytest.fixture(params=versions_under_test())
 def cli_version(request: pytest.FixtureRequest) -> str:
-    """Each pinned Claude Code version in turn; tests opt in by using this (or ``real_claude``)."""
+    """Each pinned Claude Code version in turn (or each of CLAUDEGUARD_TEST_CLI_VERSIONS, e.g. the
+    newest published CLI: cli_install.versions_under_test); tests opt in by using this (or
+    ``real_claude``)."""
     return request.param
 
 
@@ -127,8 +134,9 @@ def real_claude(cli_version: str) -> Path:
     return _real_cli(cli_version)
 
 
-# The first pinned version with Claude Code's own background agents (`claude --bg`, `agents`).
-BG_VERSION = "2.1.330"
+# The version the background-agent tests run on (`claude --bg`, `agents`): 2.1.330, or the newest
+# of CLAUDEGUARD_TEST_CLI_VERSIONS that has them.
+BG_VERSION = bg_version_under_test()
 
 
 @pytest.fixture

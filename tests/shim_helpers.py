@@ -15,6 +15,44 @@ GUARD = [sys.executable, "-m", "claudeguard"]
 CTL = [sys.executable, "-m", "claudeguard.commands.ctl"]
 
 
+def print_asker_of(cli_version: str) -> str:
+    """Who asks about a main-agent call no rule decides in -p on ``cli_version`` (docs/design.md,
+    "Who asks in -p"): the PermissionRequest hook from 2.1.330 on, else the prompt tool."""
+    from claudeguard.plan.discovery import version_at_least
+    from claudeguard.plan.hooks import PERMISSION_REQUEST_IN_PRINT
+
+    return "permission-request" if version_at_least(cli_version, PERMISSION_REQUEST_IN_PRINT) else "prompt-tool"
+
+
+_HASHES: dict[tuple[str, tuple[int, ...]], str] = {}  # a binary's SHA-256 by path and stat key, once a run
+
+
+def mark_verified(env: dict, cli: Path | str) -> None:
+    """Record ``cli`` as verified in ``env``'s state dir, as a passed ``doctor --verify`` would: for
+    tests of other things under lockdown (which refuses an unverified CLI, plan/verified.py)."""
+    import os
+
+    from claudeguard.plan import verified
+
+    path = os.path.realpath(cli)
+    key = verified.stat_key(path)
+    assert key is not None, path
+    if (path, tuple(key)) not in _HASHES:
+        _HASHES[(path, tuple(key))] = verified.sha256_file(path)
+    sha = _HASHES[(path, tuple(key))]
+    state = env.get("XDG_STATE_HOME") or os.path.join(env["HOME"], ".local", "state")
+    saved = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = state
+    try:
+        verified.remember(path, key, sha, None)
+        verified.save_record({"cli_version": None, "sha256": sha, "ok": True, "checks": [], "path": path})
+    finally:
+        if saved is None:
+            del os.environ["XDG_STATE_HOME"]
+        else:
+            os.environ["XDG_STATE_HOME"] = saved
+
+
 def guarded_env(env: dict, real_claude: Path, **extra: str) -> dict:
     """The offline env plus the real CLI for claudeguard to find, and a short approval timeout."""
     out = dict(env)
@@ -30,7 +68,8 @@ def plain_env(tmp_path: Path, config: str | None = None, **extra: str) -> dict:
     checkout: the environment a command-line test runs claudeguard in."""
     (tmp_path / "work" / ".git").mkdir(parents=True, exist_ok=True)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
-           "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"), **extra}
+           "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"),
+           "CLAUDEGUARD_AUTO_VERIFY": "0", **extra}
     if config is not None:
         write_user_config(env, config)
     return env

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from claudeguard.testing import bg_daemon as bg
 from claudeguard.testing.tui import exit_tui, expect_text, screen_now
 from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, write_user_config
@@ -45,6 +47,7 @@ def service_sessions(env: dict) -> list[dict]:
     return json.loads(out.stdout)["sessions"]
 
 
+@pytest.mark.newest_cli
 def test_sessions_dispatched_from_agent_view_are_guarded(bg_claude, offline_env, model_server, bg_daemon, spawn_tui):
     server = model_server([
         {"match": "AVONE",

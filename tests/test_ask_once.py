@@ -8,7 +8,11 @@ import json
 import subprocess
 import threading
 
-from tests.shim_helpers import GUARD, Approver, ctl, guarded_env, pending, run_guarded, write_user_config
+import pytest
+
+from tests.shim_helpers import (
+    GUARD, Approver, ctl, guarded_env, pending, print_asker_of, run_guarded, write_user_config,
+)
 
 
 def echo(word: str) -> dict:
@@ -25,6 +29,7 @@ def _audit(env: dict) -> list[dict]:
     return [json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines()]
 
 
+@pytest.mark.newest_cli
 def test_an_ask_rule_asks_once_per_call_main_fg_and_bg(real_claude, offline_env, model_server):
     server = model_server([
         {"match": "ASKONCE", "turns": [{"tool_use": echo("main")}, {"tool_use": agent("FGONE go", False)},
@@ -51,6 +56,7 @@ def test_an_ask_rule_asks_once_per_call_main_fg_and_bg(real_claude, offline_env,
     assert pending(env) == []
 
 
+@pytest.mark.newest_cli
 def test_a_callers_own_ask_rule_asks_once_main_and_fg(real_claude, cli_version, offline_env, model_server):
     # The caller's ask rule is the CLI's own: after the guard's hook it asks again, through the
     # -p asker (2.1.330: the PermissionRequest hook, whose event carries the subagent's agent_id
@@ -73,7 +79,7 @@ def test_a_callers_own_ask_rule_asks_once_main_and_fg(real_claude, cli_version, 
         (None, "main"), ("general-purpose", "fg")]
     for word in ("main", "fg"):
         assert (offline_env.cwd / f"{word}.txt").read_text() == f"{word}\n"
-    asker = {"2.1.330": "permission-request", "2.1.197": "prompt-tool"}[cli_version]
+    asker = print_asker_of(cli_version)
     humans = [(e["via"], e["agent_type"]) for e in _audit(env) if e.get("decided_by") == "human"]
     assert humans == [(asker, None), ("hook", "general-purpose")]
     assert pending(env) == []

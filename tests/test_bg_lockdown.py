@@ -17,7 +17,7 @@ import pytest
 
 from claudeguard.testing import bg_daemon as bg
 from claudeguard.testing.services import live_services, stop_services
-from tests.shim_helpers import GUARD, guarded_env, wait_until, write_user_config
+from tests.shim_helpers import GUARD, guarded_env, mark_verified, wait_until, write_user_config
 
 LOCKDOWN = '[security]\ndisable_bypass_permissions = true\n'
 BYPASS_SETTINGS = json.dumps({"permissions": {"defaultMode": "bypassPermissions"}})
@@ -224,6 +224,7 @@ def test_agent_view_with_the_service_runs_guarded_under_lockdown(tmp_path, offli
     write_user_config(offline_env,
                       LOCKDOWN + '[permissions]\nmode = "default"\nallow = ["Bash(echo *)"]\ndeny = ["Bash(rm *)"]\n')
     env = dict(offline_env, CLAUDEGUARD_CLAUDE=str(cli))
+    mark_verified(env, cli)  # lockdown refuses an unverified CLI
     caller = json.dumps({"permissions": {"allow": ["Read"]},
                          "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}})
     proc = _run(["agents", "--settings", caller, "--model", "x"], env, offline_env.cwd)

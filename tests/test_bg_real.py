@@ -8,8 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from claudeguard.service.files import process_start
 from claudeguard.testing import bg_daemon as bg
+from claudeguard.testing.cli_install import bg_version_under_test
 from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, write_user_config
 from tests.shim_helpers import wait_until as shared_wait_until
 
@@ -44,6 +47,7 @@ def audit(env: dict) -> list[dict]:
     return [json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines()]
 
 
+@pytest.mark.newest_cli
 def test_a_bg_session_is_guarded_after_its_launcher_returned(bg_claude, offline_env, model_server, bg_daemon, tmp_path):
     server = model_server([{"match": "BGGUARD", "turns": [
         {"tool_use": bash("echo allowed > allowed.txt")}, {"tool_use": bash("rm -f keep.txt")},
@@ -101,7 +105,7 @@ def test_a_bg_session_is_guarded_after_its_launcher_returned(bg_claude, offline_
     assert data["counts"] == {"allowed_by_rule": 1, "denied_by_rule": 1, "asked": 1, "approved_by_human": 1,
                               "denied_by_human": 0, "timed_out": 0, "stalls": 0}
     assert [c["summary"] for c in data["calls"]] == [r[0] for r in rows] and data["fail_on"] == ["denied"]
-    assert data["exit_code"] == 0 and data["child_exit_code"] is None and data["cli_version"] == "2.1.330"
+    assert data["exit_code"] == 0 and data["child_exit_code"] is None and data["cli_version"] == bg_version_under_test()
 
 
 def test_a_hung_bg_session_is_flagged_then_killed_alone(bg_claude, offline_env, model_server, bg_daemon):

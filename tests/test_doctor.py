@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.shim_helpers import CTL, guarded_env
 
 
+@pytest.mark.newest_cli
 def test_doctor_proves_the_injection_on_the_real_cli(real_claude, cli_version, offline_env, run_claude):
     env = guarded_env(offline_env, real_claude)
     proc = run_claude(CTL + ["doctor"], env, offline_env.cwd, timeout=120)
@@ -20,7 +23,7 @@ def test_doctor_proves_the_injection_on_the_real_cli(real_claude, cli_version, o
     if cli_version == "2.1.197":
         assert "ok    permission-prompt MCP server: connected" in proc.stdout
     else:
-        assert "-p asks through: permission-request (no MCP prompt server on 2.1.330)" in proc.stdout
+        assert f"-p asks through: permission-request (no MCP prompt server on {cli_version})" in proc.stdout
         assert "permission-prompt MCP server" not in proc.stdout
     assert "FAIL" not in proc.stdout
     assert "ok    launcher: " in proc.stdout

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.shim_helpers import (
-    Approver, ctl, guarded_env, pending, results_of, run_guarded, wait_pending, write_user_config,
+    Approver, ctl, guarded_env, pending, print_asker_of, results_of, run_guarded, wait_pending, write_user_config,
 )
 
 
@@ -31,6 +31,7 @@ def _result_for(server, script: str) -> list[dict]:
 # --- policy (issue 3) ----------------------------------------------------------------------------
 
 
+@pytest.mark.newest_cli
 def test_deny_rule_blocks_and_the_model_sees_the_reason(real_claude, offline_env, model_server):
     server = model_server([{"match": "DENYRULE", "turns": [{"tool_use": py_write("blocked.txt")}, {"text": "fin"}]}])
     env = guarded_env(offline_env.use(server), real_claude)
@@ -56,6 +57,7 @@ def test_allow_rule_runs_without_any_prompt(real_claude, offline_env, model_serv
     assert results_of(proc)[-1]["permission_denials"] == []
 
 
+@pytest.mark.newest_cli
 def test_agent_overlay_denies_a_subagent_what_the_main_agent_may_do(real_claude, offline_env, model_server):
     # A custom agent type that has the Write tool; [agents.scribe] takes Write away from it,
     # while the main agent's Write is allowed by [permissions].
@@ -101,6 +103,7 @@ def test_explore_is_read_only(real_claude, offline_env, model_server):
     assert sub["is_error"] and "subagents.read_only_types" in sub["content"]
 
 
+@pytest.mark.newest_cli
 def test_foreground_and_background_subagents_follow_the_policy(real_claude, offline_env, model_server):
     # 2.1.197 denies a background subagent's undecided call before any prompt tool is asked;
     # the guard's hook decides it from the policy on both versions.
@@ -147,6 +150,7 @@ def test_callers_own_settings_hooks_still_fire(real_claude, offline_env, model_s
 # --- the approval channel (issue 4) ------------------------------------------------------------
 
 
+@pytest.mark.newest_cli
 def test_headless_main_agent_approve_and_deny_with_message(real_claude, offline_env, model_server):
     server = model_server([{"match": "MAINASK",
                             "turns": [{"tool_use": py_write("yes.txt")}, {"tool_use": py_write("no.txt")},
@@ -167,6 +171,7 @@ def test_headless_main_agent_approve_and_deny_with_message(real_claude, offline_
     assert no["is_error"] and no["content"] == "not today: use the staging db"
 
 
+@pytest.mark.newest_cli
 def test_background_subagent_approve_and_deny(real_claude, offline_env, model_server):
     server = model_server([
         {"match": "BGASK", "turns": [{"tool_use": agent("SUBTASK-BG write both", True)}, {"text": "launched"}]},
@@ -303,10 +308,7 @@ def test_answering_twice_is_refused(real_claude, offline_env, model_server):
 
 # --- who asks in -p (2.1.330: the PermissionRequest hook; 2.1.197: the prompt tool) -------------
 
-# The asker of a main-agent call no rule decides, per CLI (docs/design.md, "Who asks in -p").
-PRINT_ASKER = {"2.1.330": "permission-request", "2.1.197": "prompt-tool"}
-
-
+@pytest.mark.newest_cli
 @pytest.mark.parametrize("service", ["1", "0"], ids=["http-hooks", "command-hooks"])
 def test_a_call_no_rule_decides_reaches_the_channel_once_through_the_print_asker(real_claude, cli_version, offline_env,
                                                                                  model_server, service):
@@ -336,7 +338,7 @@ def test_a_call_no_rule_decides_reaches_the_channel_once_through_the_print_asker
     humans = [(e["via"], e["decision"], e["agent_type"]) for e in
               (json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines())
               if e.get("decided_by") == "human"]
-    asker = PRINT_ASKER[cli_version]
+    asker = print_asker_of(cli_version)  # per CLI (docs/design.md, "Who asks in -p")
     # the subagent's call is asked by its PreToolUse hook (a subagent cannot show a prompt)
     assert humans == [(asker, "allow", None), (asker, "deny", None), ("hook", "allow", "general-purpose")]
     assert pending(env) == []

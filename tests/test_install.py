@@ -112,7 +112,8 @@ def _user_env(tmp_path: Path, python: Path, **extra: str) -> dict[str, str]:
     env = {"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
            "XDG_CONFIG_HOME": str(home / ".config"), "XDG_STATE_HOME": str(home / ".local" / "state"),
            "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"),
-           "CLAUDEGUARD_CACHE_DIR": str(tmp_path / "cache"), "CLAUDEGUARD_SERVICE": "0"}
+           "CLAUDEGUARD_CACHE_DIR": str(tmp_path / "cache"), "CLAUDEGUARD_SERVICE": "0",
+           "CLAUDEGUARD_AUTO_VERIFY": "0"}
     env.update(extra)
     return env
 

@@ -48,7 +48,8 @@ class Bed:
         self.cwd.mkdir(parents=True)
         (root / "work" / ".git").mkdir()
         self.env = {"PATH": f"{self.real_dir}:/usr/bin:/bin", "HOME": str(self.home),
-                    "XDG_CONFIG_HOME": str(self.home / "config"), "CLAUDEGUARD_RUNTIME_DIR": str(root / "rt")}
+                    "XDG_CONFIG_HOME": str(self.home / "config"), "CLAUDEGUARD_RUNTIME_DIR": str(root / "rt"),
+                    "CLAUDEGUARD_AUTO_VERIFY": "0"}
 
     def run(self, argv: list[str], env: dict[str, str] | None = None,
             exe: str | None = None) -> subprocess.CompletedProcess:

@@ -18,6 +18,7 @@ import pytest
 
 from claudeguard import channel
 from claudeguard.shim.screen import Screen, read_screen_state
+from claudeguard.testing.cli_install import newest_under_test
 from tests.shim_helpers import wait_until
 
 GUARD = [sys.executable, "-m", "claudeguard"]
@@ -124,6 +125,7 @@ def _bash_turns() -> list:
     return [{"tool_use": {"name": "Bash", "input": BASH_CALL}}, {"text": "made it"}]
 
 
+@pytest.mark.newest_cli
 @pytest.mark.parametrize("decision", ["allow", "deny"])
 def test_permission_dialog_answered_from_the_channel(guard, offline_env, decision):
     # --bare: no hooks, so the screen path is the one that routes the dialog.
@@ -348,8 +350,9 @@ def test_session_without_a_terminal_completes_with_channel_approval(real_claude,
     assert result["tool"] == "Bash" and not result["is_error"]
 
 
-# Auto mode exists from 2.1.300 on: this test runs on 2.1.330 only (no skip on the older CLI).
-@pytest.mark.parametrize("cli_version", ["2.1.330"])
+# Auto mode exists from 2.1.300 on: this test runs on 2.1.330 (or the newest version under test
+# after it) only (no skip on the older CLI).
+@pytest.mark.parametrize("cli_version", [newest_under_test("2.1.330")])
 def test_auto_mode_dialog_then_its_approval_from_the_channel(guard, cli_version, offline_env):
     # Auto mode (2.1.330's default) behind a local server: a risky call brings "Auto mode can't
     # check actions", then the approval itself as a plain (unnumbered, "No" first) menu.

@@ -39,7 +39,7 @@ def env(tmp_path: Path) -> dict:
     return {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
             "CLAUDEGUARD_RUNTIME_DIR": str(runtime), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"),
             "CLAUDEGUARD_CLAUDE": str(poster), "OUT": str(tmp_path / "out.json"),
-            "PYTHONPATH": str(Path(__file__).parent.parent)}
+            "PYTHONPATH": str(Path(__file__).parent.parent), "CLAUDEGUARD_AUTO_VERIFY": "0"}
 
 
 def service_dir(env: dict) -> Path:

@@ -18,7 +18,10 @@ from pathlib import Path
 import pytest
 
 from claudeguard.service.files import process_start
-from tests.shim_helpers import GUARD, ctl, guarded_env, pending, results_of, wait_pending, write_user_config
+from claudeguard.testing.cli_install import newest_under_test
+from tests.shim_helpers import (
+    GUARD, ctl, guarded_env, pending, print_asker_of, results_of, wait_pending, write_user_config,
+)
 from tests.shim_helpers import wait_until as shared_wait_until
 
 
@@ -80,7 +83,7 @@ def test_killing_the_service_mid_session_allows_nothing_unanswered(real_claude, 
                 assert req["id"] not in approved + asked_again  # never asked twice
                 assert not (offline_env.cwd / "two.txt").exists()
                 if "one" in req["summary"]:
-                    assert cli_version == "2.1.330" and not asked_again and not approved, req
+                    assert print_asker_of(cli_version) == "permission-request" and not asked_again and not approved, req
                     assert ctl(env, "deny", req["id"]).returncode == 0
                     asked_again.append(req["id"])
                     continue
@@ -126,7 +129,8 @@ class _BrokenHook(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.mark.parametrize("cli_version", ["2.1.330"])  # 2.1.197 does not fire PermissionRequest in -p
+# 2.1.197 does not fire PermissionRequest in -p: 2.1.330, or the newest version under test after it
+@pytest.mark.parametrize("cli_version", [newest_under_test("2.1.330")])
 @pytest.mark.parametrize("mode", ["refused", "500", "slow"])
 def test_an_unanswered_print_mode_permission_request_is_a_deny(real_claude, offline_env, model_server, run_claude,
                                                                mode):

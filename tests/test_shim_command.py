@@ -9,6 +9,9 @@ import sys
 
 import pytest
 
+from claudeguard.plan.discovery import version_at_least
+from claudeguard.plan.hooks import PERMISSION_REQUEST_IN_PRINT
+
 GUARD = [sys.executable, "-m", "claudeguard"]
 
 
@@ -144,11 +147,12 @@ def _ours(argv: list[str]) -> list[str]:
     return [a.split("=", 1)[0] for a in argv if a.startswith(("--mcp-config=", "--permission-prompt-tool="))]
 
 
+@pytest.mark.newest_cli
 @pytest.mark.parametrize("service", [True, False], ids=["http", "command"])
 def test_the_plan_of_a_print_run_on_each_real_cli(tmp_path, real_claude, cli_version, service):
     # The version is read from the real CLI's package.json (the dry run starts no CLI).
     argv, settings = _plan(tmp_path, str(real_claude), "-p", "x", service=service)
-    if cli_version == "2.1.330":
+    if version_at_least(cli_version, PERMISSION_REQUEST_IN_PRINT):
         # its -p asks the PermissionRequest hook: registered, and no MCP server for the CLI to wait for
         assert list(settings["hooks"]) == [e for e in EVERY_EVENT
                                            if e not in ("Notification", "UserPromptSubmit", *CALL_ENDS, "Stop")]

@@ -29,7 +29,7 @@ SUMMARIES = {
               "starter config.",
     "audit": "Show the decision log; --suggest turns the calls a human answered or that timed out into rules.",
     "doctor": "Check the setup: config, runtime dir (owner, mode), the real CLI and that the injected "
-              "flags are accepted.",
+              "flags are accepted; --verify proves the guard on it.",
     "demo": "Run the whole flow offline on an embedded scripted model: a subagent asks, the request is answered.",
     "service": "Show, start or stop the resident guard service that answers the hooks of this user's sessions.",
     "hook": "Internal: the Claude Code hook command (event JSON on stdin, decision JSON on stdout).",
@@ -48,13 +48,6 @@ s approve for the whole session, f approve forever (written to the user config),
 n deny (asks for an optional message), q quit.
 Without a terminal (stdin is a pipe): prints each new request as one line and keeps going;
 answer with `claudeguardctl approve|deny ID`.""",
-    "doctor": """\
-usage: claudeguardctl doctor
-
-{summary}
-
-Prints one line per check (ok / FAIL) and exits 1 if any check failed. The runtime dir is the
-approval channel's root: CLAUDEGUARD_RUNTIME_DIR, else /tmp/claudeguard-<uid> (see README).""",
     "hook": """\
 usage: claudeguardctl hook   (run by Claude Code; reads one hook event as JSON on stdin)
 

@@ -27,7 +27,7 @@ COMMANDS = {
 }
 
 USAGE = "usage: claudeguardctl {" + ",".join(COMMANDS) + "} ..."
-NO_OPTIONS = ("console", "doctor", "hook", "mcp-serve")  # their --help is plain text (commands.cli)
+NO_OPTIONS = ("console", "hook", "mcp-serve")  # their --help is plain text (commands.cli)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,8 @@
-"""``claudeguardctl doctor``: find the real CLI and its version, prove that the flags the guard
-injects are accepted by it (a real offline run against the embedded scripted model: the MCP
-prompt server connects and the hooks fire), and check the runtime dir's ownership and mode."""
+"""``claudeguardctl doctor [--verify [--json]]``: find the real CLI and its version, prove that the
+flags the guard injects are accepted by it (a real offline run against the embedded scripted
+model: the MCP prompt server connects and the hooks fire), check the runtime dir's ownership and
+mode, and say whether the installed CLI passed ``doctor --verify`` on this machine (and which
+versions did). ``--verify`` runs that proof (``commands/verify.py``) and records its result."""
 
 from __future__ import annotations
 
@@ -13,11 +15,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from claudeguard.commands import verify as verifying
+from claudeguard.commands.cli import parser as command_parser
 from claudeguard.config.load import env_overrides, load_config
 from claudeguard.errors import GuardError
 from claudeguard.files import write_atomic
 from claudeguard.paths import legacy_note, runtime_dir
 from claudeguard.plan import settings_sources as ss
+from claudeguard.plan import verified
 from claudeguard.plan.argv import build_plan
 from claudeguard.plan.claude_args import parse_claude_args
 from claudeguard.plan.discovery import find_claude
@@ -42,6 +47,19 @@ def _say(ok: bool, what: str) -> bool:
 
 
 def main(argv: list[str]) -> int:
+    parser = command_parser("doctor", epilog=EPILOG)
+    parser.add_argument("--verify", action="store_true",
+                        help="prove the guard on the installed CLI, offline (about 10-20 s): deny rules hold for the "
+                             "main agent and subagents, an ask reaches the channel and its answer is obeyed, a "
+                             "repository's silencing settings are refused, background sessions are guarded; one line "
+                             "per check, exit 1 if one fails; the result is recorded for this CLI version and binary")
+    parser.add_argument("--json", action="store_true",
+                        help='with --verify: print {"cli_version", "ok", "checks": [{"name", "ok", "detail"}]} instead')
+    args = parser.parse_args(argv[1:])
+    if args.json and not args.verify:
+        parser.error("--json goes with --verify")
+    if args.verify:
+        return verify_command(as_json=args.json)
     good = True
     try:
         cfg = load_config(Path.cwd(), env_overrides())
@@ -75,9 +93,64 @@ def main(argv: list[str]) -> int:
         good &= _say(False, f"real CLI: {real} version ? ({exc})")
     if version and version not in TESTED_VERSIONS:
         print(f"      note: claudeguard is tested with {', '.join(TESTED_VERSIONS)}; {version} may differ")
+    good &= verified_line(cfg, real)
     _launcher()
     good &= probe(real, cfg, version)
     return 0 if good else 1
+
+
+EPILOG = """\
+Prints one line per check (ok / FAIL) and exits 1 if any check failed. The runtime dir is the
+approval channel's root: CLAUDEGUARD_RUNTIME_DIR, else /tmp/claudeguard-<uid> (see README).
+--verify's result is kept per CLI version and binary SHA-256 in the state dir
+($XDG_STATE_HOME/claudeguard/verified-cli.json); a guarded run of a CLI that has not passed it
+starts it in the background, and [security] require_verified_cli = true refuses such a CLI."""
+
+
+def verify_command(*, as_json: bool) -> int:
+    """``doctor --verify``: one line per check (or the JSON), exit 0 when every check passed."""
+    cfg = load_config(Path.cwd(), env_overrides())
+    real = find_claude(cfg.claude_path())
+    record = verifying.verify(real, progress=lambda text: print(f"claudeguardctl doctor: {text}", file=sys.stderr))
+    assert record is not None  # only a background verification gives way to another
+    ok = bool(record.get("ok"))
+    checks = record.get("checks", [])
+    kept = verified.records().get(record.get("sha256", "")) == record  # not when the binary changed meanwhile
+    where = verified.state_path(verified.RECORD_FILE) if kept else None
+    if as_json:
+        print(json.dumps({"cli_version": record.get("cli_version"), "ok": ok, "checks": checks, "cli": real,
+                          "sha256": record.get("sha256"), "duration_s": record.get("duration_s"), "record": where},
+                         indent=2))
+        return 0 if ok else 1
+    for check in checks:
+        word = "skip" if check.get("skipped") else ("ok  " if check.get("ok") else "FAIL")
+        print(f"{word}  {check.get('name')}: {check.get('detail')}")
+    print(f"      Claude Code {record.get('cli_version') or '(version unknown)'} ({real}): "
+          f"{'verified' if ok else 'NOT verified'} in {record.get('duration_s')} s; "
+          f"{f'recorded in {where}' if where else 'not recorded'}")
+    return 0 if ok else 1
+
+
+def verified_line(cfg: Config, real: str) -> bool:
+    """The installed CLI against the verified ones (its hash computed if the cache does not hold
+    it); a FAIL only where an unverified CLI is refused (``require_verified_cli``, lockdown)."""
+    status = verified.lookup(real, compute=True)
+    required = bool(cfg.lockdown.value) or cfg.security()["require_verified_cli"]
+    others = sorted({str(r.get("cli_version")) for r in verified.records().values()
+                     if r.get("ok") and r.get("sha256") != status.sha256})
+    also = f"; also verified here: {', '.join(others)}" if others else ""
+    name = f"Claude Code {status.version or '(version unknown)'}"
+    if status.state == verified.VERIFIED and status.record is not None:
+        return _say(True, f"verified: {name} (sha256 {str(status.sha256)[:12]}) passed doctor --verify at "
+                          f"{status.record.get('verified_at')}{also}")
+    said = (f"{name} failed doctor --verify ({status.failed_check()})" if status.state == verified.FAILED
+            else f"{name} (sha256 {str(status.sha256)[:12]}) has not passed doctor --verify on this machine")
+    if required:
+        return _say(False, f"not verified: {said}: guarded runs are refused "
+                           f"({'lockdown' if cfg.lockdown.value else 'security.require_verified_cli'}); run "
+                           f"`claudeguardctl doctor --verify`{also}")
+    print(f"note  not verified: {said}; run `claudeguardctl doctor --verify`{also}")
+    return True
 
 
 def settings_sources(cfg: Config) -> bool:

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
         disable_bypass_permissions: bool
         allow_settings_override: bool
+        require_verified_cli: bool  # refuse a CLI binary `doctor --verify` has not passed (plan.verified)
 
     class RuleSpec(TypedDict):
         """One rule as the policy spec carries it: the rule, where it came from, and the root its
@@ -132,7 +133,8 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "sample_interval": Key("number", SAMPLE_INTERVAL_S, minimum=0.05),
         "kill_grace": Key("number", KILL_GRACE_S, minimum=0),
     },
-    "security": {"disable_bypass_permissions": Key("bool", False), "allow_settings_override": Key("bool", False)},
+    "security": {"disable_bypass_permissions": Key("bool", False), "allow_settings_override": Key("bool", False),
+                 "require_verified_cli": Key("bool", False)},
 }
 
 AGENT_SECTION: dict[str, Key] = {

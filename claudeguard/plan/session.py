@@ -112,8 +112,9 @@ def load_config(opts: GuardOptions, cwd: str) -> Config:
 def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config, str]:
     """The config and the real CLI, with what must hold before anything starts: Claude Code's
     own settings files must not silence the guard (for anything that runs or dispatches a
-    session), and a session must not loosen what lockdown forbids (before the guard service or
-    a session dir exists). Run by the launcher, or by the service's planner for it."""
+    session), a session must not loosen what lockdown forbids, and its CLI must have passed
+    `doctor --verify` where that is required (``plan.verified``; before the guard service or a
+    session dir exists). Run by the launcher, or by the service's planner for it."""
     from claudeguard.plan.discovery import find_claude
 
     cfg = load_config(opts, cwd)
@@ -126,6 +127,10 @@ def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config
         from claudeguard.plan.argv import check_lockdown
 
         check_lockdown(args, cfg)
+    if not args.passthrough and not opts.dry_run:  # last: every other refusal first; a dry run starts nothing
+        from claudeguard.plan.verified import check
+
+        check(cfg, real)  # a CLI `doctor --verify` has not passed: one line, or refused (exit 2)
     return cfg, real
 
 

@@ -65,8 +65,8 @@ MAX_REQUEST = 4 << 20
 # more in the forked child): imported once here, not in every child.
 WARM = ("claudeguard.plan.options", "claudeguard.plan.claude_args", "claudeguard.plan.discovery",
         "claudeguard.plan.session", "claudeguard.plan.argv", "claudeguard.plan.hooks",
-        "claudeguard.plan.settings_sources", "claudeguard.config.load", "claudeguard.config.find",
-        "claudeguard.config.lines", "claudeguard.config.schema", "claudeguard.policy.rules",
+        "claudeguard.plan.settings_sources", "claudeguard.plan.verified", "claudeguard.config.load",
+        "claudeguard.config.find", "claudeguard.config.lines", "claudeguard.config.schema", "claudeguard.policy.rules",
         "claudeguard.policy.pathrules", "claudeguard.paths", "claudeguard.files", "claudeguard.gate", "json", "io",
         "pathlib", "shlex", "shutil", "tomllib")
 

@@ -44,6 +44,7 @@ from claudeguard.service import agent_view, files, planner, watch
 from claudeguard.service.background import Keeper, keep, read_record
 from claudeguard.service.http import HookServer
 from claudeguard.service.registry import Registered
+from claudeguard.service.verify import Verifications
 from claudeguard.service.watch import Link
 from claudeguard.sockets import peer_uid
 
@@ -84,6 +85,7 @@ class Service:
     registered: threading.Condition = field(init=False)  # notified at each register (on ``lock``)
     waiters: int = 0  # requests waiting in ``lookup`` for their session's registration
     planner: Planner | None = None  # the process that prepares launchers' sessions (service/planner.py)
+    verifications: Verifications | None = None  # the CLIs being verified in the background (service/verify.py)
     # Held by ``retire`` (a control thread) and ``_keep_slot`` (the main loop): without it a
     # retire that lands while the main loop checks the slot finds its socket gone, publishes
     # it again and keeps the slot its successor is about to take.
@@ -432,6 +434,8 @@ class Service:
         files.write_record(self.directory,
                            {"pid": os.getpid(), "start": process_start(os.getpid()), "version": self.version,
                                             "port": self.port, "started": self.started})
+        self.verifications = Verifications(self.directory)
+        self.verifications.take_requests()  # the launcher that started us may have left one
         idle_since = time.monotonic()
         next_check = time.monotonic() + SLOT_CHECK_S
         try:
@@ -439,6 +443,7 @@ class Service:
                 if not self.retired and time.monotonic() >= next_check:
                     next_check = time.monotonic() + SLOT_CHECK_S
                     self._keep_slot()
+                    self.verifications.take_requests()
                     if self.planner is not None and not self.planner.alive():
                         print("claudeguard service: the planner died; started again", file=sys.stderr, flush=True)
                         self._stop_planner()

@@ -29,6 +29,7 @@ from pathlib import Path
 from claudeguard.errors import UsageError
 from claudeguard.files import write_atomic
 from claudeguard.paths import log_dir_text, runtime_dir
+from claudeguard.plan import verified
 from claudeguard.plan.argv import BYPASS_FLAGS, absolute_rule, cli_allow_rules, load_settings_value, merge_settings
 from claudeguard.plan.discovery import RECURSION_VAR, exec_passthrough
 from claudeguard.plan.hooks import HttpHooks, ctl_command, guard_settings
@@ -102,6 +103,7 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: End
     if os.environ.get("CLAUDEGUARD_SERVICE", "1") == "0":
         return _unguarded(real, args, cfg, "the guard service is off (CLAUDEGUARD_SERVICE=0)", exec_passthrough,
                           RECURSION_VAR)
+    verified.check(cfg, real)  # its sessions run on this CLI: as for a session (plan.session.load_checked)
 
     # Bad input (an unreadable caller --settings) stops us before the service or a dir is touched.
     plan(real, args, cfg, str(cwd), session_id=session_id, http=HttpHooks("PORT", "-", literal=True))

@@ -22,6 +22,7 @@ from typing import Sequence
 
 from claudeguard.errors import GuardError, run_main
 from claudeguard.paths import cache_dir
+from claudeguard.plan.discovery import version_at_least
 from claudeguard.procs import ask_version
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -30,7 +31,36 @@ if TYPE_CHECKING:
 
 PACKAGE = "@anthropic-ai/claude-code"
 PINNED_VERSIONS = ("2.1.197", "2.1.330")
+# The first release with Claude Code's own background sessions (`claude --bg`, `claude agents`).
+BG_FIRST = "2.1.330"
+# Exact versions the real-CLI tests run on instead of the pinned ones (space or comma separated):
+# CI sets it to the newest published CLI for its marked subset (.ci/run); by hand, e.g.
+# `CLAUDEGUARD_TEST_CLI_VERSIONS=2.1.332 pytest -m real_cli`.
+VERSIONS_VAR = "CLAUDEGUARD_TEST_CLI_VERSIONS"
 INSTALL_TIMEOUT = 900  # seconds; the package pulls a ~245 MB native binary
+
+
+def versions_under_test() -> tuple[str, ...]:
+    """The versions the real-CLI tests run on: ``VERSIONS_VAR``'s, else the pinned ones."""
+    given = tuple(os.environ.get(VERSIONS_VAR, "").replace(",", " ").split())
+    return given or PINNED_VERSIONS
+
+
+def newest_under_test(first: str) -> str:
+    """The version a test of a feature that arrived in ``first`` runs on: the newest of
+    ``versions_under_test`` that has it, else ``first``."""
+    floor = tuple(int(p) for p in first.split("."))
+    having = [v for v in versions_under_test() if version_at_least(v, floor)]
+    return max(having, key=_version_key) if having else first
+
+
+def bg_version_under_test() -> str:
+    """The version the background-session tests run on (``newest_under_test(BG_FIRST)``)."""
+    return newest_under_test(BG_FIRST)
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int("".join(ch for ch in part if ch.isdigit()) or 0) for part in version.split("-")[0].split("."))
 
 
 def cli_root() -> Path:

@@ -194,7 +194,7 @@ class ModelServer:
             return self
         self._stopping.clear()
         handler = type("Handler", (_Handler,), {"model": self})
-        httpd = ThreadingHTTPServer(("127.0.0.1", self._port), handler)
+        httpd = _Server(("127.0.0.1", self._port), handler)
         httpd.daemon_threads = True
         self._httpd = httpd
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1},
@@ -312,6 +312,15 @@ class ModelServer:
 
 def _kind(turn: dict[str, Any]) -> str:
     return next(k for k in TURN_KINDS if k in turn)
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-request (a CLI killed, a connection reset) is no error of
+        the server's: no traceback on stderr (``doctor --verify`` prints its own lines)."""
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -89,6 +89,9 @@ def offline_env(home: Path, base_url: str, api_key: str, *, base: dict[str, str]
         "XDG_RUNTIME_DIR": str(runtime),
         "CLAUDEGUARD_RUNTIME_DIR": str(runtime / "claudeguard"),
         "CLAUDEGUARD_LOG_DIR": str(home / ".local" / "state" / "claudeguard" / "log"),
+        # Its state dir is thrown away with it: no background verification of the CLI for it
+        # (plan/verified.py; require_verified_cli still refuses an unverified one).
+        "CLAUDEGUARD_AUTO_VERIFY": "0",
         "TERM": env.get("TERM") or "xterm-256color",
     })
     return env
