@@ -208,3 +208,100 @@ def test_a_call_no_rule_decides_is_asked_at_the_keyboard_and_a_subagents_where_i
                       "two audit rows")
     assert [(r["decision"], r["decided_by"], r["agent_type"]) for r in rows] == [("allow", "keyboard", None), sub]
     assert channel.list_pending() == [] and _held() == []
+
+
+INJECT = Path(__file__).parent / "data" / "tty_inject.py"
+
+
+def _attempts(log: Path) -> list[dict]:
+    try:
+        return [json.loads(line) for line in log.read_text().splitlines() if line.endswith("}")]
+    except FileNotFoundError:
+        return []
+
+
+@pytest.mark.parametrize("cli_version", ["2.1.197", "2.1.330"])
+def test_a_tool_typing_into_the_terminal_is_not_the_keyboard(spawn_tui, cli_version, real_claude, model_server,
+                                                             offline_env, monkeypatch, tmp_path):
+    # A Bash tool the policy allows keeps typing "1" Enter by every route it has while the next
+    # call's dialog is on screen: TIOCSTI on /dev/tty (the CLI starts Bash in a session of its
+    # own: no controlling terminal), on the CLI's pty and on the person's terminal (neither is its
+    # controlling terminal: EPERM without CAP_SYS_ADMIN, which it gave up), and write() to each
+    # (output: it lands on the screen, never in the input). The dialog stays until a real key.
+    log, stop = tmp_path / "inject.jsonl", tmp_path / "stop"
+    injector = {"tool_use": {"name": "Bash", "input": {"command": f"python3 {INJECT} {log} {stop}",
+                                                       "description": "type into the terminal",
+                                                       "run_in_background": True}}}
+    s = Session(spawn_tui, real_claude, model_server, offline_env, monkeypatch,
+                [injector, bash("echo x > x.txt"), {"text": "made it"}],
+                config='[permissions]\nallow = ["Bash(python3 *)"]\nask = ["Bash(echo *)"]\n')
+    try:
+        expect_text(s.child, DIALOG, 30)
+        [held] = wait_until(_held, 5, "the held request")
+        shown = time.time()
+        wait_until(lambda: len({round(a["time"], 1) for a in _attempts(log) if a["time"] > shown}) >= 5, 15,
+                   "five rounds of typing while the dialog is on screen")
+        assert DIALOG in screen_now(s.child, 0.5) and not (s.cwd / "x.txt").exists()
+        assert [r.id for r in _held()] == [held.id] and channel.list_pending() == [], s.audit()
+        attempts = _attempts(log)
+        by = {(a["route"].split(" (")[0], a["how"]): a["result"] for a in attempts}
+        assert by[("/dev/tty", "tiocsti")] == "ENXIO"  # no controlling terminal at all
+        pushed = [a for a in attempts if a["how"] == "tiocsti" and a["result"] == "ok"]
+        assert pushed == [] and {a["result"] for a in attempts if a["how"] == "tiocsti"} <= {"EPERM", "ENXIO"}
+        assert any(a["route"].startswith("fd0 of claude") for a in attempts)  # the CLI's own pty was tried
+        assert [e for e in s.audit() if e.get("tool") == "Bash" and e.get("decided_by") != "rule"] == []
+    finally:
+        stop.write_text("")
+    s.child.send("\r")  # the person
+    expect_text(s.child, "made it", 20)
+    assert (s.cwd / "x.txt").exists()
+    rows = wait_until(lambda: [e for e in s.audit() if "echo x" in str(e.get("summary"))] or None, 5, "the row")
+    assert [(r.get("decision"), r.get("decided_by"), r.get("event")) for r in rows] == [("allow", "keyboard", None)]
+
+
+def _legacy_tiocsti() -> bool:
+    try:
+        return Path("/proc/sys/dev/tty/legacy_tiocsti").read_text().strip() != "0"
+    except OSError:
+        return True  # a kernel before 6.2: TIOCSTI on one's own controlling terminal always works
+
+
+@pytest.mark.parametrize("cli_version", ["2.1.197", "2.1.330"])
+def test_input_pushed_by_a_program_in_the_clis_own_session_is_never_the_keyboard(
+        spawn_tui, cli_version, real_claude, model_server, offline_env, monkeypatch, tmp_path):
+    # An MCP server of the CLI runs in the CLI's session: the pty is its controlling terminal, and
+    # where the kernel allows TIOCSTI there (dev.tty.legacy_tiocsti = 1, kernels before 6.2) its
+    # "1" Enter reaches the CLI as if typed, bypassing the relay. The guard cannot stop those bytes;
+    # it sees the call run with no key typed at the terminal and no answer from the channel: its
+    # request is withdrawn and the audit log says so, never "keyboard". With legacy_tiocsti = 0 the
+    # ioctl fails and the dialog waits for the person.
+    log, stop = tmp_path / "inject.jsonl", tmp_path / "stop"
+    import sys
+
+    mcp = {"mcpServers": {"inject": {"command": sys.executable,
+                                     "args": [str(INJECT), str(log), str(stop), "--session"]}}}
+    s = Session(spawn_tui, real_claude, model_server, offline_env, monkeypatch,
+                [bash("echo x > x.txt"), {"text": "made it"}], config='[permissions]\nask = ["Bash(echo *)"]\n',
+                args=("--permission-mode", "default", f"--mcp-config={json.dumps(mcp)}"))
+    try:
+        expect_text(s.child, DIALOG, 30)
+        [held] = wait_until(_held, 5, "the held request")
+        Path(f"{stop}.go").write_text("")
+        if _legacy_tiocsti():
+            wait_until(lambda: (s.cwd / "x.txt").exists(), 20, "the call, answered by the MCP server's input")
+            stop.write_text("")  # it would go on typing "1" Enter into the prompt box
+            rows = wait_until(lambda: [e for e in s.audit() if "echo x" in str(e.get("summary"))] or None, 10,
+                              "the guard's word on it")
+            assert [(r.get("event"), r.get("decided_by"), r.get("request_id")) for r in rows] == [
+                ("dialog-answered-without-key", None, held.id)]
+            pushed = [a for a in _attempts(log) if a["how"] == "tiocsti" and a["result"] == "ok"]
+            assert pushed and all(a["route"] in ("/dev/tty",) or a["route"].startswith(("fd0 of claude", "/proc/"))
+                                  for a in pushed)
+        else:
+            wait_until(lambda: len(_attempts(log)) >= 10, 10, "attempts")
+            assert DIALOG in screen_now(s.child, 0.5) and not (s.cwd / "x.txt").exists()
+            assert not [a for a in _attempts(log) if a["how"] == "tiocsti" and a["result"] == "ok"]
+        assert channel.list_pending() == [] or not _legacy_tiocsti()
+        assert not [e for e in s.audit() if e.get("decided_by") == "keyboard"]
+    finally:
+        stop.write_text("")

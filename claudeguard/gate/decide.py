@@ -352,6 +352,50 @@ def keyboard_word(session: Session, request_id: str, wait_s: float = KEYBOARD_WO
 KEYBOARD_SESSION_CHOICE = ("Yes, and don't ask again", "Yes, and always allow")
 
 
+RAN_WAIT_S = 5.0  # how long a call's end waits for the router's word on its dialog's request
+
+
+def ran_while_asked(session: Session, tool: str, tool_input: dict[str, Any], agent_id: str | None) -> None:
+    """At a call's end in a pty session: a request of its dialog still open (held or in the
+    channel) once the router had time to say the keyboard answered it means the dialog was
+    answered Yes by neither the keyboard nor the channel: input pushed into the CLI's terminal by
+    a program of its session, or another hook. Its waiter is told (``keyboard_audit`` writes the
+    event: never a keyboard row) and the request withdrawn: nobody may answer a call that ran."""
+    from claudeguard.channel.audit import input_digest
+    from claudeguard.channel.requests import list_pending, tell_waiter
+    from claudeguard.files import write_atomic
+
+    digest = input_digest(tool_input)
+
+    def open_ones() -> list[str]:
+        try:
+            listed = list_pending(session.id, held=True) + list_pending(session.id)
+        except Exception:  # noqa: BLE001 - an unreadable channel: nothing to find
+            return []
+        return [r.id for r in listed if (r.extra or {}).get("via") == "dialog" and r.tool == tool
+                and r.agent_id == agent_id and input_digest(r.input) == digest]
+
+    if not open_ones():
+        return
+    end = time.monotonic() + RAN_WAIT_S
+    while (left := open_ones()) and time.monotonic() < end:
+        time.sleep(0.1)
+    for rid in left:
+        if session.dir and rid.replace("-", "").isalnum():
+            directory = os.path.join(session.dir, KEYBOARD_DIR)
+            try:
+                os.makedirs(directory, mode=0o700, exist_ok=True)
+                import json
+
+                write_atomic(os.path.join(directory, f"{rid}.json"), json.dumps({"reason": "ran"}))
+            except OSError:
+                pass
+        try:
+            tell_waiter(rid, "drop")
+        except Exception:  # noqa: BLE001 - its waiter also ends with its deadline
+            pass
+
+
 def keyboard_audit(session: Session, verdict: Decision, *, tool: str, tool_input: dict[str, Any],
                    agent_type: str | None, agent_id: str | None, via: str, cwd: str,
                    ask_rule: tuple[str | None, str | None] | None) -> None:
@@ -362,8 +406,8 @@ def keyboard_audit(session: Session, verdict: Decision, *, tool: str, tool_input
     picked at the keyboard grants the call for the session (KEYBOARD_SESSION_CHOICE)."""
     try:
         word = keyboard_word(session, verdict.request_id or "")
-        if word is None or word.get("reason") not in ("keyboard", "no-key"):
-            return  # the screen path asked, the CLI exited, no dialog came: no answer to record
+        if word is None or word.get("reason") not in ("keyboard", "no-key", "ran"):
+            return  # the screen path asked, the CLI exited: no answer to record
         from claudeguard.channel import audit as audit_log
         from claudeguard.policy.decide import summarize_call
 
@@ -373,6 +417,12 @@ def keyboard_audit(session: Session, verdict: Decision, *, tool: str, tool_input
             "request_id": verdict.request_id, "via": via,
         }
         decision = word.get("decision")
+        if word["reason"] == "ran":
+            audit_log.record({"event": "dialog-answered-without-key", **common, "message": (
+                "the call ran while its request waited: its dialog was answered Yes by neither a key at the "
+                "terminal nor the channel (input pushed into the CLI's terminal by a program of its session, or "
+                "another hook)")})
+            return
         if word["reason"] == "no-key":
             audit_log.record({"event": "dialog-closed-without-key", **common, "message": (
                 "the dialog closed with no key typed at the terminal and no answer from the channel: not the "

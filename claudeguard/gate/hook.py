@@ -101,6 +101,10 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
         forget_call(session, tool_use_id)
         record_event(session, "tool-end", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id,
                      failed=name != "PostToolUse")
+        if session.snapshot.get("pty") and isinstance(tool, str) and isinstance(tool_input, dict):
+            from claudeguard.gate.decide import ran_while_asked
+
+            ran_while_asked(session, tool, tool_input, agent_id)
         return None
     if name == "UserPromptSubmit":
         record_event(session, "prompt")

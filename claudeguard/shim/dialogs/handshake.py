@@ -136,18 +136,20 @@ class HookRequests:
                 if seen.held and head_start_over:
                     _tell(channel, rid, "go")
             elif seen.with_dialog:
-                self._dropped_by_keys(channel, rid, seen.shown_at - BEFORE_SEEN_S, seen.dialog)  # its dialog left
+                self._left(channel, rid, seen)  # its dialog left the screen (or is drawn over)
             elif dialog is not None or not seen.held:
                 pass  # another call's dialog is on screen (the CLI shows this one after it); or in the channel
-            elif (keyboard_wall or 0.0) > seen.created and self.keys.since(self._keys_from(now, wall, seen)):
-                # a key, and no dialog: the keyboard answered one we never read off the screen
-                self._dropped_by_keys(channel, rid, self._keys_from(now, wall, seen), None)
+            elif (keyboard_wall or 0.0) > seen.created and (
+                    choice := answered_with(None, self.keys.since(self._keys_from(now, wall, seen)))) is not None:
+                # an answering key, and no dialog read: the keyboard answered one that came and went
+                # between two screen reads
+                self._drop(channel, rid, "keyboard", decision=decision_of(choice), choice=choice.label)
             elif wall - seen.created >= NO_DIALOG_GO_S and now - self._dialog_at >= NO_DIALOG_GO_S:
                 _tell(channel, rid, "go")  # no dialog can show it: the channel answers (the status line says so)
         for rid, (seen, since) in list(self.vanished.items()):
             if dialog is None or seen.dialog is None or dialog.key != seen.dialog.key:
                 del self.vanished[rid]  # its dialog is gone too: say what closed it (nobody to tell)
-                self._dropped_by_keys(None, rid, seen.shown_at - BEFORE_SEEN_S, seen.dialog)
+                self._closed(rid, seen)
             elif now - since > VANISHED_KEEP_S:
                 del self.vanished[rid]  # answered through the channel while its dialog lingers
         if self.known:
@@ -170,17 +172,30 @@ class HookRequests:
         matching = [rid for rid, seen in waiting.items() if seen.needle is None or seen.needle in text]
         return min(matching or waiting, key=lambda rid: waiting[rid].created)
 
-    def _dropped_by_keys(self, channel: Any, rid: str, since: float, dialog: Dialog | None) -> None:
-        keys = self.keys.since(since)
-        if dialog is not None:
+    def _left(self, channel: Any, rid: str, seen: _Seen) -> None:
+        """The dialog of a request still open left the screen as we read it: dropped when a key from
+        the terminal answered it; else kept. Nothing of ours answered it, and the CLI stops the
+        hook of a dialog it closed (No, Esc, a cancel: measured on 2.1.197 and 2.1.330), so the
+        dialog is either drawn over (a program writing to the CLI's terminal: it comes back with
+        the CLI's next redraw) or was answered Yes by input that did not come from the terminal,
+        which the hook's PostToolUse finds (gate.decide.ran_while_asked)."""
+        keys = self.keys.since(seen.shown_at - BEFORE_SEEN_S)
+        choice = answered_with(seen.dialog, keys) if keys else None
+        if choice is not None:
             self._answered_at = self._now
-        choice = answered_with(dialog, keys) if keys else None
-        if not keys:
-            self._drop(channel, rid, "no-key")  # closed, and not by a key from this terminal
-        elif choice is None:
-            self._drop(channel, rid, "keyboard", decision=None, choice=None)
-        else:
             self._drop(channel, rid, "keyboard", decision=decision_of(choice), choice=choice.label)
+        else:
+            seen.with_dialog = False  # matched again when it is drawn again
+
+    def _closed(self, rid: str, seen: _Seen) -> None:
+        """A request whose waiter withdrew when the CLI closed its dialog (the CLI stops the hook
+        of a dialog answered No or cancelled): say who closed it, once the dialog is gone."""
+        choice = answered_with(seen.dialog, self.keys.since(seen.shown_at - BEFORE_SEEN_S))
+        self._answered_at = self._now
+        if choice is None:
+            self._drop(None, rid, "no-key")  # not by a key from this terminal
+        else:
+            self._drop(None, rid, "keyboard", decision=decision_of(choice), choice=choice.label)
 
     def _drop(self, channel: Any, rid: str, reason: str, **what: object) -> None:
         """Say why (once), then tell the waiter "drop" (``channel`` None: it is gone already)."""
