@@ -305,3 +305,28 @@ def test_input_pushed_by_a_program_in_the_clis_own_session_is_never_the_keyboard
         assert not [e for e in s.audit() if e.get("decided_by") == "keyboard"]
     finally:
         stop.write_text("")
+
+
+@pytest.mark.parametrize("cli_version", ["2.1.197", "2.1.330"])
+def test_the_status_line_says_what_waits_in_the_channel_under_the_users_own(
+        spawn_tui, cli_version, real_claude, model_server, offline_env, monkeypatch):
+    # A background agent's call: neither CLI shows its dialog while its hook runs (each draws it
+    # once the hook has returned), so it goes to the channel; the status line says so, and how to
+    # answer, under the line of the user's own statusLine.
+    settings = offline_env.home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"statusLine": {"type": "command", "command": "echo USERLINE"}}))
+    agent = {"tool_use": {"name": "Agent", "input": {"description": "helper", "prompt": "BG go",
+                                                     "run_in_background": True, "subagent_type": "general-purpose"}}}
+    s = Session(spawn_tui, real_claude, model_server, offline_env, monkeypatch, [agent, {"text": "made it"}],
+                config='[permissions]\nask = ["Bash(echo *)"]\n', idle=1,
+                extra_scripts=({"match": "BG go", "turns": [bash("echo bg > bg.txt"), {"text": "bg done"}]},))
+    expect_text(s.child, "USERLINE", 30)
+    [req] = wait_until(lambda: channel.list_pending(), 20, "the background agent's request in the channel")
+    expect_text(s.child, f"claudeguard: 1 call waits · claudeguardctl approve|deny {req.id} · general-purpose", 15)
+    assert "USERLINE" in screen_now(s.child, 0.2)
+    channel.answer(req.id, "allow")
+    wait_until(lambda: (s.cwd / "bg.txt").exists(), 20, "the call to run")
+    wait_until(lambda: "calls wait" not in (t := screen_now(s.child, 0.5)) and "call waits" not in t, 15,
+               "the guard's line to go")
+    assert "USERLINE" in screen_now(s.child, 0.2)

@@ -151,16 +151,20 @@ def merge_settings(caller: Mapping[str, object], ours: GuardSettings) -> dict[st
         for key, rules in ours["permissions"].items():
             perms[key] = list(perms.get(key) or []) + [r for r in rules if r not in (perms.get(key) or [])]
         merged["permissions"] = perms
+    if "statusLine" in ours:
+        merged["statusLine"] = ours["statusLine"]  # it runs the caller's (plan/status_line.py)
     return merged
 
 
 def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str, session_dir: str | None, cwd: str,
                http: HttpHooks | None = None, settings_file: str | None = None, exec_pid: int | None = None,
-               cli_version: str | None = None) -> Plan:
+               cli_version: str | None = None, status_line: bool = False) -> Plan:
     """The final argv (real CLI first) and the environment additions for a guarded session.
     ``exec_pid``: the launcher's pid when another process (the service's planner) builds it.
     ``cli_version``: the real CLI's (``discovery.package_version``), None when unknown; in -p it
-    decides who asks (``print_asker``)."""
+    decides who asks (``print_asker``). ``status_line``: a person is at the session's terminal
+    (the session file's ``pty`` and ``interactive``): the guard's part of the status line says
+    what waits in the channel (``plan/status_line.py``)."""
     check_lockdown(args, cfg)
     ctl = ctl_command()
     front: list[str] = []
@@ -182,6 +186,10 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     ours = guard_settings(cfg, ctl, cwd, http, session_id, print_mode=args.print_mode, asker=asker,
                           one_prompt=args.print_mode and args.last("--input-format") != "stream-json",
                           transcript_kept=args.print_mode and keeps_transcript(args, cwd))
+    if status_line and session_dir:
+        from claudeguard.plan.status_line import status_line_setting
+
+        ours["statusLine"] = status_line_setting(args, cwd, session_dir, ctl)
     rest = list(args.argv)
     settings_at = [index for index, _ in args.options.get("--settings", [])]
     if settings_file is not None:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from claudeguard.config.load import Config
     from claudeguard.plan.claude_args import ClaudeArgs
+    from claudeguard.plan.status_line import StatusLineSetting
 
     # One hook as Claude Code's settings hold it: a command, or an HTTP hook ("async": the CLI
     # does not wait for it; a keyword, hence this form).
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
         hooks: dict[str, list[HookGroup]]
         permissions: dict[str, list[str]]
+        statusLine: StatusLineSetting  # a session with a person at its terminal (plan/status_line.py)
 
 MCP_SERVER_NAME = "claudeguard"
 PROMPT_TOOL = f"mcp__{MCP_SERVER_NAME}__approve"
