@@ -1,11 +1,14 @@
 """``claudeguardctl hook``: the Claude Code hook command (event JSON in, decision JSON out).
 
-PreToolUse: the policy's deny and allow are answered at once; an ``ask`` rule goes to the
-channel; an undecided call is left to the CLI in the main agent (its prompt tool or dialog will
-ask) but goes to the channel inside a subagent, because a background subagent cannot show a
-prompt and the older CLI denies it without asking anyone. PermissionRequest (a dialog is on the
-screen) goes to the channel after ``approval.idle_before_channel``; in a -p run it is answered
-only where the launcher made it the asker (2.1.330 without a prompt tool), like the prompt tool.
+PreToolUse: the policy's deny and allow are answered at once; a call that needs a human is
+answered explicitly (``pre_tool_route``): "ask" where the CLI's own asker asks (its dialog,
+keyboard first, in a session with a person at its terminal; its prompt tool in -p), else the
+channel from here; silence only where the CLI decides without asking. PermissionRequest (a
+dialog is on the screen) is posted held for the pty's router in a pty session, elsewhere after
+``approval.idle_before_channel``; in a -p run it is answered only where the launcher made it
+the asker (2.1.330 without a prompt tool), like the prompt tool. PostToolUse in a pty session
+finds a call that ran while its dialog's request was open (answered by neither the keyboard
+nor the channel).
 Every other event is recorded for the watchdog. Whatever goes wrong, a decision event gets a deny
 with the reason: exit 0 and JSON on stdout, never a traceback on the CLI's screen.
 """
