@@ -26,11 +26,18 @@ SUMMARY_CHARS = 60
 
 def users_lines(session_dir: str, data: bytes) -> list[str]:
     """What the user's own status line command prints for ``data`` (none: [])."""
-    from claudeguard.files import read_json
+    try:
+        with open(os.path.join(session_dir, "status_line.json"), "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return []
+    if b'"command"' not in raw:
+        return []  # none (the usual case: no json to import, every refresh)
+    import json
 
     try:
-        users = read_json(os.path.join(session_dir, "status_line.json"))
-    except (OSError, ValueError):
+        users = json.loads(raw)
+    except ValueError:
         return []
     command = users.get("command") if isinstance(users, dict) else None
     if not isinstance(command, str) or not command.strip():
@@ -63,6 +70,14 @@ def guard_line(waiting: list[Request]) -> str | None:
 
 
 def waiting_requests(session_dir: str) -> list[Request]:
+    # The channel is <runtime>/channel beside <runtime>/sessions/<sid>: no request file there, no
+    # request of any session, and the channel's machinery (~17 ms of imports) is not loaded.
+    channel_dir = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(session_dir))), "channel")
+    try:
+        if not any(name.endswith(".json") for name in os.listdir(channel_dir)):
+            return []
+    except OSError:
+        return []
     from claudeguard.channel.requests import list_pending
     from claudeguard.files import read_json
 
