@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from claudeguard import channel
+from claudeguard.plan.discovery import version_at_least
+from claudeguard.testing.cli_install import newest_under_test, versions_under_test
 from claudeguard.testing.tui import exit_tui, expect_text, screen_now
 from tests.shim_helpers import GUARD, wait_until
 
@@ -68,8 +70,10 @@ def _dialog_within_2s_of_the_call(s: Session, text: str) -> None:
     assert text in screen_now(s.child, 0.2)
 
 
-MODES = [("2.1.197", "default"), ("2.1.197", "acceptEdits"), ("2.1.330", "default"), ("2.1.330", "acceptEdits"),
-         ("2.1.330", "auto")]
+# Every version under test (the pinned ones, or CLAUDEGUARD_TEST_CLI_VERSIONS) in default and
+# acceptEdits; auto mode exists from 2.1.300 on: the newest version under test that has it.
+MODES = [(v, mode) for v in versions_under_test() for mode in ("default", "acceptEdits")] + [
+    (newest_under_test("2.1.330"), "auto")]
 
 
 @pytest.mark.parametrize("cli_version, mode", MODES)
@@ -97,7 +101,6 @@ def test_an_ask_rule_shows_the_dialog_and_enter_at_the_keyboard_runs_it(spawn_tu
     assert exit_tui(s.child) == 0
 
 
-@pytest.mark.parametrize("cli_version", ["2.1.197", "2.1.330"])
 def test_left_alone_the_request_reaches_the_channel_after_idle_and_an_approve_there_runs_it(
         spawn_tui, cli_version, real_claude, model_server, offline_env, monkeypatch):
     s = Session(spawn_tui, real_claude, model_server, offline_env, monkeypatch,
@@ -117,7 +120,6 @@ def test_left_alone_the_request_reaches_the_channel_after_idle_and_an_approve_th
     assert exit_tui(s.child) == 0
 
 
-@pytest.mark.parametrize("cli_version", ["2.1.197", "2.1.330"])
 def test_a_key_after_the_request_went_to_the_channel_still_wins_and_withdraws_it(
         spawn_tui, cli_version, real_claude, model_server, offline_env, monkeypatch):
     s = Session(spawn_tui, real_claude, model_server, offline_env, monkeypatch,
@@ -136,7 +138,6 @@ def test_a_key_after_the_request_went_to_the_channel_still_wins_and_withdraws_it
     assert exit_tui(s.child) == 0
 
 
-@pytest.mark.parametrize("cli_version", ["2.1.197", "2.1.330"])
 def test_no_at_the_keyboard_denies_and_says_so_once(spawn_tui, cli_version, real_claude, model_server, offline_env,
                                                       monkeypatch):
     s = Session(spawn_tui, real_claude, model_server, offline_env, monkeypatch,
@@ -153,7 +154,6 @@ def test_no_at_the_keyboard_denies_and_says_so_once(spawn_tui, cli_version, real
     assert not (s.cwd / "no.txt").exists() and channel.list_pending() == [] and _held() == []
 
 
-@pytest.mark.parametrize("cli_version", ["2.1.197", "2.1.330"])
 def test_a_session_grant_from_the_channel_spares_the_next_matching_call_any_dialog(
         spawn_tui, cli_version, real_claude, model_server, offline_env, monkeypatch):
     # A call no rule decides (an ask rule always asks a human: a grant is an allow rule, and ask
@@ -173,7 +173,6 @@ def test_a_session_grant_from_the_channel_spares_the_next_matching_call_any_dial
     assert exit_tui(s.child) == 0
 
 
-@pytest.mark.parametrize("cli_version", ["2.1.197", "2.1.330"])
 def test_a_call_no_rule_decides_is_asked_at_the_keyboard_and_a_subagents_where_its_dialog_can_show(
         spawn_tui, cli_version, real_claude, model_server, offline_env, monkeypatch):
     # No rule for `true`: the hook answers "ask" (not silence) and the CLI's dialog asks. A
@@ -189,7 +188,7 @@ def test_a_call_no_rule_decides_is_asked_at_the_keyboard_and_a_subagents_where_i
     expect_text(s.child, DIALOG, 30)
     assert "no rule decides this Bash call" in screen_now(s.child, 0.2)
     s.child.send("\r")
-    if cli_version == "2.1.197":
+    if not version_at_least(cli_version, (2, 1, 300)):
         expect_text(s.child, "from the general-purpose agent", 30)
         # the main agent's request is withdrawn within a fraction of a second of the first Enter
         [held] = wait_until(lambda: len(r := _held()) == 1 and r[0].agent_type == "general-purpose" and r, 5,
@@ -220,7 +219,6 @@ def _attempts(log: Path) -> list[dict]:
         return []
 
 
-@pytest.mark.parametrize("cli_version", ["2.1.197", "2.1.330"])
 def test_a_tool_typing_into_the_terminal_is_not_the_keyboard(spawn_tui, cli_version, real_claude, model_server,
                                                              offline_env, monkeypatch, tmp_path):
     # A Bash tool the policy allows keeps typing "1" Enter by every route it has while the next
@@ -266,7 +264,6 @@ def _legacy_tiocsti() -> bool:
         return True  # a kernel before 6.2: TIOCSTI on one's own controlling terminal always works
 
 
-@pytest.mark.parametrize("cli_version", ["2.1.197", "2.1.330"])
 def test_input_pushed_by_a_program_in_the_clis_own_session_is_never_the_keyboard(
         spawn_tui, cli_version, real_claude, model_server, offline_env, monkeypatch, tmp_path):
     # An MCP server of the CLI runs in the CLI's session: the pty is its controlling terminal, and
@@ -307,7 +304,6 @@ def test_input_pushed_by_a_program_in_the_clis_own_session_is_never_the_keyboard
         stop.write_text("")
 
 
-@pytest.mark.parametrize("cli_version", ["2.1.197", "2.1.330"])
 def test_the_status_line_says_what_waits_in_the_channel_under_the_users_own(
         spawn_tui, cli_version, real_claude, model_server, offline_env, monkeypatch):
     # A background agent's call: neither CLI shows its dialog while its hook runs (each draws it
