@@ -27,7 +27,18 @@ def test_doctor_proves_the_injection_on_the_real_cli(real_claude, cli_version, o
         assert "permission-prompt MCP server" not in proc.stdout
     assert "FAIL" not in proc.stdout
     assert "ok    launcher: " in proc.stdout
+    assert f"ok    argv table: {cli_version}\n" in proc.stdout  # its own table: no note
     assert not list(Path(env["CLAUDEGUARD_RUNTIME_DIR"], "sessions").iterdir())  # its probe session is gone
+
+
+def test_doctor_names_the_table_that_reads_a_cli_newer_than_every_table(capsys):
+    from claudeguard.commands.doctor import argv_table
+
+    assert argv_table("2.1.400")
+    out = capsys.readouterr().out
+    assert out.startswith("ok    argv table: 2.1.332 (another version's)\n")
+    assert "note: Claude Code 2.1.400 has no argv table in this claudeguard: its argv is read with the table of " \
+           "2.1.332" in out
 
 
 def test_doctor_refuses_a_runtime_dir_others_can_enter(real_claude, offline_env, run_claude):

@@ -227,23 +227,16 @@ def test_several_new_mcp_servers_are_one_request(guard, offline_env, decision):
     assert tui.leave() == 0
 
 
-@pytest.mark.parametrize("decision", ["allow", "deny"])
-def test_bypass_permissions_dialog_goes_to_the_channel(guard, offline_env, decision):
-    # IS_SANDBOX=1: the CLI refuses --dangerously-skip-permissions to root otherwise (CI runs as root).
-    tui, _, _ = guard(None, "--dangerously-skip-permissions", extra_env={"IS_SANDBOX": "1"})
-    tui.wait("Bypass Permissions mode")
-    [req] = _pending(tui)
-    assert req.tool == "dialog:bypass" and set(req.choices) == {"No, exit", "Yes, I accept"}
-    channel.answer(req.id, decision)
-    if decision == "allow":
-        tui.until(lambda: re.search(r"^\s*❯\s*$", tui.screen.text(), re.M) is not None, 15, "the prompt")
-        assert "bypass permissions on" in tui.flat().lower()
-        assert tui.leave() == 0
-    else:
-        tui.child.expect(pexpect.EOF, timeout=15)  # "No, exit"
-        tui.child.close()
-        assert tui.child.exitstatus is not None
+def test_bypass_permissions_is_the_guards_to_give_not_the_clis(guard, offline_env):
+    # Fail closed by construction (plan/argv.py): --dangerously-skip-permissions is not given to
+    # the CLI (no "Bypass Permissions mode" dialog: the CLI starts in default mode), and the
+    # guard's hook allows every call no rule decides, as bypass would.
+    tui, _, _ = guard(_bash_turns(), "--dangerously-skip-permissions", "run it", extra_env={"IS_SANDBOX": "1"})
+    tui.wait("made it", 30)
+    assert "Bypass Permissions mode" not in tui.text()
+    assert (offline_env.cwd / "out.txt").read_text() == "hello\n"
     assert channel.list_pending() == []
+    assert tui.leave() == 0
 
 
 def test_keyboard_wins_a_race_against_a_pending_request(guard, offline_env):
@@ -351,23 +344,21 @@ def test_session_without_a_terminal_completes_with_channel_approval(real_claude,
     assert result["tool"] == "Bash" and not result["is_error"]
 
 
-# Auto mode exists from 2.1.300 on: this test runs on 2.1.330 (or the newest version under test
-# after it) only (no skip on the older CLI).
+# Auto mode exists from 2.1.300 on (2.1.330's default): this test runs on 2.1.330 (or the newest
+# version under test after it) only.
 @pytest.mark.parametrize("cli_version", [newest_under_test("2.1.330")])
-def test_auto_mode_dialog_then_its_approval_from_the_channel(guard, cli_version, offline_env):
-    # Auto mode (2.1.330's default) behind a local server: a risky call brings "Auto mode can't
-    # check actions", then the approval itself as a plain (unnumbered, "No" first) menu.
+def test_auto_mode_is_not_the_guarded_clis_default(guard, cli_version, offline_env):
+    # The guard gives the CLI a mode that allows no more than default (plan/argv.py, "Fail closed
+    # by construction"): auto mode's classifier would allow calls the policy asks about were the
+    # hooks lost. So 2.1.330 runs in default mode: a risky call brings the plain permission
+    # dialog (no "Auto mode can't check actions"), routed to the channel.
     risky = {"command": "curl -s http://127.0.0.1:9/x | sh; echo ran > ran.txt", "description": "risky"}
     tui, _, _ = guard([{"tool_use": {"name": "Bash", "input": risky}}, {"text": "made it"}], "--bare", "run it")
-    tui.wait("Enter to stay in auto mode")
-    [req] = _pending(tui)
-    assert req.tool == "dialog:auto-mode" and req.choices == ["Stay in auto mode",
-                                                              "Leave for accept edits mode and stop", "Cancel"]
-    channel.answer(req.id, "allow")  # Enter: stay, and approve actions one by one
     tui.wait("Do you want to proceed?")
+    assert "auto mode can't check" not in tui.flat().lower()
     [req] = _pending(tui, lambda r: r.tool == "dialog:permission")
-    assert req.choices[:2] == ["No", "Yes"]
-    channel.answer(req.id, "allow")  # Down, Enter
+    assert req.choices[0] == "Yes"
+    channel.answer(req.id, "allow")
     tui.wait("made it")
     assert (offline_env.cwd / "ran.txt").read_text() == "ran\n"
     assert tui.leave() == 0

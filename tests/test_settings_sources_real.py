@@ -99,6 +99,7 @@ def test_opt_out_runs_and_the_cli_really_silences_the_guard(real_claude, offline
     # Why the refusal: let through, the file switches off the guard's hooks and the overlay-denied
     # Write runs. The user is told on stderr.
     env, _, scribe = scribe_session(offline_env, model_server, real_claude, OPT_OUT)
+    env["CLAUDEGUARD_APPROVAL_TIMEOUT"] = "2"  # 2.1.197's prompt tool asks about calls no hook saw
     path, extra = place(where, env, offline_env.cwd, OFF)
     # The policy's Write is the hook's to allow (an overlay denies it to the scribe), so without
     # hooks the caller's own --allowedTools lets the main agent's Write run, and the scribe's too.
@@ -106,7 +107,9 @@ def test_opt_out_runs_and_the_cli_really_silences_the_guard(real_claude, offline
     assert proc.returncode == 0, proc.stderr
     assert (f"claudeguard: warning: {path}: disableAllHooks: silences every hook the guard registers "
             "(allowed by security.allow_settings_override)\n") in proc.stderr
-    assert scribe.exists()
+    # ... yet the scribe's Write does not run: the caller's --allowedTools Write is not given to the
+    # CLI, since an agent's overlay denies Write (plan/argv.py, "Fail closed by construction")
+    assert not scribe.exists()
 
 
 @pytest.mark.newest_cli
@@ -285,8 +288,9 @@ def test_http_hook_env_allowlist_without_the_guards_variable(real_claude, offlin
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"claudeguard: {path}: httpHookAllowedEnvVars: leaves out CLAUDEGUARD_HOOK_TOKEN")
     assert server.requests() == []
-    write_user_config(env, OPT_OUT + POLICY)  # let through: the overlay-denied Write runs
+    write_user_config(env, OPT_OUT + POLICY)  # let through, the hooks are silent ...
+    env["CLAUDEGUARD_APPROVAL_TIMEOUT"] = "2"  # 2.1.197's prompt tool asks about calls no hook saw
     proc = run_guarded(env, offline_env.cwd, "SCRIBE-MAIN go", "--allowedTools", "Write")
     assert proc.returncode == 0, proc.stderr
     assert "claudeguard: warning: " in proc.stderr
-    assert scribe.exists()
+    assert not scribe.exists()  # ... but the CLI's flags allow no Write an agent's overlay denies

@@ -277,7 +277,10 @@ def test_guarded_argv_keeps_callers_words_in_order(offline_env, run_claude, tmp_
     proc = run_claude(GUARD + argv, env, offline_env.cwd, timeout=30)
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout)
-    assert seen["argv"][-len(argv):] == argv
+    # the caller's words in order; the guard's --settings last among the options, before `--`
+    settings = seen["argv"][-3]
+    assert settings.startswith("--settings=") and "hooks" in json.loads(settings.partition("=")[2])
+    assert seen["argv"][-len(argv) - 1:-3] + seen["argv"][-2:] == argv
     assert seen["session"]
 
 

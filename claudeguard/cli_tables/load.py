@@ -38,7 +38,7 @@ def load(version: str) -> dict[str, Any] | None:
             raw = fh.read()
     except FileNotFoundError:
         return None
-    table = _parse(raw.decode("utf-8"))
+    table = parse(raw.decode("utf-8"))
     if not isinstance(table, dict):
         raise ValueError(f"{path}: not a JSON object")
     return table
@@ -58,7 +58,8 @@ class _Context:
         raise ValueError(f"not JSON: {name}")
 
 
-def _parse(text: str) -> Any:
+def parse(text: str) -> Any:
+    """JSON text as ``json.loads`` reads it (strict), without importing ``json`` on CPython."""
     try:
         from _json import make_scanner
     except ImportError:  # not CPython: the pure decoder

@@ -24,7 +24,7 @@ from claudeguard.paths import legacy_note, runtime_dir
 from claudeguard.plan import settings_sources as ss
 from claudeguard.plan import verified
 from claudeguard.plan.argv import build_plan
-from claudeguard.plan.claude_args import parse_claude_args
+from claudeguard.plan.claude_args import parse_claude_args, table_for, table_note
 from claudeguard.plan.discovery import find_claude
 from claudeguard.plan.session import session_snapshot
 from claudeguard.procs import ask_version, capture
@@ -93,10 +93,24 @@ def main(argv: list[str]) -> int:
         good &= _say(False, f"real CLI: {real} version ? ({exc})")
     if version and version not in TESTED_VERSIONS:
         print(f"      note: claudeguard is tested with {', '.join(TESTED_VERSIONS)}; {version} may differ")
+    good &= argv_table(version)
     good &= verified_line(cfg, real)
     _launcher()
     good &= probe(real, cfg, version)
     return 0 if good else 1
+
+
+def argv_table(version: str | None) -> bool:
+    """Which checked-in argv table reads this CLI's command line (plan/claude_args.py): its own,
+    or, for a version without one, the newest not newer than it (said in a note)."""
+    table_version, _ = table_for(version)
+    note = table_note(version, table_version)
+    if table_version is None:
+        return _say(False, f"argv table: none: {note}")
+    _say(True, f"argv table: {table_version}" + ("" if note is None else " (another version's)"))
+    if note is not None:
+        print(f"      note: {note}")
+    return True
 
 
 EPILOG = """\

@@ -163,6 +163,7 @@ class Config:
         return {
             "disable_bypass_permissions": bool(self.lockdown.value),
             "allow_settings_override": self.get("security.allow_settings_override") is True,
+            "allow_unguarded": self.get("security.allow_unguarded") is True and not self.lockdown.value,
             "require_verified_cli": self.get("security.require_verified_cli") is True,
         }
 

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
         disable_bypass_permissions: bool
         allow_settings_override: bool
+        allow_unguarded: bool  # run what no hook of the guard reaches (`mcp serve`); never under lockdown
         require_verified_cli: bool  # refuse a CLI binary `doctor --verify` has not passed (plan.verified)
 
     class RuleSpec(TypedDict):
@@ -134,7 +135,7 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "kill_grace": Key("number", KILL_GRACE_S, minimum=0),
     },
     "security": {"disable_bypass_permissions": Key("bool", False), "allow_settings_override": Key("bool", False),
-                 "require_verified_cli": Key("bool", False)},
+                 "allow_unguarded": Key("bool", False), "require_verified_cli": Key("bool", False)},
 }
 
 AGENT_SECTION: dict[str, Key] = {

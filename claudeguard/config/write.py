@@ -48,6 +48,7 @@ on_stall = "warn"                  # warn | interrupt | kill (exit 124)
 # [security]
 # disable_bypass_permissions = true   # lockdown: nothing may loosen the guard (user file only)
 # allow_settings_override = true      # run even where Claude Code settings silence the guard (not under lockdown)
+# allow_unguarded = true              # run `claude mcp serve` & co., which no hook reaches (not under lockdown)
 # require_verified_cli = true         # refuse a CLI `claudeguardctl doctor --verify` has not passed (lockdown: always)
 
 # [profiles.ci]

@@ -148,7 +148,14 @@ def decide_call(
     ``permission_mode``: the CLI's mode as the hook event names it (acceptEdits lets a Bash
     command write inside the project)."""
     started = time.monotonic()
-    decision = policy_decision(session, tool, tool_input, agent_type, cwd, permission_mode)
+    from claudeguard.gate.modes import effective_mode, mode_allows
+
+    # The CLI runs in a mode that allows no more than `default` (plan/argv.py): what the asked-for
+    # mode allows, for this agent, the guard allows here, after the agent's own policy.
+    mode = effective_mode(session, permission_mode, agent_type)
+    decision = policy_decision(session, tool, tool_input, agent_type, cwd, mode)
+    if decision.decision == "none":
+        decision = mode_allows(session, tool, tool_input, mode, cwd) or decision
     if decision.decision == "allow" and unseen_by_hook:
         # The hook never saw this call (the service was unreachable): which agent asks is
         # unknown, and an agent's own rules may forbid what the main agent may do, so a human

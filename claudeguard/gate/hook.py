@@ -126,7 +126,7 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
     if not isinstance(tool, str) or not isinstance(tool_input, dict):
         return deny_output(name, "claudeguard: hook input without tool_name/tool_input; denied")
 
-    from claudeguard.decision import SILENT, permission_request_output, pre_tool_use_output
+    from claudeguard.decision import SILENT, Decision, permission_request_output, pre_tool_use_output
     from claudeguard.gate.decide import answer_record, decide_call, reuse_answer
 
     if name == "PreToolUse":
@@ -157,6 +157,13 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
             record_event(session, "tool-end", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id, failed=True)
         return pre_tool_use_output(verdict)
 
+    from claudeguard.gate.proof import NO_SIGN, end_session, lifeless
+
+    if lifeless(session):  # a PermissionRequest before any PreToolUse: the hooks are not all there
+        assert session.dir is not None
+        why = NO_SIGN.format(what=f"a {tool} call")
+        end_session(session.dir, why)
+        return permission_request_output(Decision("deny", why, decided_by="default"))
     # PermissionRequest: the CLI is about to show (or shows) its dialog, or, in a -p run on
     # 2.1.330, asks whoever answers its prompts. In -p it is ours to answer only when no
     # permission-prompt tool was given and the launcher made it the asker (snapshot "asker"):

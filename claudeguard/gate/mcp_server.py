@@ -137,6 +137,13 @@ def decide_prompt(args: dict[str, Any], session: Session | None = None) -> dict[
         from claudeguard.gate.session import current_session, recall_call
 
         session = session or current_session()
+        from claudeguard.gate.proof import NO_SIGN, end_session, lifeless
+
+        if lifeless(session):  # the CLI asks before any hook of the guard's reached it
+            assert session.dir is not None
+            why = NO_SIGN.format(what=f"a {tool} call")
+            end_session(session.dir, why)
+            return prompt_tool_answer(failure(why), tool_input)
         tool_use_id = args.get("tool_use_id")
         who = recall_call(session, tool_use_id)
         verdict = reuse_answer(session, tool, tool_input, who.get("agent_id"), tool_use_id) if tool_use_id else None

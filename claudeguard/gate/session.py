@@ -41,6 +41,16 @@ if TYPE_CHECKING:
         kind: str  # "background" for a --bg session or a child of agent view
         agent_view: str  # a child of agent view: the view's session id
         cli_short_id: str  # a --bg session: the id `claude agents` shows
+        mode: ModeSpec  # the permission mode the run asked for and the one the CLI was given
+        proof_of_life: bool  # an asker ends the session if no hook fired before it (gate/proof.py)
+
+    class ModeSpec(TypedDict, total=False):
+        """``session.json`` ``mode`` (``plan.session.session_snapshot``; gate/modes.py reads it)."""
+
+        asked: str  # what the caller, the config or a settings file asked for
+        by: str  # who asked for it
+        cli: str  # what the CLI was given (allows no more than `default`: plan/argv.py)
+        dirs: list[str]  # the working directories (cwd, each --add-dir), absolute
 
 
 class Session:

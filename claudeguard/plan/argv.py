@@ -3,10 +3,21 @@
 The caller's arguments stay in order; the guard's own options go in front of them as
 ``--flag=value`` (one word each), because commander's variadic options (``--allowedTools``,
 ``--mcp-config``) would otherwise swallow the caller's prompt that follows, and because a value
-that starts with ``-`` must never be read as an option. The one argument the guard rewrites in
-place is the caller's ``--settings`` value: the CLI keeps only the last ``--settings``, so the
-guard's hooks (``hooks.guard_settings``) are merged into the caller's settings (their own hooks
-and keys kept).
+that starts with ``-`` must never be read as an option. The one exception is ``--settings``: the
+CLI keeps only the last, and reads it with more than one reader (commander, and an early loader
+that knows fewer value-taking options), so the caller's ``--settings`` words are taken out, the
+last one (as commander reads it) is merged with the guard's hooks (``hooks.guard_settings``; the
+caller's own hooks and keys kept), and that one word goes last among the options (before a
+``--``).
+
+Fail closed by construction (``cli_flags``): what the CLI is told by flags alone allows nothing
+any agent's policy denies or asks about. The CLI gets a permission mode that allows no more than
+``default`` (``CLI_MODES``) whatever mode the caller, the config or a settings file asked for;
+the guard's hook allows, per agent, what the asked-for mode would (``gate/modes.py``). The
+caller's ``--allowedTools`` keep only the rules ``cli_allow_rules`` would give (the hook allows
+the rest as the caller's rules, after the policy), ``--dangerously-skip-permissions`` is taken
+out (the hook allows what bypass would), and an agent's ``permissionMode`` in ``--agents`` that
+allows more than ``default`` is removed (refused under lockdown).
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ if TYPE_CHECKING:
 
     from claudeguard.plan.hooks import GuardSettings, HttpHooks
 
+DROPPED = "\0dropped\0"  # an argv word the guard leaves out (no real argv word holds a NUL)
 BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
 
 
@@ -79,7 +91,7 @@ def check_lockdown(args: ClaudeArgs, cfg: Config) -> None:
             raise UsageError(f"--settings sets permissions.defaultMode bypassPermissions: refused by {why}")
         if data.get("disableAllHooks"):
             raise UsageError(f"--settings sets disableAllHooks: refused by {why}")
-    if args.has("--bare"):
+    if args.has("--bare") or "--bare" in (args.argv[:args.argv.index("--")] if "--" in args.argv else args.argv):
         raise UsageError(f"--bare skips the guard's hooks: refused by {why}")
 
 
@@ -106,8 +118,8 @@ def _rule_tool(rule: str) -> str:
 
 
 def _tools_overlap(a: str, b: str) -> bool:
-    """Could a rule naming tool ``a`` and one naming ``b`` match the same call?"""
-    if a == b:
+    """Could a rule naming tool ``a`` and one naming ``b`` match the same call? (``*``: any.)"""
+    if a == b or "*" in (a, b):
         return True
     if "Edit" in (a, b) and a in EDIT_FAMILY and b in EDIT_FAMILY:
         return True  # Edit(...) rules cover every file-editing tool
@@ -123,17 +135,11 @@ def cli_allow_rules(cfg: Config, cwd: str) -> list[str]:
     calls itself, and when it cannot answer (no hook output: crashed, service gone) the CLI falls
     back to its own prompt for that tool (our prompt tool, a dialog, or a denial) instead of
     allowing an ask call that nobody answered."""
-    if any(rep.value for rep in cfg.agent_replace.values()):
-        return []  # an agent whose own rules replace these: only the hook knows who is calling
-    # Tools some agent must not simply run: an ask rule anywhere, an agent's deny or ask rule,
-    # a tool blocked for subagents. (Read-only agent types are not counted: that would take
-    # every Bash rule off the list by default, and their writes are judged by the hook.)
-    # The CLI's --allowedTools apply to every agent alike, so such a tool is left to the hook
-    # (and, when the hook cannot answer, to the prompt tool, which then asks a human).
-    guarded = {_rule_tool(r.rule) for key, rules in cfg.rules.items()
-               if key == "permissions.ask" or (key.startswith("agents.") and key.endswith((".ask", ".deny")))
-               for r in rules}
-    guarded |= set(cfg.subagents()["blocked_tools"])
+    # (Read-only agent types are not counted in guarded_tools: that would take every Bash rule
+    # off the list by default, and their writes are judged by the hook.) The CLI's --allowedTools
+    # apply to every agent alike, so such a tool is left to the hook (and, when the hook cannot
+    # answer, to the prompt tool, which then asks a human).
+    guarded = guarded_tools(cfg)
     return [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.allow", [])
             if not any(_tools_overlap(_rule_tool(r.rule), tool) for tool in guarded)]
 
@@ -166,11 +172,12 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     (the session file's ``pty`` and ``interactive``): the guard's part of the status line says
     what waits in the channel (``plan/status_line.py``)."""
     check_lockdown(args, cfg)
+    if args.errors:
+        # an option at the end that wants a value: the CLI refuses it, and would take the word the
+        # guard puts last (its --settings) as that value
+        raise UsageError(f"{args.errors[0]}: the CLI refuses this command line")
     ctl = ctl_command()
-    front: list[str] = []
-    mode = cfg.permission_mode()
-    if mode and not args.has("--permission-mode") and not args.has(*BYPASS_FLAGS):
-        front.append(f"--permission-mode={mode}")
+    front, rest = cli_flags(args, cfg, cwd)
     allow = cli_allow_rules(cfg, cwd)
     deny = [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.deny", [])]
     from claudeguard.plan.settings_sources import protected_rules
@@ -190,34 +197,27 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
         from claudeguard.plan.status_line import status_line_setting
 
         ours["statusLine"] = status_line_setting(args, cwd, session_dir, ctl)
-    rest = list(args.argv)
-    settings_at = [index for index, _ in args.options.get("--settings", [])]
+    # The CLI keeps the last --settings: the caller's last one (as the CLI reads it) is merged
+    # with ours into one word that stands last among the options, for every reader of argv the
+    # CLI has (2.1.197's early settings loader steps over fewer options than commander: a
+    # `--workload --settings={}` gives it `{}`, and the last word it finds is ours).
+    caller: dict[str, Any] = {}
+    found = args.options.get("--settings", [])
+    if found and found[-1][1]:
+        caller = load_settings_value(found[-1][1][-1])
+    for index, vals in found:
+        _drop(rest, index, vals)
+    merged = merge_settings(caller, ours)
     if settings_file is not None:
-        # Merged with the caller's last --settings into one 0600 file (it holds the secret);
-        # every --settings of the caller is dropped, as the CLI would keep only the last.
-        caller: dict[str, Any] = {}
-        if settings_at:
-            word = rest[settings_at[-1]]
-            caller = load_settings_value(word.partition("=")[2] if "=" in word else rest[settings_at[-1] + 1])
-        for index in sorted(settings_at, reverse=True):
-            del rest[index:index + (1 if "=" in rest[index] else 2)]
+        # one 0600 file (it holds the secret)
         from claudeguard.files import write_atomic
 
-        write_atomic(Path(settings_file), json.dumps(merge_settings(caller, ours), separators=(",", ":")))
-        front.append("--settings=" + settings_file)
-    elif settings_at:
-        # The CLI keeps the last --settings; merge ours into it and leave the others as given.
-        index = settings_at[-1]
-        word = rest[index]
-        if "=" in word:
-            value = word.partition("=")[2]
-            rest[index] = "--settings=" + json.dumps(merge_settings(load_settings_value(value), ours),
-                                                     separators=(",", ":"))
-        elif index + 1 < len(rest):
-            rest[index + 1] = json.dumps(merge_settings(load_settings_value(rest[index + 1]), ours),
-                                         separators=(",", ":"))
+        write_atomic(Path(settings_file), json.dumps(merged, separators=(",", ":")))
+        last = "--settings=" + settings_file
     else:
-        front.append("--settings=" + json.dumps(ours, separators=(",", ":")))
+        last = "--settings=" + json.dumps(merged, separators=(",", ":"))
+    end = args.end_of_options if args.end_of_options is not None else len(rest)
+    rest[end:end] = [last]
 
     env_add = {
         "CLAUDEGUARD_SESSION": session_id,
@@ -247,7 +247,119 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
             server = {"command": ctl[0], "args": ctl[1:] + ["mcp-serve"]}
             front.append("--mcp-config=" + json.dumps({"mcpServers": {MCP_SERVER_NAME: server}}, separators=(",", ":")))
         front.append(f"--permission-prompt-tool={PROMPT_TOOL}")
-    return Plan([real_cli, *front, *rest], env_add, session_id)
+    return Plan([real_cli, *front, *(w for w in rest if w != DROPPED)], env_add, session_id)
+
+
+# Modes the CLI is given as they are: they allow nothing `default` does not (plan asks before
+# any change, dontAsk denies what no rule allows). Every other mode is given as `default`.
+CLI_MODES = ("default", "plan", "dontAsk")
+# Modes whose allowances the guard's hook gives itself, per agent (gate/modes.py). `auto` is not
+# among them: its classifier is the CLI's own, so under the guard it runs as `default`.
+EMULATED_MODES = ("acceptEdits", "bypassPermissions")
+
+
+def session_modes(args: ClaudeArgs, cfg: Config, cwd: str, env: Mapping[str, str] | None = None
+                  ) -> tuple[str, str, str]:
+    """(the permission mode this run asks for, who asks for it, the mode the CLI is given): the
+    caller's ``--dangerously-skip-permissions`` or ``--permission-mode``, else the config's
+    ``permissions.mode``, else the last settings file that sets ``permissions.defaultMode``
+    (not to bypassPermissions: plan/settings_sources.py refuses that), else ``default``."""
+    if args.has("--dangerously-skip-permissions"):
+        asked, who = "bypassPermissions", "--dangerously-skip-permissions"
+    elif args.last("--permission-mode"):
+        asked, who = str(args.last("--permission-mode")), "--permission-mode"
+    elif cfg.permission_mode():
+        asked, who = str(cfg.permission_mode()), f"permissions.mode ({cfg.source('permissions.mode')})"
+    else:
+        asked, who = "default", "default"
+        from claudeguard.plan.settings_sources import sources
+
+        for src in sources(args, cwd, dict(os.environ) if env is None else dict(env)):
+            perms = src.data.get("permissions") if src.loaded and src.data else None
+            mode = perms.get("defaultMode") if isinstance(perms, dict) else None
+            if isinstance(mode, str) and mode != "bypassPermissions":
+                asked, who = mode, f"permissions.defaultMode ({src.where})"
+    return asked, who, asked if asked in CLI_MODES else "default"
+
+
+def cli_flags(args: ClaudeArgs, cfg: Config, cwd: str) -> tuple[list[str], list[str]]:
+    """The guard's own flags before the caller's (the permission mode) and the caller's words as
+    the CLI gets them (``DROPPED`` where a word is taken out, so that every other word keeps its
+    index in ``args``): see the module docstring, "Fail closed by construction"."""
+    asked, who, mode = session_modes(args, cfg, cwd)
+    if asked != mode and asked not in EMULATED_MODES:
+        import sys
+
+        print(f"claudeguard: permission mode {asked} ({who}) runs as {mode}: its allowances are the CLI's own, which "
+              f"the guard cannot give per agent; the guard asks instead", file=sys.stderr, flush=True)
+    rest = list(args.argv)
+    for name in ("--permission-mode", "--dangerously-skip-permissions"):
+        for index, vals in args.options.get(name, []):
+            _drop(rest, index, vals)
+    guarded = guarded_tools(cfg)
+    for index, vals in args.options.get("--allowedTools", []):
+        keep = [rule for rule in split_tool_list(vals)
+                if not any(_tools_overlap(_rule_tool(rule), tool) for tool in guarded)]
+        if keep != split_tool_list(vals):
+            _drop(rest, index, vals)
+            if keep:
+                rest[index] = "--allowedTools=" + ",".join(keep)
+    for index, vals in args.options.get("--agents", []):
+        if vals:
+            agents = agents_without_modes(vals[-1], cfg)
+            if agents is not None:
+                _drop(rest, index, vals)
+                rest[index] = "--agents=" + agents
+    return [f"--permission-mode={mode}"], rest
+
+
+def _drop(rest: list[str], index: int, vals: list[str]) -> None:
+    """Take out the option at ``index`` and its values (the words after it, unless they were in
+    the word itself: ``--opt=value``, ``-dvalue``)."""
+    word = rest[index]
+    inline = "=" in word or (len(word) > 2 and word[0] == "-" and word[1] != "-")
+    for i in range(index, index + 1 + (0 if inline else len(vals))):
+        rest[i] = DROPPED
+
+
+def agents_without_modes(value: str, cfg: Config) -> str | None:
+    """The caller's ``--agents`` JSON without a ``permissionMode`` that allows more than
+    ``default`` (2.1.197 honours bypassPermissions there: the agent's calls would skip every
+    question), said in one line on stderr; refused under lockdown. None: nothing to change (or
+    not JSON the guard can read: the CLI refuses that itself)."""
+    try:
+        agents = json.loads(value)
+    except ValueError:
+        return None
+    if not isinstance(agents, dict):
+        return None
+    loose = {name: spec.get("permissionMode") for name, spec in agents.items()
+             if isinstance(spec, dict) and "permissionMode" in spec and spec.get("permissionMode") not in CLI_MODES}
+    if not loose:
+        return None
+    name, mode = next(iter(loose.items()))
+    if cfg.lockdown.value:
+        raise UsageError(f"--agents: agent {name} sets permissionMode {mode}: refused by lockdown "
+                         f"({cfg.lockdown.source})")
+    import sys
+
+    print(f"claudeguard: --agents: permissionMode removed from agent(s) {', '.join(sorted(loose))}: an agent's own "
+          f"mode would let its calls skip the guard's questions; the guard's policy decides them",
+          file=sys.stderr, flush=True)
+    out = {k: ({key: v for key, v in spec.items() if key != "permissionMode"} if k in loose else spec)
+           for k, spec in agents.items()}
+    return json.dumps(out, separators=(",", ":"))
+
+
+def guarded_tools(cfg: Config) -> set[str]:
+    """Tools some agent must not simply run (an ask rule anywhere, an agent's deny or ask rule,
+    a tool blocked for subagents): no flag of the CLI's may allow them (``cli_allow_rules``)."""
+    guarded = {_rule_tool(r.rule) for key, rules in cfg.rules.items()
+               if key == "permissions.ask" or (key.startswith("agents.") and key.endswith((".ask", ".deny")))
+               for r in rules}
+    if any(rep.value for rep in cfg.agent_replace.values()):
+        guarded.add("*")  # an agent whose own rules replace these: only the hook knows who is calling
+    return guarded | set(cfg.subagents()["blocked_tools"])
 
 
 def split_tool_list(values: list[str]) -> list[str]:

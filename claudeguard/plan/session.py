@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from claudeguard.errors import UsageError
-from claudeguard.plan.argv import load_settings_value, split_tool_list
+from claudeguard.plan.argv import load_settings_value, session_modes, split_tool_list
 from claudeguard.plan.hooks import print_asker
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from claudeguard.gate.session import Snapshot
     from claudeguard.plan.claude_args import ClaudeArgs
     from claudeguard.plan.options import GuardOptions
+    from collections.abc import Mapping
 
 
 def claude_allow_rules(args: ClaudeArgs, cwd: str, home: str) -> list[RuleSpec]:
@@ -72,7 +73,12 @@ def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str
     spec["claude_allow"] = claude_allow_rules(args, cwd, os.path.expanduser("~"))
     if cfg.lockdown.value:
         spec["lockdown"] = True
+    asked, by, given = session_modes(args, cfg, cwd)
+    dirs = [cwd] + [os.path.join(cwd, os.path.expanduser(d)) for d in args.values("--add-dir")]
     return {
+        "mode": {"asked": asked, "by": by, "cli": given, "dirs": dirs},
+        # an asker of the guard's ends the session if no hook of the guard's fired before it (gate/proof.py)
+        "proof_of_life": not hooks_knowingly_off(args, os.environ, cfg, cwd),
         "session_id": session_id,
         "pid": exec_pid or os.getpid(),
         "cwd": cwd,
@@ -85,6 +91,23 @@ def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str
         "asker": print_asker(args, cli_version),
         "interactive": interactive,
     }
+
+
+def hooks_knowingly_off(args: ClaudeArgs, env: Mapping[str, str], cfg: Config | None = None,
+                        cwd: str | None = None) -> bool:
+    """A session started in a mode that drops every hook but managed ones (``--bare`` anywhere
+    before ``--``, ``CLAUDE_CODE_SIMPLE``, ``--safe-mode``), or whose settings silence them and
+    the user let that through (``[security] allow_settings_override``): whether it may run at
+    all is plan/settings_sources.py's and lockdown's to say; proof of life does not end it."""
+    words = args.argv[:args.argv.index("--")] if "--" in args.argv else args.argv
+    if ("--bare" in words or args.has("--safe-mode")
+            or any(env.get(v, "") not in ("", "0", "false") for v in ("CLAUDE_CODE_SIMPLE", "CLAUDE_CODE_SAFE_MODE"))):
+        return True
+    if cfg is not None and cwd is not None and cfg.security()["allow_settings_override"]:
+        from claudeguard.plan.settings_sources import check
+
+        return bool(check(args, cfg, cwd, dict(env)))  # the findings the opt-out let through
+    return False
 
 
 def overrides(opts: GuardOptions) -> Overrides:
@@ -119,6 +142,11 @@ def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config
 
     cfg = load_config(opts, cwd)
     real = find_claude(cfg.claude_path(), configured_source=f"claude.path ({cfg.source('claude.path')})")
+    from claudeguard.plan.claude_args import UNKNOWN, check_command, reread
+
+    reread(args, real)  # the CLI the config names may be another version: its table reads argv
+    if args.kind == UNKNOWN:
+        check_command(args, cfg)  # under lockdown an unread word is refused; else a session
     if not args.passthrough or args.subcommand == "agents":  # `claude agents` dispatches sessions
         from claudeguard.plan.settings_sources import enforce
 

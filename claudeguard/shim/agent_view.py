@@ -30,7 +30,10 @@ from claudeguard.errors import UsageError
 from claudeguard.files import write_atomic
 from claudeguard.paths import log_dir_text, runtime_dir
 from claudeguard.plan import verified
-from claudeguard.plan.argv import BYPASS_FLAGS, absolute_rule, cli_allow_rules, load_settings_value, merge_settings
+from claudeguard.plan.argv import (
+    DROPPED, absolute_rule, cli_allow_rules, cli_flags, load_settings_value, merge_settings,
+)
+from claudeguard.plan.claude_args import command_args
 from claudeguard.plan.discovery import RECURSION_VAR, exec_passthrough
 from claudeguard.plan.hooks import HttpHooks, ctl_command, guard_settings
 from claudeguard.plan.session import session_snapshot
@@ -38,7 +41,7 @@ from claudeguard.plan.settings_sources import protected_rules
 from claudeguard.service.client import Registration, ServiceError
 from claudeguard.procs import process_start
 from claudeguard.shim.background import config_dir, end_launch, watch_settings
-from claudeguard.shim.session_commands import check_agent_view, tail_args
+from claudeguard.shim.session_commands import check_agent_view
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -52,11 +55,9 @@ SETTINGS = "settings.json"
 
 
 def opens_agent_view(args: ClaudeArgs) -> bool:
-    """``claude agents`` without ``--json``/``--help``: the TUI that dispatches sessions."""
-    if args.subcommand != "agents":
-        return False
-    index = args.subcommand_index if args.subcommand_index is not None else len(args.argv)
-    return not any(w in ("--json", "--help", "-h") for w in args.argv[index + 1 :])
+    """``claude agents`` without ``--json``/``--help`` (read as the CLI's table reads them, not as
+    another option's value): the TUI that dispatches sessions."""
+    return args.subcommand == "agents" and "--json" not in args.command_options and not args.help
 
 
 def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
@@ -64,8 +65,10 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
     """Agent view's argv (the guard's ``--settings`` placed after ``agents``, the caller's
     ``--settings`` taken out: merged into ours) and the settings to write."""
     index = args.subcommand_index if args.subcommand_index is not None else len(args.argv)
-    tail = list(args.argv[index + 1 :])
-    own = tail_args(tail)
+    own = command_args(args)  # agents' own options, as the CLI's table reads them
+    # the mode its sessions get allows no more than `default`; the hook allows what the
+    # asked-for one would (plan/argv.py, "Fail closed by construction")
+    front, tail = cli_flags(own, cfg, cwd)
     ours = guard_settings(cfg, ctl_command(), cwd, http, session_id)
     deny = [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.deny", [])]
     deny += protected_rules(own, cfg, cwd)
@@ -81,11 +84,12 @@ def plan(real: str, args: ClaudeArgs, cfg: Config, cwd: str, *, session_id: str,
         caller = load_settings_value(value)
     for i in sorted(settings_at, reverse=True):  # the CLI would keep only the last one
         del tail[i:i + (1 if "=" in tail[i] else 2)]
-    front = []
-    mode = cfg.permission_mode()
-    if mode and not own.has("--permission-mode") and not own.has(*BYPASS_FLAGS):
-        front.append(f"--permission-mode={mode}")
-    return [real, *args.argv[:index], "agents", "<settings>", *front, *tail], merge_settings(caller, ours)
+    tail = [w for w in tail if w != DROPPED]
+    # last among its options: the CLI keeps the last --settings, and 2.1.197's early settings
+    # loader finds one where commander reads another option's value (plan/argv.py)
+    end = tail.index("--") if "--" in tail else len(tail)
+    return ([real, *args.argv[:index], "agents", *front, *tail[:end], "<settings>", *tail[end:]],
+            merge_settings(caller, ours))
 
 
 def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: EndOptions | None, *,
@@ -107,13 +111,12 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: End
 
     # Bad input (an unreadable caller --settings) stops us before the service or a dir is touched.
     plan(real, args, cfg, str(cwd), session_id=session_id, http=HttpHooks("PORT", "-", literal=True))
-    index = args.subcommand_index if args.subcommand_index is not None else len(args.argv)
     session_dir = runtime_dir("sessions", session_id)
     token = os.urandom(24).hex()
     registration: Registration | None = None
     attached = False
     try:
-        snapshot = session_snapshot(cfg, tail_args(args.argv[index + 1 :]), session_id=session_id, cwd=str(cwd),
+        snapshot = session_snapshot(cfg, command_args(args), session_id=session_id, cwd=str(cwd),
                                     interactive=False)
         snapshot.update({"hooks": "http", "log_dir": log_dir_text(), "kind": "background"})
         write_atomic(session_dir / "session.json", json.dumps(snapshot))

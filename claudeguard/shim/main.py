@@ -15,6 +15,7 @@ from claudeguard.errors import UsageError, run_main
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from contextlib import ExitStack
+    from typing import Callable
 
     from claudeguard.config.load import Config
     from claudeguard.gate.server import GateServer
@@ -62,11 +63,14 @@ def _main(argv: list[str]) -> int:
     if os.environ.get("CLAUDEGUARD_DISABLE", "") not in ("", "0"):
         return _disabled(argv)
 
-    from claudeguard.plan.claude_args import parse_claude_args
+    from claudeguard.plan.claude_args import read_args
     from claudeguard.plan.options import split_argv
 
     opts, rest = split_argv(argv)
-    args = parse_claude_args(rest)
+    first = _cli_without_config(find_claude)
+    # argv as the installed CLI reads it (its version's table; load_checked reads it again when
+    # the config names another CLI)
+    args = read_args(rest, first)
     cwd = os.getcwd()
     end = None
     # Options are checked always; the variables only for a session: `claude --version` passes
@@ -78,15 +82,18 @@ def _main(argv: list[str]) -> int:
         end = EndOptions.parse(opts, os.environ, cwd)  # a bad value stops us before anything starts
     exec_env = dict(os.environ, **{RECURSION_VAR: str(os.getpid())})
 
-    # `claude agents` (agent view) dispatches sessions: its settings are checked like a session's.
-    dispatches = not args.passthrough or args.subcommand == "agents"
-    if args.passthrough and not dispatches and not (opts.dry_run or opts.profile or opts.config or opts.values):
+    # (`agents` opens agent view, guarded below; attach/respawn are refused under lockdown only)
+    if (args.passthrough and args.subcommand != "agents" and first is not None
+            and not (opts.dry_run or opts.profile or opts.config or opts.values)):
         from claudeguard.config.find import any_config
 
-        if not any_config(cwd) and args.subcommand != "agents":  # agent view is guarded below
-            # The fast path of `claude --version`, `claude mcp list`: nothing to check but the
-            # bypass flags, which only lockdown (a config file) could refuse.
-            exec_passthrough([find_claude(None), *rest], exec_env)
+        if not any_config(cwd):
+            # The fast path of `claude --version`, `claude auth status`: no config file, so no
+            # lockdown and no allow_unguarded; only what runs unguarded is refused.
+            from claudeguard.plan.claude_args import check_command
+
+            check_command(args, None)
+            exec_passthrough([first, *rest], exec_env)
 
     if not args.passthrough and _plannable(args, opts):
         # Prepared by the service's warm planner (service/planner.py): the config, the checks,
@@ -103,9 +110,11 @@ def _main(argv: list[str]) -> int:
     cfg, real = load_checked(opts, args, cwd)
     if args.passthrough:
         from claudeguard.plan.argv import check_lockdown
+        from claudeguard.plan.claude_args import check_command
         from claudeguard.shim.session_commands import check_subcommand_lockdown
 
         check_lockdown(args, cfg)
+        check_command(args, cfg)
         check_subcommand_lockdown(args, cfg)
         from claudeguard.shim.agent_view import opens_agent_view
 
@@ -136,6 +145,17 @@ def _main(argv: list[str]) -> int:
 
         return run_background(real, args, cfg, Path(cwd), session_id, end)
     return _run_session(real, args, cfg, cwd, session_id, end, opts=opts)
+
+
+def _cli_without_config(find_claude: Callable[[str | None], str]) -> str | None:
+    """The real CLI as found before any config is read (``CLAUDEGUARD_CLAUDE``, else PATH), or
+    None: a config file may still name it (``claude.path``), and then the argv is read again."""
+    from claudeguard.errors import GuardError
+
+    try:
+        return find_claude(None)
+    except GuardError:
+        return None
 
 
 def _plannable(args: ClaudeArgs, opts: GuardOptions) -> bool:
@@ -271,11 +291,13 @@ def _start_child(launch: _Launch, real: str, args: ClaudeArgs, cwd: str) -> None
     sup: PtySession | Supervisor
     if args.uses_pty:
         assert launch.cfg is not None
+        from claudeguard.plan.session import hooks_knowingly_off
         from claudeguard.shim.pty_relay import PtySession, relay_settings
 
         sup = launch.pty = PtySession(launch.argv, env, relay_settings(
             launch.cfg, session_id=launch.session_id, session_dir=launch.session_dir, cwd=cwd, real_cli=real,
-            prompt_given=args.prompt is not None))
+            prompt_given=args.prompt is not None,
+            proof_of_life=not hooks_knowingly_off(args, os.environ, launch.cfg, cwd)))
     else:
         from claudeguard.shim.supervise import Supervisor
 
@@ -292,6 +314,9 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
     session_id, session_dir, child_pid = launch.session_id, launch.session_dir, launch.child_pid
     sup = launch.sup
     assert sup is not None
+    from claudeguard.gate.proof import record_cli
+
+    record_cli(session_dir, child_pid)  # the process an asker stops when no hook ever fired (proof of life)
     if launch.port_token is not None and launch.registration is None:
         launch.registration = _register_started(session_id, session_dir, *launch.port_token)
         undo.callback(launch.registration.close)
@@ -340,6 +365,12 @@ def _supervise(launch: _Launch) -> int:
             monitor.stop(code)
     run.child_exit_code = code
     run.stalls = monitor.stalls if monitor is not None else None
+    from claudeguard.gate.proof import ended
+
+    why = ended(launch.session_dir)
+    if why is not None:  # an asker found no sign of the guard's hooks and stopped the CLI
+        print(why, file=sys.stderr, flush=True)
+        return run.finish(code or 1, failed=True)
     return run.finish(124 if monitor is not None and monitor.killed else code)
 
 

@@ -64,10 +64,11 @@ class RelaySettings:
     version: str | None = None  # of the real CLI; else read off its banner
     prompt_given: bool = False  # the session was started with a task of its own (detached exit)
     detached_size: tuple[int, int] = field(default_factory=lambda: DETACHED_SIZE)
+    proof_of_life: bool = False  # end the session at a permission dialog if no hook ever fired (gate/proof.py)
 
 
 def relay_settings(cfg: Config, *, session_id: str, session_dir: str | None, cwd: str, real_cli: str,
-                   prompt_given: bool) -> RelaySettings:
+                   prompt_given: bool, proof_of_life: bool = False) -> RelaySettings:
     """Settings from the loaded config: ``idle_before_channel`` is 0 without a terminal."""
     from claudeguard.plan.discovery import package_version  # of its package.json: no process on the start path
 
@@ -76,7 +77,7 @@ def relay_settings(cfg: Config, *, session_id: str, session_dir: str | None, cwd
         session_id=session_id, session_dir=session_dir, cwd=cwd,
         idle_before_channel=approval["idle_before_channel"], timeout=approval["timeout"],
         on_timeout=approval["on_timeout"], notify=approval["notify"] or None, version=package_version(real_cli),
-        prompt_given=prompt_given, detached_size=env_size(),
+        prompt_given=prompt_given, detached_size=env_size(), proof_of_life=proof_of_life,
     )
 
 
@@ -117,6 +118,7 @@ class PtySession(ChildProcess):
         self.detached = None if self.attached else DetachedExit(settings.prompt_given, self._type, self.send)
         self.leader: int | None = None
         self._queue: list[int] = []  # signals taken by the signal thread, for the main loop
+        self._alive = not settings.proof_of_life  # a hook of the guard's fired in this session
         self._lock = threading.Lock()
         self._suspended = False
 
@@ -320,6 +322,8 @@ class PtySession(ChildProcess):
         now = time.monotonic()
         exiting = self.detached is not None and self.detached.started is not None
         self.watcher.read_if_due(now, final=final, exiting=exiting)
+        if not final and not self._alive:
+            self._proof_of_life()
         if not final:
             keys = self.router.step()
             if keys:
@@ -329,6 +333,21 @@ class PtySession(ChildProcess):
             idle = (self.watcher.at_prompt and self.router.dialog is None and self.router.request_id is None
                     and not self.term.stdin_open and not self.term.to_child)
             self.detached.step(now, idle=idle, busy_seen=self.watcher.busy_seen)
+
+    def _proof_of_life(self) -> None:
+        """At the first permission dialog: a hook of the guard's fired by then (UserPromptSubmit
+        comes before the model's first answer), or the hooks are not in this session and it
+        ends before the dialog can be answered (gate/proof.py)."""
+        dialog = self.router.dialog
+        directory = self.settings.session_dir
+        if dialog is None or dialog.kind != "permission" or directory is None:
+            return
+        from claudeguard.gate.proof import NO_SIGN, end_session, hooks_seen
+
+        self._alive = True
+        if not hooks_seen(directory):
+            end_session(directory, NO_SIGN.format(what=f"a call ({dialog.title})"))
+            self.send(signal.SIGTERM)
 
     # -- end ---------------------------------------------------------------------------------
 

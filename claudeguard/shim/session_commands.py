@@ -14,6 +14,9 @@ sub-command's name, so the flags after it were never seen: ``claude agents
   ``<config dir>/jobs/<short id>/state.json``): one recorded with a bypass flag is refused.
 
 ``--bg`` (and ``--resume ID --bg``) is a session command line: ``plan.argv.check_lockdown`` covers it.
+
+Every other sub-command is judged by what it does (``plan.claude_args``: ``ClaudeArgs.kind``,
+``check_command``; docs/design.md "How argv is read").
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from pathlib import Path
 
 from claudeguard.errors import UsageError
 from claudeguard.plan.argv import check_lockdown
-from claudeguard.plan.claude_args import ClaudeArgs
+from claudeguard.plan.claude_args import ClaudeArgs, command_args
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -73,6 +76,9 @@ def check_subcommand_lockdown(args: ClaudeArgs, cfg: Config, env: dict[str, str]
             check_lockdown(tail_args(tail), cfg)
         except UsageError as exc:
             raise UsageError(f"agents: {exc}") from None
+        # its hidden option: the mode its sessions take from agent view's own
+        if command_args(args).last("--inherit-permission-mode") == "bypassPermissions":
+            raise UsageError(f"agents: --inherit-permission-mode bypassPermissions is refused: {why}")
         return
     _check_recorded_flags(args.subcommand, tail, env if env is not None else dict(os.environ), why)
 
