@@ -7,12 +7,16 @@ Each word means one thing everywhere:
   human answers and what ``approval.on_timeout`` names);
 - ``ask``: a rule wants a human to decide (the policy's word; the gate turns it into a request);
 - ``none``: no rule matches the call (the policy's word; ``claudeguardctl explain`` prints it);
-- ``leave``: the gate says nothing and the CLI decides (its own prompt tool or dialog asks);
+- ``prompt``: the PreToolUse hook answers "ask": the CLI's own asker asks (its permission dialog
+  at the keyboard, its permission-prompt tool, the caller's), and no other hook's allow can skip
+  that question;
+- ``leave``: the gate says nothing and the CLI decides (only where the CLI decides without asking
+  anyone: another hook's allow then changes nothing);
 - ``keyboard``: the person at the keyboard answered the dialog first (or the asker went away:
   nobody waits for the answer); the gate says nothing.
 
 The policy answers ``allow | deny | ask | none``; the gate (``gate.decide.decide_call``) turns that,
-the grants and a human's answer into ``allow | deny | leave | keyboard``; the adapters below turn
+the grants and a human's answer into ``allow | deny | prompt | leave | keyboard``; the adapters below turn
 a gate decision into the JSON each consumer reads. A top-level module with no claudeguard imports:
 the policy, the gate, the channel and the screen router all use it, none through another.
 """
@@ -30,9 +34,9 @@ if TYPE_CHECKING:
     Permission = Literal["allow", "deny"]
     RuleKind = Literal["allow", "deny", "ask"]  # a rule's or a grant's kind
     PolicyOutcome = Literal["allow", "deny", "ask", "none"]
-    GateOutcome = Literal["allow", "deny", "leave", "keyboard"]
-    Outcome = Literal["allow", "deny", "ask", "none", "leave", "keyboard"]  # PolicyOutcome | GateOutcome
-    Undecided = Literal["leave", "ask", "deny"]  # what the gate makes of a policy "none"
+    GateOutcome = Literal["allow", "deny", "prompt", "leave", "keyboard"]
+    Outcome = Literal["allow", "deny", "ask", "none", "prompt", "leave", "keyboard"]  # PolicyOutcome | GateOutcome
+    Undecided = Literal["prompt", "leave", "ask", "deny"]  # what the gate makes of a policy "none"
     DecidedBy = Literal["rule", "human", "timeout", "default", "keyboard"]
     AnsweredBy = Literal["human", "timeout", "withdrawn", "error"]  # how a channel request ended
     Scope = Literal["once", "agent", "session", "forever"]
@@ -97,7 +101,8 @@ def failure(reason: str) -> Decision:
 
 def _permission(d: Decision) -> Permission | None:
     """``allow``/``deny``, or None when the gate says nothing; anything else (a policy ``ask`` or
-    ``none`` that never went through the gate) is a bug: it raises, and the callers deny."""
+    ``none`` that never went through the gate, a ``prompt`` anywhere but PreToolUse) is a bug: it
+    raises, and the callers deny."""
     if d.decision == "allow" or d.decision == "deny":
         return d.decision
     if d.decision in SILENT:
@@ -109,9 +114,10 @@ def _permission(d: Decision) -> Permission | None:
 
 
 def pre_tool_use_output(d: Decision, updated_input: dict[str, object] | None = None) -> dict[str, object] | None:
-    """The PreToolUse hook's JSON; None: print nothing (the CLI decides). ``updated_input``: what
-    an allow runs instead (the whole input: gate.box.allowed_input)."""
-    behavior = _permission(d)
+    """The PreToolUse hook's JSON (``prompt``: "ask", the CLI's own asker asks, the reason shown in
+    its dialog); None: print nothing (the CLI decides without asking). ``updated_input``: what an
+    allow runs instead (the whole input: gate.box.allowed_input)."""
+    behavior = "ask" if d.decision == "prompt" else _permission(d)
     if behavior is None:
         return None
     out: dict[str, object] = {"hookEventName": "PreToolUse", "permissionDecision": behavior,

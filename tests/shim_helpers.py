@@ -16,12 +16,14 @@ CTL = [sys.executable, "-m", "claudeguard.commands.ctl"]
 
 
 def print_asker_of(cli_version: str) -> str:
-    """Who asks about a main-agent call no rule decides in -p on ``cli_version`` (docs/design.md,
-    "Who asks in -p"): the PermissionRequest hook from 2.1.330 on, else the prompt tool."""
+    """Who asks (the audit row's ``via``) about a main-agent call no rule decides in -p on
+    ``cli_version`` (docs/design.md, "Who asks in -p"): the PreToolUse hook itself from 2.1.330 on
+    (where the PermissionRequest hook is the session's asker, a PreToolUse "ask" denies the call
+    without firing it), else the prompt tool, which the hook's "ask" hands the call to."""
     from claudeguard.plan.discovery import version_at_least
     from claudeguard.plan.hooks import PERMISSION_REQUEST_IN_PRINT
 
-    return "permission-request" if version_at_least(cli_version, PERMISSION_REQUEST_IN_PRINT) else "prompt-tool"
+    return "hook" if version_at_least(cli_version, PERMISSION_REQUEST_IN_PRINT) else "prompt-tool"
 
 
 _HASHES: dict[tuple[str, tuple[int, ...]], str] = {}  # a binary's SHA-256 by path and stat key, once a run

@@ -43,7 +43,7 @@ def test_the_runtime_tuples_are_the_literals():
     assert decision.PERMISSIONS == lit["Permission"] and decision.SCOPES == lit["Scope"]
     outcomes = set(lit["Outcome"])
     assert outcomes == set(lit["PolicyOutcome"]) | set(lit["GateOutcome"])
-    assert set(decision.SILENT) == set(lit["GateOutcome"]) - set(decision.PERMISSIONS)
+    assert set(decision.SILENT) == set(lit["GateOutcome"]) - set(decision.PERMISSIONS) - {"prompt"}
     assert set(lit["Undecided"]) <= outcomes and set(lit["RuleKind"]) <= set(lit["PolicyOutcome"])
 
 
@@ -74,6 +74,19 @@ def test_permission_request_output_is_exact():
     assert json.dumps(permission_request_output(DENY, CALL)) == (
         '{"hookSpecificOutput": {"hookEventName": "PermissionRequest", '
         '"decision": {"behavior": "deny", "message": "claudeguard: denied by a human (once)"}}}')
+
+
+def test_prompt_is_a_pre_tool_use_ask_and_no_answer_anywhere_else():
+    """The CLI's own asker asks (its dialog, its prompt tool); the reason is what its dialog shows.
+    A PermissionRequest hook or the prompt tool must answer: a ``prompt`` there is a bug (deny)."""
+    d = Decision("prompt", "claudeguard: Bash asks a human: Bash(git push *) (a.toml:3).", decided_by="default")
+    assert json.dumps(pre_tool_use_output(d)) == (
+        '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask", '
+        '"permissionDecisionReason": "claudeguard: Bash asks a human: Bash(git push *) (a.toml:3)."}}')
+    assert hook_output("PreToolUse", d) == pre_tool_use_output(d)
+    with pytest.raises(ValueError, match="no answer for Claude Code"):
+        permission_request_output(d, CALL)
+    assert prompt_tool_answer(d, CALL) == {"behavior": "deny", "message": d.reason}
 
 
 @pytest.mark.parametrize("silent", ["leave", "keyboard"])

@@ -24,6 +24,13 @@ def agent(prompt: str, background: bool, subagent_type: str = "general-purpose")
                       "run_in_background": background}}
 
 
+def denied_with(cli_version: str, message: str) -> str:
+    """What the model reads of a human's deny of a main-agent call in -p: the message itself, or,
+    from 2.1.330 on, where the PreToolUse hook asks the channel for a call no rule decides (a hook's
+    "ask" there would deny it unasked), the CLI's prefix for a PreToolUse deny before it."""
+    return f"PreToolUse:Bash hook error: {message}" if print_asker_of(cli_version) == "hook" else message
+
+
 def _result_for(server, script: str) -> list[dict]:
     return [r for r in server.tool_results() if r["script"] == script]
 
@@ -151,7 +158,7 @@ def test_callers_own_settings_hooks_still_fire(real_claude, offline_env, model_s
 
 
 @pytest.mark.newest_cli
-def test_headless_main_agent_approve_and_deny_with_message(real_claude, offline_env, model_server):
+def test_headless_main_agent_approve_and_deny_with_message(real_claude, cli_version, offline_env, model_server):
     server = model_server([{"match": "MAINASK",
                             "turns": [{"tool_use": py_write("yes.txt")}, {"tool_use": py_write("no.txt")},
                                       {"text": "fin"}]}])
@@ -168,7 +175,7 @@ def test_headless_main_agent_approve_and_deny_with_message(real_claude, offline_
     assert (offline_env.cwd / "yes.txt").exists() and not (offline_env.cwd / "no.txt").exists()
     yes, no = _result_for(server, "MAINASK")
     assert not yes["is_error"]
-    assert no["is_error"] and no["content"] == "not today: use the staging db"
+    assert no["is_error"] and no["content"] == denied_with(cli_version, "not today: use the staging db")
 
 
 @pytest.mark.newest_cli
@@ -220,7 +227,7 @@ def test_session_scope_from_a_subagent_covers_main_agent_and_other_subagents(rea
     assert len([b for b in by if b[1] == "rule"]) >= 2  # the grant decided the later two
 
 
-def test_agent_scope_covers_only_the_same_agent_type(real_claude, offline_env, model_server):
+def test_agent_scope_covers_only_the_same_agent_type(real_claude, cli_version, offline_env, model_server):
     same = py_write("agent.txt")
     server = model_server([
         {"match": "SCOPE-A",
@@ -240,7 +247,7 @@ def test_agent_scope_covers_only_the_same_agent_type(real_claude, offline_env, m
     # general-purpose subagent was covered by the agent-scoped grant.
     assert [r["agent_type"] for r in approver.seen] == ["general-purpose", None]
     main = [r for r in server.tool_results() if r["script"] == "SCOPE-A" and r["tool"] == "Bash"]
-    assert main[0]["is_error"] and main[0]["content"] == "main agent: no"
+    assert main[0]["is_error"] and main[0]["content"] == denied_with(cli_version, "main agent: no")
     assert all(not r["is_error"]
                for r in server.tool_results() if r["script"] in ("ASUB-ONE", "ASUB-TWO") and r["tool"] == "Bash")
 
@@ -334,11 +341,44 @@ def test_a_call_no_rule_decides_reaches_the_channel_once_through_the_print_asker
     [denial] = results_of(proc)[-1]["permission_denials"]
     assert denial["tool_name"] == "Bash" and "no.txt" in denial["tool_input"]["command"]
     yes, no = _result_for(server, "PRASK")[:2]
-    assert not yes["is_error"] and no["is_error"] and no["content"] == "not that one"
+    assert not yes["is_error"] and no["is_error"] and no["content"] == denied_with(cli_version, "not that one")
     humans = [(e["via"], e["decision"], e["agent_type"]) for e in
               (json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines())
               if e.get("decided_by") == "human"]
     asker = print_asker_of(cli_version)  # per CLI (docs/design.md, "Who asks in -p")
     # the subagent's call is asked by its PreToolUse hook (a subagent cannot show a prompt)
     assert humans == [(asker, "allow", None), (asker, "deny", None), ("hook", "allow", "general-purpose")]
+    assert pending(env) == []
+
+
+# --- the guard answers every call explicitly (issue 27; docs/notes/cli-surfaces.md section 6) ------
+
+ALLOWING_HOOK = ("import json, sys; json.load(sys.stdin); print(json.dumps({'hookSpecificOutput': "
+                 "{'hookEventName': 'PreToolUse', 'permissionDecision': 'allow', "
+                 "'permissionDecisionReason': 'the other hook says allow'}}))")
+
+
+@pytest.mark.parametrize("where", ["project", "user"])
+def test_another_hooks_allow_cannot_skip_the_question_of_a_call_no_rule_decides(real_claude, offline_env,
+                                                                                  model_server, tmp_path, where):
+    # Silence (the gate's old answer to a main-agent call no rule decides) let the other hook's
+    # allow run the call unasked. Now the gate answers, and with nobody answering the call is denied
+    # at the deadline: one request, one audit row.
+    import sys
+
+    server = model_server([{"match": "OTHERHOOK", "turns": [{"tool_use": py_write("ran.txt")}, {"text": "fin"}]}])
+    env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="3")
+    (tmp_path / "other_hook.py").write_text(ALLOWING_HOOK)
+    hooks = {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
+        {"type": "command", "command": f"{sys.executable} {tmp_path / 'other_hook.py'}"}]}]}}
+    settings = (offline_env.cwd if where == "project" else offline_env.home) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps(hooks))
+    proc = run_guarded(env, offline_env.cwd, "OTHERHOOK go")
+    assert proc.returncode == 0, proc.stderr
+    assert not (offline_env.cwd / "ran.txt").exists()
+    (result,) = _result_for(server, "OTHERHOOK")
+    assert result["is_error"] and "no answer within 3 s; denied by approval.on_timeout" in result["content"]
+    rows = [json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines()]
+    assert [(r["decision"], r["decided_by"]) for r in rows if r.get("tool") == "Bash"] == [("deny", "timeout")]
     assert pending(env) == []

@@ -48,9 +48,33 @@ def test_policy_deny_and_allow(env):
     assert decision(hook(env, pre("Bash", {"command": "git status"}))[1])[0] == "allow"
 
 
-def test_undecided_main_agent_call_is_left_to_the_cli(env):
+def test_undecided_main_agent_call_is_asked_by_the_cli_and_never_left_to_another_hook(env):
+    # "ask": the CLI's own asker asks (its dialog, its prompt tool); silence would let another
+    # hook's allow skip that question (docs/notes/cli-surfaces.md, section 6).
     code, out, _ = hook(env, pre("Bash", {"command": "make"}))
-    assert code == 0 and out is None
+    assert code == 0 and decision(out) == ("ask", "claudeguard: no rule decides this Bash call.")
+    for outside in (pre("Read", {"file_path": "/etc/hostname"}), pre("Grep", {"pattern": "x", "path": "/etc"}),
+                    pre("Write", {"file_path": "/tmp/x", "content": "x"}),
+                    pre("Bash", {"command": "make"}, permission_mode="dontAsk"),
+                    pre("Bash", {"command": "make"}, permission_mode="plan")):
+        assert decision(hook(env, outside)[1])[0] == "ask", outside
+
+
+def test_only_what_the_cli_decides_without_asking_is_left_to_it(env):
+    # A read inside the working folder, a tool the CLI never asks about: answering "ask" would
+    # make the CLI ask (or, in dontAsk, deny) what it runs unasked; another hook's allow changes
+    # nothing there. (What acceptEdits and bypassPermissions allow, the hook allows itself:
+    # gate/modes.py.)
+    for inside in (pre("Read", {"file_path": "/tmp/notes.txt"}), pre("Glob", {"pattern": "*.py"}),
+                   pre("Grep", {"pattern": "x", "path": "sub"}), pre("TodoWrite", {"todos": []}),
+                   pre("Agent", {"description": "d", "prompt": "p", "subagent_type": "general-purpose"}),
+                   pre("Read", {"file_path": "notes.txt"}, permission_mode="dontAsk")):
+        code, out, _ = hook(env, inside)
+        assert code == 0 and out is None, inside
+    for by_mode in (pre("Edit", {"file_path": "/tmp/a.txt", "old_string": "a", "new_string": "b"},
+                        permission_mode="acceptEdits"),
+                    pre("Bash", {"command": "make"}, permission_mode="bypassPermissions")):
+        assert decision(hook(env, by_mode)[1])[0] == "allow", by_mode
 
 
 def test_undecided_subagent_call_goes_to_the_channel_and_times_out(env):

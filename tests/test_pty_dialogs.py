@@ -409,6 +409,7 @@ class FakeRequest:
     extra: dict = field(default_factory=dict)
     created: float = 0.0
     held: bool = False
+    input: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -652,17 +653,37 @@ def test_the_hooks_held_request_is_released_after_the_keyboards_head_start(rig):
     assert channel.told == [("h1", "go")] and channel.posted == []  # published: one request, the hook's
 
 
-def test_the_hooks_request_is_dropped_when_its_dialog_leaves_the_screen(rig):
+def test_the_hooks_request_is_dropped_when_a_key_answered_its_dialog_and_kept_when_none_did(rig):
     clock, channel, make = rig
     router = make(idle=0)
     _held(channel, clock)
     router.observe(PERMISSION)
     router.step()
     assert channel.told == [("h1", "go")]
+    router.keyboard(b"\r")
     router.observe(None)  # answered at the keyboard
     clock.advance(0.5)
     router.step()
     assert channel.told == [("h1", "go"), ("h1", "drop")] and channel.posted == []
+
+
+def test_a_dialog_drawn_over_without_a_key_keeps_its_request(rig):
+    # A program writing to the CLI's terminal can make the screen we read lose the dialog: no key
+    # answered it, and the CLI stops the hook of a dialog it closes, so the request stays open.
+    clock, channel, make = rig
+    router = make(idle=5)
+    _held(channel, clock)
+    router.observe(PERMISSION)
+    router.step()
+    router.keyboard(b"\x1b[B")  # an arrow answers nothing
+    router.observe(None)
+    clock.advance(0.5)
+    router.step()
+    assert channel.told == []
+    router.observe(PERMISSION)  # the CLI's next redraw
+    clock.advance(5)
+    router.step()
+    assert channel.told == [("h1", "go")]
 
 
 def test_a_hook_request_after_the_screen_path_posted_is_dropped(rig):
@@ -678,24 +699,110 @@ def test_a_hook_request_after_the_screen_path_posted_is_dropped(rig):
     assert channel.told == [("h1", "drop")] and len(channel.posted) == 1
 
 
-def test_a_hook_request_with_no_dialog_is_dropped_after_a_while_or_at_a_key(rig):
+def test_a_held_request_no_dialog_shows_goes_to_the_channel_and_a_key_before_drops_one(rig):
+    # 2.1.330 draws a background agent's dialog only once its PermissionRequest hook returned:
+    # while no dialog is on screen, a held request is released after NO_DIALOG_GO_S, and stays.
     clock, channel, make = rig
-    router = make(idle=0)
+    router = make(idle=30)
     _held(channel, clock, "h1")
     router.step()
-    clock.advance(9)
-    router.step()
-    assert channel.told == []
-    clock.advance(1.5)
-    router.step()
-    assert channel.told == [("h1", "drop")]
-    _held(channel, clock, "h2")
     clock.advance(1.1)
     router.step()
-    router.keyboard()
+    assert channel.told == []
+    clock.advance(1.1)
+    router.step()
+    assert channel.told == [("h1", "go")]
+    clock.advance(60)
+    router.keyboard(b"x")  # typing a prompt meanwhile: the request in the channel stays
+    clock.advance(1.1)
+    router.step()
+    assert channel.told == [("h1", "go")]
+    # a key pressed after a held request was posted, with no dialog read: the keyboard answered one
+    # that came and went between two screen reads
+    _held(channel, clock, "h2")
+    clock.advance(0.5)
+    router.keyboard(b"\r")
     clock.advance(1.1)
     router.step()
     assert channel.told[-1] == ("h2", "drop")
+
+
+def _request(channel: FakeChannel, clock: Clock, rid: str, command: str) -> FakeRequest:
+    request = _held(channel, clock, rid)
+    request.input = {"command": command}
+    return request
+
+
+def test_the_dialog_on_screen_is_matched_to_the_call_it_shows_and_the_queued_one_waits(rig, tmp_path):
+    clock, channel, make = rig
+    router = DialogRouter(RouteSettings(session_id="s1", cwd="/w", idle_before_channel=5, hook_grace=3,
+                                        session_dir=str(tmp_path)),
+                          channel=channel, clock=lambda: clock.t, wall=lambda: clock.wall)
+    _request(channel, clock, "h1", "make build")
+    clock.advance(0.01)
+    _request(channel, clock, "h2", "echo hello > out.txt")  # the call PERMISSION_197 shows
+    router.observe(PERMISSION)
+    clock.advance(5.1)
+    router.step()
+    assert channel.told == [("h2", "go")]  # only the one on screen; h1 waits its turn
+    router.keyboard(b"1")
+    router.observe(None)
+    clock.advance(0.5)
+    router.step()
+    assert channel.told == [("h2", "go"), ("h2", "drop")]
+    said = json.loads((tmp_path / "keyboard" / "h2.json").read_text())
+    assert (said["reason"], said["decision"], said["choice"]) == ("keyboard", "allow", "Yes")
+    assert not (tmp_path / "keyboard" / "h1.json").exists()
+
+
+@pytest.mark.parametrize("keys, reason, decision, choice", [
+    (b"\r", "keyboard", "allow", "Yes"),
+    (b"3", "keyboard", "deny", "No"),
+    (b"\x1b[B\r", "keyboard", "allow", "Yes, and always allow access to project/ from this project"),
+    (b"\x1b[B\x1b[B\x1b[B\r", "keyboard", "deny", "No"),
+    (b"\x1b", "keyboard", "deny", "No"),
+    (b"\x03", "keyboard", "deny", "No"),
+])
+def test_why_a_held_request_was_dropped_is_said_with_what_the_keyboard_chose(rig, tmp_path, keys, reason, decision,
+                                                                              choice):
+    clock, channel, make = rig
+    router = DialogRouter(RouteSettings(session_id="s1", cwd="/w", idle_before_channel=30, hook_grace=3,
+                                        session_dir=str(tmp_path), tty="/dev/pts/9"),
+                          channel=channel, clock=lambda: clock.t, wall=lambda: clock.wall)
+    _request(channel, clock, "h1", "echo hello > out.txt")
+    router.observe(PERMISSION)
+    router.step()
+    clock.advance(2)
+    router.keyboard(keys)
+    router.observe(None)
+    clock.advance(0.5)
+    router.step()
+    assert channel.told == [("h1", "drop")]
+    said = json.loads((tmp_path / "keyboard" / "h1.json").read_text())
+    assert (said["reason"], said.get("decision"), said.get("choice"), said["tty"]) == (reason, decision, choice,
+                                                                                       "/dev/pts/9")
+
+
+def test_a_request_its_waiter_withdrew_first_still_gets_why_once_its_dialog_is_gone(rig, tmp_path):
+    # The CLI stops a PermissionRequest hook the moment the keyboard answers: its waiter may
+    # withdraw before the router sees the dialog leave; the waiter still waits for the word.
+    clock, channel, make = rig
+    router = DialogRouter(RouteSettings(session_id="s1", cwd="/w", idle_before_channel=30, hook_grace=3,
+                                        session_dir=str(tmp_path)),
+                          channel=channel, clock=lambda: clock.t, wall=lambda: clock.wall)
+    _request(channel, clock, "h1", "echo hello > out.txt")
+    router.observe(PERMISSION)
+    router.step()
+    router.keyboard(b"\r")
+    channel.hook_requests.clear()  # withdrawn by its waiter
+    clock.advance(0.3)
+    router.step()
+    assert not (tmp_path / "keyboard").exists()  # the dialog is still drawn: not yet
+    router.observe(None)
+    clock.advance(0.5)
+    router.step()
+    said = json.loads((tmp_path / "keyboard" / "h1.json").read_text())
+    assert (said["reason"], said["decision"]) == ("keyboard", "allow") and channel.told == []
 
 
 def test_the_hooks_requests_are_dropped_when_the_session_ends(rig):

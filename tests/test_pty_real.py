@@ -165,12 +165,13 @@ def test_dialog_the_hook_routed_is_not_asked_twice(guard, offline_env):
 
 
 def test_an_ask_rule_in_an_interactive_session_asks_once(guard, offline_env):
-    # The PreToolUse hook asks for the ask rule; after the human's allow neither a dialog nor the
-    # PermissionRequest hook nor the screen path may ask again (issue 10: ask once).
+    # The ask rule brings the CLI's own dialog (issue 27: keyboard first); after idle (1 s) its
+    # PermissionRequest hook's request is in the channel; after the human's allow neither a dialog
+    # nor the screen path may ask again (issue 10: ask once).
     tui, _, _ = guard(_bash_turns(), "--permission-mode", "default", "run it", idle=1,
                       config='[permissions]\nask = ["Bash(echo *)"]\n')
     [req] = _pending(tui)
-    assert req.kind == "permission" and req.extra.get("via") == "hook"
+    assert req.kind == "permission" and req.extra.get("via") == "dialog"
     channel.answer(req.id, "allow")
     tui.wait("made it")
     assert (offline_env.cwd / "out.txt").read_text() == "hello\n"

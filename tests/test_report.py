@@ -141,6 +141,12 @@ def test_counts():
     assert rp.count([], 0) == dict.fromkeys(rp.COUNT_KEYS, 0)
 
 
+def test_an_answer_at_the_keyboard_counts_as_a_human_s():
+    keyboard = [row("allow", "keyboard", request_id="k1"), row("deny", "keyboard", request_id="k2")]
+    assert rp.count(keyboard, 0) == {"allowed_by_rule": 0, "denied_by_rule": 0, "asked": 2, "approved_by_human": 1,
+                                     "denied_by_human": 1, "timed_out": 0, "stalls": 0}
+
+
 def test_fail_on_hits():
     counts = rp.count(CALLS, 0)
     assert rp.fail_on_hits(counts, CALLS, {"stall", "asked", "denied"}) == ["denied", "asked"]

@@ -22,14 +22,71 @@ if TYPE_CHECKING:
 
     from claudeguard.channel.model import Answer
     from claudeguard.channel.requests import Pending
-    from claudeguard.decision import Permission, Undecided
+    from claudeguard.decision import Permission, Scope, Undecided
     from claudeguard.policy.decide import SourcedRule
 
-# Tools the CLI runs without asking in every mode: a subagent's call to them is left to the CLI.
+# Tools the CLI runs without asking in every mode (the reading ones: inside the working folder).
+# Measured in -p, default mode, no hook (2.1.197, 2.1.330): each ran unasked, or failed on its own
+# input, never "needs approval"; WebSearch, Monitor (a shell command: the CLI's Bash checks) and
+# Workflow asked. The UI tools (AskUserQuestion, the plan mode ones) have dialogs of their own.
 NO_PERMISSION_TOOLS = frozenset(
     "Read Glob Grep LS NotebookRead TodoWrite TodoRead BashOutput TaskOutput ToolSearch "
-    "ListMcpResourcesTool ReadMcpResourceTool Skill SlashCommand".split()
+    "ListMcpResourcesTool ReadMcpResourceTool Skill SlashCommand Agent Task TaskCreate TaskGet TaskList "
+    "TaskUpdate TaskStop KillShell CronCreate CronDelete CronList EnterWorktree ExitWorktree ListAgents "
+    "ReportFindings ScheduleWakeup SendMessage AskUserQuestion EnterPlanMode ExitPlanMode".split()
 )
+# ... those of them that read a path: outside the working folder the CLI asks (measured on 2.1.197,
+# 2.1.330: "Claude requested permissions to read from /etc/hostname").
+READING_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
+
+
+def _inside(path: str, cwd: str) -> bool:
+    full = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
+    return full == cwd or full.startswith(cwd.rstrip("/") + "/")
+
+
+def cli_asks(tool: str, tool_input: dict[str, Any], permission_mode: str | None, cwd: str) -> bool:
+    """Would the CLI stop to ask about this call if no hook answered? False only where it surely
+    decides alone (a tool it never asks about, a read inside the working folder, an edit there in
+    acceptEdits, anything in bypassPermissions): there the gate may stay silent, as another hook's
+    allow changes nothing. Everything else, a tool not known here and Bash included (the CLI's own
+    list of read-only commands it runs unasked is not ours to copy), is asked: a PreToolUse "ask"
+    makes the CLI ask even where its own rules would allow (measured on 2.1.197, 2.1.330,
+    2.1.332), and in dontAsk it denies what it would have asked about."""
+    from claudeguard.policy.rules import EDIT_TOOLS
+
+    if permission_mode == "bypassPermissions":
+        return False  # the CLI allows everything; lockdown refuses the mode before the session starts
+    if tool in NO_PERMISSION_TOOLS:
+        if tool not in READING_TOOLS:
+            return False
+        path = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
+        return isinstance(path, str) and bool(path) and not _inside(path, cwd)
+    if tool in EDIT_TOOLS and permission_mode == "acceptEdits":
+        path = str(tool_input.get("file_path") or tool_input.get("notebook_path") or "")
+        return not _inside(path, cwd)
+    return True
+
+
+def keyboard_first(session: Session) -> bool:
+    """Does a call the policy asks about show the CLI's own dialog at the keyboard first? In a
+    session on our pty with a person's terminal (``pty`` and ``interactive``), not -p, not a --bg
+    session: its dialogs are routed keyboard first (shim/dialogs/)."""
+    snap = session.snapshot
+    return bool(snap.get("pty") and snap.get("interactive") and not snap.get("print_mode")
+                and snap.get("kind") != "background")
+
+
+def prompt_reason(session: Session, tool: str, rule: str | None, source: str | None) -> str:
+    """What the CLI's dialog shows under "Hook PreToolUse requires confirmation": why, and where
+    else it can be answered."""
+    idle = session.approval.get("idle_before_channel")
+    why = (f"claudeguard: {tool} asks a human: {rule} ({source})." if rule
+           else f"claudeguard: no rule decides this {tool} call.")
+    if not keyboard_first(session):
+        return why
+    later = f"after {float(idle):g} s without a key" if idle else "at once"
+    return f"{why} Answer here, or in the approval channel {later} (claudeguardctl console)."
 
 
 def _extra_rules(session: Session, agent_type: str | None) -> list[SourcedRule]:
@@ -49,21 +106,6 @@ def _extra_rules(session: Session, agent_type: str | None) -> list[SourcedRule]:
         out.append(SourcedRule(rule, grant.get("kind", "allow"), f"grant ({who}, request {grant.get('request_id')})",
                                session.snapshot.get("cwd", "/")))
     return out
-
-
-def needs_human(tool: str, tool_input: dict[str, Any], permission_mode: str | None, cwd: str) -> bool:
-    """Would the CLI stop to ask about this call? (A subagent cannot show the dialog.)"""
-    from claudeguard.policy.rules import EDIT_TOOLS
-
-    if permission_mode in ("bypassPermissions", "dontAsk", "plan"):
-        return False  # bypass allows; dontAsk and plan decide without a prompt
-    if tool in NO_PERMISSION_TOOLS:
-        return False
-    if tool in EDIT_TOOLS and permission_mode == "acceptEdits":
-        path = str(tool_input.get("file_path") or tool_input.get("notebook_path") or "")
-        full = os.path.normpath(os.path.join(cwd, path))
-        return not (full == cwd or full.startswith(cwd.rstrip("/") + "/"))
-    return True
 
 
 def policy_decision(session: Session, tool: str, tool_input: dict[str, Any], agent_type: str | None,
@@ -96,15 +138,20 @@ def decide_call(
     unseen_by_hook: bool = False,
     held: bool = False,
     permission_mode: str | None = None,
+    keyboard: bool = False,
 ) -> Decision:
-    """The gate's decision: ``allow`` | ``deny``, or ``leave`` (no rule decides and ``undecided``
-    is "leave": the CLI asks) or ``keyboard`` (answered at the keyboard first, or the caller went
-    away). ``delay_s``: an interactive dialog's head start for the person at the keyboard before
-    the request is posted; ``still_wanted``: checked while waiting (a caller gone: the request is
-    withdrawn); ``held``: the request stands for a dialog on a pty session's screen, whose router
-    owns it: posted held, released by the router when the keyboard's head start is over, dropped
-    when the dialog was answered at the keyboard (``keyboard``); ``permission_mode``: the CLI's
-    mode as the hook event names it (acceptEdits lets a Bash command write inside the project)."""
+    """The gate's decision: ``allow`` | ``deny``; ``prompt`` (PreToolUse answers "ask": the CLI's
+    own asker asks; for a policy ``ask`` when ``keyboard``, a session whose dialogs are routed
+    keyboard first, and for a policy "none" when ``undecided`` is "prompt"); ``leave`` (no rule
+    decides and ``undecided`` is "leave": the CLI decides without asking) or ``keyboard``
+    (answered at the keyboard first, or the caller went away). ``delay_s``: an interactive
+    dialog's head start for the person at the keyboard before the request is posted;
+    ``still_wanted``: checked while waiting (a caller gone: the request is withdrawn); ``held``:
+    the request stands for a dialog on a pty session's screen, whose router owns it: posted held,
+    released by the router when the keyboard's head start is over, dropped when the dialog was
+    answered at the keyboard (``keyboard``: audited from the router's word, keyboard_audit);
+    ``permission_mode``: the CLI's mode as the hook event names it (acceptEdits lets a Bash
+    command write inside the project)."""
     started = time.monotonic()
     from claudeguard.gate.modes import effective_mode, mode_allows
 
@@ -129,6 +176,12 @@ def decide_call(
             return verdict
     elif decision.decision in PERMISSIONS:
         verdict = Decision(decision.decision, decision.reason, rule=decision.rule, source=decision.source)
+    elif (decision.decision == "ask" and keyboard) or (decision.decision == "none" and undecided == "prompt"):
+        # Nothing posted, nothing audited here: whoever the CLI asks (its dialog, whose
+        # PermissionRequest hook posts the request held for the keyboard's head start; its
+        # prompt tool) posts and audits the one request this call makes.
+        return Decision("prompt", prompt_reason(session, tool, decision.rule, decision.source),
+                        rule=decision.rule, source=decision.source, decided_by="default")
     elif decision.decision == "none" and undecided == "leave":
         return Decision("leave", "no rule decides; left to Claude Code", decided_by="default")
     elif decision.decision == "none" and undecided == "deny":
@@ -141,6 +194,11 @@ def decide_call(
                             cwd=cwd, via=via, rule=decision.rule, source=decision.source, tool_use_id=tool_use_id,
                             still_wanted=still_wanted, held=held)
         if verdict.decision == "keyboard":
+            if held and verdict.request_id:
+                verdict.waited_s = round(time.monotonic() - started, 3)
+                ask_rule = (decision.rule, decision.source) if decision.decision == "ask" else None
+                keyboard_audit(session, verdict, tool=tool, tool_input=tool_input, agent_type=agent_type,
+                               agent_id=agent_id, via=via, cwd=cwd, ask_rule=ask_rule)
             return verdict
     verdict.waited_s = round(time.monotonic() - started, 3)
     ask_rule = (decision.rule, decision.source) if decision.decision == "ask" else None
@@ -271,6 +329,150 @@ def _wait(pending: Pending, on_timeout: Permission, still_wanted: Callable[[], b
         if pending.owner_says() == "drop" or not still_wanted():
             answer = pending.withdraw()
             return answer  # an answer that arrived just before the keyboard's still counts
+
+
+KEYBOARD_WORD_S = 3.0  # how long a held request's waiter waits for the router's word on why it ended
+KEYBOARD_DIR = "keyboard"  # shim/dialogs/handshake.py writes <session dir>/keyboard/<request id>.json
+
+
+def keyboard_word(session: Session, request_id: str, wait_s: float = KEYBOARD_WORD_S) -> dict[str, Any] | None:
+    """What the pty's router wrote when it dropped a held request (why, and what the keyboard
+    chose; shim/dialogs/handshake.py), taken once; None when it wrote nothing within ``wait_s``
+    (its launcher is gone, or something else withdrew the request)."""
+    from claudeguard.files import read_json
+
+    if not session.dir or not request_id.replace("-", "").isalnum():
+        return None
+    path = os.path.join(session.dir, KEYBOARD_DIR, f"{request_id}.json")
+    end = time.monotonic() + wait_s
+    while True:
+        try:
+            word = read_json(path)
+        except (OSError, ValueError):
+            word = None
+        if isinstance(word, dict):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            return word
+        if time.monotonic() >= end:
+            return None
+        time.sleep(0.1)
+
+
+# The option of the CLI's dialog that stands for "don't ask again" for this call (WebFetch: "Yes,
+# and don't ask again for example.com"; an MCP tool's; 2.1.197's "Yes, and always allow access to
+# DIR"): a session grant of the call's own rules, as an approver's --scope session gives. The
+# dialog a hook's "ask" brings for Bash has only Yes and No on 2.1.197, 2.1.330 and 2.1.332; an
+# edit's second option switches the CLI to acceptEdits, which the hook then reads off each event.
+KEYBOARD_SESSION_CHOICE = ("Yes, and don't ask again", "Yes, and always allow")
+
+
+RAN_WAIT_S = 5.0  # how long a call's end waits for the router's word on its dialog's request
+
+
+def ran_while_asked(session: Session, tool: str, tool_input: dict[str, Any], agent_id: str | None) -> None:
+    """At a call's end in a pty session: a request of its dialog still open (held or in the
+    channel) once the router had time to say the keyboard answered it means the dialog was
+    answered Yes by neither the keyboard nor the channel: input pushed into the CLI's terminal by
+    a program of its session, or another hook. Its waiter is told (``keyboard_audit`` writes the
+    event: never a keyboard row) and the request withdrawn: nobody may answer a call that ran."""
+    from claudeguard.channel.audit import input_digest
+    from claudeguard.channel.requests import list_pending, tell_waiter
+    from claudeguard.files import write_atomic
+
+    digest = input_digest(tool_input)
+
+    def open_ones() -> list[str]:
+        try:
+            listed = list_pending(session.id, held=True) + list_pending(session.id)
+        except Exception:  # noqa: BLE001 - an unreadable channel: nothing to find
+            return []
+        return [r.id for r in listed if (r.extra or {}).get("via") == "dialog" and r.tool == tool
+                and r.agent_id == agent_id and input_digest(r.input) == digest]
+
+    if not open_ones():
+        return
+    end = time.monotonic() + RAN_WAIT_S
+    while (left := open_ones()) and time.monotonic() < end:
+        time.sleep(0.1)
+    for rid in left:
+        if session.dir and rid.replace("-", "").isalnum():
+            directory = os.path.join(session.dir, KEYBOARD_DIR)
+            try:
+                os.makedirs(directory, mode=0o700, exist_ok=True)
+                import json
+
+                write_atomic(os.path.join(directory, f"{rid}.json"), json.dumps({"reason": "ran"}))
+            except OSError:
+                pass
+        try:
+            tell_waiter(rid, "drop")
+        except Exception:  # noqa: BLE001 - its waiter also ends with its deadline
+            pass
+
+
+def keyboard_audit(session: Session, verdict: Decision, *, tool: str, tool_input: dict[str, Any],
+                   agent_type: str | None, agent_id: str | None, via: str, cwd: str,
+                   ask_rule: tuple[str | None, str | None] | None) -> None:
+    """The one audit row of a call whose dialog was answered before the channel did: ``keyboard``
+    only when the router read the answering keys from the person's terminal; a dialog that closed
+    with no key typed there is an event, never a keyboard answer (a program that pushed input into
+    the CLI's terminal, another hook, the CLI cancelling the call). A "don't ask again" option
+    picked at the keyboard grants the call for the session (KEYBOARD_SESSION_CHOICE)."""
+    try:
+        word = keyboard_word(session, verdict.request_id or "")
+        if word is None or word.get("reason") not in ("keyboard", "no-key", "ran"):
+            return  # the screen path asked, the CLI exited: no answer to record
+        from claudeguard.channel import audit as audit_log
+        from claudeguard.policy.decide import summarize_call
+
+        common: dict[str, Any] = {
+            "session_id": session.id, "agent_type": agent_type, "agent_id": agent_id, "tool": tool,
+            "summary": summarize_call(tool, tool_input), "input_digest": audit_log.input_digest(tool_input),
+            "request_id": verdict.request_id, "via": via,
+        }
+        decision = word.get("decision")
+        if word["reason"] == "ran":
+            audit_log.record({"event": "dialog-answered-without-key", **common, "message": (
+                "the call ran while its request waited: its dialog was answered Yes by neither a key at the "
+                "terminal nor the channel (input pushed into the CLI's terminal by a program of its session, or "
+                "another hook)")})
+            return
+        if word["reason"] == "no-key":
+            audit_log.record({"event": "dialog-closed-without-key", **common, "message": (
+                "the dialog closed with no key typed at the terminal and no answer from the channel: not the "
+                "keyboard (the CLI cancelled the call, another hook answered it, or a program typed into the "
+                "CLI's terminal)")})
+            return
+        who = {"uid": os.getuid(), "pid": session.snapshot.get("pid"), "tty": word.get("tty"),
+               "command": "keyboard" if word.get("attached", True) else "stdin of a detached session"}
+        if decision not in PERMISSIONS:
+            audit_log.record({"event": "keyboard", **common, "answered_by": who,
+                              "message": "answered at the keyboard with keys that pick no option we know"})
+            return
+        choice = str(word.get("choice") or "")
+        scope: Scope = "once"
+        if decision == "allow" and choice.startswith(KEYBOARD_SESSION_CHOICE):
+            from claudeguard.policy.decide import grant_rules_for_call
+
+            rules = grant_rules_for_call(tool, tool_input, cwd=cwd)
+            if rules:
+                add_grants(session, rules, kind="allow", scope="session", agent_type=agent_type,
+                           request_id=verdict.request_id)
+                scope = "session"
+        row = Decision(decision, "answered at the keyboard", rule=verdict.rule, source=verdict.source,
+                       decided_by="keyboard", scope=scope, waited_s=verdict.waited_s,
+                       request_id=verdict.request_id)
+        audit_log.record(audit_row(
+            row, session_id=session.id, agent_type=agent_type, agent_id=agent_id, tool=tool,
+            summary=common["summary"], input_digest=common["input_digest"], via=via, choice=word.get("choice"),
+            answered_by=who,
+            **({"ask_rule": ask_rule[0], "ask_source": ask_rule[1]} if ask_rule else {}),
+        ))
+    except Exception:  # noqa: BLE001 - the audit log never blocks a decision
+        pass
 
 
 def answer_record(verdict: Decision, tool_input: dict[str, Any]) -> dict[str, Any]:

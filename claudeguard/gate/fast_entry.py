@@ -1,5 +1,6 @@
-"""Start-up of the callbacks the CLI runs on every tool call (``hook``) and every start
-(``mcp-serve``), run as ``python -E -S fast_entry.py COMMAND``.
+"""Start-up of the callbacks the CLI runs on every tool call (``hook``), every start
+(``mcp-serve``) and every status line refresh of a session with a person at its terminal
+(``statusline``), run as ``python -E -S fast_entry.py COMMAND``.
 
 ``-S`` skips the site module (``.pth`` processing: ~8 ms of every hook call here) and ``-E`` the
 ``PYTHON*`` variables (so a ``PYTHONDONTWRITEBYTECODE`` in the user's environment does not make
@@ -122,6 +123,10 @@ if sys.argv[1:2] == ["mcp-serve"] and (len(sys.argv) == 2 or SESSION_DIR is not 
     from claudeguard.gate.mcp_server import serve
 
     sys.exit(run_main("claudeguardctl", lambda: serve(session_dir=SESSION_DIR)))
+if sys.argv[1:2] == ["statusline"]:  # the status line of a session with a person at its terminal
+    from claudeguard.gate.status_line import main as status_line
+
+    sys.exit(run_main("claudeguardctl", lambda: status_line(sys.argv[2:])))
 # Every other command line, as claudeguardctl runs it. This file is a program, which nothing
 # imports: tests/test_layers.py gives it the commands' layer, beside bin/claudeguardctl's.
 from claudeguard.commands.ctl import main  # noqa: E402 - after sys.path is set above

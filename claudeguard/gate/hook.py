@@ -1,11 +1,14 @@
 """``claudeguardctl hook``: the Claude Code hook command (event JSON in, decision JSON out).
 
-PreToolUse: the policy's deny and allow are answered at once; an ``ask`` rule goes to the
-channel; an undecided call is left to the CLI in the main agent (its prompt tool or dialog will
-ask) but goes to the channel inside a subagent, because a background subagent cannot show a
-prompt and the older CLI denies it without asking anyone. PermissionRequest (a dialog is on the
-screen) goes to the channel after ``approval.idle_before_channel``; in a -p run it is answered
-only where the launcher made it the asker (2.1.330 without a prompt tool), like the prompt tool.
+PreToolUse: the policy's deny and allow are answered at once; a call that needs a human is
+answered explicitly (``pre_tool_route``): "ask" where the CLI's own asker asks (its dialog,
+keyboard first, in a session with a person at its terminal; its prompt tool in -p), else the
+channel from here; silence only where the CLI decides without asking. PermissionRequest (a
+dialog is on the screen) is posted held for the pty's router in a pty session, elsewhere after
+``approval.idle_before_channel``; in a -p run it is answered only where the launcher made it
+the asker (2.1.330 without a prompt tool), like the prompt tool. PostToolUse in a pty session
+finds a call that ran while its dialog's request was open (answered by neither the keyboard
+nor the channel).
 Every other event is recorded for the watchdog. Whatever goes wrong, a decision event gets a deny
 with the reason: exit 0 and JSON on stdout, never a traceback on the CLI's screen.
 """
@@ -110,6 +113,10 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
         forget_call(session, tool_use_id)
         record_event(session, "tool-end", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id,
                      failed=name != "PostToolUse")
+        if session.snapshot.get("pty") and isinstance(tool, str) and isinstance(tool_input, dict):
+            from claudeguard.gate.decide import ran_while_asked
+
+            ran_while_asked(session, tool, tool_input, agent_id)
         return None
     if name == "UserPromptSubmit":
         record_event(session, "prompt")
@@ -129,7 +136,7 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
         return deny_output(name, "claudeguard: hook input without tool_name/tool_input; denied")
 
     from claudeguard.decision import SILENT, Decision, permission_request_output, pre_tool_use_output
-    from claudeguard.gate.decide import answer_record, decide_call, needs_human, reuse_answer
+    from claudeguard.gate.decide import answer_record, decide_call, reuse_answer
 
     if name == "PreToolUse":
         # The transcript shows the watchdog the call's end where no PostToolUse is registered (-p).
@@ -139,15 +146,13 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
             # For our prompt tool, whose arguments name the call but not the agent. A -p run that
             # asks through the PermissionRequest hook (whose event names the agent) never reads it.
             remember_call(session, tool_use_id or "", {"agent_type": agent_type, "agent_id": agent_id, "tool": tool})
-        undecided: Undecided = "leave"
-        # A subagent's prompt, or any prompt of a --bg session, is seen by nobody: the channel.
-        unseen = agent_type or session.snapshot.get("kind") == "background"
-        if unseen and needs_human(tool, tool_input, event.get("permission_mode"), cwd):
-            background = session.policy_spec.get("subagents", {}).get("background", "like-foreground")
-            undecided = "deny" if background == "deny" else "ask"
+        undecided, keyboard = pre_tool_route(session, tool, tool_input, agent_type, event.get("permission_mode"), cwd)
         verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
                               cwd=cwd, via="hook", undecided=undecided, tool_use_id=tool_use_id,
-                              still_wanted=client_alive, permission_mode=event.get("permission_mode"))
+                              still_wanted=client_alive, permission_mode=event.get("permission_mode"),
+                              keyboard=keyboard)
+        if verdict.decision == "prompt":
+            return pre_tool_use_output(verdict)  # the CLI's own asker asks (its dialog: keyboard first)
         if verdict.decision in SILENT:
             return None
         if verdict.request_id:
@@ -207,6 +212,43 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
                           still_wanted=client_alive, permission_mode=event.get("permission_mode"), held=held)
     # None for "keyboard": the person at the keyboard answered; the CLI has moved on
     return permission_request_output(verdict, allowed_input(session, tool, tool_input, verdict) or tool_input)
+
+
+def pre_tool_route(session: Session, tool: str, tool_input: dict[str, Any], agent_type: str | None,
+                   permission_mode: str | None, cwd: str) -> tuple[Undecided, bool]:
+    """Who asks, at PreToolUse, about a call the policy does not decide alone: (what a policy
+    "none" becomes, whether a policy "ask" is answered ``prompt``). The gate answers every call
+    that needs a human explicitly (docs/notes/cli-surfaces.md section 6: silence lets another
+    hook's allow skip the question); it stays silent only where the CLI decides without asking.
+
+    - a terminal of ours with a person at it (``keyboard_first``): the CLI's own dialog, for the
+      main agent and subagents alike (both CLIs draw a subagent's dialog, foreground or
+      background, "from the X agent"); its PermissionRequest hook posts the request held, and the
+      pty's router gives the keyboard its head start;
+    - a subagent's call, or any call of a --bg session, elsewhere: the channel, from this hook (no
+      dialog is seen; 2.1.197 -p denies a background subagent's call without asking anyone), or a
+      deny under ``subagents.background = "deny"``;
+    - the main agent in -p where the PermissionRequest hook is the asker (2.1.330 and later): the
+      channel, from this hook: there a PreToolUse "ask" denies the call without firing it
+      (measured on 2.1.330 and 2.1.332);
+    - otherwise the CLI's own asker (its prompt tool in -p, ours or the caller's; the dialog of a
+      session without a pty of ours; a detached pty's dialog, which its router sends to the
+      channel at once)."""
+    from claudeguard.gate.decide import cli_asks, keyboard_first
+
+    keyboard = keyboard_first(session)
+    if not cli_asks(tool, tool_input, permission_mode, cwd):
+        return "leave", keyboard
+    unseen = bool(agent_type) or session.snapshot.get("kind") == "background"
+    if unseen and session.policy_spec.get("subagents", {}).get("background", "like-foreground") == "deny":
+        return "deny", keyboard
+    if keyboard:
+        return "prompt", True
+    if unseen:
+        return "ask", False
+    if session.snapshot.get("print_mode") and session.snapshot.get("asker") == "permission-request":
+        return "ask", False
+    return "prompt", False
 
 
 def main(session_dir: str | None = None) -> int:

@@ -135,7 +135,7 @@ def load_grants(session: Session) -> list[dict[str, Any]]:
 
 
 def add_grants(session: Session, rules: list[str], *, kind: str, scope: str, agent_type: str | None,
-               request_id: str) -> None:
+               request_id: str | None) -> None:
     if session.dir is None:
         return
     for rule in rules:

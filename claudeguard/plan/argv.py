@@ -171,20 +171,26 @@ def merge_settings(caller: Mapping[str, object], ours: GuardSettings) -> dict[st
         theirs = merged.get("disabledMcpjsonServers")
         names = list(theirs) if isinstance(theirs, list) else []
         merged["disabledMcpjsonServers"] = names + [n for n in ours["disabledMcpjsonServers"] if n not in names]
+    if "statusLine" in ours:
+        merged["statusLine"] = ours["statusLine"]  # it runs the caller's (plan/status_line.py)
     return merged
 
 
-def repo_code_argv(rest: list[str], args: ClaudeArgs, ours: GuardSettings, cwd: str) -> list[str]:
+def repo_code_argv(rest: list[str], args: ClaudeArgs, ours: GuardSettings, cwd: str,
+                   dropped: set[str] | None = None) -> list[str]:
     """Keep the repository's untrusted code from running (``plan.repo_code``): its dropped
     settings sources' rules and its disabled servers go into ``ours``; untrusted ``--plugin-dir``
     words become ``DROPPED`` in ``rest`` (indexes stay; ``build_plan`` leaves them out at the
     end); returns what goes in front (``--setting-sources``), or rewrites the caller's own
-    ``--setting-sources`` where it stands (the CLI keeps the last)."""
+    ``--setting-sources`` where it stands (the CLI keeps the last). ``dropped`` receives the
+    settings sources left out ("project", "local")."""
     from claudeguard.plan.repo_code import setting_sources_value, treat
 
     found = treat(args, cwd)
     if not found:
         return []
+    if dropped is not None:
+        dropped.update(found.drop)
     if found.rules:
         perms = ours.setdefault("permissions", {})
         for kind, rules in found.rules.items():
@@ -212,11 +218,13 @@ def repo_code_argv(rest: list[str], args: ClaudeArgs, ours: GuardSettings, cwd: 
 
 def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str, session_dir: str | None, cwd: str,
                http: HttpHooks | None = None, settings_file: str | None = None, exec_pid: int | None = None,
-               cli_version: str | None = None) -> Plan:
+               cli_version: str | None = None, status_line: bool = False) -> Plan:
     """The final argv (real CLI first) and the environment additions for a guarded session.
     ``exec_pid``: the launcher's pid when another process (the service's planner) builds it.
     ``cli_version``: the real CLI's (``discovery.package_version``), None when unknown; in -p it
-    decides who asks (``print_asker``)."""
+    decides who asks (``print_asker``). ``status_line``: a person is at the session's terminal
+    (the session file's ``pty`` and ``interactive``): the guard's part of the status line says
+    what waits in the channel (``plan/status_line.py``)."""
     check_lockdown(args, cfg)
     if args.errors:
         # an option at the end that wants a value: the CLI refuses it, and would take the word the
@@ -239,10 +247,17 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     ours = guard_settings(cfg, ctl, cwd, http, session_id, print_mode=args.print_mode, asker=asker,
                           one_prompt=args.print_mode and args.last("--input-format") != "stream-json",
                           transcript_kept=args.print_mode and keeps_transcript(args, cwd), session_dir=session_dir)
-    front += repo_code_argv(rest, args, ours, cwd)  # untrusted repository code: DROPPED words, our settings
+    dropped: set[str] = set()
+    front += repo_code_argv(rest, args, ours, cwd, dropped)  # untrusted repository code: DROPPED words, our settings
     box_env = sandbox_env(real_cli, args, cfg, cwd=cwd, session_dir=session_dir, session_id=session_id, ctl=ctl)
     if box_env:
         ours["env"] = box_env  # wins over every project, local and user env block (plan/sandbox.py)
+    if status_line and session_dir:
+        from claudeguard.plan.status_line import status_line_setting
+
+        # the statusLine of a settings source left out as untrusted repository code never runs
+        ours["statusLine"] = status_line_setting(args, cwd, session_dir, ctl,
+                                                 applies=lambda src: src.name not in dropped)
     # The CLI keeps the last --settings: the caller's last one (as the CLI reads it) is merged
     # with ours into one word that stands last among the options, for every reader of argv the
     # CLI has (2.1.197's early settings loader steps over fewer options than commander: a

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from claudeguard.config.load import Config
     from claudeguard.plan.claude_args import ClaudeArgs
+    from claudeguard.plan.status_line import StatusLineSetting
 
     # One hook as Claude Code's settings hold it: a command, or an HTTP hook ("async": the CLI
     # does not wait for it; a keyword, hence this form).
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
         sandbox: dict[str, bool]
         env: dict[str, str]
         disabledMcpjsonServers: list[str]  # a repository's untrusted .mcp.json servers (plan.repo_code)
+        statusLine: StatusLineSetting  # a session with a person at its terminal (plan/status_line.py)
 
 MCP_SERVER_NAME = "claudeguard"
 PROMPT_TOOL = f"mcp__{MCP_SERVER_NAME}__approve"

@@ -164,7 +164,7 @@ def count(calls: Iterable[Mapping[str, object]], stalls: int) -> dict[str, int]:
         by, decision = row.get("decided_by"), row.get("decision")
         if row.get("request_id") or by in ("human", "timeout"):
             out["asked"] += 1
-        if by == "human":
+        if by in ("human", "keyboard"):  # the person at the terminal is a human too (issue 27)
             out["approved_by_human" if decision == "allow" else "denied_by_human"] += 1
         elif by == "timeout":
             out["timed_out"] += 1

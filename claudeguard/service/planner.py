@@ -230,7 +230,8 @@ def _prepare(request: PlanRequest, port: int) -> PlanAnswer:
                                 stdin_tty=bool(request["stdin_tty"]), exec_pid=pid, cli_version=version,
                                 prepared_by="planner")
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=session_dir, cwd=cwd,
-                          http=HttpHooks(port, request["token"]), exec_pid=pid, cli_version=version)
+                          http=HttpHooks(port, request["token"]), exec_pid=pid, cli_version=version,
+                          status_line=bool(written.snapshot.get("pty") and written.snapshot.get("interactive")))
         return {"argv": plan.argv, "env": plan.env_additions, "port": port, "real": real, "session_dir": session_dir,
                 "snapshot": written.text, "files": plan.files}
     except GuardError as exc:

@@ -281,7 +281,8 @@ def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planne
         written.write("command")
     launch.snapshot_text = written.text
     plan = build_plan(real, args, cfg, session_id=launch.session_id, session_dir=session_dir, cwd=cwd, http=http,
-                      cli_version=version)
+                      cli_version=version,
+                      status_line=bool(written.snapshot.get("pty") and written.snapshot.get("interactive")))
     launch.argv, launch.env_add, launch.files = plan.argv, plan.env_additions, plan.files
     launch.port_token = (int(http.port), http.token) if http is not None else None
 

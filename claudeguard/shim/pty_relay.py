@@ -81,6 +81,13 @@ def relay_settings(cfg: Config, *, session_id: str, session_dir: str | None, cwd
     )
 
 
+def _ttyname(fd: int) -> str | None:
+    try:
+        return os.ttyname(fd)
+    except OSError:
+        return None
+
+
 def _take_tty() -> None:
     """In the leader, after the shared child set-up and setsid (start_new_session): the pty
     becomes its controlling terminal."""
@@ -101,7 +108,9 @@ class PtySession(ChildProcess):
         self.attached = os.isatty(0)
         self.router = DialogRouter(RouteSettings(
             session_id=settings.session_id, cwd=settings.cwd, idle_before_channel=settings.idle_before_channel,
-            timeout=settings.timeout, on_timeout=settings.on_timeout, notify=settings.notify), channel=channel)
+            timeout=settings.timeout, on_timeout=settings.on_timeout, notify=settings.notify,
+            session_dir=settings.session_dir, attached=self.attached, tty=_ttyname(0) if self.attached else None),
+            channel=channel)
         self.screen = Screen(*settings.detached_size)
         self.watcher = ScreenWatcher(self.screen, self.router, session_dir=settings.session_dir,
                                      version=settings.version, attached=self.attached)
@@ -286,9 +295,9 @@ class PtySession(ChildProcess):
             term.print_text(self.watcher.final_text())
         return self.exit_code()
 
-    def _keypress(self) -> None:
+    def _keypress(self, data: bytes) -> None:
         """A person typed at the terminal: they win over the channel and the detached exit."""
-        self.router.keyboard()
+        self.router.keyboard(data)
         if self.detached is not None:
             self.detached.idle_since = None
         self.watcher.keypress()

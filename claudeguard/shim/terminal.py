@@ -80,7 +80,7 @@ class TerminalRelay:
     go to our stdout."""
 
     def __init__(self, attached: bool, show_raw: bool, on_output: Callable[[bytes], None],
-                 on_keypress: Callable[[], None]) -> None:
+                 on_keypress: Callable[[bytes], None]) -> None:
         self.attached = attached
         self.show_raw = show_raw
         self.on_output = on_output
@@ -212,7 +212,7 @@ class TerminalRelay:
             return
         self.to_child += data
         if is_keypress(data):
-            self.on_keypress()
+            self.on_keypress(data)
         self.flush()
 
     def type(self, keys: bytes) -> None:

@@ -94,6 +94,7 @@ def _match(lines: list[str], pattern: Pattern) -> Dialog | None:
     if anchor is None:
         return None
     top = next((i + 1 for i in range(anchor - 1, -1, -1) if _RULE.match(lines[i])), 0)
+    highlight = -1
     if pattern.keys:
         choices = tuple(Choice(label, keys, role) for label, keys, role in pattern.keys)
         end = anchor
@@ -118,6 +119,7 @@ def _match(lines: list[str], pattern: Pattern) -> Dialog | None:
         if menu_choices is None:
             return None
         choices = menu_choices
+        highlight = highlighted
     if top == 0 or not _alone_below(lines, end):
         return None  # a dialog sits under a rule at the bottom; this is text in the transcript
     body = [ln.rstrip() for ln in lines[top:end + 1] if not _DASHED.match(ln)]
@@ -127,7 +129,7 @@ def _match(lines: list[str], pattern: Pattern) -> Dialog | None:
     title = pattern.title or (body[0].strip() if body else pattern.kind)
     menu_free = [ln.strip() for ln in body if ln.strip() and not NUMBERED.match(ln) and MARK not in ln]
     key = json.dumps([pattern.kind, title, [c.label for c in choices], menu_free[:12]], ensure_ascii=False)
-    return Dialog(pattern.kind, title, text, choices, key)
+    return Dialog(pattern.kind, title, text, choices, key, highlight)
 
 
 _CHECK_ITEM = re.compile(r"^\s*(❯\s*)?\[([✔✓x ])\]\s+(\S.*?)\s*$")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from claudeguard.config.schema import APPROVAL_TIMEOUT_S
 from claudeguard.shim.dialogs.handshake import HOOK_GRACE_S, HookRequests
+from claudeguard.shim.dialogs.keys import KeyLog
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -30,6 +31,9 @@ class RouteSettings:
     on_timeout: str = "deny"
     notify: list[str] | None = None
     hook_grace: float = HOOK_GRACE_S
+    session_dir: str | None = None  # where the router says why it dropped a hook request
+    attached: bool = True  # keys come from a person's terminal (not a detached session's stdin)
+    tty: str | None = None  # that terminal's name, for the keyboard's audit rows
 
 
 class DialogRouter:
@@ -55,7 +59,9 @@ class DialogRouter:
         self._pending: Pending | None = None
         self._posted_at = 0.0
         self._answered: tuple[str, float] | None = None  # (dialog key, when we typed)
-        self._hook = HookRequests(settings.session_id, settings.hook_grace)  # the hook's requests (handshake)
+        self.keys = KeyLog()  # what the person typed: which option answered a dialog (dialogs/keys.py)
+        self._hook = HookRequests(settings.session_id, settings.hook_grace, self.keys,  # the hook's requests
+                                  settings.session_dir, settings.attached, settings.tty)
         self.keyboard_wall: float | None = None
         self.changed = False  # state() differs from what was last written
 
@@ -90,9 +96,11 @@ class DialogRouter:
         elif dialog != self.dialog:
             self.dialog = dialog  # same dialog, highlight moved: the keys for each choice changed
 
-    def keyboard(self) -> None:
-        """A key from the terminal: the person there is answering; they win over the channel."""
+    def keyboard(self, data: bytes = b"") -> None:
+        """A key from the terminal: the person there is answering; they win over the channel.
+        ``data``: the bytes typed (which option they picked: the keyboard's audit row)."""
         now = self._clock()
+        self.keys.add(now, data)
         self.keyboard_wall = self._wall()
         self._idle_from = now
         self.changed = True
@@ -106,7 +114,7 @@ class DialogRouter:
         if self.dialog is not None and self._missing_since is not None and now - self._missing_since >= GONE_AFTER_S:
             self._set(None, now)
         on_screen = self.dialog is not None and self.dialog.kind == "permission"
-        self._hook.sync(self.channel, now, self._wall(), on_screen=on_screen,
+        self._hook.sync(self.channel, now, self._wall(), dialog=self.dialog if on_screen else None,
                         head_start_over=on_screen and now >= self._idle_from + self.s.idle_before_channel,
                         screen_posted=on_screen and self._pending is not None, keyboard_wall=self.keyboard_wall)
         if self._pending is not None:

@@ -37,6 +37,7 @@ class Dialog:
     text: str  # the dialog's lines, for the approver
     choices: tuple[Choice, ...]
     key: str  # identity: the same dialog redrawn (or its highlight moved) keeps its key
+    highlighted: int = -1  # the index of the option the highlight is on (-1: not known, fixed keys)
 
     @property
     def labels(self) -> list[str]:
