@@ -175,7 +175,7 @@ def test_a_session_grant_from_the_channel_spares_the_next_matching_call_any_dial
 
 def test_a_call_no_rule_decides_is_asked_at_the_keyboard_and_a_subagents_where_its_dialog_can_show(
         spawn_tui, cli_version, real_claude, model_server, offline_env, monkeypatch):
-    # No rule for `true`: the hook answers "ask" (not silence) and the CLI's dialog asks. A
+    # No rule for `touch`: the hook answers "ask" (not silence) and the CLI's dialog asks. A
     # subagent's call under an ask rule: 2.1.197 draws a foreground agent's dialog ("from the
     # general-purpose agent") while its PermissionRequest hook runs, so the keyboard answers it;
     # 2.1.330 runs every agent in the background and draws its dialog only once the hook has
@@ -183,7 +183,7 @@ def test_a_call_no_rule_decides_is_asked_at_the_keyboard_and_a_subagents_where_i
     agent = {"tool_use": {"name": "Agent", "input": {"description": "helper", "prompt": "SUB go",
                                                      "subagent_type": "general-purpose"}}}
     s = Session(spawn_tui, real_claude, model_server, offline_env, monkeypatch,
-                [bash("true norule"), agent, {"text": "made it"}], config='[permissions]\nask = ["Bash(echo *)"]\n',
+                [bash("touch norule"), agent, {"text": "made it"}], config='[permissions]\nask = ["Bash(echo *)"]\n',
                 extra_scripts=({"match": "SUB go", "turns": [bash("echo sub > sub.txt"), {"text": "sub done"}]},))
     expect_text(s.child, DIALOG, 30)
     assert "no rule decides this Bash call" in screen_now(s.child, 0.2)
@@ -232,7 +232,10 @@ def test_a_tool_typing_into_the_terminal_is_not_the_keyboard(spawn_tui, cli_vers
                                                        "run_in_background": True}}}
     s = Session(spawn_tui, real_claude, model_server, offline_env, monkeypatch,
                 [injector, bash("echo x > x.txt"), {"text": "made it"}],
-                config='[permissions]\nallow = ["Bash(python3 *)"]\nask = ["Bash(echo *)"]\n')
+                # without the box (plan/sandbox.py), which would also keep the tool from every
+                # terminal: the keyboard's own defence, alone
+                config='[security]\nsandbox = "off"\n\n[permissions]\nallow = ["Bash(python3 *)"]\n'
+                       'ask = ["Bash(echo *)"]\n')
     try:
         expect_text(s.child, DIALOG, 30)
         [held] = wait_until(_held, 5, "the held request")

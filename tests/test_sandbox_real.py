@@ -290,9 +290,10 @@ def test_a_call_a_human_approves_through_the_channel_runs_boxed(real_claude, off
 
 
 @pytest.mark.newest_cli
-def test_a_call_the_clis_own_asker_gets_approved_runs_boxed(real_claude, offline_env, model_server):
-    """No rule decides: in -p the CLI asks its asker (the guard's prompt tool on 2.1.197, the
-    PermissionRequest hook on 2.1.330), which asks a human through the channel."""
+def test_a_call_the_clis_own_asker_gets_approved_runs_boxed(real_claude, cli_version, offline_env, model_server):
+    """No rule decides: in -p a human is asked through the channel, by the CLI's asker (the
+    guard's prompt tool) on 2.1.197, by the guard's PreToolUse hook itself on 2.1.330 and later
+    (issue 27: a PreToolUse "ask" there denies without asking anyone)."""
     if in_ci():
         _need_bwrap()
     server = model_server(_scenario(WHO))
@@ -305,7 +306,8 @@ def test_a_call_the_clis_own_asker_gets_approved_runs_boxed(real_claude, offline
     assert proc.returncode == 0, proc.stderr
     assert _boxed(found), found
     (row,) = [r for r in _audit(env) if r["tool"] == "Bash"]
-    assert row["via"] in ("prompt-tool", "permission-request") and row["decided_by"] == "human", row
+    assert row["via"] == ("prompt-tool" if cli_version == "2.1.197" else "hook"), row
+    assert row["decided_by"] == "human", row
 
 
 @pytest.mark.newest_cli

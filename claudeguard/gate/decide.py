@@ -45,14 +45,40 @@ def _inside(path: str, cwd: str) -> bool:
     return full == cwd or full.startswith(cwd.rstrip("/") + "/")
 
 
+# Programs the CLI runs unasked when they only read inside the working folder (a small part of
+# its own read-only list; `cd` within the folder too). A command made of these alone, with no
+# redirection, no write and every operand inside the folder, is left to the CLI, as a Read
+# there is. A program left out here is asked about: where this list is wrong, the CLI asks and
+# the guard's asker answers, so it costs a question, never a run.
+QUIET_PROGRAMS = frozenset(
+    "cd pwd echo printf ls cat head tail wc grep rg true false date whoami which stat file sort uniq cut tr "
+    "basename dirname realpath".split()
+)
+
+
+def _quiet_bash(command: object, cwd: str) -> bool:
+    """Does the CLI run this Bash command unasked (see ``QUIET_PROGRAMS``)?"""
+    from claudeguard.policy.bash.walk import split_command
+
+    split = split_command(command)
+    if not split.ok or split.writes or not split.invocations:
+        return False
+    for inv in split.invocations:
+        if inv.changes or inv.unknown or not inv.words or inv.words[0] not in QUIET_PROGRAMS:
+            return False
+        if any(not word.startswith("-") and not _inside(word, cwd) for word in inv.words[1:]):
+            return False
+    return True
+
+
 def cli_asks(tool: str, tool_input: dict[str, Any], permission_mode: str | None, cwd: str) -> bool:
     """Would the CLI stop to ask about this call if no hook answered? False only where it surely
-    decides alone (a tool it never asks about, a read inside the working folder, an edit there in
-    acceptEdits, anything in bypassPermissions): there the gate may stay silent, as another hook's
-    allow changes nothing. Everything else, a tool not known here and Bash included (the CLI's own
-    list of read-only commands it runs unasked is not ours to copy), is asked: a PreToolUse "ask"
-    makes the CLI ask even where its own rules would allow (measured on 2.1.197, 2.1.330,
-    2.1.332), and in dontAsk it denies what it would have asked about."""
+    decides alone (a tool it never asks about, a read inside the working folder, a plain reading
+    command there, an edit there in acceptEdits, anything in bypassPermissions): there the gate may
+    stay silent, as another hook's allow changes nothing. Everything else, a tool not known here
+    and any other Bash command included, is asked: a PreToolUse "ask" makes the CLI ask even where
+    its own rules would allow (measured on 2.1.197, 2.1.330, 2.1.332), and in dontAsk it denies
+    what it would have asked about."""
     from claudeguard.policy.rules import EDIT_TOOLS
 
     if permission_mode == "bypassPermissions":
@@ -65,6 +91,8 @@ def cli_asks(tool: str, tool_input: dict[str, Any], permission_mode: str | None,
     if tool in EDIT_TOOLS and permission_mode == "acceptEdits":
         path = str(tool_input.get("file_path") or tool_input.get("notebook_path") or "")
         return not _inside(path, cwd)
+    if tool == "Bash":
+        return not _quiet_bash(tool_input.get("command"), cwd)
     return True
 
 
