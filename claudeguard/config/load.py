@@ -29,6 +29,7 @@ from claudeguard.config.find import PROJECT_FILE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
     from claudeguard.config.lines import KeyPath
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
         AgentSpec, ApprovalSettings, PolicySpec, RuleSpec, SandboxSettings, SecuritySettings, SubagentsSettings, Value,
         WatchdogSettings,
     )
+    from claudeguard.fleet.config import FleetConfig
 
 
 class Sourced:
@@ -204,6 +206,36 @@ class Config:
             "bwrap": self._text("sandbox.bwrap"),
         }
 
+    def fleet_password_file(self) -> str | None:
+        """``fleet.password_file``, ``~`` expanded (a path no tool may read), without the fleet's
+        package (nothing imports redis for it)."""
+        value = self._text("fleet.password_file")
+        return os.path.abspath(os.path.expanduser(value)) if value else None
+
+    def fleet_password_env(self) -> str | None:
+        """``fleet.password_env`` as written (stripped from the CLI's environment, with the default name)."""
+        return self._text("fleet.password_env")
+
+    def fleet(self, environ: Mapping[str, str] | None = None) -> FleetConfig | None:
+        """``[fleet]`` and ``CLAUDEGUARD_FLEET_URL`` checked (``claudeguard.fleet.config``), or None
+        when neither is set: then nothing of the fleet, and no redis, is imported. A mistake is
+        ConfigError, one line with ``file:line``; without the extra, ``FleetExtraMissing``."""
+        env = os.environ if environ is None else environ
+        names = [k for k in schema.SECTIONS["fleet"] if f"fleet.{k}" in self.values]
+        if not names and not env.get("CLAUDEGUARD_FLEET_URL"):
+            return None
+        from claudeguard.fleet.config import fleet_settings
+
+        table = {k: self.values[f"fleet.{k}"].value for k in names}
+
+        def where(path: tuple[str, ...]) -> str:
+            if len(path) == 2 and f"fleet.{path[1]}" in self.values:
+                return self.source(f"fleet.{path[1]}")
+            known = [self.source(f"fleet.{k}") for k in names]
+            return known[0].rsplit(":", 1)[0] if known else "[fleet]"
+
+        return fleet_settings(table if names else None, where=where, environ=env)
+
     def source(self, key: str) -> str:
         hit = self.values.get(key)
         return hit.source if hit else "default"
@@ -327,6 +359,10 @@ def _check_keys(layer: Layer, table: Any, keys: dict[str, schema.Key], path: tup
 def validate(layer: Layer, *, allow_profiles: bool) -> None:
     for section, table in layer.data.items():
         if section in schema.SECTIONS:
+            if section == "fleet" and layer.owner == "project":
+                raise ConfigError(f"{layer.where((section,))}: [fleet] may only be set in your own config file or "
+                                  f"CLAUDEGUARD_CONFIG outside the project (a repository must not choose where "
+                                  f"requests go and answers come from)")
             if section in schema.TRUSTED_SECTIONS and not layer.trusted:
                 raise ConfigError(
                     f"{layer.where((section,))}: [{section}] may only be set in the user config file or "
