@@ -37,7 +37,6 @@ if TYPE_CHECKING:
         AgentSpec, ApprovalSettings, PolicySpec, RuleSpec, SandboxSettings, SecuritySettings, SubagentsSettings, Value,
         WatchdogSettings,
     )
-    from claudeguard.fleet.config import FleetConfig
 
 
 class Sourced:
@@ -216,25 +215,17 @@ class Config:
         """``fleet.password_env`` as written (stripped from the CLI's environment, with the default name)."""
         return self._text("fleet.password_env")
 
-    def fleet(self, environ: Mapping[str, str] | None = None) -> FleetConfig | None:
-        """``[fleet]`` and ``CLAUDEGUARD_FLEET_URL`` checked (``claudeguard.fleet.config``), or None
-        when neither is set: then nothing of the fleet, and no redis, is imported. A mistake is
-        ConfigError, one line with ``file:line``; without the extra, ``FleetExtraMissing``."""
-        env = os.environ if environ is None else environ
+    def fleet_table(self) -> dict[str, str] | None:
+        """``[fleet]`` as merged (only the user's own files may set it), None when no file does.
+        ``claudeguard.fleet.config.from_config`` checks it with ``CLAUDEGUARD_FLEET_URL``."""
         names = [k for k in schema.SECTIONS["fleet"] if f"fleet.{k}" in self.values]
-        if not names and not env.get("CLAUDEGUARD_FLEET_URL"):
-            return None
-        from claudeguard.fleet.config import fleet_settings
+        return {k: str(self.values[f"fleet.{k}"].value) for k in names} if names else None
 
-        table = {k: self.values[f"fleet.{k}"].value for k in names}
-
-        def where(path: tuple[str, ...]) -> str:
-            if len(path) == 2 and f"fleet.{path[1]}" in self.values:
-                return self.source(f"fleet.{path[1]}")
-            known = [self.source(f"fleet.{k}") for k in names]
-            return known[0].rsplit(":", 1)[0] if known else "[fleet]"
-
-        return fleet_settings(table if names else None, where=where, environ=env)
+    def fleet_configured(self, environ: Mapping[str, str] | None = None) -> bool:
+        """Whether this machine is in a fleet (``[fleet]`` or ``CLAUDEGUARD_FLEET_URL``), without
+        importing the fleet's package (nor redis)."""
+        env = os.environ if environ is None else environ
+        return self.fleet_table() is not None or bool(env.get("CLAUDEGUARD_FLEET_URL"))
 
     def source(self, key: str) -> str:
         hit = self.values.get(key)
