@@ -1,0 +1,196 @@
+"""The service's part in the fleet (``service/fleet.py``) and what it stands on, fast, on a real
+redis-server: ``[fleet]`` only from the user's own files with ``file:line`` errors; every
+request waiting in the service mirrored, answered from afar through the channel's answer path,
+taken down when it ends; Redis down: local answers work, nothing waits on it; without a fleet
+nothing imports redis; the credential never reaches the CLI; its file is among the paths no
+tool may read."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from claudeguard import channel
+from claudeguard.config.load import env_overrides, load_config
+from claudeguard.errors import ConfigError
+from claudeguard.testing.wait import wait_until
+
+from fleet_helpers import PREFIX
+
+
+def _user_config(root: Path, text: str) -> Path:
+    path = root / "xdg" / "claudeguard" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def machine_env(tmp_path, monkeypatch):
+    """This process as a machine of its own: HOME, config dir, runtime and log dirs under tmp."""
+    for key, sub in (("HOME", "home"), ("XDG_CONFIG_HOME", "xdg"), ("CLAUDEGUARD_RUNTIME_DIR", "run"),
+                     ("CLAUDEGUARD_LOG_DIR", "log")):
+        (tmp_path / sub).mkdir(mode=0o700, exist_ok=True)
+        monkeypatch.setenv(key, str(tmp_path / sub))
+    for key in ("CLAUDEGUARD_CONFIG", "CLAUDEGUARD_PROFILE", "CLAUDEGUARD_FLEET_URL", "CLAUDEGUARD_FLEET_PASSWORD"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# -- configuration -------------------------------------------------------------------------------
+
+
+def test_fleet_in_a_project_file_is_refused_with_its_line(machine_env):
+    project = machine_env / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / ".claudeguard.toml").write_text('[permissions]\nallow = []\n\n[fleet]\nurl = "redis://evil:6379"\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(project, env_overrides())
+    assert str(err.value).startswith(f"{project / '.claudeguard.toml'}:4: [fleet] may only be set")
+
+
+def test_fleet_in_claudeguard_config_inside_the_project_is_refused(machine_env, monkeypatch):
+    project = machine_env / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / "cg.toml").write_text('[fleet]\nurl = "redis://evil:6379"\n')
+    monkeypatch.setenv("CLAUDEGUARD_CONFIG", str(project / "cg.toml"))
+    with pytest.raises(ConfigError, match=r"cg.toml:1: \[fleet\] may only be set"):
+        load_config(project, env_overrides())
+
+
+def test_a_fleet_mistake_in_the_user_file_is_one_line_with_its_line(machine_env):
+    from claudeguard.fleet.config import from_config
+
+    path = _user_config(machine_env, '[fleet]\nurl = "redis://127.0.0.1:6379/0"\nprefix = "a b"\n')
+    with pytest.raises(ConfigError) as err:
+        from_config(load_config(machine_env, env_overrides()))
+    assert str(err.value) == f"{path}:3: fleet.prefix 'a b': 1-64 letters, digits, '.', '_', '-', ':' (not first or last)"
+    _user_config(machine_env, '[fleet]\nurl = "redis://127.0.0.1:6379/0"\npassword = "x"\n')
+    with pytest.raises(ConfigError, match=r"config.toml:3: unknown key 'fleet.password'"):
+        load_config(machine_env, env_overrides())
+
+
+def test_without_a_fleet_the_service_imports_no_redis(machine_env):
+    code = ("import sys; from claudeguard.service import server, fleet; "
+            "assert fleet.start(lambda: False) is None; "
+            "from claudeguard.commands import pending, ps, console, answer, doctor; "
+            "print(sorted(m for m in sys.modules if m == 'redis' or m.startswith(('redis.', 'claudeguard.fleet'))))")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+# -- the credential and its file -------------------------------------------------------------------
+
+
+def test_the_credential_never_reaches_the_cli(machine_env, monkeypatch):
+    from claudeguard.plan.argv import DROPPED, child_environ
+
+    _user_config(machine_env, '[fleet]\nurl = "redis://127.0.0.1:1/0"\npassword_env = "MY_FLEET_PW"\n')
+    cfg = load_config(machine_env, env_overrides())
+    env = {"PATH": "/bin", "MY_FLEET_PW": "s3", "CLAUDEGUARD_FLEET_PASSWORD": "s4", "KEEP": "1"}
+    assert child_environ(env, {"X": "1", "KEEP": DROPPED}, cfg) == {"PATH": "/bin", "X": "1"}
+    # the launcher's dry run shows what its plan takes out of the CLI's environment
+    monkeypatch.setenv("CLAUDEGUARD_FLEET_PASSWORD", "s4")
+    monkeypatch.setenv("MY_FLEET_PW", "s3")
+    monkeypatch.setenv("CLAUDEGUARD_CLAUDE", "/bin/true")
+    out = subprocess.run([sys.executable, "-m", "claudeguard", "--guard-dry-run", "-p", "hi"], env=dict(os.environ),
+                         capture_output=True, text=True, timeout=60, cwd=machine_env)
+    assert out.returncode == 0, out.stderr
+    shown = json.loads(out.stdout)["env"]
+    assert shown["CLAUDEGUARD_FLEET_PASSWORD"] is None and shown["MY_FLEET_PW"] is None
+    assert "s3" not in out.stdout and "s4" not in out.stdout
+
+
+def test_the_password_file_is_among_the_paths_no_tool_may_read(machine_env):
+    from claudeguard.paths import guard_paths
+    from claudeguard.plan.claude_args import parse_claude_args
+    from claudeguard.plan.settings_sources import protected_rules
+
+    pw = machine_env / "secrets" / "fleet.pw"
+    _user_config(machine_env, f'[fleet]\nurl = "redis://127.0.0.1:1/0"\npassword_file = "{pw}"\n')
+    cfg = load_config(machine_env, env_overrides())
+    assert (str(pw), "the fleet's password file") in guard_paths(cfg=cfg).reads()
+    rules = protected_rules(parse_claude_args([]), cfg, str(machine_env))
+    assert f"Read(/{pw})" in rules and f"Edit(/{pw})" in rules
+
+
+# -- the service's link ------------------------------------------------------------------------------
+
+
+def _post_and_wait(results: list, **kwargs) -> threading.Thread:
+    def run() -> None:
+        pending = channel.post(session_id="s1", agent_type=None, agent_id=None, tool="Bash",
+                               input=kwargs.get("input", {"command": "git push"}), summary="Bash: git push",
+                               cwd="/", timeout=kwargs.get("timeout", 30))
+        results.append(pending.request.id)
+        results.append(pending.wait())
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_the_service_mirrors_its_requests_and_applies_a_remote_answer(machine_env, fleet, monkeypatch):
+    from claudeguard.service import fleet as service_fleet
+
+    user, password = fleet.member_user("alpha")
+    _user_config(machine_env, f'[fleet]\nurl = "{fleet.server.url}"\nusername = "{user}"\nmachine = "alpha"\n'
+                              f'prefix = "{PREFIX}"\n')
+    monkeypatch.setenv("CLAUDEGUARD_FLEET_PASSWORD", password)
+    link = service_fleet.start(lambda: False)
+    assert link is not None
+    try:
+        results: list = []
+        waiter = _post_and_wait(results)
+        with fleet.client("bob") as bob:
+            views = wait_until(lambda: bob.requests() or None, 10, "the request mirrored")
+            assert [v["id"] for v in views] == [results[0]] and views[0]["machine"] == "alpha"
+            verdict = bob.answer(results[0], "allow", scope="session")
+            assert verdict["applied"] is True
+            waiter.join(10)
+            answer = results[1]
+            assert (answer.decision, answer.scope, answer.decided_by) == ("allow", "session", "human")
+            assert answer.answered_by["via"] == "fleet" and answer.answered_by["acl_user"] == "cg-a-bob"
+            assert answer.answered_by["machine"] == "desk-bob" and "relayed_by" in answer.answered_by
+            wait_until(lambda: bob.requests() == [], 10, "the answered request taken down")
+            # a local answer of a second request wins as ever, and the fleet learns how it ended
+            more: list = []
+            second = _post_and_wait(more, input={"command": "git push --tags"})
+            wait_until(lambda: bob.requests() or None, 10, "the second request mirrored")
+            channel.answer(more[0], "deny", by="claudeguardctl deny")
+            second.join(10)
+            assert more[1].decision == "deny"
+            with pytest.raises(Exception, match="already answered by claudeguardctl deny on alpha"):
+                bob.answer(more[0], "allow")
+        assert link.status()["connected"] == {"pub": True, "inbox": True}
+    finally:
+        link.stop()
+
+
+def test_redis_down_local_answers_work_and_nothing_waits_on_it(machine_env, monkeypatch):
+    from claudeguard.service import fleet as service_fleet
+    from claudeguard.testing.redis_server import free_port
+
+    _user_config(machine_env, f'[fleet]\nurl = "redis://127.0.0.1:{free_port()}/0"\nmachine = "alpha"\n')
+    link = service_fleet.start(lambda: False)
+    assert link is not None
+    try:
+        results: list = []
+        waiter = _post_and_wait(results)
+        wait_until(lambda: results or None, 10, "posted")
+        channel.answer(results[0], "allow", by="test")
+        waiter.join(5)
+        assert not waiter.is_alive() and results[1].decision == "allow"
+        status = wait_until(lambda: (s := link.status())["last_error"] and s, 10, "the link to say Redis is down")
+        assert status["connected"] == {"pub": False, "inbox": False}
+    finally:
+        link.stop()
