@@ -71,7 +71,7 @@ def test_a_fleet_mistake_in_the_user_file_is_one_line_with_its_line(machine_env)
     path = _user_config(machine_env, '[fleet]\nurl = "redis://127.0.0.1:6379/0"\nprefix = "a b"\n')
     with pytest.raises(ConfigError) as err:
         from_config(load_config(machine_env, env_overrides()))
-    assert str(err.value) == f"{path}:3: fleet.prefix 'a b': 1-64 letters, digits, '.', '_', '-', ':' (not first or last)"
+    assert str(err.value).startswith(f"{path}:3: fleet.prefix 'a b': 1-64 letters")
     _user_config(machine_env, '[fleet]\nurl = "redis://127.0.0.1:6379/0"\npassword = "x"\n')
     with pytest.raises(ConfigError, match=r"config.toml:3: unknown key 'fleet.password'"):
         load_config(machine_env, env_overrides())
