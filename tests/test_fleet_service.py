@@ -194,3 +194,60 @@ def test_redis_down_local_answers_work_and_nothing_waits_on_it(machine_env, monk
         assert status["connected"] == {"pub": False, "inbox": False}
     finally:
         link.stop()
+
+
+# -- the commands ------------------------------------------------------------------------------------
+
+
+def _approver_env(fleet, root: Path) -> dict[str, str]:
+    cfg = fleet.approver_config("bob")  # writes the 0600 password file
+    home = root / "bravo"
+    (home / "xdg" / "claudeguard").mkdir(parents=True)
+    (home / "xdg" / "claudeguard" / "config.toml").write_text(
+        f'[fleet]\nurl = "{fleet.server.url}"\nusername = "{cfg.username}"\npassword_file = "{cfg.password_file}"\n'
+        f'machine = "bravo"\nprefix = "{PREFIX}"\n')
+    for sub in ("run", "log"):
+        (home / sub).mkdir(mode=0o700)
+    return {"PATH": os.environ.get("PATH", "/bin"), "HOME": str(home), "XDG_CONFIG_HOME": str(home / "xdg"),
+            "CLAUDEGUARD_RUNTIME_DIR": str(home / "run"), "CLAUDEGUARD_LOG_DIR": str(home / "log")}
+
+
+def _ctl(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "claudeguard.commands.ctl", *args], env=env, capture_output=True,
+                          text=True, timeout=60, input=stdin)
+
+
+def test_the_fleet_commands_list_answer_and_show_a_dead_machine_gone(fleet, tmp_path):
+    import signal
+
+    alpha = fleet.machine("alpha")
+    beta = fleet.machine("beta")
+    (first, second) = alpha.post(2, timeout=60)
+    env = _approver_env(fleet, tmp_path)
+    listed = json.loads(_ctl(env, "pending", "--fleet", "--json").stdout)
+    assert sorted(v["id"] for v in listed) == sorted([first, second])
+    assert all(v["machine"] == "alpha" and len(v["call_sha256"]) == 64 for v in listed)
+    # forever from another machine: one line, nothing sent
+    refused = _ctl(env, "approve", first, "--scope", "forever")
+    assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
+    assert "cannot be given from another machine" in refused.stderr and alpha.of("applied") == []
+    # the console, scripted: `y` answers the oldest fleet request, for the call it showed
+    out = _ctl(env, "console", "--fleet", stdin="y\n")
+    assert out.returncode == 0 and f"{listed[0]['id']} (alpha): approved (once)" in out.stdout, out
+    assert alpha.done(listed[0]["id"])["decision"] == "allow"
+    # an unknown id: one line, exit 1
+    unknown = _ctl(env, "deny", "zzzzzzzzzzzz")
+    assert unknown.returncode == 1 and "no such pending request in the fleet" in unknown.stderr
+    # ps --fleet: both alive; beta killed (nothing takes its keys down) is shown gone by its TTL
+    rows = {r["machine"]: r for r in json.loads(_ctl(env, "ps", "--fleet", "--json").stdout)}
+    assert rows["alpha"]["alive"] and rows["beta"]["alive"] and rows["alpha"]["pending"] == 1
+    os.kill(beta.proc.pid, signal.SIGKILL)
+    beta.proc.wait(10)
+
+    def beta_gone() -> bool:
+        rows = {r["machine"]: r for r in json.loads(_ctl(env, "ps", "--fleet", "--json").stdout)}
+        return not rows["beta"]["alive"]
+
+    wait_until(beta_gone, 15, "beta shown gone")
+    text = _ctl(env, "ps", "--fleet").stdout
+    assert any(line.startswith("beta") and "gone (" in line for line in text.splitlines()), text
