@@ -251,3 +251,20 @@ def test_the_fleet_commands_list_answer_and_show_a_dead_machine_gone(fleet, tmp_
     wait_until(beta_gone, 15, "beta shown gone")
     text = _ctl(env, "ps", "--fleet").stdout
     assert any(line.startswith("beta") and "gone (" in line for line in text.splitlines()), text
+
+
+def test_doctor_checks_the_fleet_and_warns_about_clear_text_to_another_host(machine_env, capsys):
+    from claudeguard.commands.doctor import fleet as doctor_fleet
+
+    pw = machine_env / "fleet.pw"
+    pw.write_text("x\n")
+    pw.chmod(0o644)
+    _user_config(machine_env, f'[fleet]\nurl = "redis://192.0.2.1:6379/0"\npassword_file = "{pw}"\n')
+    assert doctor_fleet(load_config(machine_env, env_overrides())) is False
+    assert f"fleet: fleet.password_file {pw}: mode 0644; it must be 0600" in capsys.readouterr().out
+    pw.chmod(0o600)
+    assert doctor_fleet(load_config(machine_env, env_overrides())) is True  # Redis unreachable: a warning only
+    out = capsys.readouterr().out
+    assert "redis:// to 192.0.2.1 sends requests (which can hold secrets)" in out and "use rediss://" in out
+    assert "a boxed command can reach 192.0.2.1:6379" in out
+    assert "x\n" not in out
