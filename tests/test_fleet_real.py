@@ -88,6 +88,7 @@ def test_a_background_subagents_call_is_approved_from_another_machine(real_claud
 
     seen: list[dict[str, Any]] = []
     answered: list[subprocess.CompletedProcess[str]] = []
+    beats: list[dict[str, Any]] = []
     errors: list[BaseException] = []
 
     def approve_from_b() -> None:
@@ -99,6 +100,13 @@ def test_a_background_subagents_call_is_approved_from_another_machine(real_claud
 
             items = wait_until(listed, 60, "machine alpha's request in `pending --fleet` on bravo", interval=0.2)
             seen.extend(items)
+
+            def alpha_beat() -> dict[str, Any] | None:  # the service's heartbeat: its session, one call waiting
+                out = _ctl(env_b, "ps", "--fleet", "--json")
+                row = next((m for m in json.loads(out.stdout) if m["machine"] == "alpha"), None)
+                return row if row and row["alive"] and row["pending"] == 1 and row["sessions"] else None
+
+            beats.append(wait_until(alpha_beat, 15, "alpha's heartbeat with its session", interval=0.3))
             answered.append(_ctl(env_b, "approve", items[0]["id"]))
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             errors.append(exc)
@@ -113,6 +121,8 @@ def test_a_background_subagents_call_is_approved_from_another_machine(real_claud
     (item,) = seen
     assert item["machine"] == "alpha" and item["tool"] == "Bash" and item["agent_type"] == "general-purpose"
     assert item["input"]["command"] == "echo remote > fleet.txt" and len(item["call_sha256"]) == 64
+    (beat,) = beats
+    assert [s["session_id"] for s in beat["sessions"]] == [item["session_id"]], beat
     (done,) = answered
     assert done.returncode == 0, done.stderr
     assert f"{item['id']} (alpha) approved (once): applied" in done.stdout
