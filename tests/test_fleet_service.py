@@ -239,8 +239,11 @@ def test_the_fleet_commands_list_answer_and_show_a_dead_machine_gone(fleet, tmp_
     unknown = _ctl(env, "deny", "zzzzzzzzzzzz")
     assert unknown.returncode == 1 and "no such pending request in the fleet" in unknown.stderr
     # ps --fleet: both alive; beta killed (nothing takes its keys down) is shown gone by its TTL
-    rows = {r["machine"]: r for r in json.loads(_ctl(env, "ps", "--fleet", "--json").stdout)}
-    assert rows["alpha"]["alive"] and rows["beta"]["alive"] and rows["alpha"]["pending"] == 1
+    def both_alive() -> dict | None:  # alpha's count as of its next heartbeat (every 0.5 s here)
+        rows = {r["machine"]: r for r in json.loads(_ctl(env, "ps", "--fleet", "--json").stdout)}
+        return rows if rows["alpha"]["alive"] and rows["beta"]["alive"] and rows["alpha"]["pending"] == 1 else None
+
+    wait_until(both_alive, 10, "alpha (one call waiting) and beta alive")
     os.kill(beta.proc.pid, signal.SIGKILL)
     beta.proc.wait(10)
 
@@ -268,3 +271,30 @@ def test_doctor_checks_the_fleet_and_warns_about_clear_text_to_another_host(mach
     assert "redis:// to 192.0.2.1 sends requests (which can hold secrets)" in out and "use rediss://" in out
     assert "a boxed command can reach 192.0.2.1:6379" in out
     assert "x\n" not in out
+
+
+def test_the_service_publishes_again_when_redis_comes_back_empty(machine_env, fleet, redis_server, monkeypatch):
+    from claudeguard.service import fleet as service_fleet
+
+    user, password = fleet.member_user("alpha")
+    _user_config(machine_env, f'[fleet]\nurl = "{fleet.server.url}"\nusername = "{user}"\nmachine = "alpha"\n'
+                              f'prefix = "{PREFIX}"\n')
+    monkeypatch.setenv("CLAUDEGUARD_FLEET_PASSWORD", password)
+    link = service_fleet.start(lambda: False)
+    assert link is not None
+    try:
+        wait_until(lambda: link.status()["connected"] == {"pub": True, "inbox": True}, 10, "connected")
+        redis_server.kill()
+        results: list = []
+        waiter = _post_and_wait(results, timeout=60)
+        wait_until(lambda: results or None, 10, "posted while Redis is down")
+        redis_server.start()  # empty: no persistence
+        fleet.restore_users()
+        with fleet.client("bob") as bob:
+            views = wait_until(lambda: bob.requests() or None, 15, "the request published again")
+            assert [v["id"] for v in views] == [results[0]]
+            assert bob.answer(results[0], "deny", message="from afar")["applied"] is True
+        waiter.join(10)
+        assert (results[1].decision, results[1].message, results[1].decided_by) == ("deny", "from afar", "human")
+    finally:
+        link.stop()
