@@ -104,6 +104,7 @@ def start(busy: Callable[[], bool]) -> Fleet | None:
         fleet_cfg = from_config(cfg)
         if fleet_cfg is None:
             return None
+        fleet_cfg.password()  # its file's mode and owner, or an explicit variable unset: said now, once
         fleet = Fleet(FleetLink(fleet_cfg, channel_apply), busy)
         fleet.start()
     except Exception as exc:  # noqa: BLE001 - without a fleet the service works as ever: said in its log
