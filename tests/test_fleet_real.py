@@ -135,6 +135,7 @@ def test_a_background_subagents_call_is_approved_from_another_machine(real_claud
     assert len(decided) == 1, rows
     by = decided[0]["answered_by"]
     assert by["via"] == "fleet" and by["acl_user"] == "cg-a-bob" and by["machine"] == "bravo", by
+    assert by["uid"] == os.getuid() and by["relayed_by"]["pid"] != by["pid"], by  # B's uid; A's service relayed it
     relayed = [r for r in rows if r.get("event") == "fleet-answer" and r.get("request_id") == item["id"]]
     assert len(relayed) == 1 and relayed[0]["applied"] is True, relayed
     # a second answer from B is refused with who won
