@@ -123,7 +123,8 @@ def test_bare_as_another_options_value_is_refused_under_lockdown(any_cli, model_
     proc, server, cfg = _start(any_cli, model_server, offline_env,
                                ["--append-system-prompt", "--bare", "-p", "go", *HEADLESS], LOCKDOWN)
     assert _guarded_or_no_session(proc, server, cfg, ["--bare"]) == "refused"
-    assert "--bare skips the guard's hooks: refused by lockdown" in proc.stderr
+    assert "--bare: skips the guard's hooks (CLAUDE_CODE_SIMPLE), even as another option's value: refused by " \
+           "lockdown" in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("config", ["", LOCKDOWN, LOCKDOWN + "allow_unguarded = true\n"],

@@ -20,6 +20,7 @@ import pytest
 from claudeguard import channel
 from claudeguard.channel import requests, wire
 from claudeguard.errors import NotFoundError
+from claudeguard.procs import process_start
 from tests.shim_helpers import wait_until
 from tests.test_channel_requests import answer_soon, raw_answer, waiting
 
@@ -255,7 +256,8 @@ def test_socket_replaced_under_a_waiter(chan):
         record = json.loads((chan / f"{rid}.json").read_text())
         st = os.stat(chan / f"{rid}.sock")
         record["sock"] = [st.st_dev, st.st_ino]
-        record["waiter"]["pid"] = os.getppid()
+        record["waiter"]["pid"] = os.getppid()  # a live process of this user, not the impostor's
+        record["waiter"]["start"] = process_start(os.getppid())
         (chan / f"{rid}.json").write_text(json.dumps(record))
         with pytest.raises(NotFoundError, match="another process listens"):
             channel.answer(rid, "allow")

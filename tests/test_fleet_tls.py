@@ -4,6 +4,7 @@ the server's certificate is checked (no CA: refused in one line, nothing publish
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
@@ -57,11 +58,16 @@ def test_a_request_answered_over_tls(tls_server, tmp_path, monkeypatch):
                                input={"command": "make release"}, summary="make release", cwd=str(tmp_path),
                                timeout=60)
         link.request_posted(request_view(pending.request, "alpha"))
+        # The waiter judges each answer as it comes (channel/requests.py): it waits meanwhile, as a hook does.
+        waited: list = []
+        waiter = threading.Thread(target=lambda: waited.append(pending.wait()), daemon=True)
+        waiter.start()
         approver = config(tls_server, tmp_path, "cg-a-bob", "bob-pw", "desk", ca_file=tls_server.ca_file)
         with FleetClient(approver) as bob:
             wait_until(lambda: [v["id"] for v in bob.requests()] == [pending.request.id], 10, "listed over TLS")
             assert bob.answer(pending.request.id, "allow")["applied"]
-        answer = pending.wait()
+        waiter.join(10)
+        [answer] = waited
         link.request_done(pending.request.id, done_from_answer(answer))
         assert (answer.decision, answer.decided_by) == ("allow", "human")
         assert answer.by.startswith("fleet:cg-a-bob@desk ")

@@ -46,6 +46,11 @@ def test_an_env_block_steers_nothing_of_the_guard(real_claude, offline_env, mode
                      "CLAUDEGUARD_SESSION": "fake", "CLAUDEGUARD_RUNTIME_DIR": str(work / "vendor" / "rt"),
                      "CLAUDEGUARD_LOG_DIR": str(work / "vendor" / "log"), "CLAUDEGUARD_GATE_SERVER": "0"}}
     _, extra = place(where, env, work, block)
+    if where != "settings-file":
+        # Trusted, so the CLI loads the block (untrusted, the whole file is left out: plan/repo_code.py)
+        trusted = subprocess.run([*CTL, "config", "trust"], env=env, cwd=work, capture_output=True, text=True,
+                                 timeout=60)
+        assert trusted.returncode == 0, trusted.stderr
     if hooks == "command":
         env["CLAUDEGUARD_SERVICE"] = "0"
     proc = run_guarded(env, work, "SCRIBE-MAIN go", *extra)

@@ -215,7 +215,6 @@ def test_the_first_guarded_run_verifies_in_the_background_and_the_record_is_reus
     second = subprocess.run(GUARD + ["-p", "HELLO"], env=env, cwd=offline_env.cwd, capture_output=True,
                             text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert second.returncode == 0 and "verif" not in second.stderr, second.stderr
-    assert list((Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "service" / verified.REQUESTS).iterdir()) == []
     # a background verification of the same binary reuses the record: no second run of the checks
     again = subprocess.run([sys.executable, "-m", "claudeguard.commands.verify", os.path.realpath(bg_claude)],
                            env=env, capture_output=True, text=True, timeout=60)
@@ -309,3 +308,35 @@ def test_a_record_not_only_the_users_own_is_not_believed(tmp_path, monkeypatch):
     path.rename(target)
     path.symlink_to(target)  # a link is never followed
     assert verified.lookup(str(cli)).state == verified.UNVERIFIED
+
+
+def test_only_a_launcher_outside_every_session_has_the_service_verify_a_cli(tmp_path, monkeypatch):
+    """The verification runs the named program outside any session (service/verify.py): a process
+    inside a guarded session (an agent's nested launcher, or anything it runs) names none."""
+    from claudeguard.service.verify import Verifications
+
+    runtime = tmp_path / "run"
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(runtime))
+    out = tmp_path / "pid"
+    launcher = subprocess.Popen([sys.executable, "-c", "import subprocess  # claudeguard\n"
+                                 f"p = subprocess.Popen(['sleep', '30']); open({str(out)!r}, 'w').write(str(p.pid)); "
+                                 "p.wait()"], start_new_session=True)
+    try:
+        wait_until(lambda: out.exists() and out.read_text().strip(), 10, "the agent's pid")
+        agent = int(out.read_text())
+        session = runtime / "sessions" / "s-agent"
+        session.mkdir(parents=True)
+        (session / "session.json").write_text(json.dumps({"session_id": "s-agent", "pid": launcher.pid}))
+        started: list[str] = []
+        checks = Verifications()
+        monkeypatch.setattr(checks, "start", lambda cli: started.append(cli) or 4242)
+        assert checks.asked("/tmp/evil/claude", agent) is None  # inside s-agent
+        assert checks.asked("relative/claude", os.getpid()) is None  # not an absolute path
+        assert checks.asked("/tmp/evil/claude", None) is None  # no peer credentials: nobody vouches
+        assert started == []
+        assert checks.asked("/opt/claude/bin/claude", os.getpid()) == 4242  # this test runs outside every session
+        assert checks.asked("/opt/claude/bin/claude", launcher.pid) == 4242  # a launcher is outside its own session
+        assert started == ["/opt/claude/bin/claude", "/opt/claude/bin/claude"]
+    finally:
+        os.killpg(launcher.pid, 9)
+        launcher.wait(10)

@@ -107,6 +107,8 @@ class Finding:
         return (self.source, self.where, self.key, self.effect, self.action)
 
     def line(self) -> str:
+        if self.where == self.key:  # a flag of the command line: named once
+            return f"{self.where}: {self.effect}"
         return f"{self.where}: {self.key}: {self.effect}"
 
 
@@ -406,8 +408,8 @@ def env_findings(args: ClaudeArgs, env: dict[str, str]) -> list[Finding]:
     out += [Finding("argv", flag, flag, "switches off every hook but managed ones", UNGUARDED)
             for flag in HOOKS_OFF_FLAGS if args.has(flag)]
     if bare_word(args):
-        out.append(Finding("argv", BARE, BARE, "skips every hook (CLAUDE_CODE_SIMPLE), even as another option's value",
-                           UNGUARDED))
+        out.append(Finding("argv", BARE, BARE, "skips the guard's hooks (CLAUDE_CODE_SIMPLE), even as another "
+                           "option's value", UNGUARDED))
     return out
 
 

@@ -13,9 +13,11 @@ whole (``files.write_atomic``):
   another key, is hashed again, and is verified again when its hash is new.
 
 A guarded run looks its CLI up (``check``, from ``plan.session.load_checked``): a stat and two
-small JSON files (bench/verified_lookup.py). An unverified CLI gets one stderr line and a request
-in the service dir, from which the resident service starts the verification in the background
-(``service/verify.py``, one at a time per binary); ``[security] require_verified_cli`` (lockdown
+small JSON files (bench/verified_lookup.py). An unverified CLI gets one stderr line, and the
+launcher names it when it registers its session with the resident service, which starts the
+verification in the background (``service/verify.py``, one at a time per binary) for a launcher
+that runs outside every guarded session: never from a file or message an agent could leave, so no
+agent has the service run a program of its choosing outside its session; ``[security] require_verified_cli`` (lockdown
 implies it) refuses it instead, exit 2, before anything starts.
 
 What this does not stop: a process of the same user outside a sandbox can write both files (or
@@ -69,7 +71,6 @@ if TYPE_CHECKING:
 
 RECORD_FILE = "verified-cli.json"
 HASH_FILE = "cli-hashes.json"
-REQUESTS = "verify"  # the service dir's subdir where launchers leave verification requests
 VERIFY_COMMAND = "claudeguardctl doctor --verify"
 # "0": a guarded run of a CLI that is not verified says nothing and asks for no background
 # verification (an isolated HOME whose state dir is thrown away: the tests, the demo, the
@@ -273,7 +274,9 @@ def check(cfg: Config, real: str) -> Status:
         print(f"claudeguard: warning: {name} failed `{VERIFY_COMMAND}` on this machine ({status.failed_check()}); "
               "the guard may not hold with it", file=sys.stderr)
         return status
-    if os.environ.get("CLAUDEGUARD_SERVICE", "1") != "0" and request(real):
+    if os.environ.get("CLAUDEGUARD_SERVICE", "1") != "0":
+        # The launcher names its CLI when it registers its session (``wants_verification``); the
+        # service verifies it only for a launcher outside every guarded session (service/verify.py).
         print(f"claudeguard: {name} is not verified on this machine yet: the guard service verifies it in the "
               f"background (`claudeguardctl doctor` shows the result)", file=sys.stderr)
     else:
@@ -281,16 +284,7 @@ def check(cfg: Config, real: str) -> Status:
     return status
 
 
-def request(real: str) -> bool:
-    """Leave a request for the resident service to verify ``real`` (``service/verify.py`` takes it
-    up within seconds, or the service this launch starts does). False when it cannot be left."""
-    from claudeguard.files import write_atomic
-    from claudeguard.paths import runtime_dir
-
-    try:
-        directory = runtime_dir("service", REQUESTS)
-        write_atomic(os.path.join(directory, f"{os.getpid()}-{os.urandom(4).hex()}.json"),
-                     json.dumps({"cli": os.path.realpath(real)}))
-    except (OSError, GuardError):
-        return False
-    return True
+def wants_verification() -> bool:
+    """Whether a launcher asks its service to verify its CLI in the background (the service
+    looks the CLI up itself: nothing is started for a verified or failed one)."""
+    return os.environ.get(AUTO_VAR, "1") != "0"

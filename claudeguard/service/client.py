@@ -205,7 +205,7 @@ class Registration:
     session again."""
 
     def __init__(self, session_id: str, session_dir: str, token: str, kind: str = "foreground",
-                 cli_pid: int = 0) -> None:
+                 cli_pid: int = 0, verify: str | None = None) -> None:
         self.session_id, self.session_dir, self.token, self.kind = session_id, session_dir, token, kind
         self.port = 0
         self.sock: socket.socket | None = None
@@ -218,6 +218,7 @@ class Registration:
         # The CLI: the only process whose hook posts the service takes for a foreground session,
         # and whose tree a compromised session stops (``guard``).
         self._cli_pid = cli_pid
+        self._verify = verify  # the CLI the service verifies in the background if it has not been
         self._send_lock = threading.Lock()
         self._sockets: set[int] = set()  # the service's socket inodes, as it last said (``sockets``)
         self._sockets_told = threading.Event()
@@ -303,6 +304,8 @@ class Registration:
                          "token": self.token, "kind": self.kind, "port": self.port}
         if self._cli_pid > 0:  # the only process whose hook posts the service takes for the session
             msg["cli_pid"], msg["cli_start"] = self._cli_pid, process_start(self._cli_pid)
+        if self._verify:
+            msg["verify"] = self._verify
         return msg
 
     def _hold(self, port: int, fds: list[int]) -> None:

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
         cli_pid: int
         cli_start: str | None
+        verify: str  # the real CLI, for a background verification (service/verify.py)
 
     class SocketsEvent(TypedDict):
         """The service's answer to ``sockets``, as an event on the registration's connection."""

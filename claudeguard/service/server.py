@@ -57,7 +57,7 @@ from claudeguard.service.portguard import command_of, owners, socket_inodes, tcp
 from claudeguard.service.registry import Registered
 from claudeguard.service.verify import Verifications
 from claudeguard.service.watch import Link
-from claudeguard.sockets import peer_uid
+from claudeguard.sockets import peer_creds
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -370,9 +370,10 @@ class Service:
             threading.Thread(target=self._serve_control, args=(conn,), name="claudeguard-control", daemon=True).start()
 
     def _serve_control(self, conn: socket.socket) -> None:
-        uid = peer_uid(conn)  # None: no SO_PEERCRED here, and the directory's mode is the guard
-        if uid is not None and uid != os.getuid():
+        creds = peer_creds(conn)  # None: no SO_PEERCRED here, and the directory's mode is the guard
+        if creds is not None and creds[1] != os.getuid():
             return  # the directory is 0700 already; a peer of another uid is never served
+        peer_pid = creds[0] if creds is not None else None
 
         link = Link(conn)  # the owner of the sessions it registers; the watchdog writes to it too
         buf = b""
@@ -387,7 +388,7 @@ class Service:
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
                     taken, fds = fds, []
-                    if not self._control_line(line, link, taken):
+                    if not self._control_line(line, link, taken, peer_pid):
                         return
         except OSError:
             pass
@@ -397,7 +398,7 @@ class Service:
             self.drop_owned_by(link)
             conn.close()
 
-    def _control_line(self, line: bytes, link: Link, fds: list[int]) -> bool:
+    def _control_line(self, line: bytes, link: Link, fds: list[int], peer_pid: int | None = None) -> bool:
         """One control message and its answer; False when the answer could not be sent."""
         reply: Reply | None
         try:
@@ -415,7 +416,10 @@ class Service:
             if reply.get("ok"):
                 port = reply.get("port")
                 held = self.listener_fd(port) if isinstance(port, int) else None
-                return link.send(reply, [held] if held is not None else None)
+                sent = link.send(reply, [held] if held is not None else None)
+                if "verify" in msg and self.verifications is not None:  # after the answer: off the launch's path
+                    self.verifications.asked(msg.get("verify"), peer_pid)
+                return sent
             return link.send(reply)
         for fd in fds:
             os.close(fd)  # only a register hands a socket over
@@ -595,14 +599,13 @@ class Service:
         # else a new port.
         port = self.take_listener(socket.socket(fileno=self.listen_fd)) if self.listen_fd is not None else None
         self.port = port if port is not None else self._serve_new_port()
+        self.verifications = Verifications()  # before the control socket: a register may name its CLI
         self._bind_control()
         self._start_planner()
         threading.Thread(target=self.adopt, name="claudeguard-adopt", daemon=True).start()
         files.write_record(self.directory,
                            {"pid": os.getpid(), "start": process_start(os.getpid()), "version": self.version,
                                             "port": self.port, "started": self.started})
-        self.verifications = Verifications(self.directory)
-        self.verifications.take_requests()  # the launcher that started us may have left one
         self.fleet = fleet.start(self._has_sessions)
         idle_since = time.monotonic()
         next_check = time.monotonic() + SLOT_CHECK_S
@@ -611,7 +614,7 @@ class Service:
                 if not self.retired and time.monotonic() >= next_check:
                     next_check = time.monotonic() + SLOT_CHECK_S
                     self._keep_slot()
-                    self.verifications.take_requests()
+                    self.verifications.reap()
                     if self.planner is not None and not self.planner.alive():
                         print("claudeguard service: the planner died; started again", file=sys.stderr, flush=True)
                         self._stop_planner()

@@ -1,11 +1,16 @@
-"""The service's side of verifying the real CLIs it guards (issue 26): a guarded run of a CLI that
-has not passed ``claudeguardctl doctor --verify`` leaves a request in ``<service dir>/verify/``
-(``plan.verified.request``); the service takes the requests up every few seconds and runs the
-verification in the background as its own child, one process at a time per binary:
-``python -m claudeguard.commands.verify CLI`` (started by name: the commands layer is above
-this one). That process hashes the binary itself, reuses a record its hash already has, else
-verifies it and is the only writer of the record (``plan.verified``); a second one for the same
-binary (another service, ``doctor --verify`` by hand) waits for the first's lock.
+"""The service's side of verifying the real CLIs it guards (issue 26): a launcher registering a
+session names its CLI (``"verify"`` in the register message, ``plan.verified.wants_verification``);
+the service, for a launcher outside every guarded session (its peer pid, SO_PEERCRED, by
+``ancestry.inside_guarded_session``), runs the verification in the background as its own child,
+one process at a time per binary: ``python -m claudeguard.commands.verify CLI`` (started by name:
+the commands layer is above this one). That process hashes the binary itself, reuses a record its
+hash already has, else verifies it and is the only writer of the record (``plan.verified``); a
+second one for the same binary (another service, ``doctor --verify`` by hand) waits for the
+first's lock.
+
+Why a launcher outside every session only: the verification runs the named program outside the
+session's process tree (and its box); an agent that could name one (a nested launcher it runs, a
+request it writes) would launder code out of its session, where nothing guards it.
 """
 
 from __future__ import annotations
@@ -14,43 +19,28 @@ import os
 import subprocess
 import sys
 
-from claudeguard.files import read_json
+from claudeguard.ancestry import inside_guarded_session
 from claudeguard.plan import verified
-
-# How many requests one round takes up: a flood of request files (a process of this user writing
-# them in a loop) costs the service a bounded amount of work per round.
-MAX_PER_ROUND = 16
-
 
 class Verifications:
     """The verifications the service runs: one child per binary (its stat key) at a time."""
 
-    def __init__(self, directory: str) -> None:
-        self.requests = os.path.join(directory, verified.REQUESTS)
+    def __init__(self) -> None:
         self.running: dict[tuple[str, tuple[int, ...]], subprocess.Popen[bytes]] = {}
 
-    def take_requests(self) -> list[int]:
-        """Start a verification for each CLI a launcher asked about that is not verified, failed
-        or being verified already; the pids started. Finished children are reaped first."""
+    def asked(self, cli: object, peer_pid: int | None) -> int | None:
+        """A registering launcher named ``cli``: start verifying it when that launcher runs outside
+        every guarded session and the CLI is neither verified, failed nor being verified; the pid
+        started."""
+        if not isinstance(cli, str) or not os.path.isabs(cli) or peer_pid is None:
+            return None
+        inside = inside_guarded_session(peer_pid)
+        if inside is not None:
+            print(f"claudeguard service: not verifying {cli}: asked by pid {peer_pid}, inside session {inside}",
+                  file=sys.stderr, flush=True)
+            return None
         self.reap()
-        try:
-            names = sorted(os.listdir(self.requests))[:MAX_PER_ROUND]
-        except OSError:
-            return []
-        started = []
-        for name in names:
-            path = os.path.join(self.requests, name)
-            data = read_json(path)
-            try:
-                os.unlink(path)
-            except OSError:
-                continue  # another service of this runtime dir took it
-            cli = data.get("cli") if data is not None else None
-            if isinstance(cli, str) and os.path.isabs(cli):
-                pid = self.start(cli)
-                if pid is not None:
-                    started.append(pid)
-        return started
+        return self.start(cli)
 
     def start(self, cli: str) -> int | None:
         """Start verifying ``cli`` unless a verification of it runs or it has a record already."""
@@ -61,7 +51,7 @@ class Verifications:
         if slot in self.running:
             return None
         if verified.lookup(cli).state in (verified.VERIFIED, verified.FAILED):
-            return None  # settled since the request was left
+            return None  # settled already
         # Not procs.spawn_detached: the service reaps this child itself, and its stderr (a crash)
         # goes to the service's log like the service's own.
         proc = subprocess.Popen([sys.executable, "-m", "claudeguard.commands.verify", cli],

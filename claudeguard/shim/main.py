@@ -280,7 +280,7 @@ def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planne
     version = print_cli_version(real, args)
     written = write_session(cfg, args, session_dir, session_id=launch.session_id, cwd=cwd, stdin_tty=os.isatty(0),
                             exec_pid=os.getpid(), cli_version=version)
-    launch.registration, http = _register_with_service(launch.session_id, session_dir)
+    launch.registration, http = _register_with_service(launch.session_id, session_dir, _to_verify(real))
     if http is None:
         written.write("command")
     launch.snapshot_text = written.text
@@ -328,7 +328,8 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
 
     record_cli(session_dir, child_pid)  # the process an asker stops when no hook ever fired (proof of life)
     if launch.port_token is not None and launch.registration is None:
-        launch.registration = _register_started(session_id, session_dir, *launch.port_token, child_pid)
+        launch.registration = _register_started(session_id, session_dir, *launch.port_token, child_pid,
+                                                _to_verify(real))
         undo.callback(launch.registration.close)
     elif launch.registration is not None:
         launch.registration.guard(child_pid)  # only the service answers on the hooks' port
@@ -394,7 +395,15 @@ def _use_service() -> bool:
     return os.environ.get("CLAUDEGUARD_SERVICE", "1") != "0"
 
 
-def _register_with_service(session_id: str, session_dir: str) -> tuple[Registration | None, HttpHooks | None]:
+def _to_verify(real: str) -> str | None:
+    """The CLI this launcher asks its service to verify in the background (plan/verified.py)."""
+    from claudeguard.plan.verified import wants_verification
+
+    return os.path.realpath(real) if wants_verification() else None
+
+
+def _register_with_service(session_id: str, session_dir: str,
+                           verify: str | None = None) -> tuple[Registration | None, HttpHooks | None]:
     """The HTTP hooks to inject, and the session's registration with the resident service.
 
     When a live service of this version is known from its record, (None, hooks): the CLI
@@ -415,7 +424,7 @@ def _register_with_service(session_id: str, session_dir: str) -> tuple[Registrat
         return None, HttpHooks(port, token)
     from claudeguard.service.client import Registration, ServiceError
 
-    registration = Registration(session_id, session_dir, token)
+    registration = Registration(session_id, session_dir, token, verify=verify)
     try:
         port = registration.open()
     except (ServiceError, OSError, ValueError) as exc:
@@ -425,12 +434,13 @@ def _register_with_service(session_id: str, session_dir: str) -> tuple[Registrat
     return registration, HttpHooks(port, token)
 
 
-def _register_started(session_id: str, session_dir: str, port: int, token: str, child_pid: int) -> Registration:
+def _register_started(session_id: str, session_dir: str, port: int, token: str, child_pid: int,
+                      verify: str | None = None) -> Registration:
     """Register a session whose CLI already runs (see ``_register_with_service``), and check
     from then on that only the service answers on the hooks' port."""
     from claudeguard.service.client import Registration
 
-    registration = Registration(session_id, session_dir, token)
+    registration = Registration(session_id, session_dir, token, verify=verify)
     registration.guard(child_pid)
     registration.open_started(port)
     return registration
