@@ -69,6 +69,7 @@ def _audit(env: dict[str, str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
+@pytest.mark.newest_cli
 def test_a_background_subagents_call_is_approved_from_another_machine(real_claude, offline_env, model_server, fleet,
                                                                      tmp_path):
     server = model_server([
