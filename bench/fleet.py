@@ -14,7 +14,11 @@ dir, real channel requests, a FleetLink with the default 2 s heartbeat). Measure
   owner's requests, the send, the verdict back);
 - the idle link: CPU of a machine process with no request (the link alone: its heartbeat
   thread, its blocked XREAD), and of one with 25 requests waiting (plus the channel's waiters),
-  over ``--idle-seconds``.
+  over ``--idle-seconds``;
+- the commands as a user runs them: ``claudeguardctl pending --fleet --json`` listing all of
+  them (a fresh process: interpreter, config, redis-py, the listing);
+- the idle guard service with the fleet on (``python -m claudeguard.service`` of a member's own
+  HOME and config: its link, its sessions' heartbeat thread, no session), over ``--idle-seconds``.
 
 Prints one JSON object; stops every process it started by pid.
 """
@@ -49,6 +53,17 @@ def summary(values: list[float]) -> dict[str, float]:
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _home(root: Path, config: str) -> dict[str, str]:
+    """The environment of a machine of its own under ``root``: HOME, config (``config`` as its
+    user file), runtime and log dirs."""
+    for sub in ("xdg/claudeguard", "run", "log"):
+        (root / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
+    (root / "xdg" / "claudeguard" / "config.toml").write_text(config)
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root), "XDG_CONFIG_HOME": str(root / "xdg"),
+            "CLAUDEGUARD_RUNTIME_DIR": str(root / "run"), "CLAUDEGUARD_LOG_DIR": str(root / "log"),
+            "CLAUDEGUARD_AUTO_VERIFY": "0"}
 
 
 def main() -> int:
@@ -130,6 +145,16 @@ def main() -> int:
                 bare.append(time.perf_counter() - t0)
             out["list_fresh_process"] = summary(fresh)
             out["python_c_pass"] = summary(bare)
+            approver = _home(root / "approver", f'[fleet]\nurl = "{server.url}"\nusername = "cg-desk"\n'
+                                                f'password_file = "{pw}"\nmachine = "desk"\nprefix = "{PREFIX}"\n')
+            command = []
+            for _ in range(7):
+                t0 = time.perf_counter()
+                argv = [sys.executable, "-m", "claudeguard.commands.ctl", "pending", "--fleet", "--json"]
+                proc = subprocess.run(argv, env=approver, capture_output=True, text=True, timeout=60)
+                command.append(time.perf_counter() - t0)
+                assert proc.returncode == 0 and len(json.loads(proc.stdout)) == total, proc.stderr
+            out["pending_fleet_command"] = summary(command)
 
             # -- answers ----------------------------------------------------------------------------
             reach, round_trip = [], []
@@ -179,6 +204,32 @@ def main() -> int:
                 [status] = m.wait_for(lambda e: e["ev"] == "status", 10, "status")
                 assert status["failures"] == 0 and status["connected"] == {"pub": True, "inbox": True}, status
             out["idle_seconds"] = round(elapsed, 1)
+
+            # -- the idle service with the fleet on -------------------------------------------------------
+            member = _home(root / "service", f'[fleet]\nurl = "{server.url}"\nusername = "cg-{names[2]}"\n'
+                                             f'machine = "{names[2]}"\nprefix = "{PREFIX}"\n')
+            member["CLAUDEGUARD_FLEET_PASSWORD"] = passwords[names[2]]
+            member["CLAUDEGUARD_SERVICE_IDLE"] = str(args.idle_seconds + 60)
+            service = subprocess.Popen([sys.executable, "-m", "claudeguard.service"], env=member,
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                watcher = FleetClient(cfg)
+                wait_until(lambda: any(n == names[2] and r["alive"] for r in watcher.ps() for n in [r["machine"]]),
+                           30, "the service's heartbeat")
+                watcher.close()
+                time.sleep(3)
+                before_service = cpu_seconds(service.pid)
+                t0 = time.monotonic()
+                time.sleep(args.idle_seconds)
+                out["idle_service_with_fleet_cpu_percent"] = round(
+                    (cpu_seconds(service.pid) - before_service) / (time.monotonic() - t0) * 100, 3)
+            finally:
+                service.terminate()
+                try:
+                    service.wait(10)
+                except subprocess.TimeoutExpired:
+                    service.kill()
+                    service.wait(10)
         finally:
             for m in machines:
                 m.stop()

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     StrPath = Union[str, "os.PathLike[str]"]
     AnyPath = TypeVar("AnyPath", str, Path)  # private_dir gives back what it was given
 
+    from claudeguard.config.load import Config
+
 APP = "claudeguard"
 
 
@@ -111,8 +113,9 @@ class GuardPaths:
         return out
 
 
-def guard_paths(env: Mapping[str, str] | None = None) -> GuardPaths:
-    """Where the guard's own files are for a process with environment ``env`` (default: ours)."""
+def guard_paths(env: Mapping[str, str] | None = None, cfg: Config | None = None) -> GuardPaths:
+    """Where the guard's own files are for a process with environment ``env`` (default: ours);
+    with ``cfg``, also the fleet's password file it names (no tool may read it)."""
     from claudeguard.config.find import state_dir, user_config_file as find_user_file
 
     env = os.environ if env is None else env
@@ -122,7 +125,8 @@ def guard_paths(env: Mapping[str, str] | None = None) -> GuardPaths:
     log = env.get("CLAUDEGUARD_LOG_DIR") or _log_dir_of(env)
     return GuardPaths(os.path.abspath(runtime), os.path.dirname(os.path.abspath(config_file)),
                       os.path.abspath(config_file), os.path.abspath(extra) if extra else None,
-                      os.path.abspath(log), os.path.abspath(state_dir(env)))
+                      os.path.abspath(log), os.path.abspath(state_dir(env)),
+                      cfg.fleet_password_file() if cfg is not None else None)
 
 
 def _log_dir_of(env: Mapping[str, str]) -> str:

@@ -41,6 +41,9 @@ class FakeConfig:
     def source(self, key: str) -> str:
         return "config.toml:5"
 
+    def fleet_password_file(self) -> str | None:
+        return self.values.get("fleet.password_file")
+
 
 @pytest.fixture
 def place(tmp_path):

@@ -46,6 +46,32 @@ HELD_MAX_S = 86400.0  # a held request's deadline as listed: its own starts when
 OWNER_WORDS = ("go", "drop")  # what the owner of a held request's dialog tells its waiter
 SEND_FLAGS = getattr(socket, "MSG_NOSIGNAL", 0)  # a peer gone is EPIPE, never a SIGPIPE
 
+class Observer:
+    """Who else hears of this process's requests as they start and end waiting (the service's
+    fleet link: ``service/fleet.py``). Its methods must only take a lock and return: they run in
+    the waiting thread, and what they raise is dropped."""
+
+    def posted(self, request: Request) -> None:
+        """``request`` waits for approvers now (posted, or a held one released)."""
+
+    def ended(self, request: Request, answer: Answer) -> None:
+        """Its wait ended with ``answer`` (a human's, the deadline's, withdrawn, a lost channel)."""
+
+
+# Set once by the process that wants it (the service); None everywhere else.
+observer: Observer | None = None
+
+
+def _observe(method: str, *args: Any) -> None:
+    found = observer
+    if found is None:
+        return
+    try:
+        getattr(found, method)(*args)
+    except Exception:  # noqa: BLE001 - an observer never changes a call's fate
+        pass
+
+
 REFUSALS = {
     "answered": "already answered",
     "timeout": "expired (no answer before its deadline)",
@@ -90,6 +116,8 @@ def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool:
         pending._on_release = (float(timeout), notify)
         return pending
     _announce(ch, request, notify)
+    pending.observed = True
+    _observe("posted", request)
     return pending
 
 
@@ -194,6 +222,7 @@ class Pending:
         self.owned = False  # posted held: the owner of its dialog may still say "drop"
         self._on_release: tuple[float, list[str] | None] = (0.0, None)  # (timeout, notify)
         self.refused = 0  # answers refused because they came from inside a guarded session
+        self.observed = False  # the observer heard of it waiting (and so hears of its end)
 
     def __enter__(self) -> "Pending":
         return self
@@ -426,6 +455,8 @@ class Pending:
             self._end_without("error", Answer("deny", message=message, decided_by="error"))
             return
         _announce(self._ch, self.request, notify)
+        self.observed = True
+        _observe("posted", self.request)
 
     # -- endings ------------------------------------------------------------------------------
 
@@ -527,6 +558,8 @@ class Pending:
         """Mark the ending, tell the answerers still connected, stop listening (a later one gets
         ECONNREFUSED, never a silent success), then remove the files, .json first."""
         self._answer = answer
+        if self.observed:
+            _observe("ended", self.request, answer)
         try:
             self._ch.create_marker(self.request.id, reason)
         except OSError:

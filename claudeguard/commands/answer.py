@@ -43,9 +43,40 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv[1:])
     decision = "allow" if verb == "approve" else "deny"
     message = getattr(args, "message", None)
+    if not _local(args.id):
+        from claudeguard.commands import fleet_cli  # noqa: PLC0415 - the fleet's imports only for a fleet request
+
+        if fleet_cli.configured():
+            return fleet_answer(args.id, decision, scope=args.scope, message=message, choice=args.choice)
     return answer_request(args.id, decision, scope=args.scope, message=message, file=args.file,
                           by=f"claudeguardctl {verb}",
                           choice=args.choice)
+
+
+def _local(request_id: str) -> bool:
+    """Whether ``request_id`` names a request waiting in this machine's channel (a local id is
+    answered here first; any other goes to the fleet, when there is one)."""
+    prefix = request_id.strip().lower()
+    return len(prefix) >= 6 and any(r.id.startswith(prefix) for r in channel.list_pending())
+
+
+def fleet_answer(request_id: str, decision: str, *, scope: str, message: str | None, choice: str | None,
+                 machine: str | None = None, shown_sha256: str | None = None, quiet: bool = False) -> int:
+    """Answer a request of another machine of the fleet and wait for its owner's verdict: exit 0
+    only when the owner applied this very answer; otherwise one line ("already answered by <who>
+    at <when>", refused, no word in time) and exit 1. ``forever`` is refused before anything is
+    sent (it would write the owner's config from afar)."""
+    from claudeguard.commands import fleet_cli  # noqa: PLC0415 - the fleet's imports only for a fleet request
+
+    fleet_cli.refuse_inside_session()
+    with fleet_cli.client() as client:
+        view = client.find(request_id, machine)
+        client.answer(view["id"], decision, scope=scope, message=message, choice=choice, machine=view["machine"],
+                      shown_sha256=shown_sha256)
+    if not quiet:
+        word = "approved" if decision == "allow" else "denied"
+        print(f"{view['id']} ({view['machine']}) {word} ({scope}): applied by {view['machine']}")
+    return 0
 
 
 def answer_request(request_id: str, decision: str, *, scope: str, message: str | None, file: str | None, by: str,

@@ -39,9 +39,12 @@ SUMMARIES = {
 # Commands that take no options of their own: their --help is this text, printed by ctl.
 PLAIN_HELP = {
     "console": """\
-usage: claudeguardctl console
+usage: claudeguardctl console [--fleet]
 
 {summary}
+
+--fleet: the requests of every machine of the configured fleet (each shown with its machine);
+an answer is applied by that machine for exactly the call shown; f (forever) is refused there.
 
 keys (at a terminal): y approve once, a approve for this agent type in the session,
 s approve for the whole session, f approve forever (written to the user config),

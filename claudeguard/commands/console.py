@@ -16,7 +16,7 @@ import termios
 import tty
 
 from claudeguard.channel import Doorbell, list_pending, wait_for_new
-from claudeguard.commands.answer import answer_request
+from claudeguard.commands.answer import answer_request, fleet_answer
 from claudeguard.errors import GuardError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -61,16 +61,56 @@ REFRESH_S = 1.0
 LINE_MODE_WAIT_S = 5.0
 
 
+class _FleetItem:
+    """A fleet request as the console shows and answers it (the attributes of a channel Request
+    that the console reads, plus where it waits and the hash of the call shown)."""
+
+    def __init__(self, view: dict[str, Any]) -> None:
+        self.id: str = view["id"]
+        self.machine: str = view["machine"]
+        self.call_sha256: str = view["call_sha256"]
+        self.agent_type = view.get("agent_type")
+        self.extra = {"cli_short_id": view.get("cli_short_id")}
+        self.summary = f"[{self.machine}] {view.get('summary') or ''}"
+        self.age_s = float(view.get("age_s") or 0)
+        self.deadline_s = float(view.get("deadline_s") or 0)
+
+
+def _fleet_answer(req: Any, key: str, message: str | None) -> str:
+    """A key for a fleet request: answered on its machine through the fleet, for exactly the call
+    shown (its call_sha256); ``f`` is refused (it would write that machine's config from afar)."""
+    decision, scope = KEYS[key]
+    try:
+        fleet_answer(req.id, decision, scope=scope, message=message, choice=None, machine=req.machine,
+                     shown_sha256=req.call_sha256, quiet=True)
+    except GuardError as exc:
+        return str(exc)
+    return f"{req.id} ({req.machine}): {'approved' if decision == 'allow' else 'denied'} ({scope})"
+
+
 def main(argv: list[str]) -> int:
+    fleet = "--fleet" in argv[1:]
+    lister: Callable[[], list[Any]] = list_pending
+    answer: Callable[[Any, str, str | None], str] = _answer
+    if fleet:
+        from claudeguard.commands import fleet_cli  # noqa: PLC0415 - the fleet's imports only for --fleet
+
+        fleet_cli.refuse_inside_session()
+        client = fleet_cli.client()
+
+        def lister() -> list[Any]:
+            return [_FleetItem(dict(v)) for v in client.requests()]
+
+        answer = _fleet_answer
     if not os.isatty(0):
-        return _line_mode(list_pending)
+        return _line_mode(lister, answer, fleet)
 
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
     tty.setcbreak(fd)
     try:
         with Doorbell() as bell:
-            return _interact(fd, saved, bell, list_pending)
+            return _interact(fd, saved, bell, lister, answer)
     except KeyboardInterrupt:
         return 0
     finally:
@@ -78,7 +118,8 @@ def main(argv: list[str]) -> int:
         sys.stdout.write("\n")
 
 
-def _interact(fd: int, saved: list[Any], bell: Doorbell, list_pending: Callable[[], list[Request]]) -> int:
+def _interact(fd: int, saved: list[Any], bell: Doorbell, list_pending: Callable[[], list[Any]],
+              answer: Callable[[Any, str, str | None], str]) -> int:
     out = sys.stdout
     known: set[str] = set()
     current = 0
@@ -113,12 +154,13 @@ def _interact(fd: int, saved: list[Any], bell: Doorbell, list_pending: Callable[
                 out.flush()
                 message = sys.stdin.readline().strip() or None
                 tty.setcbreak(fd)
-            note = _answer(req, key, message)
+            note = answer(req, key, message)
 
 
-def _line_mode(list_pending: Callable[[], list[Request]]) -> int:
+def _line_mode(list_pending: Callable[[], list[Any]], answer: Callable[[Any, str, str | None], str],
+               fleet: bool = False) -> int:
     """Scripted use: each input line is `KEY [message]`, applied to the oldest pending request
-    (waiting up to LINE_MODE_WAIT_S for one to arrive)."""
+    (waiting up to LINE_MODE_WAIT_S for one to arrive; the fleet's are polled)."""
     for line in sys.stdin:
         key, _, message = line.strip().partition(" ")
         if key == "q":
@@ -126,9 +168,22 @@ def _line_mode(list_pending: Callable[[], list[Request]]) -> int:
         if key not in KEYS:
             print(f"unknown key {key!r}; {HELP}", file=sys.stderr)
             continue
-        requests = list_pending() or wait_for_new(set(), LINE_MODE_WAIT_S)
+        requests = list_pending() or (_poll(list_pending, LINE_MODE_WAIT_S) if fleet
+                                      else wait_for_new(set(), LINE_MODE_WAIT_S))
         if not requests:
             print("no pending request", file=sys.stderr)
             continue
-        print(_answer(requests[0], key, message or None), flush=True)
+        print(answer(requests[0], key, message or None), flush=True)
     return 0
+
+
+def _poll(list_pending: Callable[[], list[Any]], wait_s: float) -> list[Any]:
+    """The fleet has no doorbell here: its list, read again every REFRESH_S until ``wait_s``."""
+    import time  # noqa: PLC0415 - only for --fleet
+
+    end = time.monotonic() + wait_s
+    while True:
+        found = list_pending()
+        if found or time.monotonic() >= end:
+            return found
+        time.sleep(min(REFRESH_S, max(0.0, end - time.monotonic())))

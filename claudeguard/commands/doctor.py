@@ -108,8 +108,43 @@ def main(argv: list[str]) -> int:
     good &= verified_line(cfg, real)
     _launcher()
     good &= sandbox(cfg, version)
+    good &= fleet(cfg)
     good &= probe(real, cfg, version)
     return 0 if good else 1
+
+
+def fleet(cfg: Config) -> bool:
+    """The fleet, when the config names one: its settings (one line per mistake, file:line), its
+    credential readable (a 0600 file of ours, or the variable set), Redis answering, and a
+    warning for redis:// to a host that is not loopback (requests can hold secrets)."""
+    if not cfg.fleet_configured():
+        return True
+    try:
+        from claudeguard.fleet.client import FleetClient  # noqa: PLC0415 - the optional extra, only with a fleet
+        from claudeguard.fleet.config import from_config, url_warning  # noqa: PLC0415 - as above
+        from claudeguard.fleet.conn import FAILURES, describe_failure  # noqa: PLC0415 - as above
+
+        found = from_config(cfg)
+        assert found is not None
+        found.password()  # the file's mode and owner, or the variable: one line when wrong
+    except GuardError as exc:
+        return _say(False, f"fleet: {exc}")
+    warning = url_warning(found)
+    if warning:
+        _warn(f"fleet: {warning}")
+    if cfg.sandbox()["network"] == "host":
+        print(f"      fleet: the box's network is the host's: a boxed command can reach {found.host}:{found.port}; "
+              "only credentials it never sees (stripped from its environment, their file hidden) keep it out")
+    client = FleetClient(found)
+    try:
+        client.conn.ping()
+    except FAILURES as exc:  # not on any call's way: sessions run, answered locally
+        _warn(f"fleet: {found.describe()}: {describe_failure(exc)} (local answers work; requests are published "
+              "when it answers)")
+        return True
+    finally:
+        client.close()
+    return _say(True, f"fleet: {found.describe()}")
 
 
 def argv_table(version: str | None) -> bool:
@@ -219,7 +254,7 @@ def sandbox(cfg: Config, version: str | None) -> bool:
         else:
             _warn(f"sandbox: {at}: sandbox.enabled from managed settings: the guard's hooks are refused by its proxy "
                   f"(let through by security.allow_settings_override)")
-    paths = guard_paths()
+    paths = guard_paths(cfg=cfg)
     try:
         box.check_config(cfg, paths)
     except GuardError as exc:

@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"cannot read the call {args.call!r}: {exc}") from None
     spec = cfg.policy_spec()
     # The built-in protected paths as a session here would have them (no config loosens them).
-    spec["protected"] = protected_spec(parse_claude_args([]), str(cwd))
+    spec["protected"] = protected_spec(parse_claude_args([]), str(cwd), cfg=cfg)
     result = decide(policy_from_spec(spec), tool, tool_input, agent_type=args.agent, cwd=str(cwd),
                     home=os.path.expanduser("~"))
     if args.json:

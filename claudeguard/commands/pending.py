@@ -40,7 +40,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true",
                         help="a JSON list: id, session_id, agent_type, agent_id, tool, input (full), summary, "
                              "age_s, deadline_s")
+    parser.add_argument("--fleet", action="store_true",
+                        help="every machine of the configured fleet: each item also has machine and call_sha256")
     args = parser.parse_args(argv[1:])
+    if args.fleet:
+        return _fleet(args.json)
 
     requests = list_pending()
 
@@ -59,4 +63,29 @@ def main(argv: list[str]) -> int:
         short = (r.extra or {}).get("cli_short_id")
         session = f"bg {short}" if short else r.session_id[:16]
         print(f"{r.id:18} {r.age_s:5.0f}s {r.deadline_s:5.0f}s {session:16} {agent[:20]:20} {r.summary}")
+    return 0
+
+
+def _fleet(as_json: bool) -> int:
+    """``pending --fleet``: the requests waiting on every live machine of the fleet, as each
+    owner published them (``pending --json``'s fields, plus ``machine``, ``call_sha256``,
+    ``user``, ``uid``, ``created``, ``deadline``)."""
+    from claudeguard.commands import fleet_cli  # noqa: PLC0415 - the fleet's imports only for --fleet
+
+    with fleet_cli.client() as client:
+        views = client.requests()
+    if as_json:
+        print(json.dumps(views, indent=2))
+        return 0
+    if not views:
+        print("no pending requests in the fleet")
+        return 0
+    print(f"{'ID':18} {'MACHINE':16} {'AGE':>6} {'LEFT':>6} {'AGENT':20} SUMMARY")
+    for v in views:
+        agent = v.get("agent_type") or "main"
+        short = v.get("cli_short_id")
+        if short:
+            agent = f"bg {short} {agent}"
+        print(f"{v['id']:18} {v['machine'][:16]:16} {v.get('age_s', 0):5.0f}s {v.get('deadline_s', 0):5.0f}s "
+              f"{agent[:20]:20} {v.get('summary', '')}")
     return 0

@@ -39,7 +39,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--window", metavar="SECONDS", default="1", help="with --all: how long to watch a quiet "
                         "unguarded CLI's CPU and io before flagging it (default 1)")
     parser.add_argument("--screen", action="store_true", help="show the last screen lines of pty sessions")
+    parser.add_argument("--fleet", action="store_true", help="every machine of the configured fleet, with its "
+                        "sessions; a machine whose heartbeat expired is shown gone")
     args = parser.parse_args(argv[1:])
+    if args.fleet:
+        return _fleet(args.json)
 
     sessions = list_sessions(include_unguarded=args.all, **(_limits(args) if args.all else {}))
 
@@ -70,4 +74,32 @@ def main(argv: list[str]) -> int:
         if args.screen and s.get("screen_tail"):
             for line in s["screen_tail"][-5:]:
                 print(f"{'':>9}| {line}")
+    return 0
+
+
+def _fleet(as_json: bool) -> int:
+    """``ps --fleet``: each machine heard of in the last day, alive (its heartbeat, TTL 10 s:
+    sessions with state and stall verdict, pending count) or gone since its last beat."""
+    import time  # noqa: PLC0415 - only for --fleet
+
+    from claudeguard.commands import fleet_cli  # noqa: PLC0415 - the fleet's imports only for --fleet
+
+    with fleet_cli.client() as client:
+        machines = client.ps()
+    if as_json:
+        print(json.dumps(machines, indent=2))
+        return 0
+    if not machines:
+        print("no machines in the fleet")
+        return 0
+    now = time.time()
+    print(f"{'MACHINE':20} {'STATE':22} {'PEND':>4} {'SESSIONS':>8}  SESSION STATES")
+    for m in machines:
+        if m["alive"]:
+            state = "alive"
+        else:
+            state = f"gone ({now - float(m['last_seen']):.0f}s ago)"
+        states = ", ".join(f"{str(s.get('session_id') or '?')[:8]} {s.get('state') or '?'}"
+                           + (" STALLED" if s.get("stalled") else "") for s in m["sessions"])
+        print(f"{m['machine'][:20]:20} {state:22} {m['pending']:4} {len(m['sessions']):8}  {states}")
     return 0

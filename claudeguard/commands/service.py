@@ -73,6 +73,12 @@ def _print_status(reply: dict[str, Any], as_json: bool) -> int:
     print(f"guard service pid {reply.get('pid')}, version {reply.get('version')}, hooks on "
           f"127.0.0.1:{reply.get('port')}"
           + (", retiring" if reply.get("retired") else ""))
+    fleet = reply.get("fleet")
+    if isinstance(fleet, dict):
+        connected = fleet.get("connected") or {}
+        state = "connected" if connected and all(connected.values()) else f"not connected ({fleet.get('last_error')})"
+        print(f"fleet: machine {fleet.get('machine')} on {fleet.get('redis')}: {state}; {fleet.get('pending', 0)} "
+              f"request(s) mirrored, {fleet.get('applied', 0)} answer(s) applied, {fleet.get('refused', 0)} refused")
     sessions = reply.get("sessions") or []
     if not sessions:
         print("no sessions")

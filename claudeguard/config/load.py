@@ -29,6 +29,7 @@ from claudeguard.config.find import PROJECT_FILE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
     from claudeguard.config.lines import KeyPath
@@ -204,6 +205,28 @@ class Config:
             "bwrap": self._text("sandbox.bwrap"),
         }
 
+    def fleet_password_file(self) -> str | None:
+        """``fleet.password_file``, ``~`` expanded (a path no tool may read), without the fleet's
+        package (nothing imports redis for it)."""
+        value = self._text("fleet.password_file")
+        return os.path.abspath(os.path.expanduser(value)) if value else None
+
+    def fleet_password_env(self) -> str | None:
+        """``fleet.password_env`` as written (stripped from the CLI's environment, with the default name)."""
+        return self._text("fleet.password_env")
+
+    def fleet_table(self) -> dict[str, str] | None:
+        """``[fleet]`` as merged (only the user's own files may set it), None when no file does.
+        ``claudeguard.fleet.config.from_config`` checks it with ``CLAUDEGUARD_FLEET_URL``."""
+        names = [k for k in schema.SECTIONS["fleet"] if f"fleet.{k}" in self.values]
+        return {k: str(self.values[f"fleet.{k}"].value) for k in names} if names else None
+
+    def fleet_configured(self, environ: Mapping[str, str] | None = None) -> bool:
+        """Whether this machine is in a fleet (``[fleet]`` or ``CLAUDEGUARD_FLEET_URL``), without
+        importing the fleet's package (nor redis)."""
+        env = os.environ if environ is None else environ
+        return self.fleet_table() is not None or bool(env.get("CLAUDEGUARD_FLEET_URL"))
+
     def source(self, key: str) -> str:
         hit = self.values.get(key)
         return hit.source if hit else "default"
@@ -327,6 +350,10 @@ def _check_keys(layer: Layer, table: Any, keys: dict[str, schema.Key], path: tup
 def validate(layer: Layer, *, allow_profiles: bool) -> None:
     for section, table in layer.data.items():
         if section in schema.SECTIONS:
+            if section == "fleet" and layer.owner == "project":
+                raise ConfigError(f"{layer.where((section,))}: [fleet] may only be set in your own config file or "
+                                  f"CLAUDEGUARD_CONFIG outside the project (a repository must not choose where "
+                                  f"requests go and answers come from)")
             if section in schema.TRUSTED_SECTIONS and not layer.trusted:
                 raise ConfigError(
                     f"{layer.where((section,))}: [{section}] may only be set in the user config file or "

@@ -164,6 +164,12 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "allow_unix_sockets": Key("bool", False),
         "bwrap": Key("str"),
     },
+    # The fleet (claudeguard/fleet/, docs/design.md "The fleet"): which Redis carries this
+    # machine's requests and whose answers come back. Only the user's own files may name it (a
+    # repository that named its own Redis would send the requests, and take the answers, there);
+    # claudeguard.fleet.config checks the values (Config.fleet).
+    "fleet": {name: Key("str") for name in ("url", "username", "password_env", "password_file", "machine", "prefix",
+                                            "ca_file")},
 }
 
 AGENT_SECTION: dict[str, Key] = {
@@ -174,7 +180,7 @@ AGENT_SECTION: dict[str, Key] = {
 }
 
 # The sections only a trusted layer (the user file, CLAUDEGUARD_CONFIG) may set.
-TRUSTED_SECTIONS = ("security", "sandbox")
+TRUSTED_SECTIONS = ("security", "sandbox", "fleet")
 # What a [profiles.NAME] table may hold: every section but profiles and the trusted ones.
 PROFILE_SECTIONS = tuple(s for s in SECTIONS if s not in TRUSTED_SECTIONS) + ("agents",)
 

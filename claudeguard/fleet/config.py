@@ -30,6 +30,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Any, Callable, Mapping
 
+    from claudeguard.config.load import Config
+
 URL_ENV = "CLAUDEGUARD_FLEET_URL"
 PASSWORD_ENV = "CLAUDEGUARD_FLEET_PASSWORD"  # password_env's default
 KEYS = ("url", "username", "password_env", "password_file", "machine", "prefix", "ca_file")
@@ -166,6 +168,24 @@ def fleet_settings(table: Mapping[str, Any] | None, *, where: Callable[[tuple[st
     return FleetConfig(url=url, tls=tls, host=host, port=port, db=db, username=username, password_env=password_env,
                        password_env_explicit=explicit, password_file=password_file, machine=machine, prefix=prefix,
                        ca_file=ca_file, url_source=url_source)
+
+
+def from_config(cfg: Config, environ: Mapping[str, str] | None = None) -> FleetConfig | None:
+    """The fleet of a loaded config (``[fleet]`` of the user's own files, ``CLAUDEGUARD_FLEET_URL``),
+    None when there is none; a mistake is one line with the ``file:line`` of its key."""
+    table = cfg.fleet_table()
+    env = os.environ if environ is None else environ
+    if table is None and not env.get(URL_ENV):
+        return None
+
+    def where(path: tuple[str, ...]) -> str:
+        key = ".".join(path)
+        if key in cfg.values:
+            return cfg.source(key)
+        known = [cfg.source(f"fleet.{k}") for k in table or {}]
+        return known[0].rsplit(":", 1)[0] if known else "[fleet]"
+
+    return fleet_settings(table, where=where, environ=env)
 
 
 def parse_url(url: str, where: str) -> tuple[bool, str, int, int, str | None]:

@@ -47,6 +47,27 @@ BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-perm
 SETTINGS_FILE = "settings.json"  # in the session dir: the guard's settings, merged with the caller's (0600)
 
 
+def secret_env(cfg: Config | None) -> list[str]:
+    """The environment variables that may hold a credential of the guard's (the fleet's
+    password: its default name and ``fleet.password_env``): the CLI's environment never has them."""
+    names = ["CLAUDEGUARD_FLEET_PASSWORD"]
+    named = cfg.fleet_password_env() if cfg is not None else None
+    if named and named not in names:
+        names.append(named)
+    return names
+
+
+def child_environ(environ: Mapping[str, str], additions: Mapping[str, str],
+                  cfg: Config | None = None) -> dict[str, str]:
+    """The CLI's environment: ``environ`` with ``additions`` (a ``DROPPED`` value removes its
+    variable), and never a variable of ``secret_env``."""
+    env = dict(environ)
+    env.update(additions)
+    for name in secret_env(cfg):
+        env.pop(name, None)
+    return {k: v for k, v in env.items() if v != DROPPED}
+
+
 class Plan:
     """The child's argv and environment additions, and the files written into the session dir
     for it (name -> text: the session's keeper writes them again if the runtime dir is removed).
@@ -292,6 +313,8 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     # claudeguard that PATH leads back to from starting itself (plan.discovery.check_recursion).
     env_add = {"CLAUDEGUARD_EXEC_PID": str(exec_pid or os.getpid())}
     env_add.update(box_env)
+    # The fleet's credential never reaches the CLI (nor, so, any tool or hook it starts).
+    env_add.update({name: DROPPED for name in secret_env(cfg) if name in os.environ})
 
     if asker == "prompt-tool":
         if http is not None:

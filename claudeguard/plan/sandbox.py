@@ -554,7 +554,7 @@ def prepare(cfg: Config, env: Mapping[str, str], cwd: str, session_dir: str, *, 
     chosen = mode(cfg)
     if chosen == "off":
         return Prepared(None, [])
-    paths = guard_paths(env)
+    paths = guard_paths(env, cfg)
     found = availability(cfg, env, paths)
     if found.bwrap is None:
         if chosen == "require":
@@ -629,7 +629,7 @@ def check(cfg: Config, env: Mapping[str, str]) -> None:
     from claudeguard.errors import UsageError
     from claudeguard.paths import guard_paths
 
-    paths = guard_paths(env)
+    paths = guard_paths(env, cfg)
     check_config(cfg, paths)
     if mode(cfg) == "require":
         found = availability(cfg, env, paths)

@@ -74,7 +74,7 @@ def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str
     spec["claude_allow"] = claude_allow_rules(args, cwd, os.path.expanduser("~"))
     from claudeguard.plan.settings_sources import protected_spec
 
-    spec["protected"] = protected_spec(args, cwd)
+    spec["protected"] = protected_spec(args, cwd, cfg=cfg)
     if cfg.lockdown.value:
         spec["lockdown"] = True
     asked, by, given = session_modes(args, cfg, cwd)

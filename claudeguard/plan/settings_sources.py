@@ -481,13 +481,14 @@ def worktree_patterns(cwd: str) -> list[str]:
 SETTINGS_WHY = "a Claude Code settings file the session reads again when it changes"
 
 
-def protected_spec(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None) -> ProtectedSpec:
+def protected_spec(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None,
+                   cfg: Config | None = None) -> ProtectedSpec:
     """The built-in protected paths of a run (``policy.protect``): the guard's own files
     (``paths.guard_paths``) and the Claude Code settings files the session re-reads."""
     from claudeguard.paths import guard_paths
 
     env = dict(os.environ) if env is None else env
-    found = guard_paths(env)
+    found = guard_paths(env, cfg)
     writes = found.writes() + [(path, SETTINGS_WHY) for path in protected_files(args, cwd, env)]
     writes += [(path, SETTINGS_WHY + " (a worktree's)") for path in worktree_patterns(cwd)]
     writes += git_code_paths(cwd)
@@ -531,7 +532,7 @@ def protected_rules(args: ClaudeArgs, cfg: Config, cwd: str) -> list[str]:
     """Deny rules for the CLI (``--disallowedTools``) that keep its file tools off the built-in
     protected paths (``policy.protect``: the guard's own files and the settings files): enforced
     by the CLI itself, so they hold even where a hook would not run. No config loosens them."""
-    spec = protected_spec(args, cwd)
+    spec = protected_spec(args, cwd, cfg=cfg)
     out = []
     for kinds, pairs in ((("Read", "Edit"), spec["reads"]), (("Edit",), spec["writes"])):
         for path, _ in pairs:

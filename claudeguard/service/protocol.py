@@ -12,7 +12,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Literal, TypedDict, Union
+    from typing import Any, Literal, TypedDict, Union
 
     from claudeguard.watchdog.monitor import StallState
 
@@ -156,7 +156,7 @@ if TYPE_CHECKING:
         cli_pid: int | None
         agent_view: str | None
 
-    class Status(TypedDict):
+    class _Status(TypedDict):
         ok: Literal[True]
         pid: int
         version: str
@@ -167,6 +167,9 @@ if TYPE_CHECKING:
         ports: list[int]  # every port it answers hooks on: its own, and those launchers handed back
         sessions: list[SessionRow]
         waiting: int
+
+    class Status(_Status, total=False):
+        fleet: dict[str, Any]  # FleetLink.status(): machine, redis, connected, last_error, counts
 
     class Stopping(TypedDict):
         ok: Literal[True]

@@ -50,7 +50,7 @@ from claudeguard.ancestry import ancestry, is_claude_cli
 from claudeguard.gate.session import load_session
 from claudeguard.paths import check_private_dir
 from claudeguard.procs import not_dumpable, process_start
-from claudeguard.service import agent_view, files, planner, watch
+from claudeguard.service import agent_view, files, fleet, planner, watch
 from claudeguard.service.background import Keeper, end_session, hooks_port, keep, read_record
 from claudeguard.service.http import HookServer, listening_port
 from claudeguard.service.portguard import command_of, owners, socket_inodes, tcp_peer
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from claudeguard.gate.session import Session
+    from claudeguard.service.fleet import Fleet
     from claudeguard.service.planner import Planner
     from claudeguard.service.protocol import (
         Done, Failed, HelloReply, Received, RegisterReply, Reply, SessionRow, SocketsEvent, Status, Stopping, Unserved,
@@ -103,6 +104,7 @@ class Service:
     listen_fd: int | None = None  # a listening socket handed over at start (``--listen-fd``)
     listeners: dict[int, HookServer] = field(default_factory=dict)  # port -> the socket answering on it
     verifications: Verifications | None = None  # the CLIs being verified in the background (service/verify.py)
+    fleet: Fleet | None = None  # this machine's link to the fleet, when the user's config names one (service/fleet.py)
     # Held by ``retire`` (a control thread) and ``_keep_slot`` (the main loop): without it a
     # retire that lands while the main loop checks the slot finds its socket gone, publishes
     # it again and keeps the slot its successor is about to take.
@@ -349,9 +351,13 @@ class Service:
             sessions = [_row(sid, reg) for sid, reg in self.sessions.items()]
         with self.lock:
             ports = sorted(self.listeners)
-        return {"ok": True, "pid": os.getpid(), "version": self.version, "port": self.port, "started": self.started,
-                "retired": self.retired, "idle_exit": self.idle_exit, "ports": ports, "sessions": sessions,
-                "waiting": self.waiters}
+        status: Status = {"ok": True, "pid": os.getpid(), "version": self.version, "port": self.port,
+                          "started": self.started, "retired": self.retired, "idle_exit": self.idle_exit, "ports": ports,
+                          "sessions": sessions, "waiting": self.waiters}
+        fleet = self.fleet
+        if fleet is not None:
+            status["fleet"] = fleet.status()
+        return status
 
     # --- the control socket ---------------------------------------------------------------
 
@@ -463,6 +469,7 @@ class Service:
             self.retired = True
             self._release_slot()
         self._stop_planner()  # the successor starts its own; sessions here need none
+        self._stop_fleet()  # the successor's link speaks for this machine (one link per machine)
 
     def _release_slot(self) -> None:
         record = files.read_record(self.directory)
@@ -538,6 +545,15 @@ class Service:
         print("claudeguard service: the runtime dir was removed; socket and record published again",
               file=sys.stderr, flush=True)
 
+    def _stop_fleet(self) -> None:
+        found, self.fleet = self.fleet, None
+        if found is not None:
+            found.stop()
+
+    def _has_sessions(self) -> bool:
+        with self.lock:
+            return bool(self.sessions)
+
     def _start_planner(self) -> None:
         """The warm process that prepares launchers' sessions (service/planner.py)."""
         self.planner = planner.start(self.directory, self.port, self.version)
@@ -590,6 +606,7 @@ class Service:
         files.write_record(self.directory,
                            {"pid": os.getpid(), "start": process_start(os.getpid()), "version": self.version,
                                             "port": self.port, "started": self.started})
+        self.fleet = fleet.start(self._has_sessions)
         idle_since = time.monotonic()
         next_check = time.monotonic() + SLOT_CHECK_S
         try:
@@ -615,6 +632,7 @@ class Service:
                 keeper.stop.set()  # the session lives on: the next service adopts it
             self._release_slot()
             self._stop_planner()
+            self._stop_fleet()
             with self.lock:
                 servers = list(self.listeners.values())
             for server in servers:  # the launchers of running sessions hold these ports still

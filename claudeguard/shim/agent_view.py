@@ -31,7 +31,7 @@ from claudeguard.files import write_atomic
 from claudeguard.paths import log_dir_text, runtime_dir
 from claudeguard.plan import verified
 from claudeguard.plan.argv import (
-    DROPPED, absolute_rule, cli_allow_rules, cli_flags, load_settings_value, merge_settings,
+    DROPPED, absolute_rule, child_environ, cli_allow_rules, cli_flags, load_settings_value, merge_settings,
     repo_code_argv,
 )
 from claudeguard.plan.claude_args import command_args
@@ -143,7 +143,7 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: End
         argv[argv.index("<settings>")] = "--settings=" + settings_file
         # The daemon agent view may start keeps this environment for every session it runs
         # later: nothing of a guard session goes into it (the secret is in the settings file).
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDEGUARD_SESSION")}
+        env = {k: v for k, v in child_environ(os.environ, {}, cfg).items() if not k.startswith("CLAUDEGUARD_SESSION")}
         # Not through procs: agent view is the user's TUI on this terminal, waited for here (its exit
         # code is the launcher's).
         proc = subprocess.Popen(argv, env=env)

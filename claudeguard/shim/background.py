@@ -23,7 +23,7 @@ import time
 from claudeguard.errors import UsageError
 from claudeguard.files import write_atomic
 from claudeguard.paths import log_dir_text, runtime_dir
-from claudeguard.plan.argv import build_plan
+from claudeguard.plan.argv import build_plan, child_environ
 from claudeguard.plan.hooks import HttpHooks
 from claudeguard.plan.report import audit_mark
 from claudeguard.plan.session import session_snapshot
@@ -86,7 +86,7 @@ def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_
         record["port"] = port  # a successor service keeps the session only if this port was handed back
         # The daemon this may start keeps our environment for every later session it runs:
         # nothing of this session goes into it (the secret is in the settings file).
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDEGUARD_SESSION")}
+        env = {k: v for k, v in child_environ(os.environ, {}, cfg).items() if not k.startswith("CLAUDEGUARD_SESSION")}
         # Not procs.capture: the launch's stderr stays on the user's terminal; its stdout is passed on
         # (and the short id read off it).
         proc = subprocess.run(plan.argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)

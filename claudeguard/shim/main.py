@@ -165,10 +165,14 @@ def _plannable(args: ClaudeArgs, opts: GuardOptions) -> bool:
             and os.environ.get("CLAUDEGUARD_PLANNER", "1") != "0")
 
 
+DROPPED = "\0dropped\0"  # plan.argv.DROPPED: a variable the plan removes from the CLI's environment
+
+
 def _print_plan(argv: list[str], env: dict[str, str], *, guarded: bool) -> int:
     import json
 
-    print(json.dumps({"argv": argv, "env": env, "guarded": guarded}, indent=2))
+    shown = {k: (None if v == DROPPED else v) for k, v in env.items()}  # null: removed from the CLI's environment
+    print(json.dumps({"argv": argv, "env": shown, "guarded": guarded}, indent=2))
     return 0
 
 
@@ -290,6 +294,10 @@ def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planne
 def _start_child(launch: _Launch, real: str, args: ClaudeArgs, cwd: str) -> None:
     """Start the CLI: on a pty (the TUI), or on pipes."""
     env = dict(os.environ, **launch.env_add)
+    # plan.argv.child_environ without its imports: the plan's DROPPED values, and the fleet's
+    # credential under its default name, never reach the CLI.
+    env.pop("CLAUDEGUARD_FLEET_PASSWORD", None)
+    env = {k: v for k, v in env.items() if v != DROPPED}
     sup: PtySession | Supervisor
     if args.uses_pty:
         assert launch.cfg is not None
