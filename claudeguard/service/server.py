@@ -26,6 +26,10 @@ too): one JSON object per line each way.
 - ``{"op": "cli", "session_id", "pid", "start"}`` (no answer), or ``cli_pid``/``cli_start`` in
   ``register``: a foreground session's CLI, the only process whose hook posts are taken for it
   (``poster_refused``: a tool that read the session's secret still cannot post).
+- ``{"op": "desk"}`` → ``{"ok": true, "url", "port"}``: a fresh single-use first URL of the
+  approval desk, which the service serves on a port of its own from the first ask
+  (``service/desk.py``); refused (``{"ok": false, "error"}`` and an audit row) when the caller
+  (``SO_PEERCRED``) runs inside a guarded session's process tree.
 - ``{"op": "unregister", "session_id"}``, ``{"op": "status"}``, ``{"op": "stop"}``,
   ``{"op": "retire"}`` (a launcher of another version found this one: stop taking sessions,
   give up the slot, exit when the last session ends).
@@ -51,13 +55,14 @@ from claudeguard.gate.session import load_session
 from claudeguard.paths import check_private_dir
 from claudeguard.procs import not_dumpable, process_start
 from claudeguard.service import agent_view, files, planner, watch
+from claudeguard.service.desk import DeskHost
 from claudeguard.service.background import Keeper, end_session, hooks_port, keep, read_record
 from claudeguard.service.http import HookServer, listening_port
 from claudeguard.service.portguard import command_of, owners, socket_inodes, tcp_peer
 from claudeguard.service.registry import Registered
 from claudeguard.service.verify import Verifications
 from claudeguard.service.watch import Link
-from claudeguard.sockets import peer_uid
+from claudeguard.sockets import peer_creds, peer_uid
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -65,10 +70,11 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from claudeguard.gate.session import Session
+    from claudeguard.service.files import ServiceRecord
     from claudeguard.service.planner import Planner
     from claudeguard.service.protocol import (
-        Done, Failed, HelloReply, Received, RegisterReply, Reply, SessionRow, SocketsEvent, Status, Stopping, Unserved,
-        WatchEnded, Watching,
+        DeskReply, Done, Failed, HelloReply, Received, RegisterReply, Reply, SessionRow, SocketsEvent, Status, Stopping,
+        Unserved, WatchEnded, Watching,
     )
 
 DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
@@ -107,6 +113,9 @@ class Service:
     # retire that lands while the main loop checks the slot finds its socket gone, publishes
     # it again and keeps the slot its successor is about to take.
     slot_lock: threading.RLock = field(default_factory=threading.RLock)  # re-entered: _keep_slot may retire
+    # The approval desk, served on a port of its own from the first ``desk`` op (service/desk.py).
+    # Its ``source_factory`` is the seam a fleet plugs into (None: the local channel and files).
+    desk: DeskHost = field(default_factory=DeskHost)
 
     def __post_init__(self) -> None:
         self.registered = threading.Condition(self.lock)
@@ -351,7 +360,28 @@ class Service:
             ports = sorted(self.listeners)
         return {"ok": True, "pid": os.getpid(), "version": self.version, "port": self.port, "started": self.started,
                 "retired": self.retired, "idle_exit": self.idle_exit, "ports": ports, "sessions": sessions,
-                "waiting": self.waiters}
+                "waiting": self.waiters, "desk_port": self.desk.port}
+
+    def desk_op(self, link: Link | None) -> DeskReply | Failed:
+        """The ``desk`` op: a first URL of the desk for a caller outside every guarded session
+        (its pid as the kernel says, ``SO_PEERCRED``), the desk started at the first ask."""
+        if self.retired:
+            return {"ok": False, "error": "desk: this service is retiring: ask again"}
+        creds = peer_creds(link.conn) if link is not None else None
+        first = self.desk.port is None
+        reply = self.desk.url(creds[0] if creds is not None else None)
+        if first and self.desk.port is not None:
+            with self.slot_lock:
+                if not self.retired:
+                    files.write_record(self.directory, self._record())  # status readers see desk_port
+        return reply
+
+    def _record(self) -> ServiceRecord:
+        record: ServiceRecord = {"pid": os.getpid(), "start": process_start(os.getpid()), "version": self.version,
+                                 "port": self.port, "started": self.started}
+        if self.desk.port is not None:
+            record["desk_port"] = self.desk.port
+        return record
 
     # --- the control socket ---------------------------------------------------------------
 
@@ -448,6 +478,8 @@ class Service:
         if op == "retire":
             self.retire()
             return {"ok": True}
+        if op == "desk":
+            return self.desk_op(conn)
         return {"ok": False, "error": f"unknown op {op!r}"}
 
     def retire(self) -> None:
@@ -459,6 +491,7 @@ class Service:
             self.retired = True
             self._release_slot()
         self._stop_planner()  # the successor starts its own; sessions here need none
+        self.desk.stop()  # and its own desk, at the next ask
 
     def _release_slot(self) -> None:
         record = files.read_record(self.directory)
@@ -529,8 +562,7 @@ class Service:
             old_control.close()
         self._stop_planner()  # its socket went with the dir
         self._start_planner()
-        files.write_record(self.directory, {"pid": os.getpid(), "start": process_start(os.getpid()),
-                                            "version": self.version, "port": self.port, "started": self.started})
+        files.write_record(self.directory, self._record())
         print("claudeguard service: the runtime dir was removed; socket and record published again",
               file=sys.stderr, flush=True)
 
@@ -582,9 +614,7 @@ class Service:
         self._bind_control()
         self._start_planner()
         threading.Thread(target=self.adopt, name="claudeguard-adopt", daemon=True).start()
-        files.write_record(self.directory,
-                           {"pid": os.getpid(), "start": process_start(os.getpid()), "version": self.version,
-                                            "port": self.port, "started": self.started})
+        files.write_record(self.directory, self._record())
         self.verifications = Verifications(self.directory)
         self.verifications.take_requests()  # the launcher that started us may have left one
         idle_since = time.monotonic()
@@ -601,7 +631,7 @@ class Service:
                         self._start_planner()
                 with self.lock:
                     busy = bool(self.sessions)
-                if busy:
+                if busy or self.desk.busy():  # an open desk page keeps the service too
                     idle_since = time.monotonic()
                 elif self.retired or time.monotonic() - idle_since >= self.idle_exit:
                     break
@@ -612,6 +642,7 @@ class Service:
                 keeper.stop.set()  # the session lives on: the next service adopts it
             self._release_slot()
             self._stop_planner()
+            self.desk.stop()
             with self.lock:
                 servers = list(self.listeners.values())
             for server in servers:  # the launchers of running sessions hold these ports still
