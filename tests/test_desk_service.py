@@ -86,6 +86,9 @@ def audit(env: dict) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+SH = '"$@"; r=$?; exit $r'  # a child of the shell (no exec: the shell stays its parent)
+
+
 def fake_cli(tmp_path: Path) -> Path:
     """A shell whose executable is named ``claude``: what it runs is inside a Claude Code
     process tree, as a tool the agent runs is (``ancestry.is_claude_cli``)."""
@@ -135,8 +138,8 @@ def test_from_inside_a_guarded_session_no_url_and_no_answer(tmp_path):
     url = desk_url(env)  # the user's, from outside
     claude = fake_cli(tmp_path)
     # claudeguardctl desk run by a tool of the session: refused by the service, no URL
-    inside = subprocess.run([str(claude), "-c", '"$@"; r=$?; exit $r', "claude", *CTL, "desk"], env=env, capture_output=True,
-                            text=True, timeout=60)
+    inside = subprocess.run([str(claude), "-c", SH, "claude", *CTL, "desk"], env=env, capture_output=True, text=True,
+                            timeout=60)
     assert inside.returncode == 1 and inside.stdout == ""
     assert inside.stderr.startswith("claudeguardctl desk: refused from inside session claude pid "), inside.stderr
     # a leaked login URL, fetched from inside: 403 before the request is looked at; the token
@@ -144,7 +147,7 @@ def test_from_inside_a_guarded_session_no_url_and_no_answer(tmp_path):
     fetch = ("import sys, urllib.request, urllib.error\n"
              "try:\n    urllib.request.urlopen(sys.argv[1], timeout=10)\n"
              "except urllib.error.HTTPError as e:\n    print(e.code, e.read().decode())\n")
-    got = subprocess.run([str(claude), "-c", '"$@"; r=$?; exit $r', "claude", sys.executable, "-c", fetch, url], env=env,
+    got = subprocess.run([str(claude), "-c", SH, "claude", sys.executable, "-c", fetch, url], env=env,
                          capture_output=True, text=True, timeout=60)
     code, _, body = got.stdout.strip().partition(" ")
     assert code == "403" and json.loads(body)["error"].startswith("refused: pid "), got
@@ -303,7 +306,8 @@ def test_real_cli_a_stalled_session_shows_as_stalled_and_is_stopped(real_claude,
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    print(f"the launcher exited {proc.returncode}: {err.strip()[-300:]}")
-    assert proc.returncode != 0
+    # stopped as on a kill verdict of the watchdog: the launcher kills the CLI, says why, exits 124
+    assert proc.returncode == 124, err
+    assert "stopped from the desk (bs-" in err
     stops = [r for r in audit(env) if r.get("event") == "desk-stop"]
-    assert len(stops) == 1 and stops[0]["via"] == "desk"
+    assert len(stops) == 1 and stops[0]["via"] == "desk" and stops[0]["by_launcher"] is True

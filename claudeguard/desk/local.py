@@ -38,6 +38,7 @@ from claudeguard.watchdog.status import list_sessions, read_status
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from claudeguard.channel.model import Request
@@ -58,9 +59,14 @@ class LocalSource:
     """See the module docstring. ``config_file``: where ``forever`` and applied suggestions
     write (default: the user config file, as ``approve --scope forever``)."""
 
-    def __init__(self, *, config_file: str | None = None, machine: str | None = None) -> None:
+    def __init__(self, *, config_file: str | None = None, machine: str | None = None,
+                 stopper: Callable[[str, str], int | None] | None = None) -> None:
         self.machine = machine or socket.gethostname()
         self._config_file = config_file
+        # The guard service's way to stop a session it watches: its launcher kills the CLI as on
+        # a ``kill`` verdict and exits 124 (``service.watch.stop``): the CLI's pid, or None (then
+        # the CLI's tree is killed from here).
+        self._stopper = stopper
         self._lock = threading.Lock()
         self._bell: Doorbell | None = None
         self._fingerprint: tuple[Any, ...] | None = None
@@ -177,6 +183,12 @@ class LocalSource:
         if not isinstance(child, int) or actual is None or (start is not None and actual != start):
             raise NotFoundError(f"{session_id}: its CLI is no longer running")
 
+        why = f"stopped from the desk ({answered_by['browser_session']}): {status.get('diagnosis') or state}"
+        told = self._stopper(session_id, why) if self._stopper is not None else None
+        if told is not None:
+            self._audit({"event": "desk-stop", "session_id": session_id, "decision": "stop", "state": state,
+                         "summary": status.get("diagnosis"), "child_pid": told, "by_launcher": True, **answered_by})
+            return f"{session_id}: its launcher stops its CLI (pid {told}) and exits 124"
         killed = kill_tree(child, STOP_GRACE_S)
         self._audit({"event": "desk-stop", "session_id": session_id, "decision": "stop", "state": state,
                      "summary": status.get("diagnosis"), "child_pid": child, "sigkill": killed, **answered_by})

@@ -52,8 +52,10 @@ class DeskHost:
     """The service's desk, made at the first ask. ``source_factory``: what the desk reads and
     changes (default: ``LocalSource``)."""
 
-    def __init__(self, source_factory: Callable[[], object] | None = None) -> None:
+    def __init__(self, source_factory: Callable[[], object] | None = None,
+                 stopper: Callable[[str, str], int | None] | None = None) -> None:
         self.source_factory = source_factory  # makes a claudeguard.desk.source.DeskSource
+        self.stopper = stopper  # the service's stop of a session it watches (``Service.stop_watched``)
         self.desk: Served | None = None
         self.refused = 0
         self._lock = threading.Lock()
@@ -87,7 +89,7 @@ class DeskHost:
         with self._lock:
             if self.desk is None:
                 source = (self.source_factory() if self.source_factory is not None
-                          else importlib.import_module("claudeguard.desk.local").LocalSource())
+                          else importlib.import_module("claudeguard.desk.local").LocalSource(stopper=self.stopper))
                 served: Served = importlib.import_module("claudeguard.desk").start_desk(source, admit=self._admit)
                 self.desk = served
             return self.desk

@@ -115,10 +115,18 @@ class Service:
     slot_lock: threading.RLock = field(default_factory=threading.RLock)  # re-entered: _keep_slot may retire
     # The approval desk, served on a port of its own from the first ``desk`` op (service/desk.py).
     # Its ``source_factory`` is the seam a fleet plugs into (None: the local channel and files).
-    desk: DeskHost = field(default_factory=DeskHost)
+    desk: DeskHost = field(init=False)
 
     def __post_init__(self) -> None:
         self.registered = threading.Condition(self.lock)
+        self.desk = DeskHost(stopper=self.stop_watched)
+
+    def stop_watched(self, session_id: str, why: str) -> int | None:
+        """The desk's Stop of a stalled session this service watches: its launcher kills the
+        CLI and exits 124 (``watch.stop``); None when it is not watched here."""
+        with self.lock:
+            reg = self.sessions.get(session_id)
+        return watch.stop(reg, why) if reg is not None else None
 
     # --- the registry ---------------------------------------------------------------------
 
