@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from claudeguard.channel.model import Request
-    from claudeguard.desk.source import AnswerResult, Decision, Provenance, RequestItem, Scope
+    from claudeguard.desk.source import AnswerResult, Decision, FleetView, Provenance, RequestItem, Scope
 
 RELIST_S = 30.0  # the channel is listed again at least this often (its listing is also its cleanup)
 TICK_S = 0.25  # how often wait_change looks at the files' times (a doorbell wakes it sooner)
@@ -60,13 +60,16 @@ class LocalSource:
     write (default: the user config file, as ``approve --scope forever``)."""
 
     def __init__(self, *, config_file: str | None = None, machine: str | None = None,
-                 stopper: Callable[[str, str], int | None] | None = None) -> None:
+                 stopper: Callable[[str, str], int | None] | None = None,
+                 fleet: Callable[[], FleetView | None] | None = None) -> None:
         self.machine = machine or socket.gethostname()
         self._config_file = config_file
         # The guard service's way to stop a session it watches: its launcher kills the CLI as on
         # a ``kill`` verdict and exits 124 (``service.watch.stop``): the CLI's pid, or None (then
         # the CLI's tree is killed from here).
         self._stopper = stopper
+        # The fleet, when the guard service has a link to one (None: this machine only).
+        self._fleet = fleet
         self._lock = threading.Lock()
         self._bell: Doorbell | None = None
         self._fingerprint: tuple[Any, ...] | None = None
@@ -115,7 +118,23 @@ class LocalSource:
         }
 
     def fleet_requests(self) -> list[RequestItem] | None:
-        return None  # no fleet here: the service's source adds it (branch i28's `fleet` package)
+        fleet = self._fleet() if self._fleet is not None else None
+        return fleet.requests() if fleet is not None else None
+
+    def answer_remote(self, machine: str, request_id: str, decision: Decision, scope: Scope, message: str | None,
+                      choice: str | None, answered_by: Provenance) -> AnswerResult:
+        fleet = self._fleet() if self._fleet is not None else None
+        if fleet is None:
+            raise GuardError(f"{str(request_id)[:40]}: a request of {str(machine)[:60]}, and this desk has no fleet")
+        if decision not in DECISIONS or scope not in SCOPES or scope == "forever":
+            raise UsageError(f"answer {decision!r} {scope!r}: another machine's request is answered once, for this "
+                             "agent or for this session, never forever")
+        if decision == "deny" and scope != "once":
+            raise UsageError("a deny from the desk is for this call only (scope once)")
+        result = fleet.answer(machine, request_id, decision, scope, message, choice, answered_by)
+        self._audit({"event": "desk-answer", "request_id": request_id, "machine": machine, "decision": decision,
+                     "scope": scope, "message": message, "answered_by": dict(answered_by), **answered_by})
+        return result
 
     def answer(self, request_id: str, decision: Decision, scope: Scope, message: str | None,
                choice: str | None, answered_by: Provenance) -> AnswerResult:

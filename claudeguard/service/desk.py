@@ -53,9 +53,12 @@ class DeskHost:
     changes (default: ``LocalSource``)."""
 
     def __init__(self, source_factory: Callable[[], object] | None = None,
-                 stopper: Callable[[str, str], int | None] | None = None) -> None:
+                 stopper: Callable[[str, str], int | None] | None = None,
+                 fleet: Callable[[], object | None] | None = None) -> None:
         self.source_factory = source_factory  # makes a claudeguard.desk.source.DeskSource
         self.stopper = stopper  # the service's stop of a session it watches (``Service.stop_watched``)
+        # The service's fleet as a claudeguard.desk.source.FleetView, or None while it has none.
+        self.fleet = fleet
         self.desk: Served | None = None
         self.refused = 0
         self._lock = threading.Lock()
@@ -88,8 +91,11 @@ class DeskHost:
     def start(self) -> Served:
         with self._lock:
             if self.desk is None:
-                source = (self.source_factory() if self.source_factory is not None
-                          else importlib.import_module("claudeguard.desk.local").LocalSource(stopper=self.stopper))
+                if self.source_factory is not None:
+                    source = self.source_factory()
+                else:
+                    local = importlib.import_module("claudeguard.desk.local")
+                    source = local.LocalSource(stopper=self.stopper, fleet=self.fleet)
                 served: Served = importlib.import_module("claudeguard.desk").start_desk(source, admit=self._admit)
                 self.desk = served
             return self.desk
