@@ -167,9 +167,10 @@ def main() -> int:
                     login = desk_url(env)
                     started = time.monotonic()
                     page.goto(login)
-                    page.wait_for_function(f"document.body.dataset.requests === '{args.requests}'", timeout=30000)
+                    # attribute selectors, not wait_for_function: the page's CSP forbids the eval that would need
+                    page.wait_for_selector(f'body[data-requests="{args.requests}"]', state="attached", timeout=30000)
                     loads.append((time.monotonic() - started) * 1000)
-                    page.wait_for_function("document.body.dataset.paintedMs !== undefined", timeout=10000)
+                    page.wait_for_selector("body[data-painted-ms]", state="attached", timeout=10000)
                     renders.append(float(page.evaluate("document.body.dataset.renderMs")))
                     paints.append(float(page.evaluate("document.body.dataset.paintedMs")))
                     page.close()

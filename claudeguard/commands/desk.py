@@ -9,8 +9,10 @@ service's one line when refused, 2 when the service cannot be reached or started
 
 from __future__ import annotations
 
+import os
 import sys
 
+from claudeguard.ancestry import inside_guarded_session
 from claudeguard.commands.cli import parser as command_parser
 from claudeguard.service import client, files
 
@@ -22,6 +24,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--open", action="store_true", help="also open the URL in your browser (Python's webbrowser: "
                                                             "$BROWSER, else the desktop's default)")
     args = parser.parse_args(argv[1:])
+    # Said here first, so that a tool of a session does not even start a service; the service
+    # refuses such a caller by itself all the same (it asks the kernel who is calling).
+    inside = inside_guarded_session(os.getpid())
+    if inside is not None:
+        print(f"claudeguardctl desk: refused from inside session {inside}", file=sys.stderr)
+        return 1
     try:
         sock = client.connect(files.service_dir())
         try:

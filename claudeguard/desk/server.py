@@ -209,6 +209,8 @@ class Desk:
         # Asked once per connection, before its first request is answered (the guard service
         # passes its check that the connecting process runs outside every guarded session).
         self.admit = admit
+        # Told of each refused request (the guard service writes the ones that matter to the audit log).
+        self.on_refusal: Callable[[dict[str, Any]], None] | None = None
         self.base = secrets.token_urlsafe(12)
         self.uid = os.getuid()
         self.refusals: list[dict[str, Any]] = []  # the last refused requests, for people and tests
@@ -315,10 +317,16 @@ class Desk:
         return {"via": "desk", "uid": self.uid, "browser_session": session.id}
 
     def refused(self, status: int, reason: str, path: str, had_cookie: bool) -> None:
+        refusal = {"status": status, "reason": reason, "path": path.split("?", 1)[0], "cookie": had_cookie,
+                   "time": time.time()}
         with self._lock:
-            self.refusals.append({"status": status, "reason": reason, "path": path.split("?", 1)[0],
-                                  "cookie": had_cookie, "time": time.time()})
+            self.refusals.append(refusal)
             del self.refusals[:-100]
+        if self.on_refusal is not None:
+            try:
+                self.on_refusal(refusal)
+            except Exception:  # noqa: BLE001 - the refusal stands whatever its report does
+                pass
 
     # -- topics ---------------------------------------------------------------------------------
 

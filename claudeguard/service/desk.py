@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
         def stop(self) -> None: ...
 
+        on_refusal: Callable[[dict[str, object]], None] | None
+
 REFUSAL_ROWS = 100  # audit rows of refused desk connections per service life (a loop of them is counted)
 
 
@@ -97,6 +99,7 @@ class DeskHost:
                     local = importlib.import_module("claudeguard.desk.local")
                     source = local.LocalSource(stopper=self.stopper, fleet=self.fleet)
                 served: Served = importlib.import_module("claudeguard.desk").start_desk(source, admit=self._admit)
+                served.on_refusal = self._refusal
                 self.desk = served
             return self.desk
 
@@ -112,6 +115,18 @@ class DeskHost:
             if self.refused <= REFUSAL_ROWS:
                 _audit({"event": "desk-refused", "summary": f"desk connection refused: {why}"})
         return why
+
+    def _refusal(self, refusal: dict[str, object]) -> None:
+        """A request refused with a browser session's cookie (a wrong CSRF token or Origin: a page
+        of another origin posting through the user's browser): one audit row each. A request
+        without a cookie (401) or with a wrong Host is noise of the network, not written; a
+        refused peer has its own row (``_admit``)."""
+        if refusal.get("cookie") and refusal.get("status") == 403 and not str(refusal.get("reason")).startswith(
+                "refused: "):
+            self.refused += 1
+            if self.refused <= REFUSAL_ROWS:
+                route = str(refusal.get("path")).split("/", 2)[-1]  # without the random base path
+                _audit({"event": "desk-refused", "summary": f"desk: {refusal.get('reason')} ({route})"})
 
     def stop(self) -> None:
         with self._lock:
