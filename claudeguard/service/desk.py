@@ -25,7 +25,9 @@ import os
 import threading
 
 from claudeguard.ancestry import identity, inside_guarded_session
+from claudeguard.channel.audit import record
 from claudeguard.procs import process_start
+from claudeguard.service.portguard import peer_inside_session
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -104,8 +106,6 @@ class DeskHost:
             return self.desk
 
     def _admit(self, address: tuple[str, int]) -> str | None:
-        from claudeguard.service.portguard import peer_inside_session  # noqa: PLC0415 - desk connections only
-
         desk = self.desk
         if desk is None:
             return "the desk is stopping"
@@ -136,8 +136,6 @@ class DeskHost:
 
 
 def _audit(event: dict[str, object]) -> None:
-    from claudeguard.channel.audit import record  # noqa: PLC0415 - refusals only
-
     try:
         record(event)
     except Exception:  # noqa: BLE001 - the refusal stands whether or not its row could be written

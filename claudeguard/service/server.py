@@ -114,12 +114,13 @@ class Service:
     # it again and keeps the slot its successor is about to take.
     slot_lock: threading.RLock = field(default_factory=threading.RLock)  # re-entered: _keep_slot may retire
     # The approval desk, served on a port of its own from the first ``desk`` op (service/desk.py).
-    # Its ``source_factory`` is the seam a fleet plugs into (None: the local channel and files).
+    # Its ``fleet`` (a callable returning the fleet's ``desk.source.FleetView``, or None) is where
+    # the service's fleet link plugs in; without it the desk shows this machine only.
     desk: DeskHost = field(init=False)
 
     def __post_init__(self) -> None:
         self.registered = threading.Condition(self.lock)
-        self.desk = DeskHost(stopper=self.stop_watched)
+        self.desk = DeskHost(stopper=self.stop_watched, fleet=None)
 
     def stop_watched(self, session_id: str, why: str) -> int | None:
         """The desk's Stop of a stalled session this service watches: its launcher kills the
