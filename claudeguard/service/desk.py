@@ -89,7 +89,10 @@ class DeskHost:
             _audit({"event": "desk-refused", "summary": f"desk: refused from inside session {inside}",
                     "inside_session": inside, "asked_by": dict(identity(peer_pid, os.getuid()))})
             return {"ok": False, "error": f"desk: refused from inside session {inside}"}
-        desk = self.start()
+        try:
+            desk = self.start()
+        except Exception as exc:  # noqa: BLE001 - one line back to the asker; the service goes on
+            return {"ok": False, "error": f"desk: cannot start: {type(exc).__name__}: {exc}"}
         return {"ok": True, "url": desk.login_url(), "port": desk.port}
 
     def start(self) -> Served:
