@@ -312,8 +312,15 @@ def test_real_cli_a_stalled_session_shows_as_stalled_and_is_stopped(real_claude,
         row.locator("[data-stop]").click()
         out, err = proc.communicate(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        if proc.poll() is None:  # the test failed before the stop: its whole tree, by pid
+            import psutil
+
+            family = [proc.pid] + [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+            for pid in reversed(family):
+                try:
+                    os.kill(pid, 9)
+                except ProcessLookupError:
+                    pass
             proc.communicate()
     # stopped as on a kill verdict of the watchdog: the launcher kills the CLI, says why, exits 124
     assert proc.returncode == 124, err
