@@ -250,6 +250,10 @@ def test_state_shows_the_call_and_what_forever_would_write(desk, env, waiters):
 def test_a_fleet_request_of_another_machine_offers_no_forever_and_is_answered_through_the_fleet(env):
     class View:  # what the guard service's fleet gives the desk (desk.source.FleetView)
         answers: list = []
+        changes = 0
+
+        def version(self):
+            return self.changes
 
         def requests(self):
             return [{"id": "a" * 16, "session_id": "s", "machine": "runner-7", "local": False, "tool": "Bash",
@@ -279,6 +283,12 @@ def test_a_fleet_request_of_another_machine_offers_no_forever_and_is_answered_th
         assert by["via"] == "desk" and by["uid"] == os.getuid() and by["browser_session"].startswith("bs-")
         [row] = [e for e in read_events() if e.get("event") == "desk-answer"]
         assert (row["machine"], row["request_id"], row["via"]) == ("runner-7", "a" * 16, "desk")
+        # a change on the fleet wakes the desk's refresh (its version moved), without a local change
+        source = desk.source
+        source.wait_change(0)
+        assert source.wait_change(0.3) is False
+        view.changes += 1
+        assert source.wait_change(0.3) is True
     finally:
         desk.stop()
 

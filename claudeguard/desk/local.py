@@ -308,7 +308,8 @@ class LocalSource:
 
     def _stat_fingerprint(self) -> tuple[Any, ...]:
         root = str(runtime_root())
-        out: list[Any] = []
+        fleet = self._fleet() if self._fleet is not None else None
+        out: list[Any] = [fleet.version() if fleet is not None else None]
         for path in (os.path.join(root, "channel"), os.path.join(root, "sessions"), str(audit_path())):
             out.append(_stamp(path))
         try:

@@ -65,7 +65,13 @@ class FleetView(Protocol):
 
     def requests(self) -> list[RequestItem]:
         """The other machines' waiting requests (``local: false``, ``machine`` set, ``forever_file``
-        None), each with ``call_sha256`` as ``pending --fleet --json`` has it."""
+        None), each with ``call_sha256`` as ``pending --fleet --json`` has it. Called at every
+        refresh while a page is open (at least every 5 s): from memory, not a round trip."""
+        ...
+
+    def version(self) -> int:
+        """A number that changes whenever ``requests()`` would (a request came, went or was
+        answered on any machine): the desk looks at it 4 times a second and refreshes on a change."""
         ...
 
     def answer(self, machine: str, request_id: str, decision: Decision, scope: Scope, message: str | None,
