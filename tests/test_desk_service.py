@@ -386,3 +386,26 @@ def test_a_cross_site_post_from_another_loopback_port_is_refused_by_the_service_
         assert [r.id for r in channel.list_pending()] == [waiter.request.id]
     finally:
         waiter.withdraw()
+
+
+def test_a_client_no_visible_process_holds_is_let_in_only_while_no_hidden_process_runs_in_a_session(monkeypatch):
+    # A process whose descriptors cannot be listed (not dumpable: an ssh -L tunnel's sshd, or a
+    # process an agent made so) may hold the client socket unseen. (Run as root, /proc shows every
+    # process's descriptors, so this branch is driven here through its inputs.)
+    from claudeguard.service import portguard
+
+    inside = {101: None, 202: "s-1"}
+    monkeypatch.setattr(portguard, "tcp_peer", lambda local, remote: 777 if remote == 5000 else None)
+    monkeypatch.setattr(portguard, "inside_guarded_session", lambda pid: inside[pid])
+    monkeypatch.setattr(portguard, "name_of", lambda pid: "proc")
+    monkeypatch.setattr(portguard, "holders", lambda inode: ([], [101]))
+    assert portguard.peer_inside_session(4000, 5000) is None  # only an outside process is hidden: sshd's case
+    monkeypatch.setattr(portguard, "holders", lambda inode: ([], [101, 202]))
+    assert portguard.peer_inside_session(4000, 5000) == (
+        "the connecting process cannot be seen, and pid 202 (proc), hidden the same way, runs inside guarded "
+        "session s-1")
+    monkeypatch.setattr(portguard, "holders", lambda inode: ([202], []))
+    assert portguard.peer_inside_session(4000, 5000) == "pid 202 (proc) runs inside guarded session s-1"
+    monkeypatch.setattr(portguard, "holders", lambda inode: ([101], [202]))
+    assert portguard.peer_inside_session(4000, 5000) is None  # seen, and outside: the hidden one is not its holder
+    assert portguard.peer_inside_session(4000, 5001) == "the connecting process cannot be identified"
