@@ -5,16 +5,18 @@ server's CPU with an event stream open.
 
 Render: in a throwaway runtime dir, N requests wait in the real channel (a third compound Bash
 commands, a third Edits with a diff against a file on disk, a third Writes of a new file); the
-desk (``python -m claudeguard.desk``, a process of its own) serves them and Debian's headless
+desk as the resident guard service serves it (``claudeguardctl desk``: the service is started,
+then its desk, each first URL from ``claudeguardctl desk`` again) serves them and Debian's headless
 Chromium (``testing.desk_kit``) opens the page ``--loads`` times. Per load: ``render_ms``, the
 page script's DOM work for the N cards (``renderRequests``), ``painted_ms`` up to the frame after
 it (style, layout, paint), and ``load_ms`` from the login URL to N cards in the DOM (the login
 redirect, the page, the event stream and the server listing N requests with their views).
 
-Idle: the same desk process with nothing waiting and no session, for ``--seconds`` each: no
-page open, then one event stream open (a raw HTTP client reading it, so no browser CPU is
-counted), then the stream open with the N requests waiting. The server's CPU share is its
-process's CPU time over the wall time (% of one core).
+Idle: the same service process with nothing waiting and no session, for ``--seconds`` each:
+before its desk started (the service's own idle: its main loop and hooks' listener), the desk
+started and no page open, then one event stream open (a raw HTTP client reading it, so no
+browser CPU is counted), then the stream open with the N requests waiting. The CPU share is
+the service process's CPU time over the wall time (% of one core).
 
 Prints one JSON object; stops everything it started by pid.
 """
@@ -35,10 +37,18 @@ import time
 from urllib.parse import urlsplit
 
 
-def start_desk(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "claudeguard.desk"], stdout=subprocess.PIPE, text=True, env=env)
-    assert proc.stdout is not None
-    return proc, proc.stdout.readline().strip()
+CTL = [sys.executable, "-m", "claudeguard.commands.ctl"]
+
+
+def ctl(env: dict[str, str], *args: str) -> str:
+    out = subprocess.run(CTL + list(args), env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def desk_url(env: dict[str, str]) -> str:
+    """A fresh first URL of the service's desk (the service and its desk started at the first)."""
+    return ctl(env, "desk")
 
 
 def cookie_for(url: str) -> tuple[str, str]:
@@ -125,18 +135,26 @@ def main() -> int:
         env = dict(os.environ)
         from claudeguard.paths import runtime_dir
 
+        env["CLAUDEGUARD_SERVICE_IDLE"] = "3600"  # no session here: the service must not leave meanwhile
         runtime_dir("channel")
-        proc, url = start_desk(env)
+        from claudeguard.procs import process_start
+
+        pid = int(json.loads(ctl(env, "service", "start", "--json"))["pid"])
+        started = process_start(pid)
         waiters: list = []
         try:
+            time.sleep(2)
+            out["service_idle_before_desk_cpu_pct"] = cpu_share(pid, args.seconds)
+            url = desk_url(env)
             port = urlsplit(url).port
             assert port is not None
+            time.sleep(1)
             # -- idle, nothing waiting
-            out["idle_no_stream_cpu_pct"] = cpu_share(proc.pid, args.seconds)
+            out["idle_no_stream_cpu_pct"] = cpu_share(pid, args.seconds)
             secret, base = cookie_for(url)
             stream = Stream(port, base, secret)
             time.sleep(1)
-            out["idle_one_stream_cpu_pct"] = cpu_share(proc.pid, args.seconds)
+            out["idle_one_stream_cpu_pct"] = cpu_share(pid, args.seconds)
             # -- render N waiting requests
             waiters = post_requests(args.requests, work)
             renders, paints, loads = [], [], []
@@ -146,12 +164,13 @@ def main() -> int:
                 for _ in range(args.loads):
                     context.clear_cookies()
                     page: Page = context.new_page()
-                    login = next_login_url(proc)
+                    login = desk_url(env)
                     started = time.monotonic()
                     page.goto(login)
-                    page.wait_for_function(f"document.body.dataset.requests === '{args.requests}'", timeout=30000)
+                    # attribute selectors, not wait_for_function: the page's CSP forbids the eval that would need
+                    page.wait_for_selector(f'body[data-requests="{args.requests}"]', state="attached", timeout=30000)
                     loads.append((time.monotonic() - started) * 1000)
-                    page.wait_for_function("document.body.dataset.paintedMs !== undefined", timeout=10000)
+                    page.wait_for_selector("body[data-painted-ms]", state="attached", timeout=10000)
                     renders.append(float(page.evaluate("document.body.dataset.renderMs")))
                     paints.append(float(page.evaluate("document.body.dataset.paintedMs")))
                     page.close()
@@ -163,23 +182,17 @@ def main() -> int:
                               "all": [round(x, 1) for x in loads]}
             # -- idle again, the stream open and N requests waiting
             time.sleep(2)
-            out[f"idle_one_stream_{args.requests}_waiting_cpu_pct"] = cpu_share(proc.pid, args.seconds)
+            out[f"idle_one_stream_{args.requests}_waiting_cpu_pct"] = cpu_share(pid, args.seconds)
             out["stream_bytes"] = stream.bytes
             stream.close()
         finally:
             for w in waiters:
                 w.withdraw()
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(10)
+            ctl(env, "service", "stop")  # waits until the service's pid is gone
+            if process_start(pid) == started:  # still the service we started: stop refused or timed out
+                os.kill(pid, signal.SIGTERM)
     print(json.dumps(out, indent=2))
     return 0
-
-
-def next_login_url(proc: subprocess.Popen[str]) -> str:
-    """A fresh first URL: the standalone desk prints one at start and a new one on SIGUSR1."""
-    proc.send_signal(signal.SIGUSR1)
-    assert proc.stdout is not None
-    return proc.stdout.readline().strip()
 
 
 if __name__ == "__main__":

@@ -247,25 +247,59 @@ def test_state_shows_the_call_and_what_forever_would_write(desk, env, waiters):
     assert "input" not in bash  # the call is shown as it will run, not as raw input twice
 
 
-def test_a_fleet_request_of_another_machine_offers_no_forever(env):
-    class Fleet(LocalSource):
-        def fleet_requests(self):
+def test_a_fleet_request_of_another_machine_offers_no_forever_and_is_answered_through_the_fleet(env):
+    class View:  # what the guard service's fleet gives the desk (desk.source.FleetView)
+        answers: list = []
+        changes = 0
+
+        def version(self):
+            return self.changes
+
+        def requests(self):
             return [{"id": "a" * 16, "session_id": "s", "machine": "runner-7", "local": False, "tool": "Bash",
                      "input": {"command": "ls"}, "summary": "Bash: ls", "cwd": "/", "created": 1.0,
                      "deadline": time.time() + 60, "forever_file": None}]
 
-    desk = start_desk(Fleet(config_file=str(env / "c.toml"), machine="here"))
+        def answer(self, machine, request_id, decision, scope, message, choice, answered_by):
+            self.answers.append((machine, request_id, decision, scope, message, answered_by))
+            return {"line": f"{request_id} of {machine}: {decision}", "rules": [], "file": None}
+
+    view = View()
+    desk = start_desk(LocalSource(config_file=str(env / "c.toml"), machine="here", fleet=lambda: view))
     try:
         cookie = login(desk)
         state = json.loads(call(desk, "GET", f"/{desk.base}/api/state", cookie=cookie)[2])
         [row] = state["requests"]["requests"]
         assert row["forever"] is None and "another machine" in row["forever_why"]
         assert state["requests"]["fleet"] is True
-        status, _, data = answer(desk, cookie, csrf_of(desk, cookie), {"id": "a" * 16, "answer": "once",
-                                                                      "machine": "runner-7"})
-        assert status == 409 and b"runner-7" in data
+        csrf = csrf_of(desk, cookie)
+        status, _, data = answer(desk, cookie, csrf, {"id": "a" * 16, "answer": "forever", "machine": "runner-7"})
+        assert status == 409 and b"never forever" in data and view.answers == []
+        status, _, data = answer(desk, cookie, csrf, {"id": "a" * 16, "answer": "deny", "machine": "runner-7",
+                                                      "message": "not there"})
+        assert status == 200, data
+        [(machine, rid, decision, scope, message, by)] = view.answers
+        assert (machine, rid, decision, scope, message) == ("runner-7", "a" * 16, "deny", "once", "not there")
+        assert by["via"] == "desk" and by["uid"] == os.getuid() and by["browser_session"].startswith("bs-")
+        [row] = [e for e in read_events() if e.get("event") == "desk-answer"]
+        assert (row["machine"], row["request_id"], row["via"]) == ("runner-7", "a" * 16, "desk")
+        # a change on the fleet wakes the desk's refresh (its version moved), without a local change
+        source = desk.source
+        source.wait_change(0)
+        assert source.wait_change(0.3) is False
+        view.changes += 1
+        assert source.wait_change(0.3) is True
     finally:
         desk.stop()
+
+    plain = start_desk(LocalSource(config_file=str(env / "c.toml"), machine="here"))  # no fleet
+    try:
+        cookie = login(plain)
+        status, _, data = answer(plain, cookie, csrf_of(plain, cookie), {"id": "a" * 16, "answer": "once",
+                                                                         "machine": "runner-7"})
+        assert status == 409 and b"runner-7" in data and b"no fleet" in data
+    finally:
+        plain.stop()
 
 
 # -- the page's files ------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ Every ``import`` and ``from ... import`` of a ``claudeguard`` module counts wher
 at the top, inside a function (a deferred import hides an arrow, it does not remove it) and under
 ``if TYPE_CHECKING:`` (a type-only import still says which module knows which). Imports by name
 at run time (``__import__``, ``importlib``) are not seen; the package keeps them to the
-dispatchers that need them (``commands.ctl``, the service's planner).
+dispatchers that need them (``commands.ctl``, the service's planner, and the service's desk host,
+which starts ``claudeguard.desk`` at the first ``claudeguardctl desk``).
 """
 
 from __future__ import annotations

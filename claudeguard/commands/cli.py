@@ -31,6 +31,8 @@ SUMMARIES = {
     "doctor": "Check the setup: config, runtime dir (owner, mode), the real CLI and that the injected "
               "flags are accepted; --verify proves the guard on it.",
     "demo": "Run the whole flow offline on an embedded scripted model: a subagent asks, the request is answered.",
+    "desk": "Print the URL (with a one-time login token) of the approval desk, a page on 127.0.0.1 that "
+            "shows what waits and answers with one click.",
     "service": "Show, start or stop the resident guard service that answers the hooks of this user's sessions.",
     "hook": "Internal: the Claude Code hook command (event JSON on stdin, decision JSON on stdout).",
     "mcp-serve": "Internal: the stdio MCP server behind --permission-prompt-tool (tool mcp__claudeguard__approve).",

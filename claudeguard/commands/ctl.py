@@ -22,6 +22,7 @@ COMMANDS = {
     "doctor": "doctor",
     "demo": "demo",
     "service": "service",
+    "desk": "desk",
     "hook": "hook",
     "mcp-serve": "mcp_serve",
 }

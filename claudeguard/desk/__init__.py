@@ -17,10 +17,12 @@ from claudeguard.desk.server import Desk
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from claudeguard.desk.server import Admit
     from claudeguard.desk.source import DeskSource
 
 
-def start_desk(source: DeskSource, *, port: int = 0) -> Desk:
+def start_desk(source: DeskSource, *, port: int = 0, admit: Admit | None = None) -> Desk:
     """Serve the desk over ``source`` on 127.0.0.1 (``port`` 0: any free one), in threads of
-    this process; ``Desk.login_url()`` gives a first URL, ``Desk.stop()`` ends it."""
-    return Desk(source, port=port).start()
+    this process; ``Desk.login_url()`` gives a first URL, ``Desk.stop()`` ends it. ``admit``:
+    asked once per connection (its peer's address), a reason refuses it (403)."""
+    return Desk(source, port=port, admit=admit).start()

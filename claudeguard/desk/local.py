@@ -38,10 +38,11 @@ from claudeguard.watchdog.status import list_sessions, read_status
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from claudeguard.channel.model import Request
-    from claudeguard.desk.source import AnswerResult, Decision, Provenance, RequestItem, Scope
+    from claudeguard.desk.source import AnswerResult, Decision, FleetView, Provenance, RequestItem, Scope
 
 RELIST_S = 30.0  # the channel is listed again at least this often (its listing is also its cleanup)
 TICK_S = 0.25  # how often wait_change looks at the files' times (a doorbell wakes it sooner)
@@ -58,9 +59,17 @@ class LocalSource:
     """See the module docstring. ``config_file``: where ``forever`` and applied suggestions
     write (default: the user config file, as ``approve --scope forever``)."""
 
-    def __init__(self, *, config_file: str | None = None, machine: str | None = None) -> None:
+    def __init__(self, *, config_file: str | None = None, machine: str | None = None,
+                 stopper: Callable[[str, str], int | None] | None = None,
+                 fleet: Callable[[], FleetView | None] | None = None) -> None:
         self.machine = machine or socket.gethostname()
         self._config_file = config_file
+        # The guard service's way to stop a session it watches: its launcher kills the CLI as on
+        # a ``kill`` verdict and exits 124 (``service.watch.stop``): the CLI's pid, or None (then
+        # the CLI's tree is killed from here).
+        self._stopper = stopper
+        # The fleet, when the guard service has a link to one (None: this machine only).
+        self._fleet = fleet
         self._lock = threading.Lock()
         self._bell: Doorbell | None = None
         self._fingerprint: tuple[Any, ...] | None = None
@@ -109,7 +118,23 @@ class LocalSource:
         }
 
     def fleet_requests(self) -> list[RequestItem] | None:
-        return None  # no fleet here: the service's source adds it (branch i28's `fleet` package)
+        fleet = self._fleet() if self._fleet is not None else None
+        return fleet.requests() if fleet is not None else None
+
+    def answer_remote(self, machine: str, request_id: str, decision: Decision, scope: Scope, message: str | None,
+                      choice: str | None, answered_by: Provenance) -> AnswerResult:
+        fleet = self._fleet() if self._fleet is not None else None
+        if fleet is None:
+            raise GuardError(f"{str(request_id)[:40]}: a request of {str(machine)[:60]}, and this desk has no fleet")
+        if decision not in DECISIONS or scope not in SCOPES or scope == "forever":
+            raise UsageError(f"answer {decision!r} {scope!r}: another machine's request is answered once, for this "
+                             "agent or for this session, never forever")
+        if decision == "deny" and scope != "once":
+            raise UsageError("a deny from the desk is for this call only (scope once)")
+        result = fleet.answer(machine, request_id, decision, scope, message, choice, answered_by)
+        self._audit({"event": "desk-answer", "request_id": request_id, "machine": machine, "decision": decision,
+                     "scope": scope, "message": message, "answered_by": dict(answered_by), **answered_by})
+        return result
 
     def answer(self, request_id: str, decision: Decision, scope: Scope, message: str | None,
                choice: str | None, answered_by: Provenance) -> AnswerResult:
@@ -177,6 +202,12 @@ class LocalSource:
         if not isinstance(child, int) or actual is None or (start is not None and actual != start):
             raise NotFoundError(f"{session_id}: its CLI is no longer running")
 
+        why = f"stopped from the desk ({answered_by['browser_session']}): {status.get('diagnosis') or state}"
+        told = self._stopper(session_id, why) if self._stopper is not None else None
+        if told is not None:
+            self._audit({"event": "desk-stop", "session_id": session_id, "decision": "stop", "state": state,
+                         "summary": status.get("diagnosis"), "child_pid": told, "by_launcher": True, **answered_by})
+            return f"{session_id}: its launcher stops its CLI (pid {told}) and exits 124"
         killed = kill_tree(child, STOP_GRACE_S)
         self._audit({"event": "desk-stop", "session_id": session_id, "decision": "stop", "state": state,
                      "summary": status.get("diagnosis"), "child_pid": child, "sigkill": killed, **answered_by})
@@ -277,7 +308,8 @@ class LocalSource:
 
     def _stat_fingerprint(self) -> tuple[Any, ...]:
         root = str(runtime_root())
-        out: list[Any] = []
+        fleet = self._fleet() if self._fleet is not None else None
+        out: list[Any] = [fleet.version() if fleet is not None else None]
         for path in (os.path.join(root, "channel"), os.path.join(root, "sessions"), str(audit_path())):
             out.append(_stamp(path))
         try:

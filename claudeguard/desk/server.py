@@ -50,7 +50,12 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Any
 
+    from collections.abc import Callable
+
     from claudeguard.desk.source import Decision, DeskSource, Provenance, Scope
+
+    # Why a connection from (host, port) is refused before anything is read into a page, or None.
+    Admit = Callable[[tuple[str, int]], "str | None"]
 
 LOGIN_TTL_S = 600.0  # a login URL not used within this long is void
 SESSION_IDLE_S = 24 * 3600.0  # a browser session unused this long is forgotten
@@ -196,10 +201,16 @@ class Desk:
     """The desk server over ``source``. ``start()`` serves in a thread; ``login_url()`` mints a
     first URL; ``stop()`` ends the server, its streams and the hub (the source is closed too)."""
 
-    def __init__(self, source: DeskSource, *, port: int = 0, host: str = "127.0.0.1") -> None:
+    def __init__(self, source: DeskSource, *, port: int = 0, host: str = "127.0.0.1",
+                 admit: Admit | None = None) -> None:
         if host not in ("127.0.0.1", "::1"):
             raise GuardError(f"desk: {host}: the desk listens on loopback only (127.0.0.1)")
         self.source = source
+        # Asked once per connection, before its first request is answered (the guard service
+        # passes its check that the connecting process runs outside every guarded session).
+        self.admit = admit
+        # Told of each refused request (the guard service writes the ones that matter to the audit log).
+        self.on_refusal: Callable[[dict[str, Any]], None] | None = None
         self.base = secrets.token_urlsafe(12)
         self.uid = os.getuid()
         self.refusals: list[dict[str, Any]] = []  # the last refused requests, for people and tests
@@ -240,6 +251,11 @@ class Desk:
         except Exception:  # noqa: BLE001 - stopping goes on whatever the source says
             pass
 
+    def open_pages(self) -> int:
+        """Event streams open now (a page that is being watched)."""
+        with self.hub.cond:
+            return self.hub.streams
+
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/{self.base}/"
@@ -252,6 +268,14 @@ class Desk:
             self._logins = {t: exp for t, exp in self._logins.items() if exp > now}
             self._logins[token] = now + LOGIN_TTL_S
         return f"{self.url}login?token={token}"
+
+    def void_login(self, path: str) -> None:
+        """Forget the login token in ``path`` (a login URL), if any."""
+        where, _, query = path.partition("?")
+        token = (parse_qs(query).get("token") or [""])[0]
+        if where == f"/{self.base}/login" and token:
+            with self._lock:
+                self._logins.pop(token, None)
 
     # -- browser sessions -----------------------------------------------------------------------
 
@@ -293,10 +317,16 @@ class Desk:
         return {"via": "desk", "uid": self.uid, "browser_session": session.id}
 
     def refused(self, status: int, reason: str, path: str, had_cookie: bool) -> None:
+        refusal = {"status": status, "reason": reason, "path": path.split("?", 1)[0], "cookie": had_cookie,
+                   "time": time.time()}
         with self._lock:
-            self.refusals.append({"status": status, "reason": reason, "path": path.split("?", 1)[0],
-                                  "cookie": had_cookie, "time": time.time()})
+            self.refusals.append(refusal)
             del self.refusals[:-100]
+        if self.on_refusal is not None:
+            try:
+                self.on_refusal(refusal)
+            except Exception:  # noqa: BLE001 - the refusal stands whatever its report does
+                pass
 
     # -- topics ---------------------------------------------------------------------------------
 
@@ -376,6 +406,26 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "claudeguard-desk"
     sys_version = ""
     server: _Server
+    _admitted: bool = False  # this connection's peer was checked and let in (one handler per connection)
+
+    def parse_request(self) -> bool:
+        """The request line and headers; then, once per connection, ``Desk.admit``: a refused
+        peer gets a 403 with the reason and the connection closes, before anything is answered."""
+        if not super().parse_request():
+            return False
+        desk = self.server.desk
+        if self._admitted or desk.admit is None:
+            return True
+        try:
+            why = desk.admit(self.client_address)
+        except Exception as exc:  # noqa: BLE001 - a check that fails refuses (fail closed)
+            why = f"the connecting process could not be checked: {_one_line(exc)}"
+        if why is not None:
+            desk.void_login(self.path)  # a login token in a refused request has leaked: it logs in nobody
+            self._refuse(403, f"refused: {why}")
+            return False
+        self._admitted = True
+        return True
 
     def log_message(self, format: str, *args: object) -> None:  # `format`: the base class's name
         pass  # no access log: changes go to the audit log
@@ -599,7 +649,7 @@ class Handler(BaseHTTPRequestHandler):
         rid = str(body.get("id") or "")
         machine = body.get("machine")
         if machine not in (None, desk.source.machine):
-            raise GuardError(f"{rid}: a request of {str(machine)[:60]}: answer it on the fleet (not in this phase)")
+            return dict(desk.source.answer_remote(str(machine), rid, decision, scope, message, choice, by))
         result = desk.source.answer(rid, decision, scope, message, choice, by)
         return dict(result)
 

@@ -59,6 +59,30 @@ class AnswerResult(TypedDict):
     file: str | None  # the config file written (forever)
 
 
+class FleetView(Protocol):
+    """The fleet as the desk needs it (the guard service provides one when ``[fleet]`` is set;
+    ``LocalSource(fleet=...)`` takes a callable that returns it, or None while there is none)."""
+
+    def requests(self) -> list[RequestItem]:
+        """The other machines' waiting requests (``local: false``, ``machine`` set, ``forever_file``
+        None), each with ``call_sha256`` as ``pending --fleet --json`` has it. Called at every
+        refresh while a page is open (at least every 5 s): from memory, not a round trip."""
+        ...
+
+    def version(self) -> int:
+        """A number that changes whenever ``requests()`` would (a request came, went or was
+        answered on any machine): the desk looks at it 4 times a second and refreshes on a change."""
+        ...
+
+    def answer(self, machine: str, request_id: str, decision: Decision, scope: Scope, message: str | None,
+               choice: str | None, answered_by: Provenance) -> AnswerResult:
+        """Send one answer to the request ``request_id`` of ``machine`` through the fleet (never
+        ``forever``); the member that holds the request applies it through its channel, with
+        ``answered_by`` (plus the fleet's own fields) in its audit row. NotFoundError when it is
+        gone or answered already, GuardError (one line) when the fleet refuses or cannot be reached."""
+        ...
+
+
 class DeskSource(Protocol):
     """What the desk reads and changes. Implementations must be thread-safe: the server calls
     them from a thread per HTTP request and from its one change-watching thread."""
@@ -80,6 +104,12 @@ class DeskSource(Protocol):
         """Deliver one answer (the first answer wins; a second, or an answer to an expired or
         unknown id, raises NotFoundError). ``forever`` also writes the rule into
         ``forever_file``; refused for a request of another machine."""
+        ...
+
+    def answer_remote(self, machine: str, request_id: str, decision: Decision, scope: Scope, message: str | None,
+                      choice: str | None, answered_by: Provenance) -> AnswerResult:
+        """Deliver one answer to a request of another machine of the fleet (``fleet_requests``);
+        refused (GuardError) without a fleet, and for ``forever``."""
         ...
 
     def sessions(self) -> list[dict[str, Any]]:

@@ -32,14 +32,17 @@ if TYPE_CHECKING:
 
     from claudeguard.sockets import socket_address
 
-    class ServiceRecord(TypedDict):
-        """``service.json``: the live service, written once it listens."""
-
+    class _ServiceRecord(TypedDict):
         pid: int
         start: str | None  # procs.process_start of pid: a record of a dead service is stale
         version: str  # its fingerprint
         port: int  # the hook port
         started: float  # time.time() at its start
+
+    class ServiceRecord(_ServiceRecord, total=False):
+        """``service.json``: the live service, written once it listens (again when its desk starts)."""
+
+        desk_port: int  # the desk's own port, once someone asked for the desk
 
 RECORD = "service.json"
 CONTROL = "control.sock"

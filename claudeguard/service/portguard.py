@@ -154,6 +154,65 @@ def owners(inodes: Iterable[int]) -> list[int]:
     return found
 
 
+def holders(inode: int) -> tuple[list[int], list[int]]:
+    """Who holds the socket ``inode``: the pids found holding it, and the pids of this user whose
+    descriptors cannot be listed (not dumpable: sshd's session processes, the guard's own, or a
+    process that made itself so): one of those may hold it unseen."""
+    wanted = f"socket:[{inode}]"
+    found: list[int] = []
+    hidden: list[int] = []
+    uid = os.getuid()
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return found, hidden
+    for pid in pids:
+        try:
+            names = os.listdir(f"/proc/{pid}/fd")
+        except PermissionError:
+            try:
+                if os.stat(f"/proc/{pid}").st_uid == uid:
+                    hidden.append(pid)
+            except OSError:
+                pass
+            continue
+        except OSError:
+            continue
+        for name in names:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{name}") == wanted:
+                    found.append(pid)
+                    break
+            except OSError:
+                continue
+    return found, hidden
+
+
+def peer_inside_session(local_port: int, remote_port: int) -> str | None:
+    """Why the process at the other end of the loopback connection from ``remote_port`` to our
+    ``local_port`` may not be served, or None: it runs inside a guarded session's process tree
+    (what an agent started), or cannot be identified. A client socket held by no process we can
+    see is let in only while no hidden process of this user (one whose descriptors we cannot
+    list) runs inside a session: an ``ssh -L`` tunnel's sshd is not dumpable, and neither is a
+    process an agent made so to hide from this check (then every unseen client is refused)."""
+    inode = tcp_peer(local_port, remote_port)
+    if inode is None:
+        return "the connecting process cannot be identified"
+    found, hidden = holders(inode)
+    for pid in found:
+        inside = inside_guarded_session(pid)
+        if inside is not None:
+            return f"pid {pid} ({name_of(pid)}) runs inside guarded session {inside}"
+    if found:
+        return None
+    for pid in hidden:
+        inside = inside_guarded_session(pid)
+        if inside is not None and pid != os.getpid():
+            return (f"the connecting process cannot be seen, and pid {pid} ({name_of(pid)}), hidden the same way, "
+                    f"runs inside guarded session {inside}")
+    return None
+
+
 def is_guard_service(pid: int) -> bool:
     """``pid`` runs the guard service (``python -m claudeguard.service``) outside every guarded
     session (one an agent started in its own tree is not the guard: ``ancestry``)."""
@@ -165,6 +224,16 @@ def is_guard_service(pid: int) -> bool:
     if b"claudeguard.service" not in args[1:4] or args[args.index(b"claudeguard.service") - 1] != b"-m":
         return False
     return inside_guarded_session(pid) is None
+
+
+def name_of(pid: int) -> str:
+    """The process's name (``comm``), not its command line: that may hold a secret (a desk
+    login URL an agent got hold of), and a refusal is written to the audit log."""
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as fh:
+            return fh.read().decode(errors="replace").strip()[:32] or "?"
+    except OSError:
+        return "?"
 
 
 def command_of(pid: int) -> str:

@@ -113,7 +113,14 @@ if TYPE_CHECKING:
         op: Literal["sockets"]
         session_id: str
 
-    Request = Union[Hello, Register, RegisterCli, Cli, Sockets, Watch, Activity, WatchEnd, Attach, Unregister, Simple]
+    class DeskAsk(TypedDict):
+        """``claudeguardctl desk``: a first URL of the desk (started at the first ask); refused to a
+        caller inside a guarded session's process tree."""
+
+        op: Literal["desk"]
+
+    Request = Union[Hello, Register, RegisterCli, Cli, Sockets, Watch, Activity, WatchEnd, Attach, Unregister, Simple,
+                    DeskAsk]
 
     # -- replies ---------------------------------------------------------------------------
 
@@ -167,6 +174,12 @@ if TYPE_CHECKING:
         ports: list[int]  # every port it answers hooks on: its own, and those launchers handed back
         sessions: list[SessionRow]
         waiting: int
+        desk_port: int | None  # the desk's port once someone asked for it (``desk``), else None
+
+    class DeskReply(TypedDict):
+        ok: Literal[True]
+        url: str  # http://127.0.0.1:PORT/<base>/login?token=...: single use, void after 10 minutes
+        port: int  # the desk's own port (never a hooks' port)
 
     class Status(_Status, total=False):
         fleet: dict[str, Any]  # FleetLink.status(): machine, redis, connected, last_error, counts
@@ -204,4 +217,4 @@ if TYPE_CHECKING:
 
     Event = Union[Watching, WatchEnded, Stall, Calm]
     Reply = Union[SocketsEvent, Unserved, Failed, Done, HelloReply, RegisterReply, Status, Stopping, Watching,
-                  WatchEnded]
+                  WatchEnded, DeskReply]

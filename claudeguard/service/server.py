@@ -26,6 +26,10 @@ too): one JSON object per line each way.
 - ``{"op": "cli", "session_id", "pid", "start"}`` (no answer), or ``cli_pid``/``cli_start`` in
   ``register``: a foreground session's CLI, the only process whose hook posts are taken for it
   (``poster_refused``: a tool that read the session's secret still cannot post).
+- ``{"op": "desk"}`` → ``{"ok": true, "url", "port"}``: a fresh single-use first URL of the
+  approval desk, which the service serves on a port of its own from the first ask
+  (``service/desk.py``); refused (``{"ok": false, "error"}`` and an audit row) when the caller
+  (``SO_PEERCRED``) runs inside a guarded session's process tree.
 - ``{"op": "unregister", "session_id"}``, ``{"op": "status"}``, ``{"op": "stop"}``,
   ``{"op": "retire"}`` (a launcher of another version found this one: stop taking sessions,
   give up the slot, exit when the last session ends).
@@ -51,6 +55,7 @@ from claudeguard.gate.session import load_session
 from claudeguard.paths import check_private_dir
 from claudeguard.procs import not_dumpable, process_start
 from claudeguard.service import agent_view, files, fleet, planner, watch
+from claudeguard.service.desk import DeskHost
 from claudeguard.service.background import Keeper, end_session, hooks_port, keep, read_record
 from claudeguard.service.http import HookServer, listening_port
 from claudeguard.service.portguard import command_of, owners, socket_inodes, tcp_peer
@@ -66,10 +71,11 @@ if TYPE_CHECKING:
 
     from claudeguard.gate.session import Session
     from claudeguard.service.fleet import Fleet
+    from claudeguard.service.files import ServiceRecord
     from claudeguard.service.planner import Planner
     from claudeguard.service.protocol import (
-        Done, Failed, HelloReply, Received, RegisterReply, Reply, SessionRow, SocketsEvent, Status, Stopping, Unserved,
-        WatchEnded, Watching,
+        DeskReply, Done, Failed, HelloReply, Received, RegisterReply, Reply, SessionRow, SocketsEvent, Status, Stopping,
+        Unserved, WatchEnded, Watching,
     )
 
 DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
@@ -109,9 +115,21 @@ class Service:
     # retire that lands while the main loop checks the slot finds its socket gone, publishes
     # it again and keeps the slot its successor is about to take.
     slot_lock: threading.RLock = field(default_factory=threading.RLock)  # re-entered: _keep_slot may retire
+    # The approval desk, served on a port of its own from the first ``desk`` op (service/desk.py).
+    # Its ``fleet`` (a callable returning the fleet's ``desk.source.FleetView``, or None) is where
+    # the service's fleet link plugs in; without it the desk shows this machine only.
+    desk: DeskHost = field(init=False)
 
     def __post_init__(self) -> None:
         self.registered = threading.Condition(self.lock)
+        self.desk = DeskHost(stopper=self.stop_watched, fleet=None)
+
+    def stop_watched(self, session_id: str, why: str) -> int | None:
+        """The desk's Stop of a stalled session this service watches: its launcher kills the
+        CLI and exits 124 (``watch.stop``); None when it is not watched here."""
+        with self.lock:
+            reg = self.sessions.get(session_id)
+        return watch.stop(reg, why) if reg is not None else None
 
     # --- the registry ---------------------------------------------------------------------
 
@@ -353,11 +371,32 @@ class Service:
             ports = sorted(self.listeners)
         status: Status = {"ok": True, "pid": os.getpid(), "version": self.version, "port": self.port,
                           "started": self.started, "retired": self.retired, "idle_exit": self.idle_exit, "ports": ports,
-                          "sessions": sessions, "waiting": self.waiters}
+                          "sessions": sessions, "waiting": self.waiters, "desk_port": self.desk.port}
         fleet = self.fleet
         if fleet is not None:
             status["fleet"] = fleet.status()
         return status
+
+    def desk_op(self, link: Link | None) -> DeskReply | Failed:
+        """The ``desk`` op: a first URL of the desk for a caller outside every guarded session
+        (its pid as the kernel says, ``SO_PEERCRED``), the desk started at the first ask."""
+        if self.retired:
+            return {"ok": False, "error": "desk: this service is retiring: ask again"}
+        creds = peer_creds(link.conn) if link is not None else None
+        first = self.desk.port is None
+        reply = self.desk.url(creds[0] if creds is not None else None)
+        if first and self.desk.port is not None:
+            with self.slot_lock:
+                if not self.retired:
+                    files.write_record(self.directory, self._record())  # status readers see desk_port
+        return reply
+
+    def _record(self) -> ServiceRecord:
+        record: ServiceRecord = {"pid": os.getpid(), "start": process_start(os.getpid()), "version": self.version,
+                                 "port": self.port, "started": self.started}
+        if self.desk.port is not None:
+            record["desk_port"] = self.desk.port
+        return record
 
     # --- the control socket ---------------------------------------------------------------
 
@@ -458,6 +497,8 @@ class Service:
         if op == "retire":
             self.retire()
             return {"ok": True}
+        if op == "desk":
+            return self.desk_op(conn)
         return {"ok": False, "error": f"unknown op {op!r}"}
 
     def retire(self) -> None:
@@ -470,6 +511,7 @@ class Service:
             self._release_slot()
         self._stop_planner()  # the successor starts its own; sessions here need none
         self._stop_fleet()  # the successor's link speaks for this machine (one link per machine)
+        self.desk.stop()  # and its own desk, at the next ask
 
     def _release_slot(self) -> None:
         record = files.read_record(self.directory)
@@ -540,8 +582,7 @@ class Service:
             old_control.close()
         self._stop_planner()  # its socket went with the dir
         self._start_planner()
-        files.write_record(self.directory, {"pid": os.getpid(), "start": process_start(os.getpid()),
-                                            "version": self.version, "port": self.port, "started": self.started})
+        files.write_record(self.directory, self._record())
         print("claudeguard service: the runtime dir was removed; socket and record published again",
               file=sys.stderr, flush=True)
 
@@ -603,9 +644,7 @@ class Service:
         self._bind_control()
         self._start_planner()
         threading.Thread(target=self.adopt, name="claudeguard-adopt", daemon=True).start()
-        files.write_record(self.directory,
-                           {"pid": os.getpid(), "start": process_start(os.getpid()), "version": self.version,
-                                            "port": self.port, "started": self.started})
+        files.write_record(self.directory, self._record())
         self.fleet = fleet.start(self._has_sessions)
         idle_since = time.monotonic()
         next_check = time.monotonic() + SLOT_CHECK_S
@@ -621,7 +660,7 @@ class Service:
                         self._start_planner()
                 with self.lock:
                     busy = bool(self.sessions)
-                if busy:
+                if busy or self.desk.busy():  # an open desk page keeps the service too
                     idle_since = time.monotonic()
                 elif self.retired or time.monotonic() - idle_since >= self.idle_exit:
                     break
@@ -633,6 +672,7 @@ class Service:
             self._release_slot()
             self._stop_planner()
             self._stop_fleet()
+            self.desk.stop()
             with self.lock:
                 servers = list(self.listeners.values())
             for server in servers:  # the launchers of running sessions hold these ports still

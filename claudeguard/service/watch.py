@@ -187,6 +187,21 @@ def end(reg: Registered, code: object) -> None:
             monitor.stop(code if isinstance(code, int) else None)
 
 
+def stop(reg: Registered, why: str) -> int | None:
+    """Have the launcher of ``reg`` stop its CLI as on a ``kill`` verdict (the desk's Stop on a
+    stalled session): it kills the CLI's tree and exits 124, saying ``why``. The CLI's pid, or
+    None when the service does not watch the session (or its launcher cannot be told)."""
+    monitor = reg.watch
+    if not isinstance(monitor, ServiceMonitor):
+        return None
+    from claudeguard.channel.audit import now_iso  # noqa: PLC0415 - a stop from the desk only
+
+    event: StallEvent = {"event": "stall", "session_id": monitor.session_id, "diagnosis": why, "action": "kill",
+                         "stall": {"time": now_iso(), "state": "stalled", "diagnosis": why, "action": "kill"},
+                         "notify": None, "carry": monitor.stall_state()}
+    return monitor.child_pid if monitor.link.send(event) else None
+
+
 def _text(x: object) -> str | None:
     return x if isinstance(x, str) else None
 
