@@ -42,7 +42,9 @@ if TYPE_CHECKING:
 
     from claudeguard.fleet.config import FleetConfig
     from claudeguard.fleet.conn import Conn
-    from claudeguard.fleet.model import AnsweredBy, AnswerFields, ApplyAnswer, Done, Outcome, RequestView, Verdict
+    from claudeguard.fleet.model import (
+        AnsweredBy, AnswerFields, ApplyAnswer, Done, LinkStatus, Outcome, RequestView, Verdict,
+    )
 
 HEARTBEAT_S = 2.0  # how often the heartbeat goes out (and a lost database is noticed)
 HEARTBEAT_LIVES = 5  # a machine whose heartbeat is this many intervals old is gone (10 s); its requests with it
@@ -148,12 +150,14 @@ class FleetLink:
         with self._lock:
             self._sessions = rows
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> LinkStatus:
         """For ``service status`` and ``doctor``: connected, the last failure, counts."""
         with self._lock:
             pending = len(self._requests)
+        counts = self.counts
         return {"machine": self.machine, "redis": self.cfg.describe(), "connected": dict(self.connected),
-                "last_error": self.last_error, "pending": pending, **self.counts}
+                "last_error": self.last_error, "pending": pending, "applied": counts["applied"],
+                "refused": counts["refused"], "connects": counts["connects"], "failures": counts["failures"]}
 
     # -- publishing --------------------------------------------------------------------------------
 

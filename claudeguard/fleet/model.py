@@ -104,6 +104,18 @@ if TYPE_CHECKING:
         by: str | dict[str, Any] | None  # the channel Answer's ``by``, or a structured answered_by
         at: float
 
+    class LinkStatus(TypedDict):
+        """``FleetLink.status()``: for ``service status`` and ``doctor``."""
+        machine: str
+        redis: str
+        connected: dict[str, bool]  # "pub", "inbox"
+        last_error: str | None
+        pending: int
+        applied: int
+        refused: int
+        connects: int
+        failures: int
+
     class Verdict(TypedDict, total=False):
         """One entry of ``m:<machine>:results``: the owner's word on one answer."""
         answer: str  # the answer's ref

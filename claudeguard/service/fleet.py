@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from claudeguard.channel.model import Answer, Request
     from claudeguard.fleet.link import FleetLink
+    from claudeguard.fleet.model import LinkStatus
 
 SESSIONS_EVERY_S = 2.0  # how often the sessions' rows are read for the heartbeat (the link's own beat)
 
@@ -73,7 +74,7 @@ class Fleet:
         self._stop.set()
         self.link.stop()
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> LinkStatus:
         return self.link.status()
 
     def _beat(self) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any, Literal, TypedDict, Union
+    from typing import Literal, TypedDict, Union
 
+    from claudeguard.fleet.model import LinkStatus
     from claudeguard.watchdog.monitor import StallState
 
     Carry = StallState  # a stall episode handed from one monitor to the next
@@ -182,7 +183,7 @@ if TYPE_CHECKING:
         port: int  # the desk's own port (never a hooks' port)
 
     class Status(_Status, total=False):
-        fleet: dict[str, Any]  # FleetLink.status(): machine, redis, connected, last_error, counts
+        fleet: LinkStatus  # FleetLink.status(): machine, redis, connected, last_error, counts
 
     class Stopping(TypedDict):
         ok: Literal[True]
