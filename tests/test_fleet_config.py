@@ -136,7 +136,8 @@ def test_the_password_from_the_environment(monkeypatch):
         cfg.password()
     monkeypatch.setenv("TEAM_REDIS_PW", SECRET)
     assert cfg.password() == SECRET
-    assert secret_env_names(cfg) == ["CLAUDEGUARD_FLEET_PASSWORD", "CLAUDEGUARD_FLEET_APPROVER_PASSWORD", "TEAM_REDIS_PW"]
+    assert secret_env_names(cfg) == ["CLAUDEGUARD_FLEET_PASSWORD", "CLAUDEGUARD_FLEET_APPROVER_PASSWORD",
+                                     "TEAM_REDIS_PW"]
 
 
 def test_the_desk_approver_is_read_like_the_member(tmp_path, monkeypatch):
