@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from claudeguard.commands.audit import answerer
 from claudeguard.testing.wait import wait_until
 from fleet_helpers import PREFIX
 from tests.shim_helpers import ctl, plain_env
@@ -123,6 +124,7 @@ def test_bravos_desk_lists_and_approves_a_request_waiting_on_alpha(fleet, tmp_pa
     assert (by["via"], by["browser_session"], by["acl_user"], by["machine"], by["uid"]) == (
         "desk", desk.browser_session, "cg-a-desk", "bravo", os.getuid())
     assert "relayed_by" in by and by["ref"].startswith("cg-a-desk/")
+    assert answerer(by) == " via desk through the fleet (cg-a-desk@bravo)"  # as `claudeguardctl audit` shows it
     # alpha's own audit row of the answer it read, exactly one
     [row] = [e for e in audit(alpha.audit_file) if e.get("event") == "fleet-answer"]
     assert row["applied"] is True and (row["decision"], row["scope"]) == ("allow", "session")

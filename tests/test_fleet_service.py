@@ -283,6 +283,25 @@ def test_doctor_checks_the_fleet_and_warns_about_clear_text_to_another_host(mach
     assert "x\n" not in out
 
 
+def test_doctor_checks_the_desk_approver_and_warns_when_sessions_may_run_unboxed(machine_env, capsys, monkeypatch):
+    from claudeguard.commands.doctor import fleet as doctor_fleet
+
+    pw = machine_env / "desk.pw"
+    pw.write_text("x\n")
+    pw.chmod(0o640)
+    base = f'[fleet]\nurl = "redis://127.0.0.1:1/0"\napprover = "cg-a-desk"\napprover_password_file = "{pw}"\n'
+    _user_config(machine_env, base)
+    assert doctor_fleet(load_config(machine_env, env_overrides())) is False
+    assert f"fleet: fleet.approver_password_file {pw}: mode 0640; it must be 0600" in capsys.readouterr().out
+    pw.chmod(0o600)
+    assert doctor_fleet(load_config(machine_env, env_overrides())) is True
+    assert "fleet.approver (cg-a-desk) lets this machine's desk answer" in capsys.readouterr().out
+    _user_config(machine_env, '[security]\nsandbox = "require"\n\n' + base)
+    assert doctor_fleet(load_config(machine_env, env_overrides())) is True
+    out = capsys.readouterr().out
+    assert "fleet.approver" not in out and "x\n" not in out
+
+
 def test_the_service_publishes_again_when_redis_comes_back_empty(machine_env, fleet, redis_server, monkeypatch):
     from claudeguard.service import fleet as service_fleet
 
