@@ -86,6 +86,16 @@ def open_desk(env: dict) -> Desk:
     return Desk(out.stdout.strip())
 
 
+def service_status(env: dict) -> dict:
+    """``service status --json`` once the service's fleet is up (it starts after the control
+    socket answers: a first ``desk`` may come before it)."""
+    def fleet_up() -> dict | None:
+        status = json.loads(ctl(env, "service", "status", "--json").stdout)
+        return status if "fleet_desk" in status else None
+
+    return wait_until(fleet_up, 10, "the service's fleet started")
+
+
 def audit(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
@@ -94,7 +104,7 @@ def test_bravos_desk_lists_and_approves_a_request_waiting_on_alpha(fleet, tmp_pa
     alpha = fleet.machine("alpha")
     env = bravo_env(fleet, tmp_path / "bravo", approver=True)
     desk = open_desk(env)
-    status = json.loads(ctl(env, "service", "status", "--json").stdout)
+    status = service_status(env)
     assert status["fleet_desk"] == "the desk shows the fleet's requests as cg-a-desk: lists them"
     assert desk.requests()["fleet"] is True  # the page asked: the listing starts
     [rid] = alpha.post(1, timeout=60, tool_input={"command": "git push origin main"})
@@ -146,7 +156,7 @@ def test_without_an_approver_bravos_desk_shows_this_machine_only_and_says_why(fl
     [rid] = alpha.post(1, timeout=60)
     env = bravo_env(fleet, tmp_path / "bravo", approver=False)
     desk = open_desk(env)
-    status = json.loads(ctl(env, "service", "status", "--json").stdout)
+    status = service_status(env)
     assert status["fleet_desk"].startswith("the desk shows this machine's requests only: [fleet] names no approver")
     text = ctl(env, "service", "status").stdout
     assert "fleet: the desk shows this machine's requests only: [fleet] names no approver" in text
