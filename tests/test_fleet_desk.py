@@ -15,7 +15,6 @@ import http.client
 import json
 import os
 import re
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -108,18 +107,15 @@ def test_bravos_desk_lists_and_approves_a_request_waiting_on_alpha(fleet, tmp_pa
     assert status["fleet_desk"] == "the desk shows the fleet's requests as cg-a-desk: lists them"
     assert desk.requests()["fleet"] is True  # the page asked: the listing starts
     [rid] = alpha.post(1, timeout=60, tool_input={"command": "git push origin main"})
-    posted = time.monotonic()
 
     def listed() -> dict | None:
         rows = [r for r in desk.requests()["requests"] if r["id"] == rid]
         return rows[0] if rows else None
 
     row = wait_until(listed, 10, "alpha's request on bravo's desk")
-    shown_after = time.monotonic() - posted
     assert (row["machine"], row["local"], row["tool"]) == ("alpha", False, "Bash")
     assert row["forever"] is None and "another machine" in row["forever_why"]
     assert row["call"]["command"] == "git push origin main" and len(row["call_sha256"]) == 64
-    assert shown_after < 3.0, shown_after  # polled every 0.5 s while the page is open
 
     # forever for another machine's request: refused by the desk, nothing reaches alpha
     status_code, body = desk.answer({"id": rid, "answer": "forever", "machine": "alpha"})
