@@ -167,3 +167,28 @@ def test_without_an_approver_bravos_desk_shows_this_machine_only_and_says_why(fl
     status_code, body = desk.answer({"id": rid, "answer": "once", "machine": "alpha"})
     assert status_code == 409 and "this desk has no fleet" in body["error"]
     assert alpha.of("applied") == []
+
+
+def test_the_desks_view_lists_only_while_asked_and_wakes_at_the_next_ask(fleet):
+    """``FleetDeskView``: from memory, this machine's own requests left out; it stops listing
+    (and empties its list) when the desk stops asking, and lists again at the next ask."""
+    from claudeguard.fleet.view import FleetDeskView
+
+    alpha = fleet.machine("alpha")
+    bravo = fleet.machine("bravo")
+    [rid] = alpha.post(1, timeout=60)
+    bravo.post(1, timeout=60)  # bravo's own: its desk lists it from its channel, not from the fleet
+    cfg = fleet.approver_config("desk", machine="bravo")
+    view = FleetDeskView(cfg, poll_s=0.1, idle_s=0.5)
+    try:
+        assert view.requests() == []  # the first ask starts the listing
+        items = wait_until(lambda: view.requests() or None, 10, "alpha's request listed")
+        assert [(i["machine"], i["id"], i["local"], i["forever_file"]) for i in items] == [("alpha", rid, False, None)]
+        version = view.version()
+        assert view.requests() is items and view.version() == version  # nothing changed: the same list
+        # nobody asks: the listing stops and its list empties (a version change, seen at the next ask)
+        wait_until(lambda: view._items == [], 10, "the idle view emptied")
+        wait_until(lambda: view.requests() != [] or None, 10, "listed again at the next ask")
+        assert view.version() > version
+    finally:
+        view.stop()

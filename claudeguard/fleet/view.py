@@ -108,14 +108,15 @@ class FleetDeskView:
     # -- the listing -------------------------------------------------------------------------------
 
     def _ask(self) -> None:
+        was_idle = self._idle()
         self._asked = time.monotonic()
         if self._thread is None:
             with self._lock:
                 if self._thread is None and not self._stop.is_set():
                     self._thread = threading.Thread(target=self._loop, name="claudeguard-fleet-desk", daemon=True)
                     self._thread.start()
-        elif not self._wake.is_set() and self._idle():
-            self._wake.set()  # it sleeps: wake it
+        elif was_idle:
+            self._wake.set()  # it sleeps (or is about to): wake it
 
     def _idle(self) -> bool:
         return time.monotonic() - self._asked > self._idle_s
