@@ -65,6 +65,7 @@ class FleetDeskView:
         self._key: tuple[tuple[str, str, str], ...] = ()
         self._version = 0
         self._asked = 0.0  # monotonic time of the last requests() or version()
+        self._sleeping = False  # the thread sleeps until the next ask
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
 
@@ -108,24 +109,25 @@ class FleetDeskView:
     # -- the listing -------------------------------------------------------------------------------
 
     def _ask(self) -> None:
-        was_idle = self._idle()
-        self._asked = time.monotonic()
-        if self._thread is None:
-            with self._lock:
-                if self._thread is None and not self._stop.is_set():
-                    self._thread = threading.Thread(target=self._loop, name="claudeguard-fleet-desk", daemon=True)
-                    self._thread.start()
-        elif was_idle:
-            self._wake.set()  # it sleeps (or is about to): wake it
-
-    def _idle(self) -> bool:
-        return time.monotonic() - self._asked > self._idle_s
+        # Under the lock, as the thread's decision to sleep: an ask either comes before it (the
+        # thread sees it and lists) or finds it asleep and wakes it.
+        with self._lock:
+            self._asked = time.monotonic()
+            if self._thread is None and not self._stop.is_set():
+                self._thread = threading.Thread(target=self._loop, name="claudeguard-fleet-desk", daemon=True)
+                self._thread.start()
+            elif self._sleeping:
+                self._sleeping = False
+                self._wake.set()
 
     def _loop(self) -> None:
         client = FleetClient(self.cfg)
         try:
             while not self._stop.is_set():
-                if self._idle():
+                with self._lock:
+                    idle = time.monotonic() - self._asked > self._idle_s
+                    self._sleeping = idle
+                if idle:
                     self._publish([])  # nobody looks: what was listed would only grow stale
                     client.close()
                     self._wake.wait()
