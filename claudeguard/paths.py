@@ -81,10 +81,11 @@ class GuardPaths:
     strings, absolute, links not followed (the checks follow them)."""
 
     __slots__ = ("runtime", "config_dir", "config_file", "extra_config", "log_dir", "state_dir",
-                 "fleet_password_file")
+                 "fleet_password_file", "fleet_approver_password_file")
 
     def __init__(self, runtime: str, config_dir: str, config_file: str, extra_config: str | None, log_dir: str,
-                 state_dir: str, fleet_password_file: str | None = None) -> None:
+                 state_dir: str, fleet_password_file: str | None = None,
+                 fleet_approver_password_file: str | None = None) -> None:
         self.runtime = runtime  # sessions, hook secrets, the channel's FIFOs and sockets, the service's record
         self.config_dir = config_dir  # the user's claudeguard config dir (config.toml, profiles, fleet.pw)
         self.config_file = config_file
@@ -92,6 +93,7 @@ class GuardPaths:
         self.log_dir = log_dir  # the audit log
         self.state_dir = state_dir  # trust records
         self.fleet_password_file = fleet_password_file  # [fleet] password_file, when the caller knows it
+        self.fleet_approver_password_file = fleet_approver_password_file  # [fleet] approver_password_file, as above
 
     def __repr__(self) -> str:
         return "GuardPaths(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
@@ -101,6 +103,8 @@ class GuardPaths:
         out = [(self.runtime, "the guard's runtime dir (sessions, hook secrets, the approval channel)")]
         if self.fleet_password_file:
             out.append((self.fleet_password_file, "the fleet's password file"))
+        if self.fleet_approver_password_file:
+            out.append((self.fleet_approver_password_file, "the fleet's approver password file"))
         return out
 
     def writes(self) -> list[tuple[str, str]]:
@@ -115,7 +119,7 @@ class GuardPaths:
 
 def guard_paths(env: Mapping[str, str] | None = None, cfg: Config | None = None) -> GuardPaths:
     """Where the guard's own files are for a process with environment ``env`` (default: ours);
-    with ``cfg``, also the fleet's password file it names (no tool may read it)."""
+    with ``cfg``, also the fleet's password files it names (no tool may read them)."""
     from claudeguard.config.find import state_dir, user_config_file as find_user_file
 
     env = os.environ if env is None else env
@@ -126,7 +130,8 @@ def guard_paths(env: Mapping[str, str] | None = None, cfg: Config | None = None)
     return GuardPaths(os.path.abspath(runtime), os.path.dirname(os.path.abspath(config_file)),
                       os.path.abspath(config_file), os.path.abspath(extra) if extra else None,
                       os.path.abspath(log), os.path.abspath(state_dir(env)),
-                      cfg.fleet_password_file() if cfg is not None else None)
+                      cfg.fleet_password_file() if cfg is not None else None,
+                      cfg.fleet_approver_password_file() if cfg is not None else None)
 
 
 def _log_dir_of(env: Mapping[str, str]) -> str:

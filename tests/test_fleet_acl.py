@@ -50,14 +50,20 @@ def test_an_approver_cannot_write_an_answer_under_another_approvers_name(fleet):
         # In its own stream it may claim anything about itself: the owner records the ACL user.
         bob.sadd(f"{PREFIX}:ax:alpha", "cg-a-bob")
         bob.xadd(f"{PREFIX}:bell:alpha", {"user": "cg-a-bob"})
+        # a desk's provenance it vouches for is recorded as a claim too, never over the key's user
+        vouched = {"via": "desk", "browser_session": "bs-" + "x" * 100, "acl_user": "cg-a-carol", "ref": "carol/1"}
         bob.xadd(f"{PREFIX}:a:alpha:cg-a-bob", answer_entry(rid, view["call_sha256"], acl_user="cg-a-carol",
-                                                             sender={"machine": "carols-laptop", "uid": 4242}))
+                                                             sender={"machine": "carols-laptop", "uid": 4242},
+                                                             vouched=vouched))
     finally:
         bob.close()
     done = alpha.done(rid)
     assert done["decision"] == "allow"
     [row] = wait_until(lambda: [r for r in alpha.audit() if r.get("event") == "fleet-answer"], 10, "the audit row")
     assert row["answered_by"]["acl_user"] == "cg-a-bob"  # the key's, not the claim's
+    assert (row["answered_by"]["via"], row["answered_by"]["browser_session"]) == ("desk", ("bs-" + "x" * 100)[:64])
+    assert row["answered_by"]["ref"].startswith("cg-a-bob/")
+    assert done["answered_by"]["acl_user"] == "cg-a-bob" and done["answered_by"]["via"] == "desk"
     assert (row["answered_by"]["machine"], row["answered_by"]["uid"]) == ("carols-laptop", 4242)  # its claim, as such
     assert done["by"].startswith("fleet:cg-a-bob@carols-laptop ")
 

@@ -136,7 +136,44 @@ def test_the_password_from_the_environment(monkeypatch):
         cfg.password()
     monkeypatch.setenv("TEAM_REDIS_PW", SECRET)
     assert cfg.password() == SECRET
-    assert secret_env_names(cfg) == ["CLAUDEGUARD_FLEET_PASSWORD", "TEAM_REDIS_PW"]
+    assert secret_env_names(cfg) == ["CLAUDEGUARD_FLEET_PASSWORD", "CLAUDEGUARD_FLEET_APPROVER_PASSWORD",
+                                     "TEAM_REDIS_PW"]
+
+
+def test_the_desk_approver_is_read_like_the_member(tmp_path, monkeypatch):
+    """``approver``: the ACL user the service's desk answers other machines' requests as; its
+    password from a variable (default CLAUDEGUARD_FLEET_APPROVER_PASSWORD) or a 0600 file."""
+    monkeypatch.setenv("CLAUDEGUARD_FLEET_PASSWORD", "member")
+    monkeypatch.delenv("CLAUDEGUARD_FLEET_APPROVER_PASSWORD", raising=False)
+    assert settings({"url": "redis://h", "username": "cg-m"}).approver is None
+    cfg = settings({"url": "redis://h", "username": "cg-m", "approver": "cg-a-desk", "machine": "bravo"})
+    approver = cfg.approver
+    assert approver is not None and approver.acl_user == "cg-a-desk" and approver.machine == "bravo"
+    assert approver.password() is None and cfg.password() == "member"  # its own variable, unset: no AUTH
+    monkeypatch.setenv("CLAUDEGUARD_FLEET_APPROVER_PASSWORD", SECRET)
+    assert approver.password() == SECRET
+    assert secret_env_names(cfg) == ["CLAUDEGUARD_FLEET_PASSWORD", "CLAUDEGUARD_FLEET_APPROVER_PASSWORD"]
+    named = settings({"url": "redis://h", "approver": "cg-a", "approver_password_env": "DESK_PW"})
+    with pytest.raises(GuardError, match=r"^fleet.approver_password_env: \$DESK_PW is not set$"):
+        named.approver.password()
+    assert "DESK_PW" in secret_env_names(named)
+    pw = tmp_path / "desk.pw"
+    pw.write_text(SECRET + "\n")
+    pw.chmod(0o644)
+    filed = settings({"url": "redis://h", "approver": "cg-a", "approver_password_file": str(pw)})
+    with pytest.raises(GuardError, match=r"^fleet.approver_password_file .*: mode 0644; it must be 0600"):
+        filed.approver.password()
+    pw.chmod(0o600)
+    assert filed.approver.password() == SECRET and SECRET not in repr(filed.approver)
+    for table, message in (
+            ({"approver_password_env": "X"}, "fleet.approver_password_env without fleet.approver"),
+            ({"approver": "a:b"}, "fleet.approver 'a:b': 1-64 letters"),
+            ({"username": "cg-m", "approver": "cg-m"}, "is this machine's member user too"),
+            ({"approver": "cg-a", "approver_password_env": "X", "approver_password_file": "/x"},
+             "give fleet.approver_password_env or fleet.approver_password_file, not both"),
+            ({"approver": "cg-a", "approver_password_file": "rel.pw"}, "must be an absolute path")):
+        with pytest.raises(ConfigError, match=message):
+            settings(dict(table, url="redis://h"))
 
 
 def test_the_config_holds_no_secret(tmp_path, monkeypatch):

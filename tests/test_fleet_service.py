@@ -94,20 +94,25 @@ def test_without_a_fleet_the_service_imports_no_redis(machine_env):
 def test_the_credential_never_reaches_the_cli(machine_env, monkeypatch):
     from claudeguard.plan.argv import DROPPED, child_environ
 
-    _user_config(machine_env, '[fleet]\nurl = "redis://127.0.0.1:1/0"\npassword_env = "MY_FLEET_PW"\n')
+    _user_config(machine_env, '[fleet]\nurl = "redis://127.0.0.1:1/0"\npassword_env = "MY_FLEET_PW"\n'
+                              'approver = "cg-a-desk"\napprover_password_env = "MY_DESK_PW"\n')
     cfg = load_config(machine_env, env_overrides())
-    env = {"PATH": "/bin", "MY_FLEET_PW": "s3", "CLAUDEGUARD_FLEET_PASSWORD": "s4", "KEEP": "1"}
+    env = {"PATH": "/bin", "MY_FLEET_PW": "s3", "CLAUDEGUARD_FLEET_PASSWORD": "s4", "KEEP": "1", "MY_DESK_PW": "s5",
+           "CLAUDEGUARD_FLEET_APPROVER_PASSWORD": "s6"}
     assert child_environ(env, {"X": "1", "KEEP": DROPPED}, cfg) == {"PATH": "/bin", "X": "1"}
     # the launcher's dry run shows what its plan takes out of the CLI's environment
     monkeypatch.setenv("CLAUDEGUARD_FLEET_PASSWORD", "s4")
     monkeypatch.setenv("MY_FLEET_PW", "s3")
+    monkeypatch.setenv("MY_DESK_PW", "s5")
+    monkeypatch.setenv("CLAUDEGUARD_FLEET_APPROVER_PASSWORD", "s6")
     monkeypatch.setenv("CLAUDEGUARD_CLAUDE", "/bin/true")
     out = subprocess.run([sys.executable, "-m", "claudeguard", "--guard-dry-run", "-p", "hi"], env=dict(os.environ),
                          capture_output=True, text=True, timeout=60, cwd=machine_env)
     assert out.returncode == 0, out.stderr
     shown = json.loads(out.stdout)["env"]
     assert shown["CLAUDEGUARD_FLEET_PASSWORD"] is None and shown["MY_FLEET_PW"] is None
-    assert "s3" not in out.stdout and "s4" not in out.stdout
+    assert shown["CLAUDEGUARD_FLEET_APPROVER_PASSWORD"] is None and shown["MY_DESK_PW"] is None
+    assert not any(word in out.stdout for word in ("s3", "s4", "s5", "s6"))
 
 
 def test_the_password_file_is_among_the_paths_no_tool_may_read(machine_env):
@@ -116,11 +121,16 @@ def test_the_password_file_is_among_the_paths_no_tool_may_read(machine_env):
     from claudeguard.plan.settings_sources import protected_rules
 
     pw = machine_env / "secrets" / "fleet.pw"
-    _user_config(machine_env, f'[fleet]\nurl = "redis://127.0.0.1:1/0"\npassword_file = "{pw}"\n')
+    desk_pw = machine_env / "secrets" / "desk.pw"
+    _user_config(machine_env, f'[fleet]\nurl = "redis://127.0.0.1:1/0"\npassword_file = "{pw}"\n'
+                              f'approver = "cg-a-desk"\napprover_password_file = "{desk_pw}"\n')
     cfg = load_config(machine_env, env_overrides())
-    assert (str(pw), "the fleet's password file") in guard_paths(cfg=cfg).reads()
+    reads = guard_paths(cfg=cfg).reads()
+    assert (str(pw), "the fleet's password file") in reads
+    assert (str(desk_pw), "the fleet's approver password file") in reads
     rules = protected_rules(parse_claude_args([]), cfg, str(machine_env))
     assert f"Read(/{pw})" in rules and f"Edit(/{pw})" in rules
+    assert f"Read(/{desk_pw})" in rules and f"Edit(/{desk_pw})" in rules
 
 
 # -- the service's link ------------------------------------------------------------------------------
@@ -271,6 +281,25 @@ def test_doctor_checks_the_fleet_and_warns_about_clear_text_to_another_host(mach
     assert "redis:// to 192.0.2.1 sends requests (which can hold secrets)" in out and "use rediss://" in out
     assert "a boxed command can reach 192.0.2.1:6379" in out
     assert "x\n" not in out
+
+
+def test_doctor_checks_the_desk_approver_and_warns_when_sessions_may_run_unboxed(machine_env, capsys, monkeypatch):
+    from claudeguard.commands.doctor import fleet as doctor_fleet
+
+    pw = machine_env / "desk.pw"
+    pw.write_text("x\n")
+    pw.chmod(0o640)
+    base = f'[fleet]\nurl = "redis://127.0.0.1:1/0"\napprover = "cg-a-desk"\napprover_password_file = "{pw}"\n'
+    _user_config(machine_env, base)
+    assert doctor_fleet(load_config(machine_env, env_overrides())) is False
+    assert f"fleet: fleet.approver_password_file {pw}: mode 0640; it must be 0600" in capsys.readouterr().out
+    pw.chmod(0o600)
+    assert doctor_fleet(load_config(machine_env, env_overrides())) is True
+    assert "fleet.approver (cg-a-desk) lets this machine's desk answer" in capsys.readouterr().out
+    _user_config(machine_env, '[security]\nsandbox = "require"\n\n' + base)
+    assert doctor_fleet(load_config(machine_env, env_overrides())) is True
+    out = capsys.readouterr().out
+    assert "fleet.approver" not in out and "x\n" not in out
 
 
 def test_the_service_publishes_again_when_redis_comes_back_empty(machine_env, fleet, redis_server, monkeypatch):

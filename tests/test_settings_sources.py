@@ -44,6 +44,9 @@ class FakeConfig:
     def fleet_password_file(self) -> str | None:
         return self.values.get("fleet.password_file")
 
+    def fleet_approver_password_file(self) -> str | None:
+        return self.values.get("fleet.approver_password_file")
+
 
 @pytest.fixture
 def place(tmp_path):

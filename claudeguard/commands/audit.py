@@ -45,12 +45,15 @@ def format_event(event: dict[str, Any]) -> str:
 
 def answerer(answered_by: object) -> str:
     """`` from pid 4242 (/dev/pts/3)``: who gave a human's answer, as its waiter saw the process;
-    a relayed one says through what (`` via desk``, `` via fleet (cg-a-bob@desk-bob)``)."""
+    a relayed one says through what (`` via desk``, `` via fleet (cg-a-bob@desk-bob)``, `` via desk
+    through the fleet (cg-a-bob@desk-bob)``)."""
     if not isinstance(answered_by, dict):
         return ""
     via = answered_by.get("via")
     if via == "fleet":
         return f" via fleet ({answered_by.get('acl_user')}@{answered_by.get('machine')})"
+    if via == "desk" and answered_by.get("acl_user") is not None:  # another machine's desk, through the fleet
+        return f" via desk through the fleet ({answered_by.get('acl_user')}@{answered_by.get('machine')})"
     if isinstance(via, str):
         return f" via {via}"
     tty = answered_by.get("tty")

@@ -115,8 +115,9 @@ def main(argv: list[str]) -> int:
 
 def fleet(cfg: Config) -> bool:
     """The fleet, when the config names one: its settings (one line per mistake, file:line), its
-    credential readable (a 0600 file of ours, or the variable set), Redis answering, and a
-    warning for redis:// to a host that is not loopback (requests can hold secrets)."""
+    credential readable (a 0600 file of ours, or the variable set; the desk's approver's too,
+    with a warning when sessions may run unboxed), Redis answering, and a warning for redis://
+    to a host that is not loopback (requests can hold secrets)."""
     if not cfg.fleet_configured():
         return True
     try:
@@ -129,6 +130,15 @@ def fleet(cfg: Config) -> bool:
         found.password()  # the file's mode and owner, or the variable: one line when wrong
     except GuardError as exc:
         return _say(False, f"fleet: {exc}")
+    if found.approver is not None:
+        try:
+            found.approver.password()  # the desk's approver: its file or variable, as the member's
+        except GuardError as exc:
+            return _say(False, f"fleet: {exc}")
+        if cfg.security()["sandbox"] != "require":
+            _warn(f"fleet: fleet.approver ({found.approver.acl_user}) lets this machine's desk answer any machine's "
+                  "requests, this one's included: keep its sessions boxed ([security] sandbox = \"require\"), or a "
+                  "command run unboxed reads what you can read, its password file included")
     warning = url_warning(found)
     if warning:
         _warn(f"fleet: {warning}")

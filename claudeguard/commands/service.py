@@ -79,6 +79,8 @@ def _print_status(reply: dict[str, Any], as_json: bool) -> int:
         state = "connected" if connected and all(connected.values()) else f"not connected ({fleet.get('last_error')})"
         print(f"fleet: machine {fleet.get('machine')} on {fleet.get('redis')}: {state}; {fleet.get('pending', 0)} "
               f"request(s) mirrored, {fleet.get('applied', 0)} answer(s) applied, {fleet.get('refused', 0)} refused")
+        if reply.get("fleet_desk"):
+            print(f"fleet: {reply.get('fleet_desk')}")
     sessions = reply.get("sessions") or []
     if not sessions:
         print("no sessions")

@@ -211,9 +211,18 @@ class Config:
         value = self._text("fleet.password_file")
         return os.path.abspath(os.path.expanduser(value)) if value else None
 
+    def fleet_approver_password_file(self) -> str | None:
+        """``fleet.approver_password_file`` (the service's desk answers with it), as ``fleet_password_file``."""
+        value = self._text("fleet.approver_password_file")
+        return os.path.abspath(os.path.expanduser(value)) if value else None
+
     def fleet_password_env(self) -> str | None:
         """``fleet.password_env`` as written (stripped from the CLI's environment, with the default name)."""
         return self._text("fleet.password_env")
+
+    def fleet_approver_password_env(self) -> str | None:
+        """``fleet.approver_password_env`` as written (stripped like ``fleet_password_env``)."""
+        return self._text("fleet.approver_password_env")
 
     def fleet_table(self) -> dict[str, str] | None:
         """``[fleet]`` as merged (only the user's own files may set it), None when no file does.

@@ -169,7 +169,8 @@ SECTIONS: dict[str, dict[str, Key]] = {
     # repository that named its own Redis would send the requests, and take the answers, there);
     # claudeguard.fleet.config checks the values (Config.fleet).
     "fleet": {name: Key("str") for name in ("url", "username", "password_env", "password_file", "machine", "prefix",
-                                            "ca_file")},
+                                            "ca_file", "approver", "approver_password_env",
+                                            "approver_password_file")},
 }
 
 AGENT_SECTION: dict[str, Key] = {

@@ -11,6 +11,8 @@ is a one-line error naming the extra. Nothing outside this package imports redis
 - ``link``    ``FleetLink``, the owning machine's side (the service owns one), and
               ``channel_apply``, ``apply_answer`` through today's channel.
 - ``client``  ``FleetClient``, the approver's side: list, answer and wait for the verdict, ps.
+- ``view``    ``FleetDeskView``, the service's desk's view of the other machines (``[fleet] approver``):
+              their requests from memory, an answer with the desk's provenance (``vouched``).
 - ``conn``    the one module that imports redis.
 
 The protocol (keys under ``<prefix>:``; the owning machine is M, an approver's ACL user U):
@@ -25,7 +27,8 @@ The protocol (keys under ``<prefix>:``; the owning machine is M, an approver's A
 2. An approver lists ``machines`` and, in one pipeline, each live machine's ``m:M:reqs``.
 3. To answer, the approver reads Redis's clock (TIME), then ``SADD ax:M U`` and ``XADD
    a:M:U`` one entry ``a`` = ``{request_id, machine, call_sha256, decision, scope, message,
-   choice, valid_until_ms, sender}`` (``XADD bell:M`` too when U was new in ``ax:M``), and
+   choice, valid_until_ms, sender, vouched}`` (``vouched``: a desk's provenance, when its
+   service relays the desk's answer) (``XADD bell:M`` too when U was new in ``ax:M``), and
    waits on ``m:M:results`` for the verdict on its entry ``U/<entry id>``.
 4. M's link blocks in ``XREAD`` on ``bell:M`` and every ``a:M:<user>`` of ``ax:M``. The
    author of an entry is the ``<user>`` of the stream's key: the approver's ACL allows it to

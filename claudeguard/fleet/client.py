@@ -159,13 +159,14 @@ class FleetClient:
 
     def answer(self, id_or_prefix: str, decision: str, *, scope: str = "once", message: str | None = None,
                choice: str | None = None, machine: str | None = None, shown_sha256: str | None = None,
-               wait: float = WAIT_S) -> Verdict:
+               wait: float = WAIT_S, vouched: dict[str, Any] | None = None) -> Verdict:
         """Answer a fleet request and wait for its owner's verdict. Returns the verdict when the
         owner applied this very answer; raises FleetError (or NotFoundError) with one line
         otherwise: refused, "already answered by <who> at <when>", or no verdict within
         ``wait`` (then the owner can no longer apply it either: the answer says until when it
         holds, in Redis's clock). ``shown_sha256``: the call the approver was shown (a console);
-        default the one listed now."""
+        default the one listed now. ``vouched``: whom this client relays (the service's desk: its
+        ``Provenance``), recorded by the owner beside the ACL user as a claim under it."""
         if decision not in ("allow", "deny"):
             raise UsageError(f"decision {decision!r}: expected allow or deny")
         view = self.find(id_or_prefix, machine)
@@ -193,6 +194,8 @@ class FleetClient:
                 "valid_until_ms": int(seconds) * 1000 + int(micros) // 1000 + int(wait * 1000),
                 "sender": _sender(self.cfg.machine),
             }
+            if vouched is not None:
+                answer["vouched"] = vouched
             pipe = self.conn.pipeline(transaction=False)
             pipe.sadd(self.keys.approvers(owner), user)
             pipe.xrevrange(results, count=1)

@@ -10,6 +10,9 @@ password_env = "CLAUDEGUARD_FLEET_PASSWORD"  # the default; or password_file = "
 machine = "ci-runner-7"                      # default: the hostname
 prefix = "claudeguard"                       # every key starts "<prefix>:"
 ca_file = "/etc/ssl/internal-ca.pem"         # rediss:// only: the CA that signed the server's certificate
+approver = "cg-alice"                        # optional: the approver ACL user the service's desk answers other
+                                             # machines' requests as; its password as the member's:
+approver_password_env = "CLAUDEGUARD_FLEET_APPROVER_PASSWORD"  # the default; or approver_password_file (0600)
 ```
 
 A password never goes in the URL: a URL ends up in argv, logs and ``config show``.
@@ -34,7 +37,9 @@ if TYPE_CHECKING:
 
 URL_ENV = "CLAUDEGUARD_FLEET_URL"
 PASSWORD_ENV = "CLAUDEGUARD_FLEET_PASSWORD"  # password_env's default
-KEYS = ("url", "username", "password_env", "password_file", "machine", "prefix", "ca_file")
+APPROVER_PASSWORD_ENV = "CLAUDEGUARD_FLEET_APPROVER_PASSWORD"  # approver_password_env's default
+KEYS = ("url", "username", "password_env", "password_file", "machine", "prefix", "ca_file", "approver",
+        "approver_password_env", "approver_password_file")
 SCHEMES = ("redis", "rediss")
 PASSWORD_MAX = 4096
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
@@ -44,11 +49,13 @@ class FleetConfig:
     """A checked fleet config. Holds no secret: ``password()`` reads it when a connection is made."""
 
     __slots__ = ("url", "tls", "host", "port", "db", "username", "password_env", "password_env_explicit",
-                 "password_file", "machine", "prefix", "ca_file", "url_source")
+                 "password_file", "machine", "prefix", "ca_file", "url_source", "approver",
+                 "key_prefix")
 
     def __init__(self, *, url: str, tls: bool, host: str, port: int, db: int, username: str | None,
                  password_env: str | None, password_env_explicit: bool, password_file: str | None, machine: str,
-                 prefix: str, ca_file: str | None, url_source: str) -> None:
+                 prefix: str, ca_file: str | None, url_source: str,
+                 approver: FleetConfig | None = None, key_prefix: str = "") -> None:
         self.url = url
         self.tls = tls
         self.host = host
@@ -62,6 +69,10 @@ class FleetConfig:
         self.prefix = prefix
         self.ca_file = ca_file
         self.url_source = url_source  # "path:line" or "env CLAUDEGUARD_FLEET_URL"
+        # The approver the service's desk answers other machines' requests as ([fleet] approver):
+        # the same server, machine and prefix, its own ACL user and credential. None: no desk answers.
+        self.approver = approver
+        self.key_prefix = key_prefix  # "approver_" for the approver's: its keys' names in errors
 
     @property
     def acl_user(self) -> str:
@@ -82,11 +93,11 @@ class FleetConfig:
         """The credential, from ``password_file`` (0600, ours, not a link) or ``password_env``.
         None when neither is configured (a Redis without AUTH, or an ACL user with nopass)."""
         if self.password_file:
-            return read_password_file(self.password_file)
+            return read_password_file(self.password_file, f"fleet.{self.key_prefix}password_file")
         if self.password_env:
             value = os.environ.get(self.password_env)
             if value is None and self.password_env_explicit:
-                raise GuardError(f"fleet.password_env: ${self.password_env} is not set")
+                raise GuardError(f"fleet.{self.key_prefix}password_env: ${self.password_env} is not set")
             return value or None
         return None
 
@@ -133,21 +144,7 @@ def fleet_settings(table: Mapping[str, Any] | None, *, where: Callable[[tuple[st
 
     password_file = table.get("password_file")
     password_env = table.get("password_env")
-    if password_file is not None and password_env is not None:
-        raise ConfigError(f"{at('password_file')}: give fleet.password_env or fleet.password_file, not both")
-    if password_env is not None and not _is_env_name(password_env):
-        raise ConfigError(f"{at('password_env')}: fleet.password_env {password_env!r} is not an environment "
-                          "variable name")
-    if password_file is not None:
-        if not password_file:
-            raise ConfigError(f"{at('password_file')}: fleet.password_file is empty")
-        password_file = os.path.expanduser(password_file)
-        if not os.path.isabs(password_file):
-            raise ConfigError(f"{at('password_file')}: fleet.password_file {password_file!r} must be an absolute "
-                              "path (or start with ~/)")
-    explicit = password_env is not None
-    if password_file is None and password_env is None:
-        password_env = PASSWORD_ENV
+    password_env, password_file, explicit = _credential(table, at, "", password_env, password_file, PASSWORD_ENV)
 
     machine = table.get("machine")
     if machine is None:
@@ -165,9 +162,49 @@ def fleet_settings(table: Mapping[str, Any] | None, *, where: Callable[[tuple[st
         ca_file = os.path.expanduser(ca_file)
         if not os.path.isfile(ca_file):
             raise ConfigError(f"{at('ca_file')}: fleet.ca_file {ca_file}: no such file")
+    approver_cfg = None
+    approver = table.get("approver")
+    if approver is None:
+        for key in ("approver_password_env", "approver_password_file"):
+            if key in table:
+                raise ConfigError(f"{at(key)}: fleet.{key} without fleet.approver (the approver's ACL user)")
+    else:
+        if not is_user(approver):
+            raise ConfigError(f"{at('approver')}: fleet.approver {approver!r}: 1-64 letters, digits, '.', '_', '-', "
+                              "'@'")
+        if approver == (username or DEFAULT_USER):
+            raise ConfigError(f"{at('approver')}: fleet.approver {approver!r} is this machine's member user too; a "
+                              "member's credentials cannot answer: name the approver's own ACL user")
+        a_env, a_file, a_explicit = _credential(table, at, "approver_", table.get("approver_password_env"),
+                                                table.get("approver_password_file"), APPROVER_PASSWORD_ENV)
+        approver_cfg = FleetConfig(url=url, tls=tls, host=host, port=port, db=db, username=approver,
+                                   password_env=a_env, password_env_explicit=a_explicit, password_file=a_file,
+                                   machine=machine, prefix=prefix, ca_file=ca_file, url_source=url_source,
+                                   key_prefix="approver_")
     return FleetConfig(url=url, tls=tls, host=host, port=port, db=db, username=username, password_env=password_env,
                        password_env_explicit=explicit, password_file=password_file, machine=machine, prefix=prefix,
-                       ca_file=ca_file, url_source=url_source)
+                       ca_file=ca_file, url_source=url_source, approver=approver_cfg)
+
+
+def _credential(table: Mapping[str, Any], at: Callable[[str], str], role: str, password_env: str | None,
+                password_file: str | None, default_env: str) -> tuple[str | None, str | None, bool]:
+    """``<role>password_env`` / ``<role>password_file`` checked: (env name, file, env named explicitly)."""
+    env_key, file_key = f"{role}password_env", f"{role}password_file"
+    if password_file is not None and password_env is not None:
+        raise ConfigError(f"{at(file_key)}: give fleet.{env_key} or fleet.{file_key}, not both")
+    if password_env is not None and not _is_env_name(password_env):
+        raise ConfigError(f"{at(env_key)}: fleet.{env_key} {password_env!r} is not an environment variable name")
+    if password_file is not None:
+        if not password_file:
+            raise ConfigError(f"{at(file_key)}: fleet.{file_key} is empty")
+        password_file = os.path.expanduser(password_file)
+        if not os.path.isabs(password_file):
+            raise ConfigError(f"{at(file_key)}: fleet.{file_key} {password_file!r} must be an absolute path (or "
+                              "start with ~/)")
+    explicit = password_env is not None
+    if password_file is None and password_env is None:
+        password_env = default_env
+    return password_env, password_file, explicit
 
 
 def from_config(cfg: Config, environ: Mapping[str, str] | None = None) -> FleetConfig | None:
@@ -230,43 +267,44 @@ def _is_env_name(text: str) -> bool:
     return bool(text) and not text[0].isdigit() and all(c.isascii() and (c.isalnum() or c == "_") for c in text)
 
 
-def read_password_file(path: str) -> str:
+def read_password_file(path: str, key: str = "fleet.password_file") -> str:
     """The first line of a 0600 regular file owned by us, opened without following a link.
     Anything else is one line that names the file and what is wrong, never its content."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as exc:
-        raise GuardError(f"fleet.password_file {path}: {exc.strerror or exc}") from None
+        raise GuardError(f"{key} {path}: {exc.strerror or exc}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise GuardError(f"fleet.password_file {path}: not a regular file")
+            raise GuardError(f"{key} {path}: not a regular file")
         if st.st_uid != os.geteuid():
-            raise GuardError(f"fleet.password_file {path}: owned by uid {st.st_uid}, not by you")
+            raise GuardError(f"{key} {path}: owned by uid {st.st_uid}, not by you")
         if st.st_mode & 0o077:
-            raise GuardError(f"fleet.password_file {path}: mode {stat.S_IMODE(st.st_mode):04o}; it must be 0600 "
+            raise GuardError(f"{key} {path}: mode {stat.S_IMODE(st.st_mode):04o}; it must be 0600 "
                              f"(chmod 600 {path})")
         data = os.read(fd, PASSWORD_MAX + 1)
     finally:
         os.close(fd)
     if len(data) > PASSWORD_MAX:
-        raise GuardError(f"fleet.password_file {path}: longer than {PASSWORD_MAX} bytes")
+        raise GuardError(f"{key} {path}: longer than {PASSWORD_MAX} bytes")
     try:
         text = data.decode()
     except UnicodeDecodeError:
-        raise GuardError(f"fleet.password_file {path}: not UTF-8 text") from None
+        raise GuardError(f"{key} {path}: not UTF-8 text") from None
     password = text.split("\n", 1)[0].rstrip("\r")
     if not password:
-        raise GuardError(f"fleet.password_file {path}: empty")
+        raise GuardError(f"{key} {path}: empty")
     return password
 
 
 def secret_env_names(cfg: FleetConfig) -> list[str]:
     """The environment variables that may hold the fleet's credential: the launcher strips them
     from the CLI's environment (the agent must never reach Redis with them)."""
-    names = [PASSWORD_ENV]
-    if cfg.password_env and cfg.password_env not in names:
-        names.append(cfg.password_env)
+    names = [PASSWORD_ENV, APPROVER_PASSWORD_ENV]
+    for one in (cfg, cfg.approver):
+        if one is not None and one.password_env and one.password_env not in names:
+            names.append(one.password_env)
     return names
 
 

@@ -375,6 +375,12 @@ class FleetLink:
             "uid": uid if isinstance(uid, int) else None, "user": _text(sender.get("user"), 64),
             "pid": pid if isinstance(pid, int) else None, "ref": ref,
         }
+        vouched = answer.get("vouched")
+        if isinstance(vouched, dict) and vouched.get("via") == "desk":
+            # answered on the sender's desk (its service relays it): the desk's provenance, a claim
+            # under the ACL user like the sender's machine and uid
+            answered_by["via"] = "desk"
+            answered_by["browser_session"] = _text(vouched.get("browser_session"), 64) or "?"
         if now_ms > valid_until:
             if now_ms - valid_until <= STALE_MS:
                 self._verdict(ref, rid, False, f"not applied: it reached {self.machine} after its validity "

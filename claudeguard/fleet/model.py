@@ -69,11 +69,16 @@ if TYPE_CHECKING:
         choice: str | None
         valid_until_ms: int  # Redis's clock (TIME): the owner does not apply it later
         sender: Sender
+        vouched: dict[str, Any] | None  # whom the sender relays: the desk's {"via": "desk", "uid", "browser_session"}
 
-    class AnsweredBy(TypedDict):
+    class _Relayed(TypedDict, total=False):
+        browser_session: str  # the desk's browser session (``via`` "desk": answered on a desk, sent by its service)
+
+    class AnsweredBy(_Relayed):
         """Who answered, as the owner records it: ``acl_user`` from the stream's key (enforced by
-        the ACL), the rest as the approver's client reported it under that user."""
-        via: Literal["fleet"]
+        the ACL), the rest as the approver's client reported it under that user (``via`` "desk"
+        and ``browser_session`` when its client is a service relaying its desk's answer)."""
+        via: Literal["fleet", "desk"]
         acl_user: str
         machine: str
         uid: int | None
@@ -216,8 +221,8 @@ def by_text(by: AnsweredBy) -> str:
 
 def who(by: Any, machine: str) -> str:
     """A ``Done.by`` (or ``AnsweredBy``) for a person: ``cg-alice@laptop (uid 1000)`` for a fleet
-    answer, ``claudeguardctl approve on ci-7`` for a local one."""
-    if isinstance(by, dict) and by.get("via") == "fleet":
+    answer (a desk's too), ``claudeguardctl approve on ci-7`` for a local one."""
+    if isinstance(by, dict) and by.get("acl_user") is not None:
         return f"{by.get('acl_user')}@{by.get('machine')} (uid {by.get('uid')})"
     if isinstance(by, str) and by.startswith("fleet:"):
         name, _, rest = by[len("fleet:"):].partition(" ")

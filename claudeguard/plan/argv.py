@@ -49,11 +49,12 @@ SETTINGS_FILE = "settings.json"  # in the session dir: the guard's settings, mer
 
 def secret_env(cfg: Config | None) -> list[str]:
     """The environment variables that may hold a credential of the guard's (the fleet's
-    password: its default name and ``fleet.password_env``): the CLI's environment never has them."""
-    names = ["CLAUDEGUARD_FLEET_PASSWORD"]
-    named = cfg.fleet_password_env() if cfg is not None else None
-    if named and named not in names:
-        names.append(named)
+    password and its desk's approver password: their default names, ``fleet.password_env`` and
+    ``fleet.approver_password_env``): the CLI's environment never has them."""
+    names = ["CLAUDEGUARD_FLEET_PASSWORD", "CLAUDEGUARD_FLEET_APPROVER_PASSWORD"]
+    for named in (cfg.fleet_password_env(), cfg.fleet_approver_password_env()) if cfg is not None else ():
+        if named and named not in names:
+            names.append(named)
     return names
 
 

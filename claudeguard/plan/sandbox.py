@@ -58,7 +58,7 @@ HIDDEN_FILE = "hidden"  # an empty mode-0 file bound over each hidden file
 PROBE_FILE = "sandbox-probe.json"  # in the user's state dir (hidden from the box): the probe's cached answer
 # The environment a boxed command never gets (the box script unsets them before bwrap starts:
 # bwrap's own pid 1 keeps its environment, readable inside).
-SECRET_VARS = ("CLAUDEGUARD_HOOK_TOKEN", "CLAUDEGUARD_FLEET_PASSWORD")
+SECRET_VARS = ("CLAUDEGUARD_HOOK_TOKEN", "CLAUDEGUARD_FLEET_PASSWORD", "CLAUDEGUARD_FLEET_APPROVER_PASSWORD")
 
 BWRAP_PACKAGE = "bubblewrap"
 # (file, sysctl, the value that blocks bubblewrap's user namespace, the fix)
@@ -281,13 +281,15 @@ def check_config(cfg: Config, paths: GuardPaths) -> None:
 
 def guard_dirs_and_files(paths: GuardPaths) -> list[tuple[str, str]]:
     """(path, what) of everything the box hides: the runtime dir, the user's config dir and file,
-    CLAUDEGUARD_CONFIG, the log dir, the state dir, the fleet's password file."""
+    CLAUDEGUARD_CONFIG, the log dir, the state dir, the fleet's password files."""
     out = [(paths.runtime, "runtime dir"), (paths.config_dir, "config dir"), (paths.config_file, "config file"),
            (paths.log_dir, "log dir"), (paths.state_dir, "state dir")]
     if paths.extra_config:
         out.append((paths.extra_config, "CLAUDEGUARD_CONFIG file"))
     if paths.fleet_password_file:
         out.append((paths.fleet_password_file, "fleet password file"))
+    if paths.fleet_approver_password_file:
+        out.append((paths.fleet_approver_password_file, "fleet approver password file"))
     return out
 
 
@@ -387,7 +389,8 @@ def layout(cfg: Config, paths: GuardPaths, cwd: str) -> Layout:
             if os.path.lexists(p) and p not in out.read_only:
                 out.read_only.append(p)
     for what, _ in guard_dirs_and_files(paths):
-        if what in (paths.config_file, paths.extra_config, paths.fleet_password_file):
+        if what in (paths.config_file, paths.extra_config, paths.fleet_password_file,
+                    paths.fleet_approver_password_file):
             if os.path.isfile(what):
                 out.hidden_files.append(what)
             continue

@@ -10,6 +10,11 @@ names one (``[fleet]``, or ``CLAUDEGUARD_FLEET_URL``), the service runs one ``Fl
   (``fleet.link.channel_apply``: ``channel.answer(..., vouched=answered_by)``): the request's
   waiter judges it like any other and records the fleet member, its machine and uid as
   ``answered_by``; the first answer the waiter takes wins, local or remote.
+- The desk: with ``[fleet] approver`` (an approver's ACL user, its password read like the
+  member's), ``desk_view()`` is a ``fleet.view.FleetDeskView``: the service's desk lists the
+  other machines' requests and answers them as that approver, with the desk's provenance. Without
+  it the desk shows this machine's requests only (the member's credentials can neither list
+  other machines' requests nor answer), and ``desk_line()`` says why in ``service status``.
 
 Without a fleet nothing here imports ``claudeguard.fleet`` (nor redis). A config mistake, or
 the extra missing, is one line in the service's log and no fleet: local answers work as ever.
@@ -32,6 +37,7 @@ if TYPE_CHECKING:
     from claudeguard.channel.model import Answer, Request
     from claudeguard.fleet.link import FleetLink
     from claudeguard.fleet.model import LinkStatus
+    from claudeguard.fleet.view import FleetDeskView
 
 SESSIONS_EVERY_S = 2.0  # how often the sessions' rows are read for the heartbeat (the link's own beat)
 
@@ -57,8 +63,11 @@ class _Mirror(channel_requests.Observer):
 class Fleet:
     """The service's fleet link and the thread that feeds its heartbeat."""
 
-    def __init__(self, link: FleetLink, busy: Callable[[], bool]) -> None:
+    def __init__(self, link: FleetLink, busy: Callable[[], bool], view: FleetDeskView | None = None,
+                 no_view: str = "") -> None:
         self.link = link
+        self.view = view  # the desk's view of the other machines (None: no approver to list and answer as)
+        self.no_view = no_view  # why there is none
         self._busy = busy
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="claudeguard-fleet-sessions", daemon=True)
@@ -72,10 +81,22 @@ class Fleet:
         """No more mirroring; the link takes this machine's requests and heartbeat down."""
         channel_requests.observer = None
         self._stop.set()
+        if self.view is not None:
+            self.view.stop()
         self.link.stop()
 
     def status(self) -> LinkStatus:
         return self.link.status()
+
+    def desk_view(self) -> FleetDeskView | None:
+        """The desk's ``FleetView`` (``desk.source``), or None: this machine's requests only."""
+        return self.view
+
+    def desk_line(self) -> str:
+        """One line for ``service status``: what the desk shows of the fleet, and why."""
+        if self.view is not None:
+            return self.view.describe()
+        return f"the desk shows this machine's requests only: {self.no_view}"
 
     def _beat(self) -> None:
         sent: list[dict[str, Any]] | None = None
@@ -106,10 +127,26 @@ def start(busy: Callable[[], bool]) -> Fleet | None:
         if fleet_cfg is None:
             return None
         fleet_cfg.password()  # its file's mode and owner, or an explicit variable unset: said now, once
-        fleet = Fleet(FleetLink(fleet_cfg, channel_apply), busy)
+        view, no_view = _desk_view(fleet_cfg)
+        fleet = Fleet(FleetLink(fleet_cfg, channel_apply), busy, view, no_view)
         fleet.start()
     except Exception as exc:  # noqa: BLE001 - without a fleet the service works as ever: said in its log
         print(f"claudeguard service: no fleet: {exc}", file=sys.stderr, flush=True)
         return None
-    print(f"claudeguard service: fleet {fleet_cfg.describe()}", file=sys.stderr, flush=True)
+    print(f"claudeguard service: fleet {fleet_cfg.describe()}; {fleet.desk_line()}", file=sys.stderr, flush=True)
     return fleet
+
+
+def _desk_view(fleet_cfg: Any) -> tuple[FleetDeskView | None, str]:
+    """The desk's view of the fleet as ``[fleet] approver``, or (None, why not)."""
+    approver = fleet_cfg.approver
+    if approver is None:
+        return None, ("[fleet] names no approver (fleet.approver: the approver ACL user the desk lists and "
+                      "answers other machines' requests as)")
+    from claudeguard.fleet.view import FleetDeskView  # noqa: PLC0415 - the optional extra, only with a fleet
+
+    try:
+        approver.password()  # as the member's: its file's mode and owner, or an explicit variable unset
+    except Exception as exc:  # noqa: BLE001 - the link works without it: said in status and the log
+        return None, str(exc)
+    return FleetDeskView(approver), ""

@@ -184,6 +184,7 @@ if TYPE_CHECKING:
 
     class Status(_Status, total=False):
         fleet: LinkStatus  # FleetLink.status(): machine, redis, connected, last_error, counts
+        fleet_desk: str  # what the desk shows of the fleet, and why (service/fleet.py, Fleet.desk_line)
 
     class Stopping(TypedDict):
         ok: Literal[True]

@@ -116,13 +116,19 @@ class Service:
     # it again and keeps the slot its successor is about to take.
     slot_lock: threading.RLock = field(default_factory=threading.RLock)  # re-entered: _keep_slot may retire
     # The approval desk, served on a port of its own from the first ``desk`` op (service/desk.py).
-    # Its ``fleet`` (a callable returning the fleet's ``desk.source.FleetView``, or None) is where
-    # the service's fleet link plugs in; without it the desk shows this machine only.
+    # Its ``fleet`` (``desk_fleet``: the fleet's ``desk.source.FleetView``, or None) shows the other
+    # machines' requests when the fleet names an approver; without it, this machine's only.
     desk: DeskHost = field(init=False)
 
     def __post_init__(self) -> None:
         self.registered = threading.Condition(self.lock)
-        self.desk = DeskHost(stopper=self.stop_watched, fleet=None)
+        self.desk = DeskHost(stopper=self.stop_watched, fleet=self.desk_fleet)
+
+    def desk_fleet(self) -> object | None:
+        """The desk's view of the fleet (``desk.source.FleetView``): None without a fleet, or
+        without an approver to list and answer as (service/fleet.py)."""
+        found = self.fleet
+        return found.desk_view() if found is not None else None
 
     def stop_watched(self, session_id: str, why: str) -> int | None:
         """The desk's Stop of a stalled session this service watches: its launcher kills the
@@ -375,6 +381,7 @@ class Service:
         fleet = self.fleet
         if fleet is not None:
             status["fleet"] = fleet.status()
+            status["fleet_desk"] = fleet.desk_line()
         return status
 
     def desk_op(self, link: Link | None) -> DeskReply | Failed:

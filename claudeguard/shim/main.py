@@ -295,8 +295,9 @@ def _start_child(launch: _Launch, real: str, args: ClaudeArgs, cwd: str) -> None
     """Start the CLI: on a pty (the TUI), or on pipes."""
     env = dict(os.environ, **launch.env_add)
     # plan.argv.child_environ without its imports: the plan's DROPPED values, and the fleet's
-    # credential under its default name, never reach the CLI.
+    # credentials under their default names, never reach the CLI.
     env.pop("CLAUDEGUARD_FLEET_PASSWORD", None)
+    env.pop("CLAUDEGUARD_FLEET_APPROVER_PASSWORD", None)
     env = {k: v for k, v in env.items() if v != DROPPED}
     sup: PtySession | Supervisor
     if args.uses_pty:

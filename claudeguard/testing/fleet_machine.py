@@ -8,7 +8,7 @@ and tells a ``FleetLink`` what the service will tell it (``request_posted``, ``r
 ``FleetMachine(root, name, url=..., username=..., password=...)`` starts it (the credential
 goes in its environment, never its argv) and reads what it reports, one JSON object per line:
 ``ready``, ``posted {tag, id, sha}``, ``applied {id, ref, applied, reason, t}`` (each call of
-``apply_answer``), ``done {id, decision, scope, by, decided_by, t}``, ``answered {id, ok,
+``apply_answer``), ``done {id, decision, scope, by, decided_by, answered_by, t}``, ``answered {id, ok,
 message}``, ``status {...}``, ``stopped``. Commands go to its stdin, one JSON object per line:
 ``post {tag, n, timeout, tool, input, kind, choices}``, ``answer {id, decision, scope, username,
 password_file}`` (this machine's human answers a fleet request, as an approver),
@@ -196,6 +196,7 @@ def _post_and_wait(link: Any, machine: str, tag: str, k: int, command: dict[str,
     link.request_done(pending.request.id, done_from_answer(answer))
     _emit({"ev": "done", "id": pending.request.id, "decision": answer.decision, "scope": answer.scope,
            "by": answer.by, "decided_by": answer.decided_by, "message": answer.message, "choice": answer.choice,
+           "answered_by": answer.answered_by,
            "waited_s": time.monotonic() - started, "t": time.time()})
 
 
