@@ -97,6 +97,7 @@ def main() -> int:
             for name in names:
                 admin.execute_command(*member_acl(PREFIX, name, f"cg-{name}", ">" + passwords[name]).split())
             admin.execute_command(*approver_acl(PREFIX, "cg-desk", ">desk-pw").split())
+            admin.execute_command(*member_acl(PREFIX, "host", "cg-host", ">host-pw").split())
             admin.close()
             pw = root / "desk.pw"
             fd = os.open(pw, os.O_WRONLY | os.O_CREAT, 0o600)
@@ -155,6 +156,35 @@ def main() -> int:
                 command.append(time.perf_counter() - t0)
                 assert proc.returncode == 0 and len(json.loads(proc.stdout)) == total, proc.stderr
             out["pending_fleet_command"] = summary(command)
+
+            # The same command where this machine's guard service runs with `[fleet] approver`: it
+            # lists on its kept connection (commands/fleet_cli.listed_by_service), no redis-py here.
+            host_pw = root / "host.pw"
+            fd = os.open(host_pw, os.O_WRONLY | os.O_CREAT, 0o600)
+            os.write(fd, b"host-pw\n")
+            os.close(fd)
+            host = _home(root / "host", f'[fleet]\nurl = "{server.url}"\nusername = "cg-host"\n'
+                                        f'password_file = "{host_pw}"\nmachine = "host"\nprefix = "{PREFIX}"\n'
+                                        f'approver = "cg-desk"\napprover_password_file = "{pw}"\n')
+            ctl = [sys.executable, "-m", "claudeguard.commands.ctl"]
+            subprocess.run([*ctl, "desk"], env=host, capture_output=True, text=True, timeout=60, check=True)
+            try:
+                deadline = time.monotonic() + 20
+                while "fleet_desk" not in json.loads(subprocess.run([*ctl, "service", "status", "--json"], env=host,
+                                                                    capture_output=True, text=True,
+                                                                    timeout=60).stdout):
+                    assert time.monotonic() < deadline, "the service's fleet did not start"
+                    time.sleep(0.1)
+                served = []
+                for _ in range(8):
+                    t0 = time.perf_counter()
+                    proc = subprocess.run([*ctl, "pending", "--fleet", "--json"], env=host, capture_output=True,
+                                          text=True, timeout=60)
+                    served.append(time.perf_counter() - t0)
+                    assert proc.returncode == 0 and len(json.loads(proc.stdout)) == total, proc.stderr
+                out["pending_fleet_command_via_service"] = summary(served[1:])  # the first connects
+            finally:
+                subprocess.run([*ctl, "service", "stop"], env=host, capture_output=True, timeout=60)
 
             # -- answers ----------------------------------------------------------------------------
             reach, round_trip = [], []

@@ -192,3 +192,24 @@ def test_the_desks_view_lists_only_while_asked_and_wakes_at_the_next_ask(fleet):
         assert view.version() > version
     finally:
         view.stop()
+
+
+def test_pending_fleet_is_listed_by_the_service_as_its_approver(fleet, tmp_path):
+    """``claudeguardctl pending --fleet`` asks the running service, which lists the fleet on its
+    kept connection as ``[fleet] approver`` (the command need not import redis-py). B's own
+    credential is a member's, which cannot list another machine's requests: what the command
+    prints came through the service; with the service stopped the command asks Redis itself and
+    is refused."""
+    alpha = fleet.machine("alpha")
+    env = bravo_env(fleet, tmp_path / "bravo", approver=True)
+    open_desk(env)  # starts B's service
+    service_status(env)
+    [rid] = alpha.post(1, timeout=60, tool_input={"command": "make deploy"})
+    out = ctl(env, "pending", "--fleet", "--json")
+    assert out.returncode == 0, out.stderr
+    [view] = [v for v in json.loads(out.stdout) if v["id"] == rid]
+    assert (view["machine"], view["input"]["command"], len(view["call_sha256"])) == ("alpha", "make deploy", 64)
+    assert ctl(env, "service", "stop").returncode == 0
+    alone = ctl(env, "pending", "--fleet", "--json")
+    assert alone.returncode == 1 and rid not in alone.stdout, alone.stdout
+    assert "as cg-m-bravo" in alone.stderr and "no permissions" in alone.stderr, alone.stderr  # the member's ACL

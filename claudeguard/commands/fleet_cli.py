@@ -18,6 +18,7 @@ from claudeguard.errors import NotFoundError, UsageError
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from claudeguard.fleet.client import FleetClient
+    from claudeguard.fleet.model import RequestView
 
 NO_FLEET = ("no fleet configured: set [fleet] url in your claudeguard config file (or CLAUDEGUARD_FLEET_URL); "
             "see the README, \"Fleet\"")
@@ -26,6 +27,35 @@ NO_FLEET = ("no fleet configured: set [fleet] url in your claudeguard config fil
 def configured() -> bool:
     """Whether this user's config names a fleet (without importing it)."""
     return load_config(Path.cwd(), env_overrides()).fleet_configured()
+
+
+def listed_by_service() -> list[RequestView] | None:
+    """The fleet's waiting requests as the running guard service lists them as ``[fleet]
+    approver``, on its kept connection, when it lists the fleet this command would ask (same
+    server, database and prefix): no redis-py import and no connection here (``pending --fleet``
+    in ~1/3 of the time). None: no such service, or it declined; then the command asks Redis."""
+    cfg = load_config(Path.cwd(), env_overrides())
+    if not cfg.fleet_configured():
+        raise UsageError(NO_FLEET)
+    from claudeguard.fleet.config import from_config  # noqa: PLC0415 - the fleet's settings only with a fleet
+    from claudeguard.service import client as service, files  # noqa: PLC0415 - only for --fleet
+
+    fleet = from_config(cfg)
+    if fleet is None:
+        raise UsageError(NO_FLEET)
+    sock = service.live_connection(files.service_dir())
+    if sock is None:
+        return None
+    try:
+        reply = service.request(sock, {"op": "fleet-pending"}, timeout=5.0)
+    except (OSError, ValueError, service.ServiceError):
+        return None
+    finally:
+        sock.close()
+    listed = reply.get("requests")
+    if reply.get("ok") and reply.get("fleet") == fleet.fleet_id() and isinstance(listed, list):
+        return listed
+    return None
 
 
 def client() -> FleetClient:

@@ -86,6 +86,11 @@ class FleetConfig:
         return (f"{scheme}://{host}:{self.port}/{self.db} as {self.acl_user} "
                 f"(machine {self.machine}, prefix {self.prefix})")
 
+    def fleet_id(self) -> str:
+        """Which fleet: its server, database and prefix, whoever connects (member or approver)."""
+        scheme = "rediss" if self.tls else "redis"
+        return f"{scheme}://{self.host}:{self.port}/{self.db} {self.prefix}"
+
     def __repr__(self) -> str:
         return f"FleetConfig({self.describe()})"
 

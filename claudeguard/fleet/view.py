@@ -68,6 +68,8 @@ class FleetDeskView:
         self._sleeping = False  # the thread sleeps until the next ask
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
+        self._cli_lock = threading.Lock()
+        self._cli_client: FleetClient | None = None  # list_all's connection, kept between calls
 
     # -- the desk's side -----------------------------------------------------------------------
 
@@ -105,6 +107,20 @@ class FleetDeskView:
         word = "approved" if decision == "allow" else "denied"
         return {"line": f"{request_id} ({machine}) {word} ({scope}): {verdict.get('message') or 'applied'}",
                 "rules": [], "file": None}
+
+    def list_all(self) -> list[RequestView]:
+        """Every request waiting on a live machine, this one's included, listed now on a kept
+        connection: ``claudeguardctl pending --fleet`` through the service (its process need not
+        import redis-py nor connect). GuardError (one line) when Redis cannot be had."""
+        with self._cli_lock:
+            if self._cli_client is None:
+                self._cli_client = FleetClient(self.cfg)
+            try:
+                return self._cli_client.requests()
+            except GuardError:
+                self._cli_client.close()
+                self._cli_client = None
+                raise
 
     # -- the listing -------------------------------------------------------------------------------
 
@@ -164,6 +180,10 @@ class FleetDeskView:
         thread = self._thread
         if thread is not None:
             thread.join(5)
+        with self._cli_lock:
+            if self._cli_client is not None:
+                self._cli_client.close()
+                self._cli_client = None
 
     def describe(self) -> str:
         """One line for ``service status``."""

@@ -14,7 +14,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Literal, TypedDict, Union
 
-    from claudeguard.fleet.model import LinkStatus
+    from claudeguard.fleet.model import LinkStatus, RequestView
     from claudeguard.watchdog.monitor import StallState
 
     Carry = StallState  # a stall episode handed from one monitor to the next
@@ -120,8 +120,14 @@ if TYPE_CHECKING:
 
         op: Literal["desk"]
 
+    class FleetPendingAsk(TypedDict):
+        """``claudeguardctl pending --fleet``: the fleet's requests as the service's approver lists
+        them; refused to a caller inside a guarded session's process tree."""
+
+        op: Literal["fleet-pending"]
+
     Request = Union[Hello, Register, RegisterCli, Cli, Sockets, Watch, Activity, WatchEnd, Attach, Unregister, Simple,
-                    DeskAsk]
+                    DeskAsk, FleetPendingAsk]
 
     # -- replies ---------------------------------------------------------------------------
 
@@ -182,6 +188,11 @@ if TYPE_CHECKING:
         url: str  # http://127.0.0.1:PORT/<base>/login?token=...: single use, void after 10 minutes
         port: int  # the desk's own port (never a hooks' port)
 
+    class FleetPendingReply(TypedDict):
+        ok: Literal[True]
+        fleet: str  # FleetConfig.fleet_id(): which fleet the service lists as its approver
+        requests: list[RequestView]  # FleetClient.requests(): every live machine's, this one's included
+
     class Status(_Status, total=False):
         fleet: LinkStatus  # FleetLink.status(): machine, redis, connected, last_error, counts
         fleet_desk: str  # what the desk shows of the fleet, and why (service/fleet.py, Fleet.desk_line)
@@ -219,4 +230,4 @@ if TYPE_CHECKING:
 
     Event = Union[Watching, WatchEnded, Stall, Calm]
     Reply = Union[SocketsEvent, Unserved, Failed, Done, HelloReply, RegisterReply, Status, Stopping, Watching,
-                  WatchEnded, DeskReply]
+                  WatchEnded, DeskReply, FleetPendingReply]

@@ -50,7 +50,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from claudeguard.ancestry import ancestry, is_claude_cli
+from claudeguard.ancestry import ancestry, inside_guarded_session, is_claude_cli
+from claudeguard.errors import GuardError
 from claudeguard.gate.session import load_session
 from claudeguard.paths import check_private_dir
 from claudeguard.procs import not_dumpable, process_start
@@ -74,8 +75,8 @@ if TYPE_CHECKING:
     from claudeguard.service.files import ServiceRecord
     from claudeguard.service.planner import Planner
     from claudeguard.service.protocol import (
-        DeskReply, Done, Failed, HelloReply, Received, RegisterReply, Reply, SessionRow, SocketsEvent, Status, Stopping,
-        Unserved, WatchEnded, Watching,
+        DeskReply, Done, Failed, FleetPendingReply, HelloReply, Received, RegisterReply, Reply, SessionRow,
+        SocketsEvent, Status, Stopping, Unserved, WatchEnded, Watching,
     )
 
 DEFAULT_IDLE_EXIT = 600.0  # seconds without a session before the service exits
@@ -506,7 +507,27 @@ class Service:
             return {"ok": True}
         if op == "desk":
             return self.desk_op(conn)
+        if op == "fleet-pending":
+            return self.fleet_pending_op(conn)
         return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def fleet_pending_op(self, link: Link | None) -> FleetPendingReply | Failed:
+        """The ``fleet-pending`` op: the fleet's waiting requests as this service's approver lists
+        them, on its kept connection (``claudeguardctl pending --fleet`` without redis-py's import
+        and a connection of its own). Refused to a caller inside a guarded session, as the desk."""
+        creds = peer_creds(link.conn) if link is not None else None
+        inside = inside_guarded_session(creds[0]) if creds is not None else "an unknown caller"
+        if inside is not None:
+            return {"ok": False, "error": f"fleet-pending: refused from inside session {inside}"}
+        found = self.fleet
+        view = found.desk_view() if found is not None else None
+        if view is None:
+            return {"ok": False, "error": "fleet-pending: this service lists no fleet (no [fleet] approver)"}
+        try:
+            listed = view.list_all()
+        except GuardError as exc:
+            return {"ok": False, "error": f"fleet-pending: {exc}"}
+        return {"ok": True, "fleet": view.cfg.fleet_id(), "requests": listed}
 
     def retire(self) -> None:
         """Give up the slot (record and control socket) to a service of another version; the
