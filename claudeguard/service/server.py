@@ -30,6 +30,9 @@ too): one JSON object per line each way.
   approval desk, which the service serves on a port of its own from the first ask
   (``service/desk.py``); refused (``{"ok": false, "error"}`` and an audit row) when the caller
   (``SO_PEERCRED``) runs inside a guarded session's process tree.
+- ``{"op": "fleet-pending"}`` → ``{"ok": true, "fleet", "requests"}``: the fleet's waiting
+  requests as this service lists them as ``[fleet] approver`` on its kept connection (for
+  ``claudeguardctl pending --fleet``); refused, as ``desk``, to a caller inside a session.
 - ``{"op": "unregister", "session_id"}``, ``{"op": "status"}``, ``{"op": "stop"}``,
   ``{"op": "retire"}`` (a launcher of another version found this one: stop taking sessions,
   give up the slot, exit when the last session ends).
