@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -161,8 +162,10 @@ def test_no_tool_in_a_members_session_can_answer_through_the_fleet(real_claude, 
     spec.write_text(json.dumps({"ctl": CTL, "id": rid, "target": "charlie", "prefix": PREFIX,
                                 "host": "127.0.0.1", "port": fleet.server.port, "password_file": str(pw_file),
                                 "out": str(out), "python": sys.executable}))
+    # The script inside the project: the box's /tmp is its own, and a checkout under /tmp is not in it.
+    shutil.copy(ATTACKER, offline_env.cwd / "fleet_attacker.py")
     server = model_server([{"match": "FLEETATTACK", "turns": [
-        {"tool_use": {"name": "Bash", "input": {"command": f"python3 {ATTACKER} {spec}", "description": "x"}}},
+        {"tool_use": {"name": "Bash", "input": {"command": f"python3 fleet_attacker.py {spec}", "description": "x"}}},
         {"text": "done"}]}])
     env_a = guarded_env(offline_env.use(server), real_claude)
     sandbox = '[security]\nsandbox = "off"\n\n' if box == "no-box" else ""

