@@ -111,7 +111,7 @@ class FleetDeskView:
     def list_all(self) -> list[RequestView]:
         """Every request waiting on a live machine, this one's included, listed now on a kept
         connection: ``claudeguardctl pending --fleet`` through the service (its process need not
-        import redis-py nor connect). GuardError (one line) when Redis cannot be had."""
+        load redis-py nor connect). GuardError (one line) when Redis cannot be had."""
         with self._cli_lock:
             if self._cli_client is None:
                 self._cli_client = FleetClient(self.cfg)
