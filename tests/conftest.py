@@ -114,6 +114,30 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
 
+# The desk's browser tests (test_desk_browser.py, test_desk_service.py): one headless Chromium per
+# module, a fresh page per test. Under CI a missing browser fails, never skips.
+@pytest.fixture(scope="module")
+def browser() -> Any:
+    from claudeguard.testing.desk_kit import browser_context, browser_missing
+
+    why = browser_missing()
+    if why:
+        if in_ci():
+            pytest.fail(why)
+        pytest.skip(why)
+    with browser_context() as context:
+        yield context
+
+
+@pytest.fixture
+def page(browser: Any) -> Any:
+    browser.clear_cookies()
+    p = browser.new_page()
+    p.on("dialog", lambda d: d.accept())  # the stop button's confirm()
+    yield p
+    p.close()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if {"real_claude", "bg_claude"} & set(getattr(item, "fixturenames", ())):

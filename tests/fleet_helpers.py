@@ -13,18 +13,15 @@ from typing import Any, Iterator
 import pytest
 
 from claudeguard.testing.redis_server import RedisServer, redis_server_path
+from tests.conftest import in_ci
 
 PREFIX = "cgtest"
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
 
 def need_redis_server() -> None:
     if redis_server_path() is None:
         why = "redis-server is not installed (Debian package redis-server)"
-        if _in_ci():
+        if in_ci():
             pytest.fail(why)
         pytest.skip(why)
 

@@ -18,32 +18,8 @@ from claudeguard import channel
 from claudeguard.channel.audit import read_events, record
 from claudeguard.desk import start_desk
 from claudeguard.desk.local import LocalSource
-from claudeguard.testing.desk_kit import StalledSession, browser_context, browser_missing, post_request
+from claudeguard.testing.desk_kit import StalledSession, post_request
 from claudeguard.testing.wait import wait_until
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    why = browser_missing()
-    if why:
-        if in_ci():
-            pytest.fail(why)
-        pytest.skip(why)
-    with browser_context() as context:
-        yield context
-
-
-@pytest.fixture
-def page(browser):
-    browser.clear_cookies()
-    p = browser.new_page()
-    p.on("dialog", lambda d: d.accept())  # the stop button's confirm()
-    yield p
-    p.close()
 
 
 @pytest.fixture

@@ -24,34 +24,9 @@ from pathlib import Path
 import pytest
 
 from claudeguard import channel
-from claudeguard.testing.desk_kit import browser_context, browser_missing
 from claudeguard.testing.wait import wait_until
 from tests.shim_helpers import CTL, GUARD, ctl, guarded_env, plain_env, write_user_config
 from tests.test_gate_real import agent, denied_with, py_write
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    why = browser_missing()
-    if why:
-        if in_ci():
-            pytest.fail(why)
-        pytest.skip(why)
-    with browser_context() as context:
-        yield context
-
-
-@pytest.fixture
-def page(browser):
-    browser.clear_cookies()
-    p = browser.new_page()
-    p.on("dialog", lambda d: d.accept())  # the stop button's confirm()
-    yield p
-    p.close()
 
 
 def desk_url(env: dict) -> str:
