@@ -18,6 +18,7 @@ from claudeguard.errors import NotFoundError, UsageError
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from claudeguard.fleet.client import FleetClient
+    from claudeguard.fleet.config import FleetConfig
     from claudeguard.fleet.model import RequestView
 
 NO_FLEET = ("no fleet configured: set [fleet] url in your claudeguard config file (or CLAUDEGUARD_FLEET_URL); "
@@ -29,20 +30,26 @@ def configured() -> bool:
     return load_config(Path.cwd(), env_overrides()).fleet_configured()
 
 
-def listed_by_service() -> list[RequestView] | None:
-    """The fleet's waiting requests as the running guard service lists them as ``[fleet]
-    approver``, on its kept connection, when it lists the fleet this command would ask (same
-    server, database and prefix): no redis-py import and no connection here (``pending --fleet``
-    in ~1/3 of the time). None: no such service, or it declined; then the command asks Redis."""
+def settings() -> FleetConfig:
+    """This user's fleet (without importing redis-py); UsageError (one line) when there is none."""
     cfg = load_config(Path.cwd(), env_overrides())
     if not cfg.fleet_configured():
         raise UsageError(NO_FLEET)
     from claudeguard.fleet.config import from_config  # noqa: PLC0415 - the fleet's settings only with a fleet
-    from claudeguard.service import client as service, files  # noqa: PLC0415 - only for --fleet
 
     fleet = from_config(cfg)
     if fleet is None:
         raise UsageError(NO_FLEET)
+    return fleet
+
+
+def listed_by_service(fleet: FleetConfig) -> list[RequestView] | None:
+    """The fleet's waiting requests as the running guard service lists them as ``[fleet]
+    approver``, on its kept connection, when it lists ``fleet`` (same server, database and
+    prefix): no redis-py import and no connection here (``pending --fleet`` in ~1/3 of the
+    time). None: no such service, or it declined; then the command asks Redis."""
+    from claudeguard.service import client as service, files  # noqa: PLC0415 - only for --fleet
+
     sock = service.live_connection(files.service_dir())
     if sock is None:
         return None
@@ -58,17 +65,11 @@ def listed_by_service() -> list[RequestView] | None:
     return None
 
 
-def client() -> FleetClient:
-    """The approver's client of this user's fleet; UsageError (one line) when there is none."""
-    cfg = load_config(Path.cwd(), env_overrides())
-    if not cfg.fleet_configured():
-        raise UsageError(NO_FLEET)
+def client(fleet: FleetConfig | None = None) -> FleetClient:
+    """The approver's client of ``fleet`` (default: this user's, ``settings``)."""
+    fleet = fleet if fleet is not None else settings()  # "no fleet" said before redis-py is needed
     from claudeguard.fleet.client import FleetClient  # noqa: PLC0415 - the optional extra, only with a fleet
-    from claudeguard.fleet.config import from_config  # noqa: PLC0415 - as above
 
-    fleet = from_config(cfg)
-    if fleet is None:
-        raise UsageError(NO_FLEET)
     return FleetClient(fleet)
 
 

@@ -72,9 +72,10 @@ def _fleet(as_json: bool) -> int:
     ``user``, ``uid``, ``created``, ``deadline``)."""
     from claudeguard.commands import fleet_cli  # noqa: PLC0415 - the fleet's imports only for --fleet
 
-    views = fleet_cli.listed_by_service()
+    fleet = fleet_cli.settings()
+    views = fleet_cli.listed_by_service(fleet)
     if views is None:
-        with fleet_cli.client() as client:
+        with fleet_cli.client(fleet) as client:
             views = client.requests()
     if as_json:
         print(json.dumps(views, indent=2))
