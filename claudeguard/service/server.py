@@ -393,9 +393,8 @@ class Service:
         (its pid as the kernel says, ``SO_PEERCRED``), the desk started at the first ask."""
         if self.retired:
             return {"ok": False, "error": "desk: this service is retiring: ask again"}
-        creds = peer_creds(link.conn) if link is not None else None
         first = self.desk.port is None
-        reply = self.desk.url(creds[0] if creds is not None else None)
+        reply = self.desk.url(link.peer_pid if link is not None else None)
         if first and self.desk.port is not None:
             with self.slot_lock:
                 if not self.retired:
@@ -423,9 +422,9 @@ class Service:
         creds = peer_creds(conn)  # None: no SO_PEERCRED here, and the directory's mode is the guard
         if creds is not None and creds[1] != os.getuid():
             return  # the directory is 0700 already; a peer of another uid is never served
-        peer_pid = creds[0] if creds is not None else None
 
-        link = Link(conn)  # the owner of the sessions it registers; the watchdog writes to it too
+        # the owner of the sessions it registers; the watchdog writes to it too
+        link = Link(conn, creds[0] if creds is not None else None)
         buf = b""
         fds: list[int] = []  # descriptors that came with the line being read (SCM_RIGHTS)
         try:
@@ -438,7 +437,7 @@ class Service:
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
                     taken, fds = fds, []
-                    if not self._control_line(line, link, taken, peer_pid):
+                    if not self._control_line(line, link, taken):
                         return
         except OSError:
             pass
@@ -448,7 +447,7 @@ class Service:
             self.drop_owned_by(link)
             conn.close()
 
-    def _control_line(self, line: bytes, link: Link, fds: list[int], peer_pid: int | None = None) -> bool:
+    def _control_line(self, line: bytes, link: Link, fds: list[int]) -> bool:
         """One control message and its answer; False when the answer could not be sent."""
         reply: Reply | None
         try:
@@ -468,7 +467,7 @@ class Service:
                 held = self.listener_fd(port) if isinstance(port, int) else None
                 sent = link.send(reply, [held] if held is not None else None)
                 if "verify" in msg and self.verifications is not None:  # after the answer: off the launch's path
-                    self.verifications.asked(msg.get("verify"), peer_pid)
+                    self.verifications.asked(msg.get("verify"), link.peer_pid)
                 return sent
             return link.send(reply)
         for fd in fds:
@@ -518,8 +517,8 @@ class Service:
         """The ``fleet-pending`` op: the fleet's waiting requests as this service's approver lists
         them, on its kept connection (``claudeguardctl pending --fleet`` without redis-py's import
         and a connection of its own). Refused to a caller inside a guarded session, as the desk."""
-        creds = peer_creds(link.conn) if link is not None else None
-        inside = inside_guarded_session(creds[0]) if creds is not None else "an unknown caller"
+        peer_pid = link.peer_pid if link is not None else None
+        inside = inside_guarded_session(peer_pid) if peer_pid is not None else "an unknown caller"
         if inside is not None:
             return {"ok": False, "error": f"fleet-pending: refused from inside session {inside}"}
         found = self.fleet

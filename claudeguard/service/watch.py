@@ -53,8 +53,9 @@ class Link:
     """A control connection that two threads write to: the control loop's answers and the
     monitor's events."""
 
-    def __init__(self, conn: socket.socket) -> None:
+    def __init__(self, conn: socket.socket, peer_pid: int | None = None) -> None:
         self.conn = conn
+        self.peer_pid = peer_pid  # the process at the other end (SO_PEERCRED, read once); None: unknown
         self.lock = threading.Lock()
         bound_sends(conn)  # a launcher that stops reading must not hold the one sampling thread
 
