@@ -119,6 +119,18 @@ def _cli_pid(launcher: subprocess.Popen[str], real_claude: Path) -> int:
 Probed = tuple[subprocess.CompletedProcess[str], dict[str, str], dict[str, Any]]
 
 
+def _run_probe_approved_once(env: dict[str, str], cwd: Path, real_claude: Path, server: Any,
+                             checks: list[str]) -> tuple[Any, Any, dict[str, Any]]:
+    """``_run_probe`` while a human approves what waits in the channel: exactly one request is
+    asked and approved. Returns (the run, the probe's findings, the one request seen)."""
+    approver = Approver(env, [("approve", [])])
+    approver.start()
+    proc, found, _ = _run_probe(env, cwd, real_claude, server, checks, {})
+    approver.finish()
+    assert approver.error is None and len(approver.seen) == 1, approver.error
+    return proc, found, approver.seen[0]
+
+
 def _run_probe(env: dict[str, str], cwd: Path, real_claude: Path, server: Any, checks: list[str],
                extra_targets: dict[str, Any]) -> Probed:
     """One guarded -p session whose Bash call runs the probe with ``checks``; returns the run, each
@@ -280,11 +292,7 @@ def test_a_call_a_human_approves_through_the_channel_runs_boxed(real_claude, off
     server = model_server(_scenario(WHO))
     env = guarded_env(offline_env.use(server), real_claude)
     write_user_config(env, '[permissions]\nask = ["Bash(python3 box_probe.py *)"]\n')
-    approver = Approver(env, [("approve", [])])
-    approver.start()
-    proc, found, _ = _run_probe(env, offline_env.cwd, real_claude, server, WHO, {})
-    approver.finish()
-    assert approver.error is None and len(approver.seen) == 1, approver.error
+    proc, found, _ = _run_probe_approved_once(env, offline_env.cwd, real_claude, server, WHO)
     assert proc.returncode == 0, proc.stderr
     assert _boxed(found), found
 
@@ -298,11 +306,7 @@ def test_a_call_the_clis_own_asker_gets_approved_runs_boxed(real_claude, cli_ver
         _need_bwrap()
     server = model_server(_scenario(WHO))
     env = guarded_env(offline_env.use(server), real_claude)
-    approver = Approver(env, [("approve", [])])
-    approver.start()
-    proc, found, _ = _run_probe(env, offline_env.cwd, real_claude, server, WHO, {})
-    approver.finish()
-    assert approver.error is None and len(approver.seen) == 1, approver.error
+    proc, found, _ = _run_probe_approved_once(env, offline_env.cwd, real_claude, server, WHO)
     assert proc.returncode == 0, proc.stderr
     assert _boxed(found), found
     (row,) = [r for r in _audit(env) if r["tool"] == "Bash"]
@@ -323,12 +327,8 @@ def test_leaving_the_box_is_asked_even_under_an_allow_rule_and_a_humans_yes_lets
         {"text": "fin"}]}])
     env = guarded_env(offline_env.use(server), real_claude)
     write_user_config(env, '[permissions]\nallow = ["Bash(python3 box_probe.py *)"]\n')
-    approver = Approver(env, [("approve", [])])
-    approver.start()
-    proc, _, _ = _run_probe(env, offline_env.cwd, real_claude, server, [], {})
-    approver.finish()
-    assert approver.error is None and len(approver.seen) == 1, approver.error
-    assert approver.seen[0]["input"]["dangerouslyDisableSandbox"] is True, approver.seen
+    proc, _, seen = _run_probe_approved_once(env, offline_env.cwd, real_claude, server, [])
+    assert seen["input"]["dangerouslyDisableSandbox"] is True, seen
     assert proc.returncode == 0, proc.stderr
     first, second = (_checks(r["content"]) for r in server.tool_results())
     assert not first["pid1"].endswith("/bwrap") and first["read_runtime"].startswith("YES")  # out of the box, once
@@ -411,11 +411,7 @@ def test_no_settings_file_of_the_repository_or_the_user_switches_the_box_off(rea
     server = model_server(_scenario(WHO))
     env = guarded_env(offline_env.use(server), real_claude)
     write_user_config(env, '[permissions]\nask = ["Bash(python3 box_probe.py *)"]\n')
-    approver = Approver(env, [("approve", [])])
-    approver.start()
-    proc, found, _ = _run_probe(env, offline_env.cwd, real_claude, server, WHO, {})
-    approver.finish()
+    proc, found, _ = _run_probe_approved_once(env, offline_env.cwd, real_claude, server, WHO)  # the hooks were heard
     assert proc.returncode == 0, proc.stderr
-    assert approver.error is None and len(approver.seen) == 1, approver.error  # the hooks were heard
     assert _boxed(found), found
     assert "Claude Code's own sandbox (project" in proc.stderr and "stays off" in proc.stderr
