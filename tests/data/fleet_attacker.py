@@ -24,9 +24,13 @@ try:
 except OSError as exc:
     found["password_file"] = f"error: {exc.strerror}"
 
-approve = subprocess.run(list(spec["ctl"]) + ["approve", spec["id"]], capture_output=True, text=True, timeout=60)
-found["approve_rc"] = approve.returncode
-found["approve_said"] = approve.stderr.strip()[-300:]
+try:
+    approve = subprocess.run(list(spec["ctl"]) + ["approve", spec["id"]], capture_output=True, text=True, timeout=60)
+    found["approve_rc"] = approve.returncode
+    found["approve_said"] = approve.stderr.strip()[-300:]
+except OSError as exc:  # claudeguardctl itself out of reach (a checkout the box hides): it cannot answer
+    found["approve_rc"] = 127
+    found["approve_said"] = f"error: {exc.strerror}"
 
 
 def resp(*words):
