@@ -165,6 +165,10 @@ class FleetMachine:
 # -- the machine process ---------------------------------------------------------------------------
 
 _out_lock = threading.Lock()
+# Held while an answer from the fleet is applied and its ``applied`` event written: the waiter,
+# woken by that answer, takes it before writing ``done``, so a test that has seen a call's
+# ``done`` has also seen the ``applied`` of the answer that ended it (no race between the two).
+_applying = threading.Lock()
 
 
 def _emit(event: dict[str, Any]) -> None:
@@ -194,6 +198,8 @@ def _post_and_wait(link: Any, machine: str, tag: str, k: int, command: dict[str,
     started = time.monotonic()
     answer = pending.wait(on_timeout="deny")
     link.request_done(pending.request.id, done_from_answer(answer))
+    with _applying:
+        pass
     _emit({"ev": "done", "id": pending.request.id, "decision": answer.decision, "scope": answer.scope,
            "by": answer.by, "decided_by": answer.decided_by, "message": answer.message, "choice": answer.choice,
            "answered_by": answer.answered_by,
@@ -223,9 +229,10 @@ def main(argv: list[str]) -> int:
     assert cfg is not None
 
     def apply(request_id: str, fields: AnswerFields, by: AnsweredBy) -> Outcome:
-        outcome = channel_apply(request_id, fields, by)
-        _emit({"ev": "applied", "id": request_id, "ref": by["ref"], "applied": bool(outcome.get("applied")),
-               "reason": outcome.get("reason"), "t": time.time()})
+        with _applying:
+            outcome = channel_apply(request_id, fields, by)
+            _emit({"ev": "applied", "id": request_id, "ref": by["ref"], "applied": bool(outcome.get("applied")),
+                   "reason": outcome.get("reason"), "t": time.time()})
         return outcome
 
     link = FleetLink(cfg, apply, heartbeat_s=args.heartbeat)
