@@ -16,6 +16,10 @@
    were imported.
 5. ``claudeguardctl ps --json`` over 50 sessions (a fresh process each time, median of 5), and
    ``list_sessions()`` in process. Goal: under 300 ms.
+6. Stall detection time (``--only detect``): a Monitor with ``stall_after`` 2 s and 0.5 s samples on a
+   sleeping child, 10 rounds; prints the time from the last output to the stall report, beyond the
+   threshold (p50/max). Goal: within two samples (1 s) of the threshold. The test suite asserts
+   only that no stall is reported before the threshold and that one comes within seconds.
 
 Everything it creates lives in a temporary directory that is removed at the end; every process
 it starts is stopped by pid.
@@ -33,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -391,12 +396,44 @@ def bench_ps(tmp: Path) -> None:
         stop(sup)
 
 
+# -- 6 -------------------------------------------------------------------------------------------
+def bench_detect(tmp: Path, rounds: int = 10) -> None:
+    child = subprocess.Popen([PY, "-c", "import time; print('up', flush=True); time.sleep(600)"],
+                             stdout=subprocess.PIPE, text=True)
+    late: list[float] = []
+    try:
+        child.stdout.readline()
+        for _ in range(rounds):
+            hit = threading.Event()
+            _made[0] += 1
+            d = tmp / "rt" / "sessions" / f"detect-{_made[0]}"
+            d.mkdir(parents=True, mode=0o700)
+            m = Monitor(child_pid=child.pid, session_id=d.name, session_dir=d,
+                        config=WatchConfig(stall_after=2, sample_interval=0.5), output_format=None,
+                        prompt="benchmark", cwd=str(tmp), argv=["claude"], on_stall=lambda _d, hit=hit: hit.set())
+            t0 = time.monotonic()
+            m.start()
+            m.feed_stdout(b"first words\n")
+            reported = hit.wait(10)
+            m.stop(None)
+            if not reported:
+                print("stall detection: no stall reported within 10 s")
+                return
+            late.append(time.monotonic() - t0 - 2.0)
+    finally:
+        stop(child)
+    late.sort()
+    print(f"stall detection (stall_after 2 s, 0.5 s samples, {rounds} rounds): reported "
+          f"{late[len(late) // 2] * 1000:.0f} ms (p50) / {late[-1] * 1000:.0f} ms (max) after the threshold, "
+          f"never before: {min(late) >= 0}  [goal <= 1000 ms]")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--idle-seconds", type=float, default=20.0)
     ap.add_argument("--throughput-mb", type=int, default=512)
     ap.add_argument("--delay-seconds", type=float, default=5.0)
-    ap.add_argument("--only", choices=("idle", "launcher", "throughput", "delay", "ps"))
+    ap.add_argument("--only", choices=("idle", "launcher", "throughput", "delay", "ps", "detect"))
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="claudeguard-bench-"))
     os.environ["CLAUDEGUARD_RUNTIME_DIR"] = str(tmp / "rt")
@@ -414,6 +451,8 @@ def main() -> int:
             bench_delay(tmp, "120 MB/s", 1000, 120_000, 200, args.delay_seconds)
         if args.only in (None, "ps"):
             bench_ps(tmp)
+        if args.only in (None, "detect"):
+            bench_detect(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
