@@ -4,6 +4,7 @@ kill and interrupt actions, guard events, stream-json, notify, audit and the fin
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -70,7 +71,8 @@ def test_sleeping_child_is_stalled_after_the_threshold_and_within_seconds(env, p
     # Never before the threshold; "within seconds" after it. How soon (the goal: two samples) is a
     # timing figure, measured by bench/watchdog_cost.py --only detect, not asserted on a loaded CI.
     assert 2.0 <= elapsed <= 2.0 + 2 * 0.5 + 2.0, elapsed
-    assert hits[0].startswith("stalled: thinking for 2 s: model stream silent 2 s, tree CPU 0.")
+    # the seconds shown are whole seconds since the last output: 2, or 3 when a loaded machine reports late
+    assert re.match(r"stalled: thinking for [23] s: model stream silent [23] s, tree CPU 0\.\d\d s$", hits[0]), hits[0]
     assert m.stalled and not m.killed
     assert f"claudeguard: {hits[0]}" in capfd.readouterr().err
     status = read_status(m.session_dir)
@@ -92,7 +94,7 @@ def test_cpu_busy_child_is_never_stalled(env, procs, monitors):
         states.add(st["state"])
         time.sleep(0.1)
     assert not hits and "stalled" not in states
-    assert read_status(m.session_dir)["cpu_s"] > 1.0
+    assert read_status(m.session_dir)["cpu_s"] > 0.5  # it did run (a loaded 2-core CI gives it less than a core)
 
 
 def test_kill_action_leaves_no_process_of_the_tree(env, tmp_path, procs, monitors):
