@@ -86,7 +86,11 @@ def test_verify_proves_every_check_on_the_real_cli_and_records_it(real_claude, c
     assert [c["name"] for c in result["checks"]] == CHECKS
     assert all(c["ok"] for c in result["checks"]), result["checks"]
     checks = by_name(result)
-    assert checks["sandbox"]["skipped"] and "not configured" in checks["sandbox"]["detail"]
+    # bubblewrap is installed (CI installs it): the probe ran boxed, and found no way out
+    assert not checks["sandbox"].get("skipped"), checks["sandbox"]
+    assert checks["sandbox"]["detail"].startswith(
+        "a boxed Bash call ran in the project and could not write beside the project, read the guard's runtime dir "
+        "or audit log, signal a process outside it or open a Unix socket (bubblewrap "), checks["sandbox"]
     if cli_version == "2.1.197":  # its --bg sessions wait for a claude.ai login: nothing to run offline
         assert checks["background-sessions"]["skipped"]
     else:
@@ -149,9 +153,11 @@ def test_verify_catches_a_cli_that_runs_tools_without_its_hooks(offline_env, tmp
     assert "the background subagent's denied call ran" in checks["deny-background"]["detail"]
     assert not checks["ask-channel"]["ok"] and not checks["background-sessions"]["ok"]
     assert checks["silencing-refused"]["ok"]  # the launcher refuses before any CLI runs
-    assert checks["sandbox"]["ok"] and checks["sandbox"]["skipped"]
+    # it runs Bash without the guard's shell prefix: the probe found itself outside the box
+    assert not checks["sandbox"]["ok"] and "the probe call ran outside the box" in checks["sandbox"]["detail"]
+    assert "not bwrap): the CLI did not run it through the guard's shell prefix" in checks["sandbox"]["detail"]
     assert [c["name"] for c in result["checks"] if not c["ok"]] == [
-        "deny-main", "deny-subagent", "deny-background", "ask-channel", "background-sessions"]
+        "deny-main", "deny-subagent", "deny-background", "ask-channel", "sandbox", "background-sessions"]
     assert records(env)[sha256(cli)]["ok"] is False
 
 
@@ -163,9 +169,28 @@ def test_verify_catches_a_cli_that_only_says_its_version(offline_env, tmp_path):
     lines = proc.stdout.splitlines()
     assert [ln.split(":")[0] for ln in lines[:7]] == [
         "FAIL  deny-main", "FAIL  deny-subagent", "FAIL  deny-background", "FAIL  ask-channel",
-        "ok    silencing-refused", "skip  sandbox", "FAIL  background-sessions"]
+        "ok    silencing-refused", "FAIL  sandbox", "FAIL  background-sessions"]
+    assert "sandbox: the probe call was never made (the run exited 0)" in lines[5]
     assert "the main agent never made its call (the run exited 0" in lines[0]
     assert "2.1.400" in lines[7] and "NOT verified" in lines[7]
+
+
+@pytest.mark.parametrize("config, verdict, detail", [
+    ('[security]\nsandbox = "off"\n', "skip", 'off by your config ({config}:2): Bash calls run with all of your '
+                                              "user's rights"),
+    ('[security]\nsandbox = "auto"\n[sandbox]\nbwrap = "/nonexistent/bwrap"\n', "skip",
+     "none here (bubblewrap is not installed ([sandbox] bwrap = '/nonexistent/bwrap' ({config}:4)): install the "
+     "package 'bubblewrap' (apt install bubblewrap)): sessions run without it"),
+    ('[security]\nsandbox = "require"\n[sandbox]\nbwrap = "/nonexistent/bwrap"\n', "FAIL",
+     "required by your config, and bubblewrap is not installed"),
+])
+def test_the_sandbox_check_follows_the_users_config(offline_env, tmp_path, config, verdict, detail):
+    env = guarded_env(offline_env, hookless(tmp_path))
+    path = write_user_config(env, config)
+    proc = verify(env, offline_env.cwd)
+    [line] = [ln for ln in proc.stdout.splitlines() if ln.split(":")[0].endswith(" sandbox")]
+    assert line.startswith(f"{verdict:<6}sandbox: " + detail.format(config=path)), line
+    assert not (offline_env.cwd / "cgv-box.sh").exists()  # the probe lives in the verification's own project
 
 
 def test_doctor_takes_no_unknown_option(offline_env):

@@ -16,7 +16,12 @@ and go at once. The checks, each one line:
   denied with a message (``claudeguardctl deny``), which the model gets, and does not run.
 - ``silencing-refused``: a repository whose ``.claude/settings.json`` sets ``disableAllHooks`` is
   refused before the CLI starts (exit 2, one line naming the file and the key; no model request).
-- ``sandbox``: skipped ("not configured") until the guard configures the CLI's sandbox.
+- ``sandbox``: where the box is on (``[security] sandbox`` not "off" in the user's config, and
+  bubblewrap starts here), an allowed Bash call runs a probe script in the project under the
+  user's ``[sandbox]`` table and ``sandbox = "require"``: it writes in the project, and cannot
+  write beside it, read the guard's runtime dir or audit log, signal this process or open a Unix
+  socket (unless ``allow_unix_sockets``). A CLI that runs Bash without the guard's shell prefix
+  fails here. Skipped, with why, where the box is off; failed where it is required and cannot run.
 - ``background-sessions`` (2.1.330 on): a ``claudeguard --bg`` session's denied call is decided
   by the guard after the launcher returned; the CLI's daemon is stopped by pid afterwards.
 
@@ -38,6 +43,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -46,11 +52,14 @@ import threading
 import time
 from pathlib import Path
 
+import tomlkit
+
 from claudeguard import __version__
 from claudeguard.channel.requests import list_pending
 from claudeguard.config.load import env_overrides, load_config
 from claudeguard.errors import GuardError, run_main
-from claudeguard.paths import private_dir, state_dir_text
+from claudeguard.paths import guard_paths, private_dir, state_dir_text
+from claudeguard.plan import sandbox as box
 from claudeguard.plan import verified
 from claudeguard.plan.discovery import package_version, version_at_least
 from claudeguard.procs import ask_version
@@ -63,6 +72,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Any, Callable
 
+    from claudeguard.config.load import Config
     from claudeguard.plan.verified import CheckResult, Record
 
 CHECKS = ("deny-main", "deny-subagent", "deny-background", "ask-channel", "silencing-refused", "sandbox",
@@ -101,6 +111,7 @@ SCRIPTS: list[dict[str, Any]] = [
     {"match": "CGV-ASK", "turns": [_bash("touch cgv-ask-yes"), _bash("touch cgv-plain-no"), {"text": "ask done"}]},
     {"match": "CGV-SILENT", "turns": [_bash("touch cgv-silenced"), {"text": "silent done"}]},
     {"match": "CGV-BGSESSION", "turns": [_bash("touch cgv-deny-session"), {"text": "session done"}]},
+    {"match": "CGV-BOX", "turns": [_bash("sh cgv-box.sh"), {"text": "box done"}]},
 ]
 
 # Keys of the user's Claude settings left out of the verification's HOME: they would take the runs
@@ -134,10 +145,12 @@ class Bed:
         self.runtime = root / "rt"
         self.log = root / "log"
 
-    def env(self, name: str, *, override: bool | None = None) -> tuple[dict[str, str], Path]:
+    def env(self, name: str, *, override: bool | None = None, allow: str | None = None,
+            security: tuple[str, ...] = (), extra: str = "") -> tuple[dict[str, str], Path]:
         """The environment of the run ``name`` (its own HOME and work dir; the shared runtime and
-        log dirs) and its work dir. ``override``: allow_settings_override in its config (default:
-        the user's)."""
+        log dirs) and its work dir. Its config is ``POLICY`` with ``allow`` (a rule allowed),
+        ``security`` lines (and allow_settings_override per ``override``, default: the user's),
+        and ``extra`` TOML tables after them."""
         base = self.root / name
         home, work = base / "home", base / "work"
         work.mkdir(parents=True)
@@ -149,9 +162,12 @@ class Bed:
         env = offline_env(home, self.server.url, KEY, base=caller)
         config = base / "config"
         (config / "claudeguard").mkdir(parents=True)
-        allow = self.override if override is None else override
-        (config / "claudeguard" / "config.toml").write_text(
-            POLICY + ("\n[security]\nallow_settings_override = true\n" if allow else ""))
+        lines = list(security)
+        if self.override if override is None else override:
+            lines.append("allow_settings_override = true")
+        text = POLICY + (f"allow = [{json.dumps(allow)}]\n" if allow else "")
+        text += "\n[security]\n" + "\n".join(lines) + "\n" if lines else ""
+        (config / "claudeguard" / "config.toml").write_text(text + ("\n" + extra if extra else ""))
         env.update({"XDG_CONFIG_HOME": str(config), "CLAUDEGUARD_RUNTIME_DIR": str(self.runtime),
                     "CLAUDEGUARD_LOG_DIR": str(self.log), "CLAUDEGUARD_CLAUDE": self.real})
         return env, work
@@ -386,9 +402,86 @@ def _wait(predicate: Callable[[], object], timeout: float) -> None:
         time.sleep(0.1)
 
 
-def check_sandbox() -> list[CheckResult]:
-    return [_check("sandbox", True, "not configured (claudeguard does not set up the CLI's sandbox yet)",
-                   skipped=True)]
+# The probe the sandbox check's allowed Bash call runs (a file in the project: the guard's parser
+# sees `sh cgv-box.sh`, so only the box stands between the probe and what it tries). It writes to
+# BOX_RESULT the name of its pid 1 (bwrap: it ran in the box's pid namespace), a line for each way
+# out it found, and "end". Its write beside the project is judged by the file outside: inside the
+# box that path may lie in the box's own /tmp, where a write is harmless.
+BOX_RESULT = "cgv-box-result"
+BOX_PROBE = """\
+out={result}
+: > "$out"
+echo "pid 1: $(cat /proc/1/comm 2>/dev/null)" >> "$out"
+(echo escaped > {outside}) 2>/dev/null
+if ls {runtime} > /dev/null 2>&1; then echo "read the guard's runtime dir {runtime}" >> "$out"; fi
+if cat {audit} > /dev/null 2>&1; then echo "read the guard's audit log {audit}" >> "$out"; fi
+{signal}{unix}echo end >> "$out"
+"""
+SIGNAL_PROBE = 'if kill -0 {pid} 2>/dev/null; then echo "signalled the verifying process {pid}" >> "$out"; fi\n'
+UNIX_PROBE = ("if command -v python3 > /dev/null && python3 -c 'import socket; socket.socket(socket.AF_UNIX)' "
+              "2>/dev/null; then echo 'opened a Unix socket' >> \"$out\"; fi\n")
+
+
+def _user_config() -> Config | None:
+    try:
+        return load_config(Path.cwd(), env_overrides())
+    except GuardError:
+        return None
+
+
+def check_sandbox(bed: Bed) -> list[CheckResult]:
+    """``sandbox``: the box, as the user's config and this machine make it, holds one allowed call."""
+    name = "sandbox"
+    cfg = _user_config()
+    if cfg is None:
+        return [_check(name, False, "your claudeguard config does not load (`claudeguardctl doctor` says why)")]
+    chosen = box.mode(cfg)
+    if chosen == "off":
+        return [_check(name, True, f"off by your config ({cfg.source('security.sandbox')}): Bash calls run with all "
+                                   "of your user's rights", skipped=True)]
+    found = box.availability(cfg, dict(os.environ), guard_paths(cfg=cfg))
+    if found.bwrap is None:
+        if chosen == "require":
+            return [_check(name, False, f"required by your config, and {found.reason}")]
+        return [_check(name, True, f"none here ({found.reason}): sessions run without it", skipped=True)]
+    settings = cfg.sandbox()
+    table = {k: v for k, v in settings.items() if v not in (None, [], "")}
+    env, work = bed.env("sandbox", allow="Bash(sh cgv-box.sh)", security=('sandbox = "require"',),
+                        extra=tomlkit.dumps({"sandbox": table}))
+    outside = work.parent / "outside-cgv"
+    pid = os.getpid()
+    (work / "cgv-box.sh").write_text(BOX_PROBE.format(
+        result=BOX_RESULT, outside=shlex.quote(str(outside)), runtime=shlex.quote(str(bed.runtime)),
+        audit=shlex.quote(str(bed.log / "audit.jsonl")),
+        # in the box's own pid namespace a small pid may be one of its own processes
+        signal=SIGNAL_PROBE.format(pid=pid) if pid > 1000 else "",
+        unix="" if settings["allow_unix_sockets"] else UNIX_PROBE))
+    ran = _run([*LAUNCHER, "-p", "CGV-BOX: run the probe", "--permission-mode", "default"], env, work)
+    try:
+        said = (work / BOX_RESULT).read_text().splitlines()
+    except OSError:
+        said = []
+    escaped = [line for line in said if line != "end" and not line.startswith("pid 1: ")]
+    if outside.exists():
+        escaped.insert(0, f"wrote {outside}")
+    if said[-1:] == ["end"] and said[0] != "pid 1: bwrap":
+        return [_check(name, False, f"the probe call ran outside the box ({said[0]}, not bwrap): the CLI did not run "
+                                    "it through the guard's shell prefix" + "".join(f"; it {e}" for e in escaped))]
+    if escaped:
+        return [_check(name, False, "a Bash call of a boxed session " + "; ".join(escaped))]
+    if said != ["pid 1: bwrap", "end"]:
+        refused = _refused(*ran)
+        results = bed.results_for("CGV-BOX")
+        if refused or not results:
+            return [_check(name, False, refused or f"the probe call was never made (the run exited {ran[0]})")]
+        told = str(results[0].get("content") or "")[:160]
+        return [_check(name, False, f"the probe call did not run to its end in the project (the model was told: "
+                                    f"{told!r})")]
+    tried = "write beside the project, read the guard's runtime dir or audit log" + \
+            (", signal a process outside it" if pid > 1000 else "") + \
+            ("" if settings["allow_unix_sockets"] else " or open a Unix socket")
+    return [_check(name, True, f"a boxed Bash call ran in the project and could not {tried} "
+                               f"(bubblewrap {found.bwrap}, network {settings['network']})")]
 
 
 # --- the whole verification -----------------------------------------------------------------------
@@ -415,11 +508,8 @@ def user_claude_settings() -> dict[str, object] | None:
 
 def _user_override() -> bool:
     """The user's ``[security] allow_settings_override`` (lockdown: never)."""
-    try:
-        cfg = load_config(Path.cwd(), env_overrides())
-    except GuardError:
-        return False
-    return cfg.security()["allow_settings_override"] and not cfg.lockdown.value
+    cfg = _user_config()
+    return cfg is not None and cfg.security()["allow_settings_override"] and not cfg.lockdown.value
 
 
 def run_checks(real: str, version: str | None) -> list[CheckResult]:
@@ -437,7 +527,7 @@ def run_checks(real: str, version: str | None) -> list[CheckResult]:
                 (lambda: scenario_ask(bed), ("ask-channel",)),
                 (lambda: scenario_silencing(bed), ("silencing-refused",)),
                 (lambda: scenario_background(bed, version), ("background-sessions",)),
-                (check_sandbox, ("sandbox",)),
+                (lambda: check_sandbox(bed), ("sandbox",)),
             ]
             found = _run_all(jobs)
     finally:
