@@ -367,7 +367,7 @@ def test_a_client_no_visible_process_holds_is_let_in_only_while_no_hidden_proces
     # A process whose descriptors cannot be listed (not dumpable: an ssh -L tunnel's sshd, or a
     # process an agent made so) may hold the client socket unseen. (Run as root, /proc shows every
     # process's descriptors, so this branch is driven here through its inputs.)
-    from claudeguard.service import portguard
+    from claudeguard import tcp_owner as portguard
 
     inside = {101: None, 202: "s-1"}
     monkeypatch.setattr(portguard, "tcp_peer", lambda local, remote: 777 if remote == 5000 else None)

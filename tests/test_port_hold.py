@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from claudeguard.procs import process_start
-from claudeguard.service.portguard import LISTEN, tcp_rows
+from claudeguard.tcp_owner import LISTEN, tcp_rows
 from tests.shim_helpers import CTL, GUARD, wait_until
 
 POSTER = Path(__file__).parent / "data" / "held_poster.py"

@@ -335,7 +335,7 @@ class Registration:
             not_dumpable()
         except OSError:
             sock.close()
-            from claudeguard.service.portguard import LISTEN, command_of, owners, tcp_rows
+            from claudeguard.tcp_owner import LISTEN, command_of, owners, tcp_rows
 
             pids = [p for p in owners(inode for state, inode in tcp_rows(port) if state == LISTEN) if p != os.getpid()]
             who = f"pid {pids[0]} ({command_of(pids[0])})" if pids else "another process"
@@ -378,7 +378,7 @@ class Registration:
             self._sockets_told.clear()
             if self.send({"op": "sockets", "session_id": self.session_id}) and self._sockets_told.wait(1.0):
                 return set(self._sockets)
-        from claudeguard.service.portguard import socket_inodes
+        from claudeguard.tcp_owner import socket_inodes
 
         return socket_inodes(pid)
 

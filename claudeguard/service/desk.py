@@ -5,7 +5,7 @@ on a loopback port of its own (never a hooks' port), stopped with the service.
   ``control.sock``) must run outside every guarded session's process tree (``ancestry``): an
   agent never gets a login URL; a refusal is one audit row (``event``: ``desk-refused``).
 - Every connection to the desk's port is checked before its first request is answered
-  (``portguard.peer_inside_session``): a process inside a guarded session (a boxed command's
+  (``tcp_owner.peer_inside_session``): a process inside a guarded session (a boxed command's
   network is the host's, so it can reach 127.0.0.1:PORT) gets 403 and one audit row, whatever
   token or cookie it holds.
 - The source: ``LocalSource`` over the service's runtime dir and log dir (answers go through
@@ -27,7 +27,7 @@ import threading
 from claudeguard.ancestry import identity, inside_guarded_session
 from claudeguard.channel.audit import record
 from claudeguard.procs import process_start
-from claudeguard.service.portguard import peer_inside_session
+from claudeguard.tcp_owner import peer_inside_session
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:

@@ -62,7 +62,7 @@ from claudeguard.service import agent_view, files, fleet, planner, watch
 from claudeguard.service.desk import DeskHost
 from claudeguard.service.background import Keeper, end_session, hooks_port, keep, read_record
 from claudeguard.service.http import HookServer, listening_port
-from claudeguard.service.portguard import command_of, owners, socket_inodes, tcp_peer
+from claudeguard.tcp_owner import command_of, owners, socket_inodes, tcp_peer
 from claudeguard.service.registry import Registered
 from claudeguard.service.verify import Verifications
 from claudeguard.service.watch import Link
