@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import socket
 import struct
+import time
 
 from claudeguard.ancestry import inside_guarded_session
 
@@ -27,6 +28,7 @@ STATES = (1 << ESTABLISHED) | (1 << SYN_RECV) | (1 << CLOSE_WAIT) | (1 << LISTEN
 LOCAL = ("127.0.0.1", "0.0.0.0")
 NETLINK_SOCK_DIAG, SOCK_DIAG_BY_FAMILY, NLMSG_ERROR, NLMSG_DONE = 4, 20, 2, 3
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
+ACCEPT_WAIT_S = 2.0  # how long a server on this machine may take to accept our connection
 
 # (state, local address, local port, remote address, remote port, inode)
 Row = tuple[int, str, int, str, int, int]
@@ -213,12 +215,24 @@ def server_inside_session(sock: socket.socket) -> str | None:
     tables = [(sock.family, ours, theirs)]
     if sock.family == socket.AF_INET:  # a dual-stack server (bound to ::) accepts it as an IPv6 socket
         tables.append((socket.AF_INET6, (f"::ffff:{ours[0]}", ours[1]), (f"::ffff:{theirs[0]}", theirs[1])))
-    for family, mine, server in tables:
-        for _state, host, port, rhost, rport, inode in tcp_sockets(1 << ESTABLISHED, family):
-            if (host, port) == server and (rhost, rport) == mine and inode:
-                return holder_inside_session(inode, "the serving process")
-    if peer[0].startswith("127.") or peer[0] in ("::1", "::ffff:127.0.0.1"):
-        return "the serving process cannot be identified"  # a loopback server is always in the table
+    loopback = peer[0].startswith("127.") or peer[0] in ("::1", "::ffff:127.0.0.1")
+    # The kernel completes a connection before the server accepts it; until then the server's
+    # socket has no inode (no process holds it yet): look again, for a while.
+    deadline = time.monotonic() + ACCEPT_WAIT_S
+    while True:
+        waiting = False
+        for family, mine, server in tables:
+            for _state, host, port, rhost, rport, inode in tcp_sockets(1 << ESTABLISHED, family):
+                if (host, port) == server and (rhost, rport) == mine:
+                    if inode:
+                        return holder_inside_session(inode, "the serving process")
+                    waiting = True
+        if not (waiting or loopback) or time.monotonic() >= deadline:
+            break
+        time.sleep(0.02)
+    if waiting or loopback:  # a loopback server is always in the table
+        return "the serving process cannot be identified (it has not accepted the connection)" if waiting else \
+            "the serving process cannot be identified"
     return None
 
 
