@@ -201,12 +201,14 @@ def peer_inside_session(local_port: int, remote_port: int) -> str | None:
     return holder_inside_session(inode, "the connecting process")
 
 
-def server_inside_session(sock: socket.socket) -> str | None:
+def server_inside_session(sock: socket.socket, *, unseen_ok: bool = False) -> str | None:
     """Why the server at the other end of our connected TCP ``sock`` may not be trusted, or None:
     its accepted socket is in this machine's table (a server here, on any local address) and a
     process inside a guarded session holds it, or none we can see does while a hidden process
     of this user runs inside one (see ``peer_inside_session``). A server on another machine is
-    not in the table: None (what protects that link is TLS, not this check)."""
+    not in the table: None (what protects that link is TLS, not this check). A loopback server
+    the table does not show (NAT into a container) is refused unless ``unseen_ok`` (the caller
+    checks the server's certificate)."""
     try:
         local, peer = sock.getsockname(), sock.getpeername()
     except OSError:
@@ -230,7 +232,7 @@ def server_inside_session(sock: socket.socket) -> str | None:
         if not (waiting or loopback) or time.monotonic() >= deadline:
             break
         time.sleep(0.02)
-    if waiting or loopback:  # a loopback server is always in the table
+    if (waiting or loopback) and not unseen_ok:  # a loopback server is in the table, unless NAT moved it
         return "the serving process cannot be identified (it has not accepted the connection)" if waiting else \
             "the serving process cannot be identified"
     return None
