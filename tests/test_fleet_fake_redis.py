@@ -105,3 +105,24 @@ def test_the_same_server_outside_every_session_is_spoken_to_auth_first(tmp_path)
         assert b"approver-secret-0123456789" in first
     finally:
         stop(proc)
+
+
+def test_a_loopback_server_that_never_accepts_cannot_be_placed(monkeypatch):
+    import socket
+
+    from claudeguard import tcp_owner
+
+    monkeypatch.setattr(tcp_owner, "ACCEPT_WAIT_S", 0.3)
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    try:
+        with socket.create_connection(srv.getsockname()) as client:  # completed by the kernel, never accepted
+            assert tcp_owner.server_inside_session(client) == (
+                "the serving process cannot be identified (it has not accepted the connection)")
+            assert tcp_owner.server_inside_session(client, unseen_ok=True) is None  # TLS vouches instead
+            accepted, _ = srv.accept()
+            with accepted:  # accepted by this process: outside every session
+                assert tcp_owner.server_inside_session(client) is None
+    finally:
+        srv.close()
