@@ -149,7 +149,9 @@ def _post_and_wait(results: list, **kwargs) -> threading.Thread:
     return thread
 
 
-def test_the_service_mirrors_its_requests_and_applies_a_remote_answer(machine_env, fleet, monkeypatch):
+def _start_alpha_link(machine_env, fleet, monkeypatch):
+    """The service's link of this process as member "alpha" of ``fleet`` (its user config names
+    the fleet; the password comes from the environment, as a user would give it)."""
     from claudeguard.service import fleet as service_fleet
 
     user, password = fleet.member_user("alpha")
@@ -158,6 +160,11 @@ def test_the_service_mirrors_its_requests_and_applies_a_remote_answer(machine_en
     monkeypatch.setenv("CLAUDEGUARD_FLEET_PASSWORD", password)
     link = service_fleet.start(lambda: False)
     assert link is not None
+    return link
+
+
+def test_the_service_mirrors_its_requests_and_applies_a_remote_answer(machine_env, fleet, monkeypatch):
+    link = _start_alpha_link(machine_env, fleet, monkeypatch)
     try:
         results: list = []
         waiter = _post_and_wait(results)
@@ -303,14 +310,7 @@ def test_doctor_checks_the_desk_approver_and_warns_when_sessions_may_run_unboxed
 
 
 def test_the_service_publishes_again_when_redis_comes_back_empty(machine_env, fleet, redis_server, monkeypatch):
-    from claudeguard.service import fleet as service_fleet
-
-    user, password = fleet.member_user("alpha")
-    _user_config(machine_env, f'[fleet]\nurl = "{fleet.server.url}"\nusername = "{user}"\nmachine = "alpha"\n'
-                              f'prefix = "{PREFIX}"\n')
-    monkeypatch.setenv("CLAUDEGUARD_FLEET_PASSWORD", password)
-    link = service_fleet.start(lambda: False)
-    assert link is not None
+    link = _start_alpha_link(machine_env, fleet, monkeypatch)
     try:
         wait_until(lambda: link.status()["connected"] == {"pub": True, "inbox": True}, 10, "connected")
         redis_server.kill()
