@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from claudeguard import channel
 from claudeguard.paths import runtime_dir
@@ -109,6 +110,48 @@ class Waiter:
     def withdraw(self) -> None:
         self._stop.set()
         self._thread.join(5)
+
+
+# An attacker's page on another loopback port (the same site to a browser, so SameSite=Strict
+# sends the desk's cookie along): it posts an answer to the desk twice, a no-cors fetch with the
+# cookie, then a text/plain form whose body parses as JSON. Only the CSRF token can stop them.
+CROSS_SITE_POST = """<!doctype html><html><body>
+<form id="f" method="POST" action="{action}" enctype="text/plain">
+<input name='{{"id":"{rid}","answer":"once","pad":"' value='"}}'></form>
+<script>
+fetch("{action}", {{method: "POST", mode: "no-cors", credentials: "include",
+  body: JSON.stringify({{id: "{rid}", answer: "once"}})}}).finally(function () {{
+  document.getElementById("f").submit();
+}});
+</script></body></html>"""
+
+
+@contextmanager
+def cross_site_page(action: str, request_id: str) -> Iterator[str]:
+    """Serve ``CROSS_SITE_POST`` against ``action`` (the desk's ``api/answer``) for ``request_id``
+    on a loopback port of its own, in a thread; yields the page's URL, and stops the server on exit."""
+    body = CROSS_SITE_POST.format(action=action, rid=request_id).encode()
+
+    class Attacker(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Attacker)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
 
 
 def post_request(tool: str, tool_input: dict[str, Any], *, session_id: str = "desk-test-session",
