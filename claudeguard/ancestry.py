@@ -183,6 +183,18 @@ def inside_guarded_session(pid: int, *, root: str | None = None) -> str | None:
     return f"claude pid {cli_seen}" if cli_seen is not None else None
 
 
+def caller_inside_session(pid: int) -> str | None:
+    """``inside_guarded_session`` for a caller the kernel named a moment ago (``SO_PEERCRED``):
+    a process gone, or another one under the same pid once the walk ended (a pid reused), counts
+    as inside too, and is named so."""
+    before = _stat(pid)
+    inside = inside_guarded_session(pid) if before is not None else f"unknown process {pid}"
+    after = _stat(pid)
+    if before is None or after is None or after["start"] != before["start"]:
+        inside = inside or f"process {pid} went away before it could be checked"
+    return inside
+
+
 def tty_name(tty_nr: int) -> str | None:
     """``/proc/PID/stat``'s tty_nr as a device path (``/dev/pts/3``); None for no terminal."""
     if tty_nr == 0:

@@ -91,6 +91,22 @@ def test_this_process_is_outside_every_session(env):
     assert ancestry.inside_guarded_session(2 ** 22 + 7) == f"unknown process {2 ** 22 + 7}"  # no such pid
 
 
+def test_a_caller_that_is_gone_or_replaced_counts_as_inside(env, monkeypatch):
+    assert ancestry.caller_inside_session(os.getpid()) is None
+    assert ancestry.caller_inside_session(2 ** 22 + 7) == f"unknown process {2 ** 22 + 7}"
+    # another process under the same pid by the end of the walk: named as gone
+    real, seen = ancestry._stat, []
+
+    def replaced(pid):  # this pid's first look shows one process, every later look another
+        if pid != os.getpid():
+            return real(pid)
+        seen.append(pid)
+        return {**real(pid), "start": "100" if len(seen) == 1 else "200"}
+
+    monkeypatch.setattr(ancestry, "_stat", replaced)
+    assert ancestry.caller_inside_session(os.getpid()) == f"process {os.getpid()} went away before it could be checked"
+
+
 def test_a_descendant_of_a_claude_process_is_inside_and_the_cli_itself_too(env, fake_cli, procs, tmp_path):
     out = tmp_path / "pid"
     cli = procs([str(fake_cli), "-c", f"sleep 30 & echo $! > {out}; wait; exit 0"])

@@ -24,9 +24,8 @@ import importlib
 import os
 import threading
 
-from claudeguard.ancestry import identity, inside_guarded_session
+from claudeguard.ancestry import caller_inside_session, identity
 from claudeguard.channel.audit import record
-from claudeguard.procs import process_start
 from claudeguard.tcp_owner import peer_inside_session
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -81,10 +80,7 @@ class DeskHost:
         """The ``desk`` op for the process ``peer_pid``: a fresh single-use first URL, or a refusal."""
         if peer_pid is None or peer_pid <= 0:
             return {"ok": False, "error": "desk: refused: the asking process cannot be identified"}
-        before = process_start(peer_pid)
-        inside = inside_guarded_session(peer_pid) if before is not None else f"unknown process {peer_pid}"
-        if before is None or process_start(peer_pid) != before:
-            inside = inside or f"process {peer_pid} went away before it could be checked"
+        inside = caller_inside_session(peer_pid)
         if inside is not None:
             _audit({"event": "desk-refused", "summary": f"desk: refused from inside session {inside}",
                     "inside_session": inside, "asked_by": dict(identity(peer_pid, os.getuid()))})

@@ -53,7 +53,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from claudeguard.ancestry import ancestry, inside_guarded_session, is_claude_cli
+from claudeguard.ancestry import ancestry, caller_inside_session, is_claude_cli
 from claudeguard.errors import GuardError
 from claudeguard.gate.session import load_session
 from claudeguard.paths import check_private_dir
@@ -518,7 +518,7 @@ class Service:
         them, on its kept connection (``claudeguardctl pending --fleet`` without redis-py's import
         and a connection of its own). Refused to a caller inside a guarded session, as the desk."""
         peer_pid = link.peer_pid if link is not None else None
-        inside = inside_guarded_session(peer_pid) if peer_pid is not None else "an unknown caller"
+        inside = caller_inside_session(peer_pid) if peer_pid is not None else "an unknown caller"
         if inside is not None:
             return {"ok": False, "error": f"fleet-pending: refused from inside session {inside}"}
         found = self.fleet

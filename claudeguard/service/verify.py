@@ -1,7 +1,7 @@
 """The service's side of verifying the real CLIs it guards (issue 26): a launcher registering a
 session names its CLI (``"verify"`` in the register message, ``plan.verified.wants_verification``);
 the service, for a launcher outside every guarded session (its peer pid, SO_PEERCRED, by
-``ancestry.inside_guarded_session``), runs the verification in the background as its own child,
+``ancestry.caller_inside_session``), runs the verification in the background as its own child,
 one process at a time per binary: ``python -m claudeguard.commands.verify CLI`` (started by name:
 the commands layer is above this one). That process hashes the binary itself, reuses a record its
 hash already has, else verifies it and is the only writer of the record (``plan.verified``); a
@@ -19,7 +19,7 @@ import os
 import subprocess
 import sys
 
-from claudeguard.ancestry import inside_guarded_session
+from claudeguard.ancestry import caller_inside_session
 from claudeguard.plan import verified
 
 class Verifications:
@@ -34,7 +34,7 @@ class Verifications:
         started."""
         if not isinstance(cli, str) or not os.path.isabs(cli) or peer_pid is None:
             return None
-        inside = inside_guarded_session(peer_pid)
+        inside = caller_inside_session(peer_pid)
         if inside is not None:
             print(f"claudeguard service: not verifying {cli}: asked by pid {peer_pid}, inside session {inside}",
                   file=sys.stderr, flush=True)
