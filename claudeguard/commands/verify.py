@@ -429,10 +429,10 @@ def _user_config() -> Config | None:
         return None
 
 
-def check_sandbox(bed: Bed) -> list[CheckResult]:
-    """``sandbox``: the box, as the user's config and this machine make it, holds one allowed call."""
+def check_sandbox(bed: Bed, cfg: Config | None) -> list[CheckResult]:
+    """``sandbox``: the box, as the user's config ``cfg`` and this machine make it, holds one
+    allowed call."""
     name = "sandbox"
-    cfg = _user_config()
     if cfg is None:
         return [_check(name, False, "your claudeguard config does not load (`claudeguardctl doctor` says why)")]
     chosen = box.mode(cfg)
@@ -450,11 +450,11 @@ def check_sandbox(bed: Bed) -> list[CheckResult]:
                         extra=tomlkit.dumps({"sandbox": table}))
     outside = work.parent / "outside-cgv"
     pid = os.getpid()
+    signals = pid > 1000  # in the box's own pid namespace a small pid may be one of its own processes
     (work / "cgv-box.sh").write_text(BOX_PROBE.format(
         result=BOX_RESULT, outside=shlex.quote(str(outside)), runtime=shlex.quote(str(bed.runtime)),
         audit=shlex.quote(str(bed.log / "audit.jsonl")),
-        # in the box's own pid namespace a small pid may be one of its own processes
-        signal=SIGNAL_PROBE.format(pid=pid) if pid > 1000 else "",
+        signal=SIGNAL_PROBE.format(pid=pid) if signals else "",
         unix="" if settings["allow_unix_sockets"] else UNIX_PROBE))
     ran = _run([*LAUNCHER, "-p", "CGV-BOX: run the probe", "--permission-mode", "default"], env, work)
     try:
@@ -478,7 +478,7 @@ def check_sandbox(bed: Bed) -> list[CheckResult]:
         return [_check(name, False, f"the probe call did not run to its end in the project (the model was told: "
                                     f"{told!r})")]
     tried = "write beside the project, read the guard's runtime dir or audit log" + \
-            (", signal a process outside it" if pid > 1000 else "") + \
+            (", signal a process outside it" if signals else "") + \
             ("" if settings["allow_unix_sockets"] else " or open a Unix socket")
     return [_check(name, True, f"a boxed Bash call ran in the project and could not {tried} "
                                f"(bubblewrap {found.bwrap}, network {settings['network']})")]
@@ -506,9 +506,8 @@ def user_claude_settings() -> dict[str, object] | None:
     return kept
 
 
-def _user_override() -> bool:
+def _user_override(cfg: Config | None) -> bool:
     """The user's ``[security] allow_settings_override`` (lockdown: never)."""
-    cfg = _user_config()
     return cfg is not None and cfg.security()["allow_settings_override"] and not cfg.lockdown.value
 
 
@@ -519,7 +518,8 @@ def run_checks(real: str, version: str | None) -> list[CheckResult]:
     saved = os.environ.get("CLAUDEGUARD_RUNTIME_DIR")
     try:
         with ModelServer(SCRIPTS) as server:
-            bed = Bed(real, root, server, user_claude_settings(), _user_override())
+            cfg = _user_config()
+            bed = Bed(real, root, server, user_claude_settings(), _user_override(cfg))
             # This process answers the ask run's requests: its channel is the bed's.
             os.environ["CLAUDEGUARD_RUNTIME_DIR"] = str(bed.runtime)
             jobs: list[tuple[Callable[[], list[CheckResult]], tuple[str, ...]]] = [
@@ -527,7 +527,7 @@ def run_checks(real: str, version: str | None) -> list[CheckResult]:
                 (lambda: scenario_ask(bed), ("ask-channel",)),
                 (lambda: scenario_silencing(bed), ("silencing-refused",)),
                 (lambda: scenario_background(bed, version), ("background-sessions",)),
-                (lambda: check_sandbox(bed), ("sandbox",)),
+                (lambda: check_sandbox(bed, cfg), ("sandbox",)),
             ]
             found = _run_all(jobs)
     finally:
