@@ -134,6 +134,17 @@ def test_window_floors():
     assert ug.window_moved(base, sample(1.0, 5.0, 1.0, 9000))[0]  # a stream flows
 
 
+def test_a_cli_that_wants_the_cpu_moved_in_the_window():
+    def sample(t: float, run: float, wait: float) -> Sample:
+        return Sample(t, 10, {10: ProcInfo(10, 1, "claude", cpu=run, start=1, io=0, sched_run=run, sched_wait=wait)})
+
+    base = sample(0.0, 5.0, 2.0)
+    # A busy CLI given 4 % of a CPU on a loaded machine: under the CPU floor, runnable throughout.
+    assert ug.window_moved(base, sample(1.0, 5.04, 2.96)) == (True, 0.04, 0)
+    # An idle CLI's wake-ups on the same machine: runnable 10 % of the window.
+    assert ug.window_moved(base, sample(1.0, 5.01, 2.09)) == (False, 0.01, 0)
+
+
 # -- stand-in CLIs -------------------------------------------------------------------------------
 @linux_only
 def test_unguarded_claude_is_listed_and_a_guarded_one_is_not(rt, tmp_path, fake, procs):

@@ -434,3 +434,43 @@ def test_pty_prompt_and_busy_hints():
     run.tracker.activity(run.t, "busy")
     v = run.idle(30)
     assert v.stalled and v.base == THINKING
+
+
+def _sched_run(limits: Limits, runnable_share: float, cpu_share: float, seconds: float,
+               load: float = 8.0) -> list:
+    """A root process whose main thread is runnable ``runnable_share`` of each second and gets
+    ``cpu_share`` of it on a CPU (schedstat), on a machine at ``load``: the verdicts."""
+    tracker = Tracker(limits, 0.0)
+    run = wait = cpu = 0.0
+    verdicts = []
+    for i in range(int(seconds / limits.interval) + 1):
+        t = i * limits.interval
+        procs = {ROOT: ProcInfo(ROOT, 1, "claude", cpu=cpu, start=1.0, io=0, sched_run=run, sched_wait=wait)}
+        verdicts.append(tracker.sample(Sample(t, ROOT, procs, load=load, cpus=2)))
+        run += cpu_share * limits.interval
+        cpu += cpu_share * limits.interval
+        wait += (runnable_share - cpu_share) * limits.interval
+    return verdicts
+
+
+def test_a_process_that_wants_the_cpu_and_cannot_get_it_is_never_stalled():
+    lim = Limits(stall_after=5, interval=1.0)
+    # Runnable all the time, 3 % of a CPU (a niced busy loop at load 8): under every CPU floor.
+    starved = _sched_run(lim, runnable_share=1.0, cpu_share=0.03, seconds=60)
+    assert not any(v.stalled for v in starved)
+    assert starved[-1].evidence["last_progress"].startswith("waiting for a CPU: claude (pid 100) runnable 1.00 s")
+    assert starved[-1].evidence["waiting_for_cpu"] == "claude (pid 100) waited 0.97 s for a CPU in 1.00 s"
+    assert starved[-1].evidence["load"] == 8.0
+
+
+def test_a_sleeping_process_on_a_loaded_machine_is_stalled_and_the_load_is_named():
+    lim = Limits(stall_after=5, interval=1.0)
+    # An idle CLI's wake-ups at load 8: runnable 12 % of a second (measured: 4-12 %).
+    idle = _sched_run(lim, runnable_share=0.12, cpu_share=0.01, seconds=10)
+    first = next(i for i, v in enumerate(idle) if v.stalled)
+    assert first == 5
+    assert idle[first].diagnosis.endswith("; machine load 8.0 on 2 CPUs"), idle[first].diagnosis
+    assert "waiting_for_cpu" not in idle[first].evidence
+    # The same on a quiet machine: no load named.
+    quiet = _sched_run(lim, runnable_share=0.02, cpu_share=0.01, seconds=10, load=0.3)
+    assert "machine load" not in next(v for v in quiet if v.stalled).diagnosis

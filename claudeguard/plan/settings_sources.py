@@ -538,6 +538,8 @@ def protected_rules(args: ClaudeArgs, cfg: Config, cwd: str) -> list[str]:
         for path, _ in pairs:
             for kind in kinds:
                 out.append(f"{kind}(/{path})")  # //abs: an absolute path
-                if os.path.isdir(path):
+                # A dir, or a path not made yet (the runtime dir before the first session, in a
+                # dry run): what may come to lie inside it is covered too.
+                if os.path.isdir(path) or not os.path.lexists(path):
                     out.append(f"{kind}(/{path.rstrip('/')}/**)")
     return list(dict.fromkeys(out))

@@ -56,7 +56,8 @@ STATUS_EVERY_S = 30.0
 # The evidence's clocks: they change at every sample of an idle session, and are left out when
 # telling whether status.json has anything new to say.
 _CLOCKS = frozenset({"cpu_s", "quiet_s", "last_progress_ago_s", "tree_cpu_s", "quiet_cpu_s", "last_output_ago_s",
-                     "last_screen_output_ago_s", "stream_silent_s", "age_s", "cpu_delta_s", "busy_ago_s"})
+                     "last_screen_output_ago_s", "stream_silent_s", "age_s", "cpu_delta_s", "busy_ago_s",
+                     "load", "waiting_for_cpu"})
 
 
 def _steady(d: dict[str, Any]) -> dict[str, Any]:

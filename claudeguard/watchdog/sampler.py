@@ -1,7 +1,8 @@
-"""Samples of the child's process tree: CPU, state, io and blocked reads of every process.
+"""Samples of the child's process tree: CPU, state, io, time waiting for a CPU and blocked reads
+of every process.
 
 On Linux the tree is read straight from /proc (the ``children`` files of each thread, then
-``stat``, ``io`` and ``syscall`` per process): a few dozen small reads per sample, no scan of
+``stat``, ``io``, ``schedstat`` and ``syscall`` per process): a few dozen small reads per sample, no scan of
 every process on the machine; the root's files stay open (``ProcFiles``), read again with
 ``pread``. The service samples every session's tree once a second, so this is its idle cost. Elsewhere
 psutil does the same more slowly. Also here: collecting a tree and stopping it (SIGTERM, a
@@ -28,6 +29,7 @@ _READ_SYSCALLS = {"x86_64": {0, 17, 19, 295}, "aarch64": {63, 65, 67, 69}, "risc
     os.uname().machine if hasattr(os, "uname") else "", set()
 )
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_CPUS = os.cpu_count() or 0
 _PSUTIL_STATUS = {"running": "R", "sleeping": "S", "disk-sleep": "D", "stopped": "T", "tracing-stop": "t",
                   "zombie": "Z", "dead": "X", "idle": "I", "waking": "R", "parked": "S"}
 
@@ -213,6 +215,24 @@ def _reading(pid: int, kept: ProcFiles | None = None) -> str | None:
     return None
 
 
+def _schedstat(pid: int, kept: ProcFiles | None = None) -> tuple[float, float] | None:
+    """(seconds on a CPU, seconds runnable on a run queue) of the process's main thread, from
+    /proc/PID/schedstat (nanoseconds); None when it cannot be read (a kernel without
+    CONFIG_SCHED_INFO, or the process is gone)."""
+    try:
+        words = (kept.read("schedstat") if kept is not None else _read_bytes(f"/proc/{pid}/schedstat")).split()
+        return int(words[0]) / 1e9, int(words[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _loadavg() -> float | None:
+    try:
+        return float(_read_bytes("/proc/loadavg").split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _io(pid: int, fields: tuple[bytes, ...] = (b"rchar:", b"wchar:"), kept: ProcFiles | None = None) -> int | None:
     """The sum of ``fields`` of /proc/PID/io; None when it cannot be read."""
     try:
@@ -245,8 +265,16 @@ class TreeSampler:
         self.close()
 
     def sample(self) -> Sample:
-        procs = self._linux() if LINUX else self._portable()
-        return Sample(time=self.clock(), root_pid=self.root_pid, procs=procs)
+        if LINUX:
+            procs = self._linux()
+            load = _loadavg()
+        else:
+            procs = self._portable()
+            try:
+                load = os.getloadavg()[0]
+            except (AttributeError, OSError):
+                load = None
+        return Sample(time=self.clock(), root_pid=self.root_pid, procs=procs, load=load, cpus=_CPUS)
 
     def _linux(self) -> dict[int, ProcInfo]:
         procs: dict[int, ProcInfo] = {}
@@ -263,9 +291,10 @@ class TreeSampler:
                 continue
             io = _io(pid, self.io_fields, kept)
             reading = _reading(pid, kept) if self.check_reads and info.status == "S" else None
-            if io is not None or reading is not None:
+            sched = _schedstat(pid, kept)
+            if io is not None or reading is not None or sched is not None:
                 info = ProcInfo(info.pid, info.ppid, info.name, info.status, info.cpu, info.cpu_children,
-                                info.start, io, reading)
+                                info.start, io, reading, None, *(sched or (None, None)))
             procs[pid] = info
         return procs
 

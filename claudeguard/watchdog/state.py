@@ -24,6 +24,14 @@ outside (0-50 ms CPU per 2 s with ~100 ms spikes, ~100 bytes of io drift per 2 s
   together more than the CLI's floor;
 - io (read+written bytes of the tree) more than 256 B + 128 B per second: a flowing model stream
   or a tool reading a file moves far more, the CLI's timers far less.
+
+CPU time alone cannot tell a hung process from a starved one: on a machine at load 8 on 2 cores a
+busy loop gets about 0.2 s of CPU a second, and under more load less than any floor. So a process
+whose main thread was runnable (on a CPU, or on a run queue waiting for one: ``/proc/PID/schedstat``)
+for at least half of the window wants the CPU and is working, whatever it got: that is progress
+too ("waiting for a CPU"), never a stall. A sleeping process is runnable only for its wake-ups:
+an idle CLI with a 20 ms timer was runnable 4-12 % of each second at load 8 (bench/RESULTS.md,
+"The watchdog under load"), a hung one less.
 """
 
 from __future__ import annotations
@@ -66,6 +74,10 @@ class ProcInfo:
     io: int | None = None  # bytes read+written through syscalls, cumulative; None: unreadable
     reading: str | None = None  # what it is blocked reading: "/dev/pts/3", "stdin (pipe)", ...
     cmdline: str | None = None
+    # /proc/PID/schedstat of its main thread, cumulative seconds: time on a CPU and time spent
+    # runnable on a run queue, waiting for one. None: unreadable (not Linux, or no schedstat).
+    sched_run: float | None = None
+    sched_wait: float | None = None
 
 
 @dataclass
@@ -73,6 +85,8 @@ class Sample:
     time: float
     root_pid: int
     procs: dict[int, ProcInfo]
+    load: float | None = None  # the machine's 1-minute load average at the sample, when known
+    cpus: int = 0  # the machine's CPUs (0: unknown)
 
     @property
     def root_alive(self) -> bool:
@@ -117,6 +131,11 @@ class Limits:
 
     def io_floor(self, dt: float) -> float:
         return 256 + 128 * dt
+
+    def runnable_floor(self, dt: float) -> float:
+        """Seconds of a window of ``dt`` a process must have been runnable (running or waiting for
+        a CPU) to count as wanting the CPU."""
+        return 0.5 * dt
 
 
 @dataclass
@@ -216,6 +235,8 @@ class Tracker:
         self.in_stall = False
         self.stall_count = 0
         self.last_sample: Sample | None = None
+        self.starved_at: float | None = None  # the last sample in which a process waited for a CPU
+        self.starved_what: str | None = None
 
     # -- progress --------------------------------------------------------------------------
     def _progress(self, t: float, what: str) -> None:
@@ -467,12 +488,21 @@ class Tracker:
             del self._proc_busy[pid]
         if prev is not None:
             busy = max(desc.items(), key=lambda kv: kv[1], default=(0, 0.0))
+            starved = self._starved(prev, s, dt)
             if root_d > root_floor:
                 self._progress(s.time, f"CPU: {self._pname(s, s.root_pid)} {root_d:.2f} s")
             elif busy[1] > desc_floor:
                 self._progress(s.time, f"CPU: {self._pname(s, busy[0])} {busy[1]:.2f} s")
             elif sum(desc.values()) > root_floor:
                 self._progress(s.time, f"CPU: {len(desc)} processes {sum(desc.values()):.2f} s")
+            elif starved is not None:
+                pid, ran, waited = starved
+                self._progress(s.time, f"waiting for a CPU: {self._pname(s, pid)} runnable {ran + waited:.2f} s "
+                                       f"of {dt:.2f} s, of which {waited:.2f} s on a run queue"
+                                       + (f" (load {s.load:.1f})" if s.load is not None else ""))
+            if starved is not None:
+                self.starved_at = s.time
+                self.starved_what = f"{self._pname(s, starved[0])} waited {starved[2]:.2f} s for a CPU in {dt:.2f} s"
             if io_delta > lim.io_floor(dt):
                 self._io_progress_at = s.time
                 self._progress(s.time, f"io: {int(io_delta)} bytes")
@@ -487,6 +517,23 @@ class Tracker:
         if not s.root_alive:
             self.exited(s.time, None)
         return self.verdict(s.time)
+
+    def _starved(self, prev: Sample, s: Sample, dt: float) -> tuple[int, float, float] | None:
+        """(pid, seconds on a CPU, seconds waiting for one) of the process of the tree that was
+        runnable longest in the window, when that is at least the floor (``Limits.runnable_floor``);
+        None when no process wanted the CPU that long (or schedstat cannot be read)."""
+        floor = self.limits.runnable_floor(dt)
+        best: tuple[int, float, float] | None = None
+        for pid, p in s.procs.items():
+            q = prev.procs.get(pid)
+            if (q is None or q.start != p.start or p.sched_run is None or p.sched_wait is None
+                    or q.sched_run is None or q.sched_wait is None):
+                continue
+            ran = max(0.0, p.sched_run - q.sched_run)
+            waited = max(0.0, p.sched_wait - q.sched_wait)
+            if ran + waited >= floor and (best is None or ran + waited > best[1] + best[2]):
+                best = (pid, ran, waited)
+        return best
 
     @staticmethod
     def _pname(s: Sample, pid: int) -> str:
@@ -613,6 +660,14 @@ class Tracker:
                 out.append(f"{who} is {ODD_STATES[p.status]}")
         return out
 
+    def _load_note(self) -> str | None:
+        """The machine's load, when a sample knew it: a stall on a loaded machine is still one
+        (no process of the tree wanted the CPU), but the reader should know."""
+        s = self.last_sample
+        if s is None or s.load is None or not s.cpus or s.load <= s.cpus:
+            return None
+        return f"machine load {s.load:.1f} on {s.cpus} CPUs"
+
     def _stdin_note(self) -> str | None:
         # Only the CLI's own stdin: MCP stdio servers and many tools wait on theirs by design.
         root = self.last_sample.root_pid if self.last_sample else None
@@ -630,7 +685,7 @@ class Tracker:
 
     def _diagnose(self, base: str, detail: str | None, quiet: float, now: float) -> str:
         cpu = f"tree CPU {self.window_cpu():.2f} s"
-        extra = [x for x in [self._stdin_note(), *self._odd_states()] if x]
+        extra = [x for x in [self._stdin_note(), *self._odd_states(), self._load_note()] if x]
         tail = ("; " + "; ".join(extra)) if extra else ""
         if base == TOOL:
             tools = [c for c in self.calls.values() if c.name not in AGENT_TOOLS]
@@ -709,6 +764,10 @@ class Tracker:
         odd = self._odd_states()
         if odd:
             ev["odd"] = odd
+        if s is not None and s.load is not None:
+            ev["load"] = round(s.load, 2)
+        if self.starved_at is not None and now - self.starved_at <= 2 * max(self.limits.interval, self._last_dt):
+            ev["waiting_for_cpu"] = self.starved_what
         failed = [m.get("name") for m in self.mcp_servers if m.get("status") not in (None, "connected")]
         if failed:
             ev["mcp_not_connected"] = failed

@@ -11,7 +11,8 @@ whole life of the process (a CLI that worked for ten minutes and then hung is a 
 - **the threshold**: ``watchdog.stall_after``, or ``tool_stall_after`` while the transcript's
   last message is a tool call (not a subagent) that has no result yet;
 - **a short window**: two samples of the CLI's process tree ``window_s`` apart; CPU of the CLI,
-  of its tools and io above the watchdog's noise floors (``state.Limits``) is progress;
+  of its tools and io above the watchdog's noise floors (``state.Limits``) is progress, and so is
+  a process runnable for half the window (it wants the CPU a loaded machine does not give it);
 - **a terminal**: a CLI with a terminal and no ``-p`` may be waiting for its user; it is listed
   but never flagged.
 
@@ -235,6 +236,10 @@ def window_moved(first: Sample, second: Sample) -> tuple[bool, float, int]:
         cpu_total += own
         if a is not None and a.start == b.start and a.io is not None and b.io is not None:
             io_total += max(0, b.io - a.io)
+        if (a is not None and a.start == b.start and None not in (a.sched_run, a.sched_wait, b.sched_run, b.sched_wait)
+                and (b.sched_run or 0.0) - (a.sched_run or 0.0) + (b.sched_wait or 0.0) - (a.sched_wait or 0.0)
+                >= lim.runnable_floor(dt)):
+            moved = True  # it wants the CPU and the machine is busy: working, not hung (state.py)
         if pid == second.root_pid:
             moved = moved or own > lim.root_cpu_floor(dt)
         else:
