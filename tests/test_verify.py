@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -236,6 +237,10 @@ def test_the_first_guarded_run_verifies_in_the_background_and_the_record_is_reus
     rec = records(env)[sha]
     assert rec["ok"] is True, rec
     assert started_verifications(env, bg_claude) == 1
+    # nothing of it is left: no process of its bed, no temp dir (issue 37)
+    tmp = Path(env["TMPDIR"])
+    wait_until(lambda: not list(tmp.glob("claudeguard-verify-*")) and not _bed_processes(tmp), 30,
+               "the verification's processes and temp dir to be gone")
     # the next run: verified, nothing said, nothing asked of the service
     second = subprocess.run(GUARD + ["-p", "HELLO"], env=env, cwd=offline_env.cwd, capture_output=True,
                             text=True, timeout=60, stdin=subprocess.DEVNULL)
@@ -365,3 +370,113 @@ def test_only_a_launcher_outside_every_session_has_the_service_verify_a_cli(tmp_
     finally:
         os.killpg(launcher.pid, 9)
         launcher.wait(10)
+
+
+# --- nothing of a verification outlives it (issue 37) ----------------------------------------------
+
+
+def _verifying_pid(env: dict, cli: Path) -> int:
+    line = f"verifying {os.path.realpath(cli)} in the background (pid "
+    log = service_log(env)
+    return int(log[log.index(line) + len(line):].split(")", 1)[0])
+
+
+def _bed_of(env: dict, pid: int) -> Path | None:
+    """The bed dir whose owner.json names the verifying process ``pid``."""
+    for root in Path(env["TMPDIR"]).glob("claudeguard-verify-*"):
+        try:
+            if json.loads((root / "owner.json").read_text())["owner"].split(":")[0] == str(pid):
+                return root
+        except (OSError, ValueError, KeyError):
+            continue
+    return None
+
+
+def _bed_processes(root: Path) -> list[int]:
+    """Processes marked as the bed's, or with a HOME inside it."""
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            entries = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(e.startswith((b"HOME=" + str(root).encode() + b"/", b"CLAUDEGUARD_VERIFY_OWNER="))
+               and str(root).encode() + b"/" in e + b"/" for e in entries):
+            found.append(int(pid))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    from claudeguard.procs import process_start
+
+    return process_start(pid) is not None
+
+
+def _start_background_verification(cli: Path, offline_env, model_server, procs) -> tuple[dict, int, Path, int]:
+    """A guarded run whose service starts verifying ``cli``: (env, verifying pid, its bed dir, the
+    service's pid), once the bed runs processes of its own."""
+    from claudeguard.testing.services import live_services
+
+    server = model_server([{"match": "HELLO", "turns": [{"text": "hi"}]}])
+    env = auto_env(offline_env.use(server), cli)
+    # The service starts verifying as the run registers; the run is not waited for (the
+    # verification may end before it does).
+    first = subprocess.Popen(GUARD + ["-p", "HELLO"], env=env, cwd=offline_env.cwd, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs.append(first)
+    pid = wait_until(lambda: started_verifications(env, cli) and _verifying_pid(env, cli), 30,
+                     "the service to start the verification", interval=0.01)
+    root = wait_until(lambda: _bed_of(env, pid), 30, "the verification's bed", interval=0.01)
+    wait_until(lambda: len(_bed_processes(root)) >= 2, 60, "the bed's runs to start", interval=0.01)
+    assert _alive(pid)  # caught in the middle
+    [service] = live_services(Path(env["CLAUDEGUARD_RUNTIME_DIR"]))
+    return env, pid, root, service
+
+
+def test_a_verification_ends_with_the_service_that_started_it(bg_claude, offline_env, model_server, procs):
+    env, pid, root, service = _start_background_verification(bg_claude, offline_env, model_server, procs)
+    os.kill(service, 9)
+    wait_until(lambda: not _alive(pid) and not root.exists() and not _bed_processes(root), 30,
+               "the verification, its processes and its dir to be gone")
+    assert not (state_dir(env) / verified.RECORD_FILE).exists() or sha256(bg_claude) not in records(env)
+
+
+def test_a_verification_ends_when_the_home_it_started_from_is_removed(bg_claude, offline_env, model_server, procs):
+    import shutil
+
+    env, pid, root, service = _start_background_verification(bg_claude, offline_env, model_server, procs)
+    gone = offline_env.home.with_name("home-removed")
+    try:
+        # Away at once (its processes write into it while rmtree walks it), then removed.
+        offline_env.home.rename(gone)
+        shutil.rmtree(gone, ignore_errors=True)
+        wait_until(lambda: not _alive(pid) and not _bed_processes(root), 30,
+                   "the verification and its processes to be gone")
+    finally:
+        os.kill(service, 9)  # its record went with the home: the fixtures cannot find it
+        shutil.rmtree(gone, ignore_errors=True)
+    assert not root.exists() and not gone.exists()
+
+
+def test_a_killed_verification_is_swept_by_the_service(bg_claude, offline_env, model_server, procs):
+    env, pid, root, service = _start_background_verification(bg_claude, offline_env, model_server, procs)
+    os.kill(pid, 9)  # no way out of its own: the service that waits for it sweeps its bed
+    wait_until(lambda: not root.exists() and not _bed_processes(root), 30,
+               "the killed verification's processes and dir to be gone")
+    assert _alive(service)
+    assert "swept the leftovers of an interrupted verification" in service_log(env)
+
+
+def test_the_next_service_sweeps_what_a_verification_killed_with_its_service_left(bg_claude, offline_env,
+                                                                                model_server, procs):
+    env, pid, root, service = _start_background_verification(bg_claude, offline_env, model_server, procs)
+    bed = _bed_processes(root)
+    os.kill(pid, signal.SIGSTOP)  # so that it cannot sweep on its way out
+    os.kill(service, 9)
+    os.kill(pid, 9)
+    assert root.exists() and [p for p in bed if p != pid and _alive(p)]  # left behind, running
+    # the next guarded run's service finds it by its dead owner
+    again = subprocess.run(GUARD + ["-p", "HELLO"], env={**env, "CLAUDEGUARD_AUTO_VERIFY": "0"},
+                           cwd=offline_env.cwd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert again.returncode == 0, again.stderr
+    wait_until(lambda: not root.exists() and not _bed_processes(root), 30, "the next service to sweep the bed")

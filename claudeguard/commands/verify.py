@@ -44,10 +44,9 @@ import hashlib
 import json
 import os
 import shlex
-import shutil
+import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -61,8 +60,9 @@ from claudeguard.errors import GuardError, run_main
 from claudeguard.paths import guard_paths, private_dir, state_dir_text
 from claudeguard.plan import sandbox as box
 from claudeguard.plan import verified
+from claudeguard.plan import verify_leftovers as leftovers
 from claudeguard.plan.discovery import package_version, version_at_least
-from claudeguard.procs import ask_version
+from claudeguard.procs import ask_version, process_start
 from claudeguard.testing import bg_daemon
 from claudeguard.testing.model_server import ModelServer
 from claudeguard.testing.offline_home import offline_env, prepare_home
@@ -136,9 +136,10 @@ class Bed:
     """The temp dir of one verification, and the environment of each of its runs."""
 
     def __init__(self, real: str, root: Path, server: ModelServer, user_settings: dict[str, object] | None,
-                 override: bool) -> None:
+                 override: bool, marker: str = "") -> None:
         self.real = real
         self.root = root
+        self.marker = marker  # every process of the bed carries it (plan/verify_leftovers.py)
         self.server = server
         self.user_settings = user_settings
         self.override = override
@@ -170,6 +171,8 @@ class Bed:
         (config / "claudeguard" / "config.toml").write_text(text + ("\n" + extra if extra else ""))
         env.update({"XDG_CONFIG_HOME": str(config), "CLAUDEGUARD_RUNTIME_DIR": str(self.runtime),
                     "CLAUDEGUARD_LOG_DIR": str(self.log), "CLAUDEGUARD_CLAUDE": self.real})
+        if self.marker:
+            env[leftovers.OWNER_VAR] = self.marker
         return env, work
 
     def audit(self) -> list[dict[str, Any]]:
@@ -515,13 +518,19 @@ def _user_override(cfg: Config | None) -> bool:
 
 def run_checks(real: str, version: str | None) -> list[CheckResult]:
     """Every check of ``CHECKS`` on the CLI ``real``, in that order; the runs go at once."""
-    root = Path(tempfile.mkdtemp(prefix="claudeguard-verify-"))
+    made, marker = leftovers.make_root()
+    root = Path(made)
     sockets_before = _cli_sockets()
     saved = os.environ.get("CLAUDEGUARD_RUNTIME_DIR")
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        # A SIGTERM or SIGHUP (a closed terminal) ends the verification through its way out,
+        # which sweeps the bed, as Ctrl-C does.
+        handlers = {signum: signal.signal(signum, _ended_by_signal) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
         with ModelServer(SCRIPTS) as server:
             cfg = _user_config()
-            bed = Bed(real, root, server, user_claude_settings(), _user_override(cfg))
+            bed = Bed(real, root, server, user_claude_settings(), _user_override(cfg), marker)
             # This process answers the ask run's requests: its channel is the bed's.
             os.environ["CLAUDEGUARD_RUNTIME_DIR"] = str(bed.runtime)
             jobs: list[tuple[Callable[[], list[CheckResult]], tuple[str, ...]]] = [
@@ -537,9 +546,13 @@ def run_checks(real: str, version: str | None) -> list[CheckResult]:
             os.environ.pop("CLAUDEGUARD_RUNTIME_DIR", None)
         else:
             os.environ["CLAUDEGUARD_RUNTIME_DIR"] = saved
-        stop_services(root)
+        stop_services(root)  # their own way out first: they remove their files
+        # Then whatever of the bed is still running (a daemon the CLI started, a run a signal
+        # cut short), by its mark; and the dir.
+        leftovers.sweep(marker)
         _remove_cli_sockets(sockets_before)
-        shutil.rmtree(root, ignore_errors=True)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
     return [found[name] for name in CHECKS]
 
 
@@ -667,14 +680,49 @@ def verify(real: str, *, background: bool = False, progress: Callable[[str], Non
         lock.close()
 
 
+def _ended_by_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # the way out runs: the bed is swept (run_checks)
+
+
+def watch_origin(parent: int | None, dirs: list[str], *, every: float = 0.5) -> threading.Thread:
+    """A thread that ends this process (SIGTERM to itself, so that the main thread's way out
+    sweeps the bed) when ``parent`` is gone or one of ``dirs`` is removed: a verification has
+    no one to report to once the service that started it died, nor anything to record into
+    once the home it started from is gone."""
+    parent_start = process_start(parent) if parent else None
+
+    def watch() -> None:
+        while True:
+            time.sleep(every)
+            gone = (parent is not None and process_start(parent) != parent_start) or \
+                not all(os.path.isdir(d) for d in dirs)
+            if gone:
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+    thread = threading.Thread(target=watch, name="verify-origin", daemon=True)
+    thread.start()
+    return thread
+
+
 def main(argv: list[str]) -> int:
-    """``python -m claudeguard.commands.verify CLI``: the service's background verification."""
+    """``python -m claudeguard.commands.verify [--parent PID] CLI``: the service's background
+    verification (``--parent``: the service; when it is gone, so is this)."""
 
     def run() -> int:
-        if len(argv) != 1 or not os.path.isabs(argv[0]):
-            print("usage: python -m claudeguard.commands.verify /ABS/PATH/OF/CLAUDE", file=sys.stderr)
+        args = list(argv)
+        parent = None
+        if args[:1] == ["--parent"] and len(args) > 1 and args[1].isdigit():
+            parent = int(args[1])
+            del args[:2]
+        if len(args) != 1 or not os.path.isabs(args[0]):
+            print("usage: python -m claudeguard.commands.verify [--parent PID] /ABS/PATH/OF/CLAUDE", file=sys.stderr)
             return 2
-        record = verify(argv[0], background=True)
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, _ended_by_signal)
+        state = private_dir(state_dir_text())
+        watch_origin(parent, [state])
+        record = verify(args[0], background=True)
         return 0 if record is None or record.get("ok") else 1
 
     return run_main("claudeguard verify", run)

@@ -64,7 +64,7 @@ from claudeguard.service.background import Keeper, end_session, hooks_port, keep
 from claudeguard.service.http import HookServer, listening_port
 from claudeguard.tcp_owner import command_of, owners, socket_inodes, tcp_peer
 from claudeguard.service.registry import Registered
-from claudeguard.service.verify import Verifications
+from claudeguard.service.verify import Verifications, sweep_leftovers
 from claudeguard.service.watch import Link
 from claudeguard.sockets import peer_creds
 
@@ -674,6 +674,8 @@ class Service:
         self._bind_control()
         self._start_planner()
         threading.Thread(target=self.adopt, name="claudeguard-adopt", daemon=True).start()
+        # What an interrupted verification left (the service before us killed under it, say).
+        threading.Thread(target=sweep_leftovers, name="verify-leftovers", daemon=True).start()
         files.write_record(self.directory, self._record())
         self.fleet = fleet.start(self._has_sessions)
         idle_since = time.monotonic()

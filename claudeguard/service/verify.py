@@ -18,9 +18,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 
 from claudeguard.ancestry import caller_inside_session
-from claudeguard.plan import verified
+from claudeguard.plan import verified, verify_leftovers
 
 class Verifications:
     """The verifications the service runs: one child per binary (its stat key) at a time."""
@@ -54,11 +55,12 @@ class Verifications:
             return None  # settled already
         # Not procs.spawn_detached: the service reaps this child itself, and its stderr (a crash)
         # goes to the service's log like the service's own.
-        proc = subprocess.Popen([sys.executable, "-m", "claudeguard.commands.verify", cli],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, cwd="/", close_fds=True,
+        argv = [sys.executable, "-m", "claudeguard.commands.verify", "--parent", str(os.getpid()), cli]
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, cwd="/", close_fds=True,
                                 start_new_session=True)
         self.running[slot] = proc
         print(f"claudeguard service: verifying {cli} in the background (pid {proc.pid})", file=sys.stderr, flush=True)
+        threading.Thread(target=_after, args=(proc,), name=f"verify-{proc.pid}", daemon=True).start()
         return proc.pid
 
     def reap(self) -> None:
@@ -70,3 +72,24 @@ class Verifications:
         """The verifications running now (``service status``)."""
         self.reap()
         return [{"cli": cli, "pid": proc.pid} for (cli, _), proc in self.running.items()]
+
+
+def _after(proc: subprocess.Popen[bytes]) -> None:
+    """Wait for a verification child; one killed by a signal it could not handle (SIGKILL) did not
+    sweep its bed on its way out: the service does."""
+    if proc.wait() < 0:
+        sweep_leftovers()
+
+
+def sweep_leftovers() -> None:
+    """Sweep what verifications whose verifying process is gone left running or on disk
+    (plan/verify_leftovers.py): at the service's start (in a thread), and when a verification
+    child of its own was killed."""
+    try:
+        swept = verify_leftovers.clean_leftovers()
+    except OSError as exc:
+        print(f"claudeguard service: could not sweep a verification's leftovers: {exc}", file=sys.stderr, flush=True)
+        return
+    for marker in swept:
+        print(f"claudeguard service: swept the leftovers of an interrupted verification ({marker})",
+              file=sys.stderr, flush=True)

@@ -7,27 +7,26 @@ What runs (observed, 2.1.330): a detached ``claude daemon run`` supervisor, unde
 the hosts and the unclaimed spares are machinery and are not listed.
 
 Where the sessions come from, per config dir (``CLAUDE_CONFIG_DIR``, else ``$HOME/.claude``, read
-from the environment of the daemon's processes):
-
-1. ``claude agents --json`` run with the daemon's own binary and environment (the CLI's
-   interface for scripts): ``kind == "background"`` entries with a ``pid``;
-2. when that fails, or no daemon is alive (its sessions outlive it), the CLI's own records:
-   ``sessions/<pid>.json`` with ``kind == "bg"``, whose pid still has the recorded start time.
+from the environment of the daemon's processes): the CLI's own records, ``sessions/<pid>.json``
+with ``kind == "bg"`` whose pid still has the recorded start time, less the spares no session
+has claimed (``"spare": true`` and no ``jobs/<jobId>/state.json``), with the state the CLI
+keeps in ``jobs/<jobId>/state.json``. The CLI's interface for scripts (``claude agents --json``)
+says the same, but starts a CLI per config dir: with ten daemons on a loaded machine that made
+``ps --all`` take 26 to 56 s (issue 37); reading the files takes milliseconds
+(bench/ps_all.py).
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from claudeguard.procs import capture, process_start
-
-AGENTS_TIMEOUT_S = 10.0
+from claudeguard.procs import process_start
 
 
 def component(cmdline: list[str]) -> str | None:
@@ -51,46 +50,44 @@ def config_dir_of(environ: dict[str, str]) -> Path | None:
     return Path(home) / ".claude" if home else None
 
 
-def _from_agents(exe: str, environ: dict[str, str]) -> list[dict[str, Any]] | None:
+def _read_json(path: Path) -> dict[str, Any] | None:
     try:
-        proc = capture([exe, "agents", "--json"], env=environ, cwd="/", timeout=AGENTS_TIMEOUT_S)
-        data = json.loads(proc.stdout) if proc.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError, ValueError):
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
         return None
-    if not isinstance(data, list):
-        return None
-    out = []
-    for entry in data:
-        if isinstance(entry, dict) and entry.get("kind") == "background" and isinstance(entry.get("pid"), int):
-            out.append({"pid": entry["pid"], "short_id": entry.get("id"), "session_id": entry.get("sessionId"),
-                        "name": entry.get("name"), "cwd": entry.get("cwd"),
-                        "cli_state": entry.get("state"), "cli_status": entry.get("status")})
-    return out
+    return data if isinstance(data, dict) else None
 
 
 def _from_records(cfg_dir: Path) -> list[dict[str, Any]]:
-    out = []
-    for path in sorted((cfg_dir / "sessions").glob("*.json")):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
+    out: list[dict[str, Any]] = []
+    try:
+        names = sorted(os.listdir(cfg_dir / "sessions"))
+    except OSError:
+        return out
+    for name in names:
+        if not name.endswith(".json"):
             continue
-        pid = data.get("pid") if isinstance(data, dict) else None
-        if data.get("kind") != "bg" or not isinstance(pid, int):
+        data = _read_json(cfg_dir / "sessions" / name)
+        pid = data.get("pid") if data is not None else None
+        if data is None or data.get("kind") != "bg" or not isinstance(pid, int):
             continue
         start = process_start(pid)
         if start is None or (data.get("procStart") is not None and str(data["procStart"]) != start):
             continue
-        out.append({"pid": pid, "short_id": data.get("jobId"), "session_id": data.get("sessionId"),
-                    "name": data.get("name"), "cwd": data.get("cwd"), "cli_state": None,
-                    "cli_status": data.get("status")})
+        job = data.get("jobId")
+        state = _read_json(cfg_dir / "jobs" / str(job) / "state.json") if isinstance(job, str) and job else None
+        if data.get("spare") and state is None:
+            continue  # a pre-started spare no session has claimed: machinery
+        out.append({"pid": pid, "short_id": job, "session_id": data.get("sessionId"),
+                    "name": data.get("name"), "cwd": data.get("cwd") or (state or {}).get("cwd"),
+                    "cli_state": (state or {}).get("state"), "cli_status": data.get("status")})
     return out
 
 
 def background_rows(parts: list[tuple[Any, list[str], str]], skip: set[Any]) -> list[dict[str, Any]]:
     """Rows for ``ps --all`` from the machinery processes found by the scan: ``parts`` is
     ``(psutil.Process, cmdline, component)``; ``skip`` holds pids already listed as guarded."""
-    dirs: dict[Path, tuple[str, dict[str, str], int] | None] = {}
+    dirs: dict[Path, int | None] = {}  # config dir -> its daemon's pid, when one runs
     for proc, _cmdline, kind in parts:
         try:
             environ = proc.environ()
@@ -100,20 +97,14 @@ def background_rows(parts: list[tuple[Any, list[str], str]], skip: set[Any]) -> 
         if cfg is None:
             continue
         if kind == "daemon":
-            try:
-                dirs[cfg] = (proc.exe(), environ, proc.pid)
-            except psutil.Error:
-                dirs.setdefault(cfg, None)
+            dirs[cfg] = proc.pid
         else:
             dirs.setdefault(cfg, None)
     rows: list[dict[str, Any]] = []
     seen: set[int] = set()
     now = time.time()
     for cfg, daemon in dirs.items():
-        found = _from_agents(daemon[0], daemon[1]) if daemon else None
-        if found is None:
-            found = _from_records(cfg)
-        for entry in found:
+        for entry in _from_records(cfg):
             pid = entry["pid"]
             if pid in skip or pid in seen:
                 continue
@@ -132,7 +123,7 @@ def background_rows(parts: list[tuple[Any, list[str], str]], skip: set[Any]) -> 
                 "prompt": entry.get("name"), "tty": None, "age_s": round(age, 1), "suspect_hung": False,
                 "background": True, "short_id": entry.get("short_id"), "session_id": entry.get("session_id"),
                 "name": entry.get("name"), "cli_state": entry.get("cli_state"),
-                "cli_status": entry.get("cli_status"), "daemon_pid": daemon[2] if daemon else None,
+                "cli_status": entry.get("cli_status"), "daemon_pid": daemon,
                 "config_dir": str(cfg),
             })
     return rows

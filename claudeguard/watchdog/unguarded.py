@@ -101,23 +101,34 @@ def project_dir(config_dir: str, cwd: str) -> str:
     return os.path.join(config_dir, "projects", re.sub(r"[^A-Za-z0-9]", "-", cwd))
 
 
-def transcript_files(folder: str, session: str | None, since: float) -> list[tuple[float, str]]:
+def newest_transcripts(folder: str) -> list[tuple[float, str]] | None:
+    """(mtime, session id) of every transcript in a project folder, newest first; None when the
+    folder cannot be read."""
+    found = []
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                if entry.name.endswith(".jsonl") and entry.is_file(follow_symlinks=False):
+                    found.append((entry.stat().st_mtime, entry.name[:-len(".jsonl")]))
+    except OSError:
+        return None
+    return sorted(found, reverse=True)
+
+
+def transcript_files(folder: str, session: str | None, since: float,
+                     listings: dict[str, list[tuple[float, str]] | None] | None = None) -> list[tuple[float, str]]:
     """(mtime, path) of the session's transcript and its subagents' ones, newest first. Without
-    a known session id: the session whose transcript was written last, if after ``since``."""
+    a known session id: the session whose transcript was written last, if after ``since``.
+    ``listings``: the folders listed so far in this scan (many CLIs of one directory share one)."""
     if session is None:
-        newest: tuple[float, str] | None = None
-        try:
-            with os.scandir(folder) as it:
-                for entry in it:
-                    if entry.name.endswith(".jsonl") and entry.is_file(follow_symlinks=False):
-                        mtime = entry.stat().st_mtime
-                        if mtime >= since and (newest is None or mtime > newest[0]):
-                            newest = (mtime, entry.name[:-len(".jsonl")])
-        except OSError:
+        if listings is None:
+            listings = {}
+        if folder not in listings:
+            listings[folder] = newest_transcripts(folder)
+        listed = listings[folder]
+        if not listed or listed[0][0] < since:
             return []
-        if newest is None:
-            return []
-        session = newest[1]
+        session = listed[0][1]
     out = []
     main = os.path.join(folder, session + ".jsonl")
     paths = [main]
@@ -198,7 +209,8 @@ def output_write(pid: int) -> float | None:
     return latest
 
 
-def gather(pid: int, cmdline: list[str], cwd: str | None, environ: dict[str, str], started: float) -> Evidence:
+def gather(pid: int, cmdline: list[str], cwd: str | None, environ: dict[str, str], started: float,
+           listings: dict[str, list[tuple[float, str]] | None] | None = None) -> Evidence:
     ev = Evidence(started=started, output_write=output_write(pid))
     config_dir = environ.get("CLAUDE_CONFIG_DIR") or (os.path.join(environ["HOME"], ".claude")
                                                       if environ.get("HOME") else None)
@@ -209,7 +221,7 @@ def gather(pid: int, cmdline: list[str], cwd: str | None, environ: dict[str, str
     if session is not None and not re.fullmatch(r"[0-9a-fA-F-]{36}", session):
         session = None  # --resume with a search term, not an id
     # A second of slack: the first write may share the start's second on coarse clocks.
-    files = transcript_files(project_dir(config_dir, cwd), session, started - 1.0)
+    files = transcript_files(project_dir(config_dir, cwd), session, started - 1.0, listings)
     if not files:
         ev.notes.append("no transcript written since it started")
         return ev
@@ -312,6 +324,7 @@ def unguarded_sessions(guarded: list[dict[str, Any]], *, stall_after: float = ST
         return True
 
     rows, probes = [], []
+    listings: dict[str, list[tuple[float, str]] | None] = {}
     now = time.time()
     for p, cmdline in candidates:
         if p.pid in skip or p.pid == os.getpid() or not outside(p.pid):
@@ -331,7 +344,7 @@ def unguarded_sessions(guarded: list[dict[str, Any]], *, stall_after: float = ST
                 environ = {}
         except psutil.Error:
             continue
-        ev = gather(p.pid, cmdline, cwd, environ, started)
+        ev = gather(p.pid, cmdline, cwd, environ, started, listings)
         interactive = tty is not None and not print_mode(cmdline)
         look, quiet, threshold = judge(ev, now, interactive=interactive, stall_after=stall_after,
                                        tool_stall_after=tool_stall_after)
