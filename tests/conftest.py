@@ -288,7 +288,7 @@ def procs() -> Any:
         if hasattr(p, "poll"):
             if p.poll() is None:
                 p.kill()
-            p.wait(timeout=5)
+            p.wait(timeout=30)
             continue
         pid, born = p
         try:

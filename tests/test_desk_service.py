@@ -100,7 +100,7 @@ def test_desk_prints_a_fresh_first_url_of_a_port_of_its_own(tmp_path):
     out = subprocess.run(CTL + ["desk", "--open"], env=dict(env, BROWSER=f"sh -c 'echo %s > {seen}'"),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    wait_until(lambda: seen.exists() and seen.read_text().strip(), 10, "the browser command")
+    wait_until(lambda: seen.exists() and seen.read_text().strip(), 30, "the browser command")
     assert seen.read_text().strip() == out.stdout.strip()
     # stopped with the service: nothing listens on its port any more
     assert ctl(env, "service", "stop").returncode == 0
@@ -319,7 +319,7 @@ def test_a_cross_site_post_from_another_loopback_port_is_refused_by_the_service_
             card.wait_for(timeout=5000)
             page.goto(attack)
             rows = wait_until(lambda: [r for r in audit(env) if r.get("event") == "desk-refused"] if len(
-                [r for r in audit(env) if r.get("event") == "desk-refused"]) >= 2 else None, 10,
+                [r for r in audit(env) if r.get("event") == "desk-refused"]) >= 2 else None, 30,
                 "both cross-site posts to reach the desk")
         # the browser sent the cookie (same site: SameSite=Strict lets it through); the CSRF token stopped both
         assert [r["summary"] for r in rows] == ["desk: missing or wrong CSRF token (api/answer)"] * 2

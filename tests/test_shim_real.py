@@ -179,7 +179,7 @@ def test_killed_guard_leaves_no_orphan(real_claude, offline_env, model_server):
     family = [child] + _descendants(child)
     try:
         os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+        proc.wait(timeout=30)
         assert not _wait_gone([child], 15), "the CLI outlived claudeguard"
     finally:
         for pid in family:

@@ -352,7 +352,7 @@ def test_only_a_launcher_outside_every_session_has_the_service_verify_a_cli(tmp_
                                  f"p = subprocess.Popen(['sleep', '30']); open({str(out)!r}, 'w').write(str(p.pid)); "
                                  "p.wait()"], start_new_session=True)
     try:
-        wait_until(lambda: out.exists() and out.read_text().strip(), 10, "the agent's pid")
+        wait_until(lambda: out.exists() and out.read_text().strip(), 30, "the agent's pid")
         agent = int(out.read_text())
         session = runtime / "sessions" / "s-agent"
         session.mkdir(parents=True)

@@ -118,7 +118,7 @@ def test_service_killed_mid_session_the_launcher_reports_the_stall_once(real_cla
         old = service_pid(env)
         os.kill(old, signal.SIGKILL)
         server.wait_for(lambda: any(r.get("script") == "HANG" for r in server.requests()), timeout=30)
-        wait_until(lambda: (st := status(env)) and st.get("watcher") == "launcher", 10, "the launcher's monitor")
+        wait_until(lambda: (st := status(env)) and st.get("watcher") == "launcher", 30, "the launcher's monitor")
     finally:
         code, _, err = finish(proc, timeout=STALL + 2 * INTERVAL + 30)
         if lock is not None:
@@ -142,7 +142,7 @@ def test_each_stall_is_reported_once_across_the_service_s_death(real_claude, off
         assert len(service_reports(env)) == 1
         lock = hold_start_lock(env)
         os.kill(service_pid(env), signal.SIGKILL)
-        wait_until(lambda: (st := status(env)) and st.get("watcher") == "launcher", 10, "the launcher's monitor")
+        wait_until(lambda: (st := status(env)) and st.get("watcher") == "launcher", 30, "the launcher's monitor")
         since = time.time()
         wait_until(lambda: (s := status(env)) and s.get("updated", 0) >= since + 2 * STALL, 30, "two stall periods")
     finally:

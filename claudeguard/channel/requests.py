@@ -379,13 +379,13 @@ class Pending:
         """An answer from a process the agent runs: refused, and said in the audit log (the first
         few times per request; a loop of them is counted in ``refused``)."""
         self.refused += 1
-        self._refuse(fd, f"answer refused: from inside session {inside}")
-        if self.refused <= REFUSAL_ROWS:
+        if self.refused <= REFUSAL_ROWS:  # on record before the answerer hears of it
             request = self.request
             audit.record({"event": "answer-refused", "session_id": request.session_id,
                           "agent_type": request.agent_type, "agent_id": request.agent_id, "tool": request.tool,
                           "summary": f"answer refused: from inside session {inside}", "request_id": request.id,
                           "inside_session": inside, "answered_by": dict(who)})
+        self._refuse(fd, f"answer refused: from inside session {inside}")
 
     def _refuse(self, fd: int, why: str) -> None:
         conn = self._conns.get(fd)
