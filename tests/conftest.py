@@ -54,6 +54,20 @@ os.environ["CLAUDEGUARD_AUTO_VERIFY"] = "0"
 
 
 @pytest.fixture(autouse=True)
+def _clean_signals() -> Any:
+    """Each test starts with no signal blocked and SIGINT as Python sets it: code run in process
+    (a ChildProcess of the launcher blocks the signals it forwards until its close) would hand
+    a blocked SIGINT to every child a later test starts in the same worker, and that child's
+    Ctrl-C would never come (seen under load, where the order of tests in a worker differs)."""
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+
+
+@pytest.fixture(autouse=True)
 def _stop_guard_services(request: pytest.FixtureRequest) -> Any:
     """A launcher starts the resident guard service in the test's runtime dir, and the service
     outlives it by design: stop it by pid when the test ends. Also removes the CLI's leftover
@@ -288,7 +302,7 @@ def procs() -> Any:
         if hasattr(p, "poll"):
             if p.poll() is None:
                 p.kill()
-            p.wait(timeout=30)
+            p.wait(timeout=60)
             continue
         pid, born = p
         try:

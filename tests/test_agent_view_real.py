@@ -74,7 +74,7 @@ def test_sessions_dispatched_from_agent_view_are_guarded(bg_claude, offline_env,
     assert (offline_env.cwd / "allowed.txt").read_text() == "allowed\n"  # the allow rule ran
     assert (offline_env.cwd / "keep.txt").read_text() == "kept\n"  # the deny rule held
     assert not (offline_env.cwd / "asked.txt").exists()  # the ask waits on the channel
-    one = wait_until(lambda: [r for r in ps_rows(env) if r["pending"] == 1], timeout=30,
+    one = wait_until(lambda: [r for r in ps_rows(env) if r["pending"] == 1], timeout=60,
                      what="ps to show the session waiting")
     assert len(one) == 1 and one[0]["state"] == "awaiting-approval" and one[0]["session_id"] == req["session_id"]
     short_one = one[0]["short_id"]
@@ -85,7 +85,7 @@ def test_sessions_dispatched_from_agent_view_are_guarded(bg_claude, offline_env,
 
     dispatch(view, "AVTWO go")
     wait_until(lambda: (offline_env.cwd / "two.txt").exists(), timeout=90, what="the second session's allowed call")
-    rows = wait_until(lambda: (lambda rs: rs if len(rs) == 2 else None)(ps_rows(env)), timeout=30, what="two ps rows")
+    rows = wait_until(lambda: (lambda rs: rs if len(rs) == 2 else None)(ps_rows(env)), timeout=60, what="two ps rows")
     short_two = next(r["short_id"] for r in rows if r["short_id"] != short_one)
     wait_until(lambda: "two fin" in bg.job_texts(cfg, short_two), what="the second session's last turn")
     # each dispatched session is its own guard session, under the one view, with the CLI's pid
@@ -110,9 +110,9 @@ def test_sessions_dispatched_from_agent_view_are_guarded(bg_claude, offline_env,
     assert sorted(r["short_id"] for r in ps_rows(env)) == sorted([short_one, short_two])
     # the sessions end: the service drops them and the view, and removes every dir
     bg_daemon.stop(env)
-    wait_until(lambda: service_sessions(env) == [], timeout=30, what="the service to drop the view and its sessions")
+    wait_until(lambda: service_sessions(env) == [], timeout=60, what="the service to drop the view and its sessions")
     sessions_dir = Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions"
-    wait_until(lambda: list(sessions_dir.iterdir()) == [], timeout=30, what="the session dirs to go")
+    wait_until(lambda: list(sessions_dir.iterdir()) == [], timeout=60, what="the session dirs to go")
 
 
 def test_a_restarted_service_adopts_agent_view_and_its_sessions(bg_claude, offline_env, model_server,
@@ -134,7 +134,7 @@ def test_a_restarted_service_adopts_agent_view_and_its_sessions(bg_claude, offli
                what="the first call's decision")
     assert ctl(env, "service", "stop").returncode == 0
     assert ctl(env, "service", "start").returncode == 0
-    again = wait_until(lambda: [s for s in service_sessions(env) if s["agent_view"]], timeout=30,
+    again = wait_until(lambda: [s for s in service_sessions(env) if s["agent_view"]], timeout=60,
                        what="the session adopted")
     def why() -> str:
         jobs = {p.parent.name: json.loads(p.read_text()).get("sessionId") for p in (cfg / "jobs").glob("*/state.json")}
@@ -171,7 +171,7 @@ def test_a_hung_dispatched_session_is_killed_alone(bg_claude, offline_env, model
     daemon = bg.daemon_pid(cfg)
     assert daemon
     try:
-        wait_until(lambda: process_start(hung["child_pid"]) is None, timeout=40, what="the hung session to be killed")
+        wait_until(lambda: process_start(hung["child_pid"]) is None, timeout=60, what="the hung session to be killed")
     except AssertionError:
         raise AssertionError(f"not killed; ps: {ctl(env, 'ps', '--json').stdout}") from None
     # the idle session, agent view and the daemon live on
@@ -180,5 +180,5 @@ def test_a_hung_dispatched_session_is_killed_alone(bg_claude, offline_env, model
     stalls = [(r["session_id"], r["action"]) for r in audit if r.get("event") == "stall"]
     assert stalls == [(hung["session_id"], "kill")], stalls
     wait_until(lambda: [s["short_id"] for s in service_sessions(env) if s["agent_view"]] == [fine["short_id"]],
-               timeout=30, what="the service to drop the killed session only")
+               timeout=60, what="the service to drop the killed session only")
     assert exit_tui(view) == 0

@@ -110,9 +110,9 @@ def test_a_caller_that_is_gone_or_replaced_counts_as_inside(env, monkeypatch):
 def test_a_descendant_of_a_claude_process_is_inside_and_the_cli_itself_too(env, fake_cli, procs, tmp_path):
     out = tmp_path / "pid"
     cli = procs([str(fake_cli), "-c", f"sleep 30 & echo $! > {out}; wait; exit 0"])
-    wait_until(lambda: out.exists() and out.read_text().strip(), 30, "the child's pid")
+    wait_until(lambda: out.exists() and out.read_text().strip(), 60, "the child's pid")
     child = int(out.read_text())
-    wait_until(lambda: os.readlink(f"/proc/{child}/exe").endswith("sleep"), 30, "the child's exec")
+    wait_until(lambda: os.readlink(f"/proc/{child}/exe").endswith("sleep"), 60, "the child's exec")
     assert ancestry.is_claude_cli(cli.pid) and not ancestry.is_claude_cli(child)
     assert ancestry.inside_guarded_session(child) == f"claude pid {cli.pid}"
     assert ancestry.inside_guarded_session(cli.pid) == f"claude pid {cli.pid}"
@@ -130,7 +130,7 @@ def test_a_launchers_descendants_are_inside_but_not_the_launcher(env, procs, tmp
     out = tmp_path / "pid"
     launcher = procs([sys.executable, "-c", "import os, subprocess, sys, time  # claudeguard\n"
                       f"p = subprocess.Popen(['sleep', '30']); open({str(out)!r}, 'w').write(str(p.pid)); p.wait()"])
-    wait_until(lambda: out.exists() and out.read_text().strip(), 30, "the child's pid")
+    wait_until(lambda: out.exists() and out.read_text().strip(), 60, "the child's pid")
     child = int(out.read_text())
     session = tmp_path / "run" / "sessions" / "s-launched"
     session.mkdir(parents=True)
@@ -175,10 +175,10 @@ def test_an_answer_from_inside_a_claude_process_is_refused_and_audited(env, fake
     cli = procs([sys.executable, "-c", SUBREAPER, str(fake_cli), "-c", script], stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, text=True, env=env)
     if how == "double-fork":
-        wait_until(lambda: out.exists() and out.read_text().strip(), 30, "the orphan's answer")
+        wait_until(lambda: out.exists() and out.read_text().strip(), 60, "the orphan's answer")
         code, err = int(out.read_text()), Path(f"{out}.e").read_text()
     else:
-        _, err = cli.communicate(timeout=30)
+        _, err = cli.communicate(timeout=60)
         code = cli.returncode
     assert code == 1
     [line] = [line for line in err.splitlines() if not line.startswith("nohup:")]
@@ -191,7 +191,7 @@ def test_an_answer_from_inside_a_claude_process_is_refused_and_audited(env, fake
     assert "decision" not in row  # no row claims a human decided anything
     # A person outside answers: taken, and the row of that answer names this process.
     channel.answer(rid, "deny", message="no")
-    waiter.join(30)
+    waiter.join(60)
     assert waiter.answer is not None and waiter.answer.decision == "deny"
     assert waiter.answer.answered_by["pid"] == os.getpid() and pending.refused == 1
 
@@ -213,7 +213,7 @@ def test_a_loop_of_refused_answers_writes_a_few_rows_and_counts_them_all(env, fa
     assert out.splitlines() == [f"{rid}: answer refused: from inside session claude pid {cli.pid}"] * 5
     assert [r["event"] for r in audit_rows(tmp_path)] == ["answer-refused"] * 2
     pending.withdraw()
-    waiter.join(30)
+    waiter.join(60)
     assert pending.refused == 5
 
 
@@ -222,7 +222,7 @@ def test_a_relayed_answer_records_who_vouched_and_who_relayed(env):
     waiter = Waiter(pending)
     vouched = {"via": "desk", "uid": os.getuid(), "browser_session": "bs-0123456789ab"}
     channel.answer(pending.request.id, "allow", by="desk", vouched=vouched)
-    waiter.join(30)
+    waiter.join(60)
     assert waiter.answer is not None
     by = waiter.answer.answered_by
     assert {k: by[k] for k in vouched} == vouched

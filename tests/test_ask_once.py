@@ -127,7 +127,7 @@ def test_torture_sessions_and_two_approvers_never_post_or_answer_twice(real_clau
     finally:
         for approver in approvers:
             approver.stop.set()
-            approver.join(timeout=30)
+            approver.join(timeout=60)
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()

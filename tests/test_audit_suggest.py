@@ -233,7 +233,7 @@ def test_real_run_learns_a_rule_and_the_next_run_is_not_asked(real_claude, offli
     approver = Approver(env, [("approve", [])], timeout=30)
     approver.start()
     proc = run_guarded(env, offline_env.cwd, "LEARN go")
-    approver.join(timeout=40)
+    approver.join(timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert approver.error is None and [r.returncode for r in approver.results] == [0]
     assert (offline_env.cwd / "a.txt").read_text() == "learned\n" and not (offline_env.cwd / "nope.txt").exists()

@@ -66,7 +66,7 @@ def test_ps_all_lists_background_sessions_not_the_daemon(bg_claude, model_server
     # The sessions outlive a daemon stopped alone (observed): they are still listed, from the
     # CLI's own records, and the orphaned pty hosts are not.
     os.kill(daemon, signal.SIGTERM)
-    wait_until(lambda: bg.proc_start(daemon) is None and bg.daemon_pid(cfg) is None, 30, what="the daemon to exit")
+    wait_until(lambda: bg.proc_start(daemon) is None and bg.daemon_pid(cfg) is None, 60, what="the daemon to exit")
     assert all(bg.proc_start(pid) is not None for pid in agents.values())
     hosts = set(bg.live_processes(env)) - set(agents.values())
     rows = json.loads(_ps(env, "--json").stdout)

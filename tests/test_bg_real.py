@@ -76,7 +76,7 @@ def test_a_bg_session_is_guarded_after_its_launcher_returned(bg_claude, offline_
         assert len(rows) <= 1, rows
         return rows[0] if rows and rows[0]["pending"] == 1 else None
 
-    row = wait_until(ps_row, timeout=30, what="ps to show the session waiting on its request")
+    row = wait_until(ps_row, timeout=60, what="ps to show the session waiting on its request")
     assert row["background"] is True and row["child_pid"] == held["cli_pid"] and row["state"] == "awaiting-approval"
 
     def same_name() -> bool:  # the CLI's own name for it (it renames it to an auto title early on)
@@ -84,7 +84,7 @@ def test_a_bg_session_is_guarded_after_its_launcher_returned(bg_claude, offline_
         [ours] = [r for r in json.loads(ctl(env, "ps", "--json").stdout) if r.get("short_id") == short]
         return bool(ours.get("name")) and ours["name"] == cli_row["name"]
 
-    wait_until(same_name, timeout=30, what="ps to show the CLI's name for the session")
+    wait_until(same_name, timeout=60, what="ps to show the CLI's name for the session")
     assert ctl(env, "approve", req["id"]).returncode == 0
     wait_until(lambda: (offline_env.cwd / "asked.txt").exists(), what="the approved call to run")
     wait_until(lambda: "bg fin" in " ".join(bg.job_texts(bg.config_dir(env), short)), what="the session's last turn")
@@ -121,7 +121,7 @@ def test_a_hung_bg_session_is_flagged_then_killed_alone(bg_claude, offline_env, 
     assert daemon and process_start(daemon)
     # flagged and stopped within seconds of the threshold; the daemon lives on
     try:
-        wait_until(lambda: process_start(held["cli_pid"]) is None, timeout=40, what="the hung session to be killed")
+        wait_until(lambda: process_start(held["cli_pid"]) is None, timeout=60, what="the hung session to be killed")
     except AssertionError:
         raise AssertionError(f"not killed; ps: {ctl(env, 'ps', '--json').stdout}") from None
     assert process_start(daemon) is not None
@@ -151,7 +151,7 @@ def test_a_bg_session_whose_port_nobody_held_across_a_restart_ends(bg_claude, of
     assert ctl(env, "service", "start").returncode == 0
     new = service_status(env)
     assert new["pid"] != old["pid"] and old["port"] not in new["ports"]
-    wait_until(lambda: process_start(first["cli_pid"]) is None, timeout=30, what="the session's CLI to be stopped")
+    wait_until(lambda: process_start(first["cli_pid"]) is None, timeout=60, what="the session's CLI to be stopped")
     [row] = [r for r in audit(env) if r.get("event") == "compromised"]
     assert row["session_id"] == first["session_id"] and f"port {old['port']} was not held" in row["summary"]
     assert not (offline_env.cwd / "adopted.txt").exists() and pending(env) == []
@@ -172,6 +172,6 @@ def test_a_bg_session_survives_its_runtime_dir_being_removed(bg_claude, offline_
     again = wait_pending(env, lambda r: r["id"] == req["id"], timeout=15)  # the same request, listed again
     assert again["session_id"] == req["session_id"]
     wait_until(lambda: [r for r in json.loads(ctl(env, "ps", "--json").stdout) if r.get("short_id") == short],
-               timeout=30, what="ps to list the session again")
+               timeout=60, what="ps to list the session again")
     assert ctl(env, "approve", req["id"]).returncode == 0
     wait_until(lambda: (offline_env.cwd / "survived.txt").exists(), what="the approved call to run")

@@ -21,5 +21,5 @@ def test_notify_command_starts_with_an_empty_signal_mask(tmp_path):
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
     assert pid is not None
-    wait_until(lambda: out.exists() and out.read_text().strip(), 30, "the notify command's output")
+    wait_until(lambda: out.exists() and out.read_text().strip(), 60, "the notify command's output")
     assert int(out.read_text().split()[1], 16) == 0

@@ -99,7 +99,7 @@ def test_two_consoles_and_a_script_side_by_side(env):
         waiter = threading.Thread(target=lambda: waited.append(third.wait()), daemon=True)
         waiter.start()  # the call waits while a script answers: its waiter judges the answer
         channel.answer(third.request.id, "deny", message="scripted")
-        waiter.join(30)
+        waiter.join(60)
         assert [a.message for a in waited] == ["scripted"]
         two.wait("waiting for requests")
     finally:
@@ -118,7 +118,7 @@ def test_line_mode_waits_for_the_next_request(env):
         pending = _post({"command": "make lint"})
         answer = pending.wait()
         assert (answer.decision, answer.scope) == ("allow", "once")
-        out, err = proc.communicate("q\n", timeout=30)
+        out, err = proc.communicate("q\n", timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -228,7 +228,7 @@ def test_state_shows_the_call_and_what_forever_would_write(desk, env, waiters):
     (project / "a.py").write_text("one\ntwo\nthree\n")
     waiters.append(post_request("Bash", {"command": "make && rm -rf build"}, cwd=str(project),
                                 rule="Bash(rm *)", rule_source="config.toml:3"))
-    wait_until(lambda: time.time() > waiters[0].request.created, 30, "a later creation time")  # newest first
+    wait_until(lambda: time.time() > waiters[0].request.created, 60, "a later creation time")  # newest first
     waiters.append(post_request("Edit", {"file_path": str(project / "a.py"), "old_string": "two", "new_string": "2"},
                                 cwd=str(project), agent_type="Explore", extra={"cli_short_id": "k3v9"}))
     cookie = login(desk)
@@ -386,7 +386,7 @@ def test_local_source_stops_only_a_stalled_session(env):
     healthy = StalledSession("healthy-1", stall_after=3600)
     stalled = StalledSession("stalled-1", stall_after=1.0)
     try:
-        wait_until(lambda: stalled.monitor.stalled, 30, "the stall")
+        wait_until(lambda: stalled.monitor.stalled, 60, "the stall")
         with pytest.raises(GuardError, match="not stalled"):
             src.stop_session("healthy-1", PROV)
         with pytest.raises(NotFoundError):
@@ -483,6 +483,6 @@ def test_python_m_claudeguard_desk_prints_its_url_and_serves_until_sigterm(tmp_p
         assert (tmp_path / "run" / "channel").is_dir()
     finally:
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert proc.stdout is not None

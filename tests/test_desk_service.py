@@ -100,7 +100,7 @@ def test_desk_prints_a_fresh_first_url_of_a_port_of_its_own(tmp_path):
     out = subprocess.run(CTL + ["desk", "--open"], env=dict(env, BROWSER=f"sh -c 'echo %s > {seen}'"),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    wait_until(lambda: seen.exists() and seen.read_text().strip(), 30, "the browser command")
+    wait_until(lambda: seen.exists() and seen.read_text().strip(), 60, "the browser command")
     assert seen.read_text().strip() == out.stdout.strip()
     # stopped with the service: nothing listens on its port any more
     assert ctl(env, "service", "stop").returncode == 0
@@ -188,7 +188,7 @@ def test_real_cli_a_background_subagent_answered_on_the_service_desk(real_claude
         assert first.locator(".agent").inner_text() == "general-purpose"
         assert "Bash(python3 *)" in first.locator(".meta").inner_text()
         first.locator('[data-answer="once"]').click()
-        wait_until(lambda: (offline_env.cwd / "bg-yes.txt").exists(), 30, "the approved call to run")
+        wait_until(lambda: (offline_env.cwd / "bg-yes.txt").exists(), 60, "the approved call to run")
 
         second = page.locator("[data-request-id]", has_text="notes.py")
         second.wait_for(timeout=60000)
@@ -285,7 +285,7 @@ def test_real_cli_a_stalled_session_shows_as_stalled_and_is_stopped(real_claude,
         assert row.locator(".verdict").inner_text().startswith("stalled: ")
         assert "DESKSTALL go" in row.inner_text()
         row.locator("[data-stop]").click()
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:  # the test failed before the stop: its whole tree, by pid
             import psutil
@@ -319,7 +319,7 @@ def test_a_cross_site_post_from_another_loopback_port_is_refused_by_the_service_
             card.wait_for(timeout=5000)
             page.goto(attack)
             rows = wait_until(lambda: [r for r in audit(env) if r.get("event") == "desk-refused"] if len(
-                [r for r in audit(env) if r.get("event") == "desk-refused"]) >= 2 else None, 30,
+                [r for r in audit(env) if r.get("event") == "desk-refused"]) >= 2 else None, 60,
                 "both cross-site posts to reach the desk")
         # the browser sent the cookie (same site: SameSite=Strict lets it through); the CSRF token stopped both
         assert [r["summary"] for r in rows] == ["desk: missing or wrong CSRF token (api/answer)"] * 2

@@ -30,7 +30,7 @@ def test_a_request_is_listed_with_its_machine_and_hash_and_answered_from_another
     a = fleet.machine("alpha")
     [rid] = a.post(tool_input={"command": "git push origin main"}, timeout=60)
     with fleet.client("bob") as bob:
-        views = wait_until(lambda: listed(bob) or None, 30, "the request listed")
+        views = wait_until(lambda: listed(bob) or None, 60, "the request listed")
         assert list(views) == [rid]
         view = views[rid]
         for field in PENDING_JSON_FIELDS + ("machine", "user", "uid", "cwd", "deadline", "call_sha256"):
@@ -50,14 +50,14 @@ def test_a_request_is_listed_with_its_machine_and_hash_and_answered_from_another
     assert done["by"].startswith("fleet:cg-a-bob@desk-bob ")
     assert len(a.of("applied")) == 1
     # alpha's own audit log names the answering ACL user, machine and uid.
-    [row] = wait_until(lambda: [r for r in a.audit() if r.get("event") == "fleet-answer"], 30, "the audit row")
+    [row] = wait_until(lambda: [r for r in a.audit() if r.get("event") == "fleet-answer"], 60, "the audit row")
     assert row["request_id"] == rid and row["applied"] is True and row["scope"] == "session"
     assert row["answered_by"]["acl_user"] == "cg-a-bob"
     assert row["answered_by"]["machine"] == "desk-bob"
     assert row["answered_by"]["uid"] == os.getuid()
     # Once answered it leaves the listing, and a second answer is told who won and when.
     with fleet.client("carol") as carol:
-        wait_until(lambda: rid not in listed(carol), 30, "the answered request unlisted")
+        wait_until(lambda: rid not in listed(carol), 60, "the answered request unlisted")
         with pytest.raises(NotFoundError) as err:
             carol.answer(rid, "deny")
     assert "already answered by cg-a-bob@desk-bob (uid" in str(err.value)
@@ -68,12 +68,12 @@ def test_a_local_answer_wins_and_the_remote_one_is_told_so(fleet, monkeypatch):
     a = fleet.machine("alpha")
     [rid] = a.post(timeout=60)
     with fleet.client("bob") as bob:
-        wait_until(lambda: rid in listed(bob), 30, "listed")
+        wait_until(lambda: rid in listed(bob), 60, "listed")
         monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", a.runtime_dir)
         channel.answer(rid, "deny", message="not today", by="claudeguardctl deny")
         done = a.done(rid)
         assert (done["decision"], done["by"]) == ("deny", "claudeguardctl deny")
-        wait_until(lambda: rid not in listed(bob), 30, "unlisted")
+        wait_until(lambda: rid not in listed(bob), 60, "unlisted")
         with pytest.raises(NotFoundError, match=r"already answered by claudeguardctl deny on alpha at \d\d:\d\d:\d\dZ"):
             bob.answer(rid, "allow")
     assert a.of("applied") == []  # the fleet answer never reached the channel
@@ -83,7 +83,7 @@ def test_the_owner_applies_only_an_answer_for_the_exact_call(fleet):
     a = fleet.machine("alpha")
     [rid] = a.post(tool_input={"command": "rm -r build"}, timeout=60)
     with fleet.client("bob") as bob:
-        wait_until(lambda: rid in listed(bob), 30, "listed")
+        wait_until(lambda: rid in listed(bob), 60, "listed")
         with pytest.raises(FleetError, match="call_sha256 is not the one of the call waiting on alpha: approve "
                                              "exactly what was shown"):
             bob.answer(rid, "allow", shown_sha256=call_sha256("Bash", {"command": "rm -r /"}))
@@ -92,7 +92,7 @@ def test_the_owner_applies_only_an_answer_for_the_exact_call(fleet):
         assert bob.answer(rid, "allow", shown_sha256=call_sha256("Bash", {"command": "rm -r build"}))["applied"]
     assert a.done(rid)["decision"] == "allow"
     rows = wait_until(lambda: (r := [r for r in a.audit() if r.get("event") == "fleet-answer"]) and len(r) == 2 and r,
-                      30, "two audit rows")
+                      60, "two audit rows")
     assert [r["applied"] for r in rows] == [False, True]
     assert "call_sha256" in rows[0]["reason"]
 
@@ -104,7 +104,7 @@ def test_forever_from_another_machine_is_refused_by_the_client_and_by_the_owner(
     from claudeguard.fleet.client import FleetClient
 
     with FleetClient(cfg) as bob:
-        wait_until(lambda: rid in listed(bob), 30, "listed")
+        wait_until(lambda: rid in listed(bob), 60, "listed")
         with pytest.raises(FleetError) as err:
             bob.answer(rid, "allow", scope="forever")
         assert str(err.value) == (f"{rid} (alpha): --scope forever cannot be given from another machine: it would "
@@ -118,7 +118,7 @@ def test_forever_from_another_machine_is_refused_by_the_client_and_by_the_owner(
         bob.conn.sadd(f"{PREFIX}:ax:alpha", cfg.acl_user)
         bob.conn.xadd(f"{PREFIX}:bell:alpha", {"user": cfg.acl_user})
         entry = bob.conn.xadd(f"{PREFIX}:a:alpha:{cfg.acl_user}", {"a": json.dumps(answer)})
-        verdict = wait_until(lambda: _verdict(bob, "alpha", f"{cfg.acl_user}/{entry}"), 30, "the owner's verdict")
+        verdict = wait_until(lambda: _verdict(bob, "alpha", f"{cfg.acl_user}/{entry}"), 60, "the owner's verdict")
         assert verdict["applied"] is False
         assert "--scope forever cannot be given from another machine" in verdict["message"]
         assert rid in listed(bob)
@@ -138,7 +138,7 @@ def test_each_remote_scope_reaches_the_call(fleet, scope):
     a = fleet.machine("alpha")
     [rid] = a.post(timeout=60)
     with fleet.client("bob") as bob:
-        wait_until(lambda: rid in listed(bob), 30, "listed")
+        wait_until(lambda: rid in listed(bob), 60, "listed")
         bob.answer(rid, "allow", scope=scope)
     assert a.done(rid)["scope"] == scope
 
@@ -147,7 +147,7 @@ def test_a_remote_deny_carries_its_message(fleet):
     a = fleet.machine("alpha")
     [rid] = a.post(timeout=60)
     with fleet.client("bob") as bob:
-        wait_until(lambda: rid in listed(bob), 30, "listed")
+        wait_until(lambda: rid in listed(bob), 60, "listed")
         bob.answer(rid, "deny", message="use the staging database")
     done = a.done(rid)
     assert (done["decision"], done["message"]) == ("deny", "use the staging database")
@@ -158,7 +158,7 @@ def test_a_dialog_is_answered_with_one_of_its_choices(fleet):
     choices = ["Yes", "Yes, and don't ask again", "No"]
     [rid] = a.post(kind="dialog", choices=choices, tool="dialog", tool_input={"title": "Trust this folder?"})
     with fleet.client("bob") as bob:
-        wait_until(lambda: rid in listed(bob), 30, "listed")
+        wait_until(lambda: rid in listed(bob), 60, "listed")
         assert listed(bob)[rid]["choices"] == choices
         with pytest.raises(Exception, match="is not one of"):
             bob.answer(rid, "allow", choice="Maybe")
@@ -170,7 +170,7 @@ def test_requests_of_many_machines_are_listed_and_each_answer_reaches_its_owner(
     machines = [fleet.machine(name) for name in ("alpha", "beta", "gamma")]
     ids = {m.name: m.post(3, timeout=60) for m in machines}
     with fleet.client("bob") as bob:
-        views = wait_until(lambda: (v := listed(bob)) and len(v) == 9 and v, 30, "nine requests listed")
+        views = wait_until(lambda: (v := listed(bob)) and len(v) == 9 and v, 60, "nine requests listed")
         for m in machines:
             assert {rid for rid, v in views.items() if v["machine"] == m.name} == set(ids[m.name])
             assert set(listed(bob, m.name)) == set(ids[m.name])
@@ -193,18 +193,18 @@ def test_ps_shows_sessions_and_a_dead_machine_as_gone(fleet):
             return {r["machine"]: r for r in bob.ps()}
 
         table = wait_until(lambda: (r := rows()) and r.get("alpha", {}).get("sessions") and
-                           r["alpha"]["pending"] == 2 and "beta" in r and r, 30, "both machines in ps")
+                           r["alpha"]["pending"] == 2 and "beta" in r and r, 60, "both machines in ps")
         assert table["alpha"]["alive"] and table["beta"]["alive"]
         assert table["alpha"]["sessions"] == [{"session_id": "s1", "state": "stalled", "stalled": True,
                                                "diagnosis": "stalled: thinking for 312 s", "pending": 2}]
         os.kill(b.proc.pid, signal.SIGKILL)  # a crash: nothing takes its keys down
         b.proc.wait(10)
-        gone = wait_until(lambda: (r := rows()) and not r["beta"]["alive"] and r["beta"], 30, "beta gone")
+        gone = wait_until(lambda: (r := rows()) and not r["beta"]["alive"] and r["beta"], 60, "beta gone")
         assert gone["gone_s"] >= 0
         assert rows()["alpha"]["alive"]
         # A clean stop takes the machine's requests down at once.
         a.stop()
-        wait_until(lambda: not rows()["alpha"]["alive"], 30, "alpha gone after its stop")
+        wait_until(lambda: not rows()["alpha"]["alive"], 60, "alpha gone after its stop")
         assert listed(bob) == {}
 
 
@@ -216,7 +216,7 @@ def test_two_machines_answer_each_others_requests(fleet):
     [on_alpha] = alpha.post(timeout=60)
     [on_beta] = beta.post(timeout=60)
     with fleet.client("probe") as probe:
-        wait_until(lambda: len(listed(probe)) == 2, 30, "both listed")
+        wait_until(lambda: len(listed(probe)) == 2, 60, "both listed")
     secrets = {}
     for name in ("alpha", "beta"):
         cfg = fleet.approver_config(f"human-{name}")
@@ -225,12 +225,12 @@ def test_two_machines_answer_each_others_requests(fleet):
                "username": secrets["beta"][0], "password_file": secrets["beta"][1]})
     alpha.send({"op": "answer", "id": on_beta, "decision": "deny",
                 "username": secrets["alpha"][0], "password_file": secrets["alpha"][1]})
-    assert beta.wait_for(lambda e: e["ev"] == "answered", 30, "beta's answer")[0]["ok"] is True
-    assert alpha.wait_for(lambda e: e["ev"] == "answered", 30, "alpha's answer")[0]["ok"] is True
+    assert beta.wait_for(lambda e: e["ev"] == "answered", 60, "beta's answer")[0]["ok"] is True
+    assert alpha.wait_for(lambda e: e["ev"] == "answered", 60, "alpha's answer")[0]["ok"] is True
     assert (alpha.done(on_alpha)["decision"], alpha.done(on_alpha)["scope"]) == ("allow", "agent")
     assert beta.done(on_beta)["decision"] == "deny"
     for machine, approver, on in ((alpha, "beta", on_alpha), (beta, "alpha", on_beta)):
-        [row] = wait_until(lambda m=machine: [r for r in m.audit() if r.get("event") == "fleet-answer"], 30, "audit")
+        [row] = wait_until(lambda m=machine: [r for r in m.audit() if r.get("event") == "fleet-answer"], 60, "audit")
         assert row["request_id"] == on and row["applied"] is True
         assert row["answered_by"]["acl_user"] == f"cg-a-human-{approver}"
         assert row["answered_by"]["machine"] == approver

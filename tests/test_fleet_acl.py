@@ -40,7 +40,7 @@ def test_an_approver_cannot_write_an_answer_under_another_approvers_name(fleet):
     fleet.approver_user("carol")
     bob_user, bob_pw = fleet.approver_user("bob")
     with fleet.client("bob") as client:
-        view = wait_until(lambda: {v["id"]: v for v in client.requests()}.get(rid), 30, "listed")
+        view = wait_until(lambda: {v["id"]: v for v in client.requests()}.get(rid), 60, "listed")
     bob = conn_as(fleet, bob_user, bob_pw)
     try:
         for key in (f"{PREFIX}:a:alpha:cg-a-carol", f"{PREFIX}:a:alpha:cg-a-carol:x", f"{PREFIX}:a:alpha:carol",
@@ -59,7 +59,7 @@ def test_an_approver_cannot_write_an_answer_under_another_approvers_name(fleet):
         bob.close()
     done = alpha.done(rid)
     assert done["decision"] == "allow"
-    [row] = wait_until(lambda: [r for r in alpha.audit() if r.get("event") == "fleet-answer"], 30, "the audit row")
+    [row] = wait_until(lambda: [r for r in alpha.audit() if r.get("event") == "fleet-answer"], 60, "the audit row")
     assert row["answered_by"]["acl_user"] == "cg-a-bob"  # the key's, not the claim's
     assert (row["answered_by"]["via"], row["answered_by"]["browser_session"]) == ("desk", ("bs-" + "x" * 100)[:64])
     assert row["answered_by"]["ref"].startswith("cg-a-bob/")
@@ -73,7 +73,7 @@ def test_a_member_cannot_answer_anything_its_own_requests_included(fleet):
     [own] = alpha.post(timeout=60)
     [other] = beta.post(timeout=60)
     with fleet.client("bob") as client:
-        views = wait_until(lambda: (v := {x["id"]: x for x in client.requests()}) and len(v) == 2 and v, 30, "listed")
+        views = wait_until(lambda: (v := {x["id"]: x for x in client.requests()}) and len(v) == 2 and v, 60, "listed")
     user, password = fleet.member_user("alpha")
     member = conn_as(fleet, user, password)
     try:
@@ -120,7 +120,7 @@ def test_an_approver_cannot_forge_an_owners_records(fleet):
     [rid] = alpha.post(timeout=60)
     user, password = fleet.approver_user("bob")
     with fleet.client("bob") as client:
-        wait_until(lambda: client.requests(), 30, "listed")
+        wait_until(lambda: client.requests(), 60, "listed")
     bob = conn_as(fleet, user, password)
     try:
         fake = {"answer": f"{user}/1-0", "request_id": rid, "applied": True, "message": "applied"}
@@ -151,7 +151,7 @@ def test_an_approver_narrowed_to_some_machines_answers_only_those(fleet):
     cfg = fleet_settings({"url": fleet.server.url, "username": "cg-a-ci-only", "password_file": str(path),
                           "machine": "desk", "prefix": PREFIX}, environ={})
     with FleetClient(cfg) as client:
-        wait_until(lambda: len(client.requests()) == 2, 30, "both listed")
+        wait_until(lambda: len(client.requests()) == 2, 60, "both listed")
         assert client.answer(on_ci, "allow")["applied"]
         with pytest.raises(FleetError, match="NoPermissionError"):
             client.answer(on_alpha, "allow")

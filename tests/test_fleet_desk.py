@@ -92,7 +92,7 @@ def service_status(env: dict) -> dict:
         status = json.loads(ctl(env, "service", "status", "--json").stdout)
         return status if "fleet_desk" in status else None
 
-    return wait_until(fleet_up, 30, "the service's fleet started")
+    return wait_until(fleet_up, 60, "the service's fleet started")
 
 
 def audit(path: Path) -> list[dict]:
@@ -112,7 +112,7 @@ def test_bravos_desk_lists_and_approves_a_request_waiting_on_alpha(fleet, tmp_pa
         rows = [r for r in desk.requests()["requests"] if r["id"] == rid]
         return rows[0] if rows else None
 
-    row = wait_until(listed, 30, "alpha's request on bravo's desk")
+    row = wait_until(listed, 60, "alpha's request on bravo's desk")
     assert (row["machine"], row["local"], row["tool"]) == ("alpha", False, "Bash")
     assert row["forever"] is None and "another machine" in row["forever_why"]
     assert row["call"]["command"] == "git push origin main" and len(row["call_sha256"]) == 64
@@ -140,7 +140,7 @@ def test_bravos_desk_lists_and_approves_a_request_waiting_on_alpha(fleet, tmp_pa
     # bravo's audit: one desk-answer row naming alpha; the request leaves bravo's desk
     [mine] = [e for e in audit(Path(env["CLAUDEGUARD_LOG_DIR"]) / "audit.jsonl") if e.get("event") == "desk-answer"]
     assert (mine["machine"], mine["request_id"], mine["via"], mine["scope"]) == ("alpha", rid, "desk", "session")
-    wait_until(lambda: listed() is None, 30, "the answered request gone from bravo's desk")
+    wait_until(lambda: listed() is None, 60, "the answered request gone from bravo's desk")
     # a second answer to it: gone
     status_code, body = desk.answer({"id": rid, "answer": "once", "machine": "alpha"})
     assert status_code == 409 and "no such pending request in the fleet" in body["error"]
@@ -161,8 +161,8 @@ def test_without_an_approver_bravos_desk_shows_this_machine_only_and_says_why(fl
         st = json.loads(ctl(env, "service", "status", "--json").stdout)
         return st["fleet"]["connected"] == {"pub": True, "inbox": True}
 
-    wait_until(connected, 30, "bravo's link connected (its member's credentials work)")
-    wait_until(lambda: alpha.of("posted"), 30, "alpha's request published")
+    wait_until(connected, 60, "bravo's link connected (its member's credentials work)")
+    wait_until(lambda: alpha.of("posted"), 60, "alpha's request published")
     assert desk.requests() == {"machine": desk.requests()["machine"], "fleet": False, "requests": []}
     status_code, body = desk.answer({"id": rid, "answer": "once", "machine": "alpha"})
     assert status_code == 409 and "this desk has no fleet" in body["error"]
@@ -182,13 +182,13 @@ def test_the_desks_view_lists_only_while_asked_and_wakes_at_the_next_ask(fleet):
     view = FleetDeskView(cfg, poll_s=0.1, idle_s=0.5)
     try:
         assert view.requests() == []  # the first ask starts the listing
-        items = wait_until(lambda: view.requests() or None, 30, "alpha's request listed")
+        items = wait_until(lambda: view.requests() or None, 60, "alpha's request listed")
         assert [(i["machine"], i["id"], i["local"], i["forever_file"]) for i in items] == [("alpha", rid, False, None)]
         version = view.version()
         assert view.requests() is items and view.version() == version  # nothing changed: the same list
         # nobody asks: the listing stops and its list empties (a version change, seen at the next ask)
-        wait_until(lambda: view._items == [], 30, "the idle view emptied")
-        wait_until(lambda: view.requests() != [] or None, 30, "listed again at the next ask")
+        wait_until(lambda: view._items == [], 60, "the idle view emptied")
+        wait_until(lambda: view.requests() != [] or None, 60, "listed again at the next ask")
         assert view.version() > version
     finally:
         view.stop()

@@ -85,7 +85,7 @@ def test_a_fake_redis_inside_a_session_gets_no_credentials(tmp_path):
         assert f"refused the fleet's Redis at 127.0.0.1:{port}: pid " in text, text
         assert "runs inside guarded session claude pid " in text and text.endswith("no credentials were sent")
         # the fake saw one connection, closed without a byte: no AUTH, no password
-        wait_until(lambda: seen.exists() and seen.read_text(), 30, "the fake's record of the connection")
+        wait_until(lambda: seen.exists() and seen.read_text(), 60, "the fake's record of the connection")
         assert seen.read_text().splitlines() == [""]
     finally:
         stop(proc)
@@ -99,7 +99,7 @@ def test_the_same_server_outside_every_session_is_spoken_to_auth_first(tmp_path)
                 client.requests()
             except Exception:  # noqa: BLE001 - "+OK" is no answer to a query; what was sent is the point
                 pass
-        wait_until(lambda: seen.exists() and seen.read_text(), 30, "the fake's record of the connection")
+        wait_until(lambda: seen.exists() and seen.read_text(), 60, "the fake's record of the connection")
         first = bytes.fromhex(seen.read_text().splitlines()[0])
         assert first.startswith(b"*3\r\n$4\r\nAUTH\r\n$8\r\ncg-a-bob\r\n"), first[:60]
         assert b"approver-secret-0123456789" in first

@@ -108,7 +108,7 @@ def test_a_background_subagents_call_is_approved_from_another_machine(real_claud
                 row = next((m for m in json.loads(out.stdout) if m["machine"] == "alpha"), None)
                 return row if row and row["alive"] and row["pending"] == 1 and row["sessions"] else None
 
-            beats.append(wait_until(alpha_beat, 30, "alpha's heartbeat with its session", interval=0.3))
+            beats.append(wait_until(alpha_beat, 60, "alpha's heartbeat with its session", interval=0.3))
             answered.append(_ctl(env_b, "approve", items[0]["id"]))
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             errors.append(exc)
@@ -129,7 +129,7 @@ def test_a_background_subagents_call_is_approved_from_another_machine(real_claud
     assert done.returncode == 0, done.stderr
     assert f"{item['id']} (alpha) approved (once): applied" in done.stdout
     # the call ran on A
-    wait_until(lambda: (offline_env.cwd / "fleet.txt").exists(), 30, "the approved call to run on alpha")
+    wait_until(lambda: (offline_env.cwd / "fleet.txt").exists(), 60, "the approved call to run on alpha")
     assert (offline_env.cwd / "fleet.txt").read_text() == "remote\n"
     # A's audit log names B: the approver's ACL user (from the stream's key) and its machine
     rows = _audit(env_a)
@@ -144,7 +144,7 @@ def test_a_background_subagents_call_is_approved_from_another_machine(real_claud
     again = _ctl(env_b, "deny", item["id"])
     assert again.returncode == 1 and "already answered by cg-a-bob@bravo" in again.stderr, again
     # nothing of A's left listed in the fleet once the call ended
-    assert wait_until(lambda: json.loads(_ctl(env_b, "pending", "--fleet", "--json").stdout) == [], 30,
+    assert wait_until(lambda: json.loads(_ctl(env_b, "pending", "--fleet", "--json").stdout) == [], 60,
                       "the fleet listing to empty")
 
 

@@ -169,22 +169,22 @@ def test_the_service_mirrors_its_requests_and_applies_a_remote_answer(machine_en
         results: list = []
         waiter = _post_and_wait(results)
         with fleet.client("bob") as bob:
-            views = wait_until(lambda: bob.requests() or None, 30, "the request mirrored")
+            views = wait_until(lambda: bob.requests() or None, 60, "the request mirrored")
             assert [v["id"] for v in views] == [results[0]] and views[0]["machine"] == "alpha"
             verdict = bob.answer(results[0], "allow", scope="session")
             assert verdict["applied"] is True
-            waiter.join(30)
+            waiter.join(60)
             answer = results[1]
             assert (answer.decision, answer.scope, answer.decided_by) == ("allow", "session", "human")
             assert answer.answered_by["via"] == "fleet" and answer.answered_by["acl_user"] == "cg-a-bob"
             assert answer.answered_by["machine"] == "desk-bob" and "relayed_by" in answer.answered_by
-            wait_until(lambda: bob.requests() == [], 30, "the answered request taken down")
+            wait_until(lambda: bob.requests() == [], 60, "the answered request taken down")
             # a local answer of a second request wins as ever, and the fleet learns how it ended
             more: list = []
             second = _post_and_wait(more, input={"command": "git push --tags"})
-            wait_until(lambda: bob.requests() or None, 30, "the second request mirrored")
+            wait_until(lambda: bob.requests() or None, 60, "the second request mirrored")
             channel.answer(more[0], "deny", by="claudeguardctl deny")
-            second.join(30)
+            second.join(60)
             assert more[1].decision == "deny"
             with pytest.raises(Exception, match="already answered by claudeguardctl deny on alpha"):
                 bob.answer(more[0], "allow")
@@ -203,11 +203,11 @@ def test_redis_down_local_answers_work_and_nothing_waits_on_it(machine_env, monk
     try:
         results: list = []
         waiter = _post_and_wait(results)
-        wait_until(lambda: results or None, 30, "posted")
+        wait_until(lambda: results or None, 60, "posted")
         channel.answer(results[0], "allow", by="test")
-        waiter.join(30)
+        waiter.join(60)
         assert not waiter.is_alive() and results[1].decision == "allow"
-        status = wait_until(lambda: (s := link.status())["last_error"] and s, 30, "the link to say Redis is down")
+        status = wait_until(lambda: (s := link.status())["last_error"] and s, 60, "the link to say Redis is down")
         assert status["connected"] == {"pub": False, "inbox": False}
     finally:
         link.stop()
@@ -260,7 +260,7 @@ def test_the_fleet_commands_list_answer_and_show_a_dead_machine_gone(fleet, tmp_
         rows = {r["machine"]: r for r in json.loads(_ctl(env, "ps", "--fleet", "--json").stdout)}
         return rows if rows["alpha"]["alive"] and rows["beta"]["alive"] and rows["alpha"]["pending"] == 1 else None
 
-    wait_until(both_alive, 30, "alpha (one call waiting) and beta alive")
+    wait_until(both_alive, 60, "alpha (one call waiting) and beta alive")
     os.kill(beta.proc.pid, signal.SIGKILL)
     beta.proc.wait(10)
 
@@ -268,7 +268,7 @@ def test_the_fleet_commands_list_answer_and_show_a_dead_machine_gone(fleet, tmp_
         rows = {r["machine"]: r for r in json.loads(_ctl(env, "ps", "--fleet", "--json").stdout)}
         return not rows["beta"]["alive"]
 
-    wait_until(beta_gone, 30, "beta shown gone")
+    wait_until(beta_gone, 60, "beta shown gone")
     text = _ctl(env, "ps", "--fleet").stdout
     assert any(line.startswith("beta") and "gone (" in line for line in text.splitlines()), text
 
@@ -312,18 +312,18 @@ def test_doctor_checks_the_desk_approver_and_warns_when_sessions_may_run_unboxed
 def test_the_service_publishes_again_when_redis_comes_back_empty(machine_env, fleet, redis_server, monkeypatch):
     link = _start_alpha_link(machine_env, fleet, monkeypatch)
     try:
-        wait_until(lambda: link.status()["connected"] == {"pub": True, "inbox": True}, 30, "connected")
+        wait_until(lambda: link.status()["connected"] == {"pub": True, "inbox": True}, 60, "connected")
         redis_server.kill()
         results: list = []
         waiter = _post_and_wait(results, timeout=60)
-        wait_until(lambda: results or None, 30, "posted while Redis is down")
+        wait_until(lambda: results or None, 60, "posted while Redis is down")
         redis_server.start()  # empty: no persistence
         fleet.restore_users()
         with fleet.client("bob") as bob:
-            views = wait_until(lambda: bob.requests() or None, 30, "the request published again")
+            views = wait_until(lambda: bob.requests() or None, 60, "the request published again")
             assert [v["id"] for v in views] == [results[0]]
             assert bob.answer(results[0], "deny", message="from afar")["applied"] is True
-        waiter.join(30)
+        waiter.join(60)
         assert (results[1].decision, results[1].message, results[1].decided_by) == ("deny", "from afar", "human")
     finally:
         link.stop()

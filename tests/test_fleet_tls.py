@@ -64,9 +64,9 @@ def test_a_request_answered_over_tls(tls_server, tmp_path, monkeypatch):
         waiter.start()
         approver = config(tls_server, tmp_path, "cg-a-bob", "bob-pw", "desk", ca_file=tls_server.ca_file)
         with FleetClient(approver) as bob:
-            wait_until(lambda: [v["id"] for v in bob.requests()] == [pending.request.id], 30, "listed over TLS")
+            wait_until(lambda: [v["id"] for v in bob.requests()] == [pending.request.id], 60, "listed over TLS")
             assert bob.answer(pending.request.id, "allow")["applied"]
-        waiter.join(30)
+        waiter.join(60)
         [answer] = waited
         link.request_done(pending.request.id, done_from_answer(answer))
         assert (answer.decision, answer.decided_by) == ("allow", "human")
@@ -87,7 +87,7 @@ def test_the_servers_certificate_is_checked(tls_server, tmp_path):
     link = FleetLink(member, channel_apply, heartbeat_s=0.5)
     link.start()
     try:
-        wait_until(lambda: link.status()["last_error"], 30, "the link's error")
+        wait_until(lambda: link.status()["last_error"], 60, "the link's error")
         assert "certificate verify failed" in link.status()["last_error"]
         assert link.status()["connected"] == {"pub": False, "inbox": False}
     finally:

@@ -166,7 +166,7 @@ def test_headless_main_agent_approve_and_deny_with_message(real_claude, cli_vers
     approver = Approver(env, [("approve", []), ("deny", ["--message", "not today: use the staging db"])])
     approver.start()
     proc = run_guarded(env, offline_env.cwd, "MAINASK go")
-    approver.join(timeout=30)
+    approver.join(timeout=60)
     assert approver.error is None, approver.error
     assert proc.returncode == 0, proc.stderr
     assert [r["agent_type"] for r in approver.seen] == [None, None]
@@ -189,7 +189,7 @@ def test_background_subagent_approve_and_deny(real_claude, offline_env, model_se
     approver = Approver(env, [("approve", []), ("deny", ["--message", "no second file"])])
     approver.start()
     proc = run_guarded(env, offline_env.cwd, "BGASK go")
-    approver.join(timeout=30)
+    approver.join(timeout=60)
     assert approver.error is None, approver.error
     assert proc.returncode == 0, proc.stderr
     assert [r["agent_type"] for r in approver.seen] == ["general-purpose", "general-purpose"]
@@ -213,7 +213,7 @@ def test_session_scope_from_a_subagent_covers_main_agent_and_other_subagents(rea
     approver = Approver(env, [("approve", ["--scope", "session"])])
     approver.start()
     proc = run_guarded(env, offline_env.cwd, "SCOPE-S go")
-    approver.join(timeout=30)
+    approver.join(timeout=60)
     assert approver.error is None and approver.results[0].returncode == 0, (approver.error, approver.results)
     assert approver.seen[0]["agent_type"] == "general-purpose"
     assert proc.returncode == 0, proc.stderr
@@ -240,7 +240,7 @@ def test_agent_scope_covers_only_the_same_agent_type(real_claude, cli_version, o
     approver = Approver(env, [("approve", ["--scope", "agent"]), ("deny", ["--message", "main agent: no"])])
     approver.start()
     proc = run_guarded(env, offline_env.cwd, "SCOPE-A go")
-    approver.join(timeout=30)
+    approver.join(timeout=60)
     assert approver.error is None, approver.error
     assert proc.returncode == 0, proc.stderr
     # Asked twice: once by the first general-purpose subagent, then by the main agent; the second
@@ -259,7 +259,7 @@ def test_forever_scope_writes_the_rule_and_a_new_session_is_not_asked(real_claud
     approver = Approver(env, [("approve", ["--scope", "forever"])])
     approver.start()
     proc = run_guarded(env, offline_env.cwd, "FOREVER go")
-    approver.join(timeout=30)
+    approver.join(timeout=60)
     assert approver.error is None, approver.error
     assert proc.returncode == 0, proc.stderr
     assert str(cfg) in approver.results[0].stdout

@@ -93,10 +93,10 @@ def test_a_hook_that_goes_away_has_its_request_withdrawn(session):
         hook = subprocess.Popen(hook_command(session_dir), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         hook.stdin.write(_event("make deploy", agent_type="general-purpose", agent_id="a1"))
         hook.stdin.close()
-        wait_until(channel.list_pending, 30, "the subagent's call to reach the channel")
+        wait_until(channel.list_pending, 60, "the subagent's call to reach the channel")
         hook.send_signal(signal.SIGKILL)  # the CLI gave up on its hook
-        hook.wait(timeout=30)
-        wait_until(lambda: not channel.list_pending(), 30, "the request to go with its hook")
+        hook.wait(timeout=60)
+        wait_until(lambda: not channel.list_pending(), 60, "the request to go with its hook")
     finally:
         server.close()
 
@@ -113,7 +113,7 @@ def _permission_request(command: str) -> bytes:
 
 
 def _held_request(hook: subprocess.Popen):  # type: ignore[no-untyped-def]
-    held = wait_until(lambda: channel.list_pending("sess", held=True) or hook.poll() is not None, 30,
+    held = wait_until(lambda: channel.list_pending("sess", held=True) or hook.poll() is not None, 60,
                       "the hook to post a held request")
     assert hook.poll() is None, "the hook ended without posting a held request"
     assert channel.list_pending() == []  # approvers do not see it yet
@@ -133,13 +133,13 @@ def test_a_pty_sessions_permission_request_waits_for_its_dialogs_owner(session, 
         assert request.kind == "permission" and request.extra["via"] == "dialog"
         channel.tell_waiter(request.id, word)
         if word == "go":
-            wait_until(channel.list_pending, 30, "the released request to be published")
+            wait_until(channel.list_pending, 60, "the released request to be published")
             channel.answer(request.id, "allow")
             out = json.loads(hook.stdout.read())["hookSpecificOutput"]
             assert out["hookEventName"] == "PermissionRequest" and out["decision"]["behavior"] == "allow"
         else:
             assert hook.stdout.read() == b""  # answered at the keyboard: no decision
-        assert hook.wait(timeout=30) == 0
+        assert hook.wait(timeout=60) == 0
         assert channel.list_pending() == [] and channel.list_pending(held=True) == []
     finally:
         if hook.poll() is None:
@@ -189,7 +189,7 @@ def test_a_print_mode_permission_request_is_not_ours_unless_we_are_the_asker(ses
     session_dir, env = session
     _asker(session_dir, asker)
     hook = _hook_once(env, _permission_request("make deploy"))
-    assert hook.stdout is not None and hook.stdout.read() == b"" and hook.wait(timeout=30) == 0
+    assert hook.stdout is not None and hook.stdout.read() == b"" and hook.wait(timeout=60) == 0
     assert channel.list_pending() == [] and channel.list_pending(held=True) == []
 
 
@@ -201,7 +201,7 @@ def test_the_print_mode_asker_posts_at_once_not_held_and_answers_in_its_shape(se
     payload.update(agent_id="a7", agent_type="general-purpose")  # a foreground subagent's call
     hook = _hook_once(env, json.dumps(payload).encode())
     try:
-        [request] = wait_until(channel.list_pending, 30, "the request to be published")
+        [request] = wait_until(channel.list_pending, 60, "the request to be published")
         assert channel.list_pending(held=True) == []  # published at once: nothing holds it
         assert request.extra["via"] == "permission-request"
         assert (request.agent_type, request.agent_id, request.input) == ("general-purpose", "a7",
@@ -209,7 +209,7 @@ def test_the_print_mode_asker_posts_at_once_not_held_and_answers_in_its_shape(se
         channel.answer(request.id, verb, message=None if verb == "allow" else "not now")
         assert hook.stdout is not None
         out = json.loads(hook.stdout.read())["hookSpecificOutput"]
-        assert hook.wait(timeout=30) == 0
+        assert hook.wait(timeout=60) == 0
     finally:
         if hook.poll() is None:
             hook.kill()
@@ -239,7 +239,7 @@ def test_the_print_mode_asker_reuses_the_answer_pre_tool_use_got_and_decides_rul
         hook = _hook_once(env, _permission_request(command))
         assert hook.stdout is not None
         out = json.loads(hook.stdout.read())["hookSpecificOutput"]
-        assert hook.wait(timeout=30) == 0
+        assert hook.wait(timeout=60) == 0
         assert out["decision"]["behavior"] == behavior, out
     assert channel.list_pending() == [] and channel.list_pending(held=True) == []
     from claudeguard.gate.session import recall_call

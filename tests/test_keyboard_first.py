@@ -85,14 +85,14 @@ def test_an_ask_rule_shows_the_dialog_and_enter_at_the_keyboard_runs_it(spawn_tu
                 [bash("echo kb > kb.txt"), {"text": "made it"}], config='[permissions]\nask = ["Bash(echo *)"]\n',
                 args=("--permission-mode", mode))
     _dialog_within_2s_of_the_call(s, "Bash(echo *)")
-    [held] = wait_until(_held, 30, "the PermissionRequest hook's held request")
+    [held] = wait_until(_held, 60, "the PermissionRequest hook's held request")
     assert held.tool == "Bash" and held.input["command"] == "echo kb > kb.txt"
     assert channel.list_pending() == []  # the keyboard's head start: approvers see nothing yet
     s.child.send("\r")  # Enter on the highlighted "Yes"
     expect_text(s.child, "made it", 20)
     assert (s.cwd / "kb.txt").read_text() == "kb\n"
-    wait_until(lambda: _held() == [] and channel.list_pending() == [], 30, "the held request withdrawn")
-    rows = wait_until(lambda: [e for e in s.audit() if e.get("tool") == "Bash"] or None, 30, "the keyboard's audit row")
+    wait_until(lambda: _held() == [] and channel.list_pending() == [], 60, "the held request withdrawn")
+    rows = wait_until(lambda: [e for e in s.audit() if e.get("tool") == "Bash"] or None, 60, "the keyboard's audit row")
     [row] = rows
     assert (row["decision"], row["decided_by"], row["via"], row["request_id"], row["choice"]) == (
         "allow", "keyboard", "dialog", held.id, "Yes")
@@ -108,7 +108,7 @@ def test_left_alone_the_request_reaches_the_channel_after_idle_and_an_approve_th
                 idle=2)
     _dialog_within_2s_of_the_call(s, "in the approval channel after 2 s")
     shown = time.time()
-    [req] = wait_until(lambda: channel.list_pending(), 30, "the request in the channel")
+    [req] = wait_until(lambda: channel.list_pending(), 60, "the request in the channel")
     assert time.time() - shown >= 1.5  # not before the keyboard's head start (2 s) was over
     assert req.tool == "Bash" and req.input["command"] == "echo ch > ch.txt" and req.extra["via"] == "dialog"
     channel.answer(req.id, "allow")
@@ -126,13 +126,13 @@ def test_a_key_after_the_request_went_to_the_channel_still_wins_and_withdraws_it
                 [bash("echo late > late.txt"), {"text": "made it"}], config='[permissions]\nask = ["Bash(echo *)"]\n',
                 idle=1)
     expect_text(s.child, DIALOG, 30)
-    [req] = wait_until(lambda: channel.list_pending(), 30, "the request in the channel")
+    [req] = wait_until(lambda: channel.list_pending(), 60, "the request in the channel")
     s.child.send("1")  # "1. Yes" at the keyboard
     expect_text(s.child, "made it", 20)
-    wait_until(lambda: channel.list_pending() == [], 30, "the request withdrawn")
+    wait_until(lambda: channel.list_pending() == [], 60, "the request withdrawn")
     with pytest.raises(Exception, match="no such pending request|no longer pending|withdrawn"):
         channel.answer(req.id, "deny")
-    rows = wait_until(lambda: [e for e in s.audit() if e.get("tool") == "Bash"] or None, 30, "the audit row")
+    rows = wait_until(lambda: [e for e in s.audit() if e.get("tool") == "Bash"] or None, 60, "the audit row")
     assert [(r["decision"], r["decided_by"], r["request_id"], r["choice"]) for r in rows] == [
         ("allow", "keyboard", req.id, "Yes")]
     assert exit_tui(s.child) == 0
@@ -143,12 +143,12 @@ def test_no_at_the_keyboard_denies_and_says_so_once(spawn_tui, cli_version, real
     s = Session(spawn_tui, real_claude, model_server, offline_env, monkeypatch,
                 [bash("echo no > no.txt"), {"text": "made it"}], config='[permissions]\nask = ["Bash(echo *)"]\n')
     expect_text(s.child, DIALOG, 30)
-    [held] = wait_until(_held, 30, "the held request")
+    [held] = wait_until(_held, 60, "the held request")
     s.child.send("\x1b[B")  # Down to "No"
     expect_text(s.child, "❯ 2. No", 5)  # the highlight moved
     s.child.send("\r")
-    wait_until(lambda: DIALOG not in screen_now(s.child, 0.2), 30, "the dialog to close")
-    rows = wait_until(lambda: [e for e in s.audit() if e.get("tool") == "Bash"] or None, 30, "the audit row")
+    wait_until(lambda: DIALOG not in screen_now(s.child, 0.2), 60, "the dialog to close")
+    rows = wait_until(lambda: [e for e in s.audit() if e.get("tool") == "Bash"] or None, 60, "the audit row")
     assert [(r["decision"], r["decided_by"], r["request_id"], r["choice"]) for r in rows] == [
         ("deny", "keyboard", held.id, "No")]
     assert not (s.cwd / "no.txt").exists() and channel.list_pending() == [] and _held() == []
@@ -162,7 +162,7 @@ def test_a_session_grant_from_the_channel_spares_the_next_matching_call_any_dial
                 [bash("touch g.txt"), bash("rm g.txt"), bash("touch g.txt"), {"text": "made it"}],
                 config='[permissions]\nallow = ["Bash(rm g.txt)"]\n', idle=1)
     expect_text(s.child, DIALOG, 30)
-    [req] = wait_until(lambda: channel.list_pending(), 30, "the request in the channel")
+    [req] = wait_until(lambda: channel.list_pending(), 60, "the request in the channel")
     channel.answer(req.id, "allow", scope="session")
     expect_text(s.child, "made it", 30)
     assert (s.cwd / "g.txt").exists()
@@ -191,19 +191,19 @@ def test_a_call_no_rule_decides_is_asked_at_the_keyboard_and_a_subagents_where_i
     if not version_at_least(cli_version, (2, 1, 300)):
         expect_text(s.child, "from the general-purpose agent", 30)
         # the main agent's request is withdrawn within a fraction of a second of the first Enter
-        [held] = wait_until(lambda: len(r := _held()) == 1 and r[0].agent_type == "general-purpose" and r, 30,
+        [held] = wait_until(lambda: len(r := _held()) == 1 and r[0].agent_type == "general-purpose" and r, 60,
                             "the subagent's held request alone")
         assert channel.list_pending() == []
         s.child.send("\r")
         sub = ("allow", "keyboard", "general-purpose")
     else:
-        [req] = wait_until(lambda: channel.list_pending(), 30, "the subagent's request in the channel")
+        [req] = wait_until(lambda: channel.list_pending(), 60, "the subagent's request in the channel")
         assert req.agent_type == "general-purpose" and req.input["command"] == "echo sub > sub.txt"
         assert DIALOG not in screen_now(s.child, 0.2)
         channel.answer(req.id, "allow")
         sub = ("allow", "human", "general-purpose")
-    wait_until(lambda: (s.cwd / "sub.txt").exists(), 30, "the subagent's call to run")
-    rows = wait_until(lambda: (r := [e for e in s.audit() if e.get("tool") == "Bash"]) and len(r) == 2 and r, 30,
+    wait_until(lambda: (s.cwd / "sub.txt").exists(), 60, "the subagent's call to run")
+    rows = wait_until(lambda: (r := [e for e in s.audit() if e.get("tool") == "Bash"]) and len(r) == 2 and r, 60,
                       "two audit rows")
     assert [(r["decision"], r["decided_by"], r["agent_type"]) for r in rows] == [("allow", "keyboard", None), sub]
     assert channel.list_pending() == [] and _held() == []
@@ -238,9 +238,9 @@ def test_a_tool_typing_into_the_terminal_is_not_the_keyboard(spawn_tui, cli_vers
                        'ask = ["Bash(echo *)"]\n')
     try:
         expect_text(s.child, DIALOG, 30)
-        [held] = wait_until(_held, 30, "the held request")
+        [held] = wait_until(_held, 60, "the held request")
         shown = time.time()
-        wait_until(lambda: len({round(a["time"], 1) for a in _attempts(log) if a["time"] > shown}) >= 5, 30,
+        wait_until(lambda: len({round(a["time"], 1) for a in _attempts(log) if a["time"] > shown}) >= 5, 60,
                    "five rounds of typing while the dialog is on screen")
         assert DIALOG in screen_now(s.child, 0.5) and not (s.cwd / "x.txt").exists()
         assert [r.id for r in _held()] == [held.id] and channel.list_pending() == [], s.audit()
@@ -256,7 +256,7 @@ def test_a_tool_typing_into_the_terminal_is_not_the_keyboard(spawn_tui, cli_vers
     s.child.send("\r")  # the person
     expect_text(s.child, "made it", 20)
     assert (s.cwd / "x.txt").exists()
-    rows = wait_until(lambda: [e for e in s.audit() if "echo x" in str(e.get("summary"))] or None, 30, "the row")
+    rows = wait_until(lambda: [e for e in s.audit() if "echo x" in str(e.get("summary"))] or None, 60, "the row")
     assert [(r.get("decision"), r.get("decided_by"), r.get("event")) for r in rows] == [("allow", "keyboard", None)]
 
 
@@ -285,12 +285,12 @@ def test_input_pushed_by_a_program_in_the_clis_own_session_is_never_the_keyboard
                 args=("--permission-mode", "default", f"--mcp-config={json.dumps(mcp)}"))
     try:
         expect_text(s.child, DIALOG, 30)
-        [held] = wait_until(_held, 30, "the held request")
+        [held] = wait_until(_held, 60, "the held request")
         Path(f"{stop}.go").write_text("")
         if _legacy_tiocsti():
-            wait_until(lambda: (s.cwd / "x.txt").exists(), 30, "the call, answered by the MCP server's input")
+            wait_until(lambda: (s.cwd / "x.txt").exists(), 60, "the call, answered by the MCP server's input")
             stop.write_text("")  # it would go on typing "1" Enter into the prompt box
-            rows = wait_until(lambda: [e for e in s.audit() if "echo x" in str(e.get("summary"))] or None, 30,
+            rows = wait_until(lambda: [e for e in s.audit() if "echo x" in str(e.get("summary"))] or None, 60,
                               "the guard's word on it")
             assert [(r.get("event"), r.get("decided_by"), r.get("request_id")) for r in rows] == [
                 ("dialog-answered-without-key", None, held.id)]
@@ -298,7 +298,7 @@ def test_input_pushed_by_a_program_in_the_clis_own_session_is_never_the_keyboard
             assert pushed and all(a["route"] in ("/dev/tty",) or a["route"].startswith(("fd0 of claude", "/proc/"))
                                   for a in pushed)
         else:
-            wait_until(lambda: len(_attempts(log)) >= 10, 30, "attempts")
+            wait_until(lambda: len(_attempts(log)) >= 10, 60, "attempts")
             assert DIALOG in screen_now(s.child, 0.5) and not (s.cwd / "x.txt").exists()
             assert not [a for a in _attempts(log) if a["how"] == "tiocsti" and a["result"] == "ok"]
         assert channel.list_pending() == [] or not _legacy_tiocsti()
@@ -321,11 +321,11 @@ def test_the_status_line_says_what_waits_in_the_channel_under_the_users_own(
                 config='[permissions]\nask = ["Bash(echo *)"]\n', idle=1,
                 extra_scripts=({"match": "BG go", "turns": [bash("echo bg > bg.txt"), {"text": "bg done"}]},))
     expect_text(s.child, "USERLINE", 30)
-    [req] = wait_until(lambda: channel.list_pending(), 30, "the background agent's request in the channel")
+    [req] = wait_until(lambda: channel.list_pending(), 60, "the background agent's request in the channel")
     expect_text(s.child, f"claudeguard: 1 call waits · claudeguardctl approve|deny {req.id} · general-purpose", 15)
     assert "USERLINE" in screen_now(s.child, 0.2)
     channel.answer(req.id, "allow")
-    wait_until(lambda: (s.cwd / "bg.txt").exists(), 30, "the call to run")
-    wait_until(lambda: "calls wait" not in (t := screen_now(s.child, 0.5)) and "call waits" not in t, 30,
+    wait_until(lambda: (s.cwd / "bg.txt").exists(), 60, "the call to run")
+    wait_until(lambda: "calls wait" not in (t := screen_now(s.child, 0.5)) and "call waits" not in t, 60,
                "the guard's line to go")
     assert "USERLINE" in screen_now(s.child, 0.2)

@@ -26,8 +26,10 @@ LAYERS: list[tuple[str, ...]] = [
      "claudeguard.cli_tables", "claudeguard.ancestry", "claudeguard.tcp_owner"),
     ("policy", "claudeguard.policy"),
     ("config", "claudeguard.config"),
-    # plan/sandbox.py: the box's argv and files, which the gate needs for every Bash allow it gives
-    ("paths", "claudeguard.paths", "claudeguard.plan.sandbox"),
+    # plan/sandbox.py: the box's argv and files, which the gate needs for every Bash allow it gives;
+    # box_rules.py and code_paths.py: what of the user's rules and of git's files it holds
+    ("paths", "claudeguard.paths", "claudeguard.plan.sandbox", "claudeguard.plan.box_rules",
+     "claudeguard.plan.code_paths"),
     ("channel", "claudeguard.channel"),
     ("fleet", "claudeguard.fleet"),
     ("gate", "claudeguard.gate"),

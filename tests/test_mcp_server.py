@@ -20,7 +20,7 @@ def _exchange(*messages: dict) -> list[dict]:
     for msg in messages:
         server.handle_line(json.dumps(msg))
     for thread in server.threads:
-        thread.join(timeout=30)
+        thread.join(timeout=60)
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 

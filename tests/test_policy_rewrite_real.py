@@ -1,11 +1,9 @@
 """Attack 2 (issue 24): the agent rewrites its own policy, through the Write and Edit tools, Bash
 redirection, `python3`, and git's config hooks (`core.fsmonitor`, `.git/hooks/*`), in the README's
 `acceptEdits` mode. The user's config is never the agent's to change (the built-in protected
-paths); the project's may change (a `git checkout` must work), but a changed project file is
-untrusted, so the next run's policy is the user's. On the real CLIs.
-
-What stays open without the OS sandbox (the sandbox part of issue 24): a program a rule lets run
-(`python3 x.py`) writing the user's own config or trust records; the rules cannot read it."""
+paths), nor a project file the user trusted (issue 32: read-only in the box, denied to the
+writing tools; and a trusted file changed anyway keeps its trusted rules, tests/test_trust.py).
+On the real CLIs."""
 
 from __future__ import annotations
 
@@ -77,18 +75,29 @@ def test_the_agent_cannot_rewrite_the_policy_of_the_next_run(real_claude, offlin
     ordered = [r for r in server.tool_results()]
     denied = [i for i, r in enumerate(ordered) if "a file the guard protects" in r["content"] or
               "which no tool may change" in r["content"] or "denied" in r["content"].lower()]
-    # the user's file, by Write, Edit, a redirection and cp; the git hook: each denied
-    assert {3, 4, 5, 6, 8} <= set(denied), [r["content"][:120] for r in ordered]
-    # the project's file changed (the Write, python3, git's fsmonitor hook): untrusted now
+    # the user's file, by Write, Edit, a redirection and cp; the trusted project file by Write;
+    # the git hook: each denied
+    assert {1, 3, 4, 5, 6, 8} <= set(denied), [r["content"][:120] for r in ordered]
     assert "no answer within 3 s" in ordered[10]["content"]  # the agent's own core.fsmonitor
-    assert project.read_text() == LOOSE + "# fsmonitor\n"
-    # the next run obeys the user's policy: touch stays denied, and the stderr line says why
+    # the trusted project file is the user's too (issue 32): python3 and git's fsmonitor hook,
+    # run in the box, find it read-only
+    assert "Read-only file system" in ordered[7]["content"], ordered[7]["content"]
+    assert project.read_text() == PROJECT
+    # the next run obeys the user's policy and the project's trusted one: touch stays denied
     proc = run_guarded(env, work, "NEXT go")
     assert not (tmp_path / "pwned").exists()
-    assert f"claudeguard: {project}: not trusted, so its loosening is ignored (" in proc.stderr
-    assert f"claudeguardctl config trust {project}" in proc.stderr
+    assert "not trusted" not in proc.stderr and "since you trusted it" not in proc.stderr, proc.stderr
     last = [r for r in server.tool_results() if r["script"] == "NEXT"]
     assert len(last) == 1 and f"denied by Bash(touch *) ({user}:" in last[0]["content"]
-    shown = subprocess.run(CTL + ["config", "show", "--json"], env=env, cwd=work, capture_output=True, text=True,
-                           timeout=60)
-    assert json.loads(shown.stdout)["untrusted"][0]["path"] == str(project)
+    # The fsmonitor set up before the session is git's, run by the CLI itself outside the box (2.1.197
+    # runs `git status` at its start): it rewrites the project file during the NEXT run. The trusted
+    # rules keep binding from then on.
+    shown = json.loads(subprocess.run(CTL + ["config", "show", "--json"], env=env, cwd=work, capture_output=True,
+                                      text=True, timeout=60).stdout)
+    if project.read_text() == PROJECT:
+        assert shown["untrusted"] == [] and shown["binding"] == []
+    else:
+        [binding] = shown["binding"]
+        assert binding.startswith(f"{project} changed since you trusted it: the deny and ask rules you trusted ")
+        assert shown["rules"]["permissions.ask"] == [{"rule": "Bash(ls *)", "source": binding.split("(", 1)[1]
+                                                      .split(")", 1)[0] + ":2"}]

@@ -43,7 +43,7 @@ class Runner:
         proc = subprocess.Popen([BASH, "-c", command + "\nwait"], env=env, cwd=self.root, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
-            proc.wait(timeout=30)
+            proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             pass
         finally:

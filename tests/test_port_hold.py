@@ -114,7 +114,7 @@ def test_a_killed_services_port_stays_held_and_its_successor_answers_the_calls_t
         old = record(env)
         assert old["port"] == session.port
         os.kill(old["pid"], signal.SIGKILL)
-        wait_until(lambda: process_start(old["pid"]) is None, 30, "the killed service to go")
+        wait_until(lambda: process_start(old["pid"]) is None, 60, "the killed service to go")
         # Attack 4's first step fails: the launcher holds the port's socket.
         for opts in ({}, {"reuseaddr": True}, {"reuseport": True}, {"reuseaddr": True, "reuseport": True}):
             assert bind_refused(session.port, **opts), opts
@@ -176,7 +176,7 @@ def test_a_process_that_answers_on_the_port_ends_the_session_as_compromised(env)
         result = session.post("touch pwned")
         assert decision(result) == "allow"  # the fake guard answered...
         # ...and within the guard's next look (once a second) the session ends as compromised.
-        wait_until(lambda: process_start(session.cli_pid) is None, 30, "the CLI to be stopped")
+        wait_until(lambda: process_start(session.cli_pid) is None, 60, "the CLI to be stopped")
         code, err = session.end(timeout=30)
     finally:
         os.kill(service, signal.SIGCONT)
@@ -214,12 +214,12 @@ def test_a_background_session_whose_port_nobody_held_ends_when_a_service_adopts_
                                                              "config_dir": str(config_dir), "port": port}))
         started = subprocess.run([*CTL, "service", "start"], env=env, capture_output=True, text=True, timeout=60)
         assert started.returncode == 0, started.stderr
-        wait_until(lambda: cli.poll() is not None, 30, "the unheld session's CLI to be stopped")
+        wait_until(lambda: cli.poll() is not None, 60, "the unheld session's CLI to be stopped")
     finally:
         if cli.poll() is None:
             cli.kill()
         cli.wait()
-    wait_until(lambda: not session.exists(), 30, "the session dir to be removed")  # after the row
+    wait_until(lambda: not session.exists(), 60, "the session dir to be removed")  # after the row
     [row] = [r for r in audit_rows(env) if r.get("event") == "compromised"]
     assert row["session_id"] == "bgsession000001" and row["decided_by"] == "service"
     assert f"port {port} was not held" in row["summary"]

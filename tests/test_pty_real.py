@@ -322,7 +322,7 @@ def test_session_without_a_terminal_completes_with_channel_approval(real_claude,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     try:
-        reqs = wait_until(lambda: channel.list_pending() or proc.poll() is not None, 30,
+        reqs = wait_until(lambda: channel.list_pending() or proc.poll() is not None, 60,
                           "a request from the detached session", interval=0.1)
         assert proc.poll() is None, "the detached session ended without a request"
         [req] = reqs
@@ -331,14 +331,14 @@ def test_session_without_a_terminal_completes_with_channel_approval(real_claude,
         [session_dir] = (Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions").iterdir()
         assert json.loads((session_dir / "session.json").read_text())["pty"] is True  # the hook's request is held
         # the hook may post a moment before the screen is read
-        state = wait_until(lambda: (s := read_screen_state(session_dir)) and s.get("dialog") and s, 30,
+        state = wait_until(lambda: (s := read_screen_state(session_dir)) and s.get("dialog") and s, 60,
                            "screen.json to show the dialog")
         assert state["dialog"] == "Bash command" and state["kind"] == "permission" and state["attached"] is False
         assert any("Do you want to proceed?" in line for line in state["tail"])
         assert state["request"] is None  # the hook routed it; the screen path did not post
         approved = subprocess.run(CTL + ["approve", req.id], env=env, capture_output=True, text=True, timeout=30)
         assert approved.returncode == 0, approved.stderr
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -296,7 +296,7 @@ def test_detached_session_routes_every_dialog_and_ends_when_idle(rig):
         state = _wait_screen(rig.session_dir, lambda st: st["request"] == req.id)
         assert state["attached"] is False and any("Accessing workspace:" in line for line in state["tail"])
         channel.answer(req.id, "allow")
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -64,7 +64,7 @@ def test_report_counts_every_kind_of_decision_and_fail_on_exits_3(real_claude, c
                    "timeout,stall")
     finally:
         approver.stop.set()
-        approver.join(timeout=30)
+        approver.join(timeout=60)
     assert proc.returncode == 3, proc.stderr
     assert stdout_is_stream_json(proc)[-1]["is_error"] is False
     report = json.loads((offline_env.cwd / "run.json").read_text())

@@ -73,7 +73,7 @@ def remove_whole(directory: Path) -> None:
     removed: the sessions write into it meanwhile, and a plain rmtree races their writes)."""
     gone = directory.with_name(directory.name + "-removed")
     os.rename(directory, gone)
-    wait_until(lambda: shutil.rmtree(gone, ignore_errors=True) or not gone.exists(), 30, f"{gone} removed")
+    wait_until(lambda: shutil.rmtree(gone, ignore_errors=True) or not gone.exists(), 60, f"{gone} removed")
 
 
 def _refused(match: str) -> None:
@@ -197,13 +197,13 @@ def test_removed_runtime_dir_request_is_listed_and_answerable_again(chan):
     rid, deadline = pending_.request.id, pending_.request.deadline
     for _ in range(2):  # twice in a row
         shutil.rmtree(chan.parent)
-        _listed_again(rid, 15)  # within ~CHECK_EVERY_S on a quiet machine; the bound is for a loaded one
+        _listed_again(rid, 60)  # within ~CHECK_EVERY_S on a quiet machine; the bound is for a loaded one
         assert not thread.is_alive() or result == []
     again = channel.list_pending()[0]
     assert again.deadline == deadline and again.summary == "Bash: make"
     assert os.stat(chan.parent).st_mode & 0o777 == 0o700 and os.stat(chan).st_mode & 0o777 == 0o700
     channel.answer(rid[:8], "allow", by="test")
-    thread.join(30)
+    thread.join(60)
     assert [(a.decision, a.decided_by) for a in result] == [("allow", "human")]
     assert sorted(os.listdir(chan)) in ([], ["bells"])
 
@@ -224,7 +224,7 @@ def test_an_answer_in_flight_when_the_dir_goes_is_not_lost(chan):
         assert wire.decode_reply(sock.recv(4096)) is None  # taken, and told so
     finally:
         sock.close()
-    thread.join(30)
+    thread.join(60)
     assert [(a.decision, a.message) for a in result] == [("deny", "late but valid")]
     assert channel.list_pending() == []
 
@@ -271,7 +271,7 @@ def test_real_session_survives_its_runtime_dir_removed(real_claude, offline_env,
         again = wait_pending(env, lambda r: r["id"] == first["id"], timeout=10)
         relisted = time.monotonic() - started
         assert again["input"]["command"] == "echo one > one.txt" and relisted < 5, relisted
-        wait_until(lambda: [s for s in json.loads(ctl(env, "ps", "--json").stdout) if s["pid"] == session["pid"]], 30,
+        wait_until(lambda: [s for s in json.loads(ctl(env, "ps", "--json").stdout) if s["pid"] == session["pid"]], 60,
                    "the session to be in ps again", interval=0.2)
         assert (runtime / "sessions").stat().st_mode & 0o777 == 0o700
         assert ctl(env, "approve", first["id"]).returncode == 0

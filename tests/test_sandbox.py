@@ -437,3 +437,100 @@ def test_managed_settings_that_turn_the_clis_own_sandbox_on_are_refused(lab):
     proc = _launch(lab, "[security]\nallow_settings_override = true\n", "--managed-settings", managed, "-p", "hi")
     assert proc.returncode == 0 and proc.stdout.strip() == "STAND-IN-RAN"
     assert "claudeguard: warning: --managed-settings (inline JSON): sandbox.enabled" in proc.stderr
+
+
+# --- the user's own deny rules are the box's (issue 32) -------------------------------------------
+
+
+READINGS = [  # ways to read .env that say other words than ".env"
+    "cat .e*", "cat ./.en?", "grep -r TOKEN .", "grep -R TOKEN", "cp .env copy.txt; cat copy.txt",
+    "git diff --no-index /dev/null .env", "python3 -c 'print(open(\".env\").read())'",
+    "tar cf - . 2>/dev/null | strings", "head -c 100 .[e]nv", "cat sub/../.env",
+    "find . -name '*.env' -exec cat {} +", "cat secrets/*/*/*", "cat secrets/deep/*/key.pem",
+]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("hold", [False, True], ids=["control", "rules"])
+def test_a_read_deny_rule_hides_its_files_from_every_reading(lab, hold):
+    work = lab / "work"
+    (work / ".env").write_text("TOKEN=s3cret-env\n")
+    (work / "secrets" / "deep" / "x").mkdir(parents=True)
+    (work / "secrets" / "deep" / "x" / "key.pem").write_text("TOKEN=s3cret-pem\n")
+    (work / "sub").mkdir()
+    (work / "src.py").write_text("print('TOKEN=public')\n")
+    rules = '[permissions]\ndeny = ["Read(./.env)", "Read(./secrets/**)", "Edit(./src.py)"]\n' if hold else ""
+    _config(lab, rules + "[approval]\ntimeout = 30\n")
+    box = _box(lab)
+    for command in READINGS:
+        proc = _run(box, command + "; true", work)
+        leaked = "s3cret" in proc.stdout
+        assert leaked is not hold, (command, proc.stdout, proc.stderr)
+    # ordinary work goes on: the project is writable, the public file readable
+    proc = _run(box, "cat src.py; echo made > made.txt; echo more >> src.py; true", work)
+    assert "TOKEN=public" in proc.stdout and (work / "made.txt").exists()
+    assert ((work / "src.py").read_text() == "print('TOKEN=public')\n") is hold  # Edit deny: read-only
+    assert (work / ".env").read_text() == "TOKEN=s3cret-env\n"  # never changed on the host
+
+
+@needs_bwrap
+def test_a_rule_that_cannot_be_resolved_in_bound_is_said_in_one_line(lab):
+    _config(lab, '[permissions]\ndeny = ["Read(//**/*.pem)", "Read"]\n')
+    cfg = load_config(lab / "work")
+    session_dir = lab / "rt" / "sessions" / "s2"
+    session_dir.mkdir(parents=True, mode=0o700)
+    prepared = sandbox.prepare(cfg, dict(os.environ), str(lab / "work"), str(session_dir), session_id="s2",
+                               cli_version="2.1.330", own=[])
+    assert prepared.box is not None
+    [pem, every] = prepared.notes
+    assert pem.startswith("claudeguard: the deny rule Read(//**/*.pem) (") and "could not be resolved on disk" in pem
+    assert every.startswith("claudeguard: the deny rule Read (") and "names every file" in every
+
+
+# --- git's and the editor's code paths (issue 32) -------------------------------------------------
+
+PLANTS = {  # what a command plants so that the user's next git (or editor) runs it
+    ".git/commondir": "mkdir -p evil && cp -r .git/. evil/ && git config -f evil/config core.fsmonitor 'touch PWNED' "
+                      "&& printf '%s\\n' \"$PWD/evil\" > .git/commondir",
+    ".git/config.worktree": "printf '[core]\\n\\tfsmonitor = touch PWNED\\n' > .git/config.worktree",
+    ".git/modules/lib/config": "printf '[core]\\n\\tfsmonitor = touch PWNED\\n' >> .git/modules/lib/config",
+    ".git/modules/lib/hooks/post-checkout":
+        "printf '#!/bin/sh\\ntouch PWNED\\n' > .git/modules/lib/hooks/post-checkout",
+    ".gitmodules": "printf '[submodule \"lib\"]\\n\\tupdate = !touch PWNED\\n' >> .gitmodules",
+    ".vscode/tasks.json": "printf '{\"tasks\": [{\"command\": \"touch PWNED\"}]}' > .vscode/tasks.json",
+}
+
+
+def _plantable(work: Path) -> None:
+    """A checkout with a submodule's git dir, a .gitmodules and an editor dir of its own."""
+    (work / ".git" / "modules" / "lib" / "hooks").mkdir(parents=True)
+    (work / ".git" / "modules" / "lib" / "config").write_text("[core]\n\tbare = false\n")
+    (work / ".gitmodules").write_text('[submodule "lib"]\n\tpath = lib\n')
+    (work / ".vscode").mkdir()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("boxed", [False, True], ids=["control", "box"])
+def test_nothing_git_or_the_editor_runs_later_can_be_planted(lab, boxed):
+    work = lab / "work"
+    _plantable(work)
+    _config(lab, "[approval]\ntimeout = 30\n")
+    box = _box(lab)
+    for target, command in PLANTS.items():
+        before = (work / target).read_bytes() if (work / target).exists() else None
+        if boxed:
+            proc = _run(box, command + "; true", work)
+        else:
+            proc = subprocess.run(["/bin/sh", "-c", command], cwd=work, capture_output=True, text=True, timeout=30)
+        after = (work / target).read_bytes() if (work / target).exists() else None
+        assert (after != before) is not boxed, (target, proc.stderr)
+        if boxed and target == ".git/commondir":
+            assert proc.stderr.count("claudeguard: removed ") == 1, proc.stderr
+    # the user's next git in the checkout runs nothing of the agent's
+    subprocess.run(["git", "status"], cwd=work, capture_output=True, timeout=30)
+    assert (work / "PWNED").exists() is not boxed
+    # and ordinary git work goes on in the box
+    if boxed:
+        proc = _run(box, "git add -A && git -c user.name=t -c user.email=t@x commit -qm work && git log --oneline",
+                    work)
+        assert proc.returncode == 0 and "work" in proc.stdout, proc.stderr

@@ -144,7 +144,7 @@ def _run_probe(env: dict[str, str], cwd: Path, real_claude: Path, server: Any, c
         cli = _cli_pid(launcher, real_claude)
         runtime = Path(env["CLAUDEGUARD_RUNTIME_DIR"])
         record = wait_until(lambda: _json(runtime / "service" / "service.json"), 60, "the guard service's record")
-        session = wait_until(lambda: next(iter(sorted((runtime / "sessions").glob("*/session.json"))), None), 30,
+        session = wait_until(lambda: next(iter(sorted((runtime / "sessions").glob("*/session.json"))), None), 60,
                              "the session file")
         targets = {"runtime": str(runtime), "session_file": str(session),
                    "service_record": str(runtime / "service" / "service.json"),

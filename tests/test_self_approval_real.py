@@ -53,7 +53,7 @@ def attack(real_claude: Path, offline_env, model_server, variant: str, seconds: 
             except ProcessLookupError:
                 pass
     pids = [e["pid"] for e in log if "pid" in e]
-    wait_until(lambda: all(process_start(pid) is None for pid in pids), 30, f"the attacker's pids {pids} to go")
+    wait_until(lambda: all(process_start(pid) is None for pid in pids), 60, f"the attacker's pids {pids} to go")
     audited = subprocess.run([*CTL, "audit", "--json"], env=env, capture_output=True, text=True, timeout=60)
     rows = [json.loads(line) for line in audited.stdout.splitlines()]
     return proc, log, rows

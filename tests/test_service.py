@@ -24,7 +24,7 @@ GUARD = [sys.executable, "-m", "claudeguard"]
 POSTER = Path(__file__).parent / "data" / "hook_poster.py"
 
 
-def wait_until(predicate, timeout: float = 30, what: str = "condition"):  # type: ignore[no-untyped-def]
+def wait_until(predicate, timeout: float = 60, what: str = "condition"):  # type: ignore[no-untyped-def]
     return shared_wait_until(predicate, timeout, what, interval=0.02)
 
 
@@ -179,7 +179,7 @@ def test_a_request_waits_for_its_sessions_registration_with_a_bound(env, monkeyp
     registration = Registration(sid, str(session_dir), token, cli_pid=os.getpid())  # this process posts its hooks
     try:
         assert registration.open() == port
-        early.join(30)
+        early.join(60)
         assert answers["early"][0] == 200
         post("wrong secret", "b2" * 24)  # registered: no wait, the secret decides
         assert answers["wrong secret"][0] == 401 and answers["wrong secret"][1] < REGISTRATION_WAIT_S
@@ -269,7 +269,7 @@ def test_a_service_of_another_version_is_retired_not_used(env):
 def test_it_exits_when_idle_and_stop_stops_it(env):
     guard(env, [], CLAUDEGUARD_SERVICE_IDLE="0.5")
     pid = record(env)["pid"]
-    wait_until(lambda: process_start(pid) is None, timeout=30, what="the idle service to exit")
+    wait_until(lambda: process_start(pid) is None, timeout=60, what="the idle service to exit")
     assert not (service_dir(env) / "service.json").exists() and not (service_dir(env) / "control.sock").exists()
     assert ctl(env, "service", "status").returncode == 1
     started = ctl(env, "service", "start")
@@ -308,7 +308,7 @@ def test_the_runtime_dir_removed_under_it_is_published_again_not_doubled(env):
     guard(env, [])
     first = record(env)
     shutil.rmtree(env["CLAUDEGUARD_RUNTIME_DIR"])
-    again = wait_until(lambda: record(env), timeout=30, what="the record published again")
+    again = wait_until(lambda: record(env), timeout=60, what="the record published again")
     assert again["pid"] == first["pid"] and again["port"] == first["port"]
     assert service_dir(env).stat().st_mode & 0o777 == 0o700
     out = guard(env, [{"event": "SubagentStop", "body": {"hook_event_name": "SubagentStop"}}])
@@ -464,7 +464,7 @@ def test_a_launcher_that_stops_reading_fails_the_services_send_and_loses_its_con
 
         writer = threading.Thread(target=fill, daemon=True)
         writer.start()
-        writer.join(timeout=30)
+        writer.join(timeout=60)
         assert not writer.is_alive(), "a send hung on a peer that does not read"
         assert sent
         launcher_end.settimeout(10)

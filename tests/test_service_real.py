@@ -40,7 +40,7 @@ def service_record(env: dict) -> dict | None:
         return None
 
 
-def wait_until(predicate, timeout: float = 30.0, what: str = "condition"):  # type: ignore[no-untyped-def]
+def wait_until(predicate, timeout: float = 60, what: str = "condition"):  # type: ignore[no-untyped-def]
     return shared_wait_until(predicate, timeout, what, interval=0.05)
 
 
@@ -90,7 +90,7 @@ def test_killing_the_service_mid_session_allows_nothing_unanswered(real_claude, 
                 assert ctl(env, "approve", req["id"]).returncode == 0
                 approved.append(req["id"])
             time.sleep(0.1)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()

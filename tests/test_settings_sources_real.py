@@ -192,7 +192,7 @@ class _HookServer:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-        self.thread.join(timeout=30)
+        self.thread.join(timeout=60)
 
 
 @pytest.mark.parametrize("patterns, blocked", [(["https://hooks.example.invalid/*"], True), ([], True),

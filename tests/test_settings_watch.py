@@ -122,7 +122,7 @@ def test_the_watch_ends_a_compromised_session_with_a_line_an_audit_row_and_a_sto
         w = watch(work, session, child=child.pid)
         w.start()
         write(project, {"disableAllHooks": True})
-        wait_until(lambda: child.poll() is not None, 30, "the CLI stopped")
+        wait_until(lambda: child.poll() is not None, 60, "the CLI stopped")
         w.stop()
         assert child.returncode != 0
         assert w.compromised is not None and "disableAllHooks" in w.compromised

@@ -78,7 +78,7 @@ def test_stream_json_line_by_line_both_ways(real_claude, offline_env, model_serv
         assert second[-1]["type"] == "result" and second[-1]["is_error"] is False
         assert len(scripted()) == 2
         proc.stdin.close()  # EOF reaches the child, which ends the conversation
-        assert proc.wait(timeout=30) == 0
+        assert proc.wait(timeout=60) == 0
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -118,7 +118,7 @@ def _start_stalled(real_claude, offline_env, model_server, marker: str) -> tuple
     env = guarded_env(offline_env.use(server), real_claude)
     proc = subprocess.Popen(GUARD + ["-p", f"{marker} go"], env=env, cwd=offline_env.cwd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    server.wait_for(lambda: any(r.get("script") == marker for r in server.requests()), timeout=30)
+    server.wait_for(lambda: any(r.get("script") == marker for r in server.requests()), timeout=60)
     kids = [p for p in _descendants(proc.pid) if "claude" in " ".join(psutil.Process(p).cmdline())]
     assert kids, "the real CLI is not a child of claudeguard"
     return proc, kids[0]
@@ -132,7 +132,7 @@ def test_signal_to_guard_reaches_the_child(real_claude, offline_env, model_serve
     proc, child = _start_stalled(real_claude, offline_env, model_server, f"SIGNAL-{sig.name}")
     try:
         os.kill(proc.pid, sig)  # to claudeguard alone, as `kill PID` would
-        rc = proc.wait(timeout=30)
+        rc = proc.wait(timeout=60)
         assert not _wait_gone([child], 10)
         assert rc == code
     finally:
@@ -159,9 +159,9 @@ def test_signal_ends_the_tools_the_cli_leaves_running(real_claude, offline_env, 
 
     started: list[psutil.Process] = []
     try:
-        started = wait_until(tool, 30, "the Bash tool to start")
+        started = wait_until(tool, 60, "the Bash tool to start")
         os.kill(proc.pid, sig)
-        proc.communicate(timeout=30)
+        proc.communicate(timeout=60)
         assert _wait_gone([p.pid for p in started], 1) == []  # already gone when claudeguard exits
     finally:
         if proc.poll() is None:
@@ -179,7 +179,7 @@ def test_killed_guard_leaves_no_orphan(real_claude, offline_env, model_server):
     family = [child] + _descendants(child)
     try:
         os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+        proc.wait(timeout=60)
         assert not _wait_gone([child], 15), "the CLI outlived claudeguard"
     finally:
         for pid in family:
@@ -193,7 +193,7 @@ def test_child_killed_by_signal_gives_128_plus_n(real_claude, offline_env, model
     proc, child = _start_stalled(real_claude, offline_env, model_server, "SIGKILL-CHILD")
     try:
         os.kill(child, signal.SIGKILL)
-        assert proc.wait(timeout=30) == 128 + signal.SIGKILL
+        assert proc.wait(timeout=60) == 128 + signal.SIGKILL
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -220,7 +220,7 @@ def test_wait_for_returns_value_or_raises(model_server):
     with pytest.raises(TimeoutError):
         server.wait_for(lambda: server.requests(), timeout=0.2)
     _post(server, {"model": "m", "stream": False, "messages": _messages("x")})
-    assert server.wait_for(lambda: len(server.requests()), timeout=30) == 1
+    assert server.wait_for(lambda: len(server.requests()), timeout=60) == 1
 
 
 @pytest.mark.parametrize("bad", [
@@ -251,7 +251,7 @@ def test_module_cli_prints_url_records_and_stops_on_sigterm(tmp_path):
         assert json.loads(conn.getresponse().read())["content"][0]["text"] == "fine"
         conn.close()
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0
+        assert proc.wait(timeout=60) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -304,7 +304,7 @@ def test_run_claude_kills_the_process_group_on_timeout(tmp_path):
         run_to_end(["sh", "-c", script], dict(os.environ), tmp_path, timeout=1)
     assert "started" in info.value.output
     bg = int(pidfile.read_text())
-    wait_until(lambda: not _alive(bg), 30, "the background child to be stopped")
+    wait_until(lambda: not _alive(bg), 60, "the background child to be stopped")
 
 
 def _alive(pid: int) -> bool:
@@ -328,7 +328,7 @@ def test_screen_now_reads_what_the_terminal_shows(tmp_path):
     script = "printf 'first\\033[2Cline\\r\\n'; printf 'ready\\n' > ready; exec sleep 30"
     child = spawn_tui(["/bin/sh", "-c", script], {"PATH": "/usr/bin:/bin"}, tmp_path)
     try:
-        wait_until(lambda: (tmp_path / "ready").exists(), 30, "the child to print")
+        wait_until(lambda: (tmp_path / "ready").exists(), 60, "the child to print")
         assert screen_now(child) == "first line"
     finally:
         close_tui(child)

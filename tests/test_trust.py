@@ -247,3 +247,72 @@ def test_an_opt_out_from_a_file_inside_the_project_needs_trust(env):
     record([str(inside)])
     cfg = load_config(project, Overrides(extra_files=[Sourced(str(inside), "env CLAUDEGUARD_CONFIG")]))
     assert cfg.security()["allow_unguarded"] is True
+
+
+# --- what the user trusted binds (issue 32) ------------------------------------------------------
+
+BOUND = '[permissions]\nallow = ["Bash(npm test)"]\ndeny = ["Bash(touch *)"]\nask = ["Bash(git push *)"]\n'
+
+
+@pytest.mark.parametrize("how", ["rewritten", "removed", "emptied"])
+def test_a_trusted_config_changed_or_removed_keeps_its_deny_and_ask_rules(env, how):
+    user, project, proj = env
+    proj.write_text(BOUND)
+    record([str(proj)])
+    assert rules(load_config(project), "permissions.deny") == ["Bash(touch *)"]
+    if how == "rewritten":  # what an agent's Write leaves: the deny gone, more allowed
+        proj.write_text('[permissions]\nallow = ["Bash(npm test)", "Bash(touch *)", "Bash"]\n')
+    elif how == "removed":
+        proj.unlink()
+    else:
+        proj.write_text("")
+    cfg = load_config(project)
+    assert rules(cfg, "permissions.deny") == ["Bash(touch *)"]
+    assert rules(cfg, "permissions.ask") == ["Bash(git push *)"]
+    assert rules(cfg, "permissions.allow") == []  # the trusted allow no longer loosens, the new one never did
+    [note] = [n for n in cfg.untrusted_notes() if "since you trusted it" in n]
+    said = "changed" if how != "removed" else "was removed"
+    assert note.startswith(f"claudeguard: {proj} {said} since you trusted it: the deny and ask rules you trusted "
+                           f"still apply (")
+    assert note.endswith(f"after reviewing it: claudeguardctl config trust {proj} (or config untrust)")
+    [where] = [r.source for r in cfg.rules["permissions.deny"]]
+    assert where.endswith(f"trusted/{digest_of(BOUND)}:3")  # the kept copy, file:line
+
+
+def digest_of(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_trusting_the_new_content_or_untrusting_ends_the_binding(env, tmp_path):
+    user, project, proj = env
+    proj.write_text(BOUND)
+    record([str(proj)])
+    proj.write_text('[permissions]\nask = ["Bash(rm *)"]\n')
+    assert "Bash(touch *)" in rules(load_config(project), "permissions.deny")
+    record([str(proj)])  # the user reviewed the change and trusts it
+    cfg = load_config(project)
+    assert rules(cfg, "permissions.deny") == [] and rules(cfg, "permissions.ask") == ["Bash(rm *)"]
+    assert not [n for n in cfg.untrusted_notes() if "since you trusted it" in n]
+    proj.unlink()
+    assert rules(load_config(project), "permissions.ask") == ["Bash(rm *)"]  # removed: still binds
+    out = subprocess.run(CTL + ["config", "untrust"], cwd=project, capture_output=True, text=True, timeout=30,
+                         env={**os.environ, "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt")})
+    assert out.returncode == 0 and out.stdout == f"no longer trusted: {os.path.realpath(proj)}\n", out.stderr
+    cfg = load_config(project)
+    assert rules(cfg, "permissions.ask") == [] and cfg.untrusted_notes() == []
+
+
+def test_lockdown_refuses_to_start_on_a_trusted_config_that_changed(env):
+    user, project, proj = env
+    user.write_text("[security]\ndisable_bypass_permissions = true\n")
+    proj.write_text(BOUND)
+    record([str(proj)])
+    proj.write_text("")
+    with pytest.raises(ConfigError) as info:
+        load_config(project)
+    assert str(info.value).startswith(f"{proj} changed since you trusted it: the deny and ask rules you trusted "
+                                      f"still apply (")
+    assert str(info.value).endswith("lockdown (" + str(user) + ":2) refuses to start until you trust the new "
+                                    "content or revoke the trust")

@@ -21,7 +21,7 @@ def start_cli(real_claude, env: dict, cwd, prompt: str, *extra: str) -> subproce
 def stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)  # its own group: the CLI and the tools it started
-    proc.communicate(timeout=30)
+    proc.communicate(timeout=60)
 
 
 def row_of(env: dict, pid: int, *args: str) -> dict:
@@ -45,7 +45,7 @@ def test_a_silent_stream_is_flagged_after_stall_after(real_claude, offline_env, 
     env = offline_env.use(server)
     proc = start_cli(real_claude, env, offline_env.cwd, "UNGSTALL go")
     try:
-        server.wait_for(lambda: any(r.get("script") == "UNGSTALL" for r in server.requests()), timeout=30)
+        server.wait_for(lambda: any(r.get("script") == "UNGSTALL" for r in server.requests()), timeout=60)
         young = row_of(env, proc.pid, "--stall-after", "30")
         assert young["guarded"] is False and young["suspect_hung"] is False and young["tty"] is None
         transcript = young["evidence"]["transcript"]

@@ -239,7 +239,7 @@ def test_the_first_guarded_run_verifies_in_the_background_and_the_record_is_reus
     assert started_verifications(env, bg_claude) == 1
     # nothing of it is left: no process of its bed, no temp dir (issue 37)
     tmp = Path(env["TMPDIR"])
-    wait_until(lambda: not list(tmp.glob("claudeguard-verify-*")) and not _bed_processes(tmp), 30,
+    wait_until(lambda: not list(tmp.glob("claudeguard-verify-*")) and not _bed_processes(tmp), 60,
                "the verification's processes and temp dir to be gone")
     # the next run: verified, nothing said, nothing asked of the service
     second = subprocess.run(GUARD + ["-p", "HELLO"], env=env, cwd=offline_env.cwd, capture_output=True,
@@ -352,7 +352,7 @@ def test_only_a_launcher_outside_every_session_has_the_service_verify_a_cli(tmp_
                                  f"p = subprocess.Popen(['sleep', '30']); open({str(out)!r}, 'w').write(str(p.pid)); "
                                  "p.wait()"], start_new_session=True)
     try:
-        wait_until(lambda: out.exists() and out.read_text().strip(), 30, "the agent's pid")
+        wait_until(lambda: out.exists() and out.read_text().strip(), 60, "the agent's pid")
         agent = int(out.read_text())
         session = runtime / "sessions" / "s-agent"
         session.mkdir(parents=True)
@@ -424,9 +424,9 @@ def _start_background_verification(cli: Path, offline_env, model_server, procs) 
     first = subprocess.Popen(GUARD + ["-p", "HELLO"], env=env, cwd=offline_env.cwd, stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     procs.append(first)
-    pid = wait_until(lambda: started_verifications(env, cli) and _verifying_pid(env, cli), 30,
+    pid = wait_until(lambda: started_verifications(env, cli) and _verifying_pid(env, cli), 60,
                      "the service to start the verification", interval=0.01)
-    root = wait_until(lambda: _bed_of(env, pid), 30, "the verification's bed", interval=0.01)
+    root = wait_until(lambda: _bed_of(env, pid), 60, "the verification's bed", interval=0.01)
     wait_until(lambda: len(_bed_processes(root)) >= 2, 60, "the bed's runs to start", interval=0.01)
     assert _alive(pid)  # caught in the middle
     [service] = live_services(Path(env["CLAUDEGUARD_RUNTIME_DIR"]))
@@ -436,7 +436,7 @@ def _start_background_verification(cli: Path, offline_env, model_server, procs) 
 def test_a_verification_ends_with_the_service_that_started_it(bg_claude, offline_env, model_server, procs):
     env, pid, root, service = _start_background_verification(bg_claude, offline_env, model_server, procs)
     os.kill(service, 9)
-    wait_until(lambda: not _alive(pid) and not root.exists() and not _bed_processes(root), 30,
+    wait_until(lambda: not _alive(pid) and not root.exists() and not _bed_processes(root), 60,
                "the verification, its processes and its dir to be gone")
     assert not (state_dir(env) / verified.RECORD_FILE).exists() or sha256(bg_claude) not in records(env)
 
@@ -450,7 +450,7 @@ def test_a_verification_ends_when_the_home_it_started_from_is_removed(bg_claude,
         # Away at once (its processes write into it while rmtree walks it), then removed.
         offline_env.home.rename(gone)
         shutil.rmtree(gone, ignore_errors=True)
-        wait_until(lambda: not _alive(pid) and not _bed_processes(root), 30,
+        wait_until(lambda: not _alive(pid) and not _bed_processes(root), 60,
                    "the verification and its processes to be gone")
     finally:
         os.kill(service, 9)  # its record went with the home: the fixtures cannot find it
@@ -461,7 +461,7 @@ def test_a_verification_ends_when_the_home_it_started_from_is_removed(bg_claude,
 def test_a_killed_verification_is_swept_by_the_service(bg_claude, offline_env, model_server, procs):
     env, pid, root, service = _start_background_verification(bg_claude, offline_env, model_server, procs)
     os.kill(pid, 9)  # no way out of its own: the service that waits for it sweeps its bed
-    wait_until(lambda: not root.exists() and not _bed_processes(root), 30,
+    wait_until(lambda: not root.exists() and not _bed_processes(root), 60,
                "the killed verification's processes and dir to be gone")
     assert _alive(service)
     assert "swept the leftovers of an interrupted verification" in service_log(env)
@@ -479,4 +479,4 @@ def test_the_next_service_sweeps_what_a_verification_killed_with_its_service_lef
     again = subprocess.run(GUARD + ["-p", "HELLO"], env={**env, "CLAUDEGUARD_AUTO_VERIFY": "0"},
                            cwd=offline_env.cwd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert again.returncode == 0, again.stderr
-    wait_until(lambda: not root.exists() and not _bed_processes(root), 30, "the next service to sweep the bed")
+    wait_until(lambda: not root.exists() and not _bed_processes(root), 60, "the next service to sweep the bed")

@@ -60,7 +60,7 @@ def test_stream_silent_mid_answer_is_killed_with_124(real_claude, offline_env, m
     env = guarded_env(offline_env.use(server), real_claude)
     write_user_config(env, f"[watchdog]\nsample_interval = {INTERVAL}\nkill_grace = 2\n")
     proc = start(env, offline_env.cwd, "MIDSTALL go", "--guard-stall-after", str(STALL), "--guard-on-stall", "kill")
-    server.wait_for(lambda: any(r.get("script") == "MIDSTALL" for r in server.requests()), timeout=30)
+    server.wait_for(lambda: any(r.get("script") == "MIDSTALL" for r in server.requests()), timeout=60)
     stalled_at = time.monotonic()  # the stream went silent no later than now
     family = tree(proc.pid)
     code, _, err = finish(proc, timeout=STALL + 2 * INTERVAL + 20)

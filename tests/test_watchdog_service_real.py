@@ -73,10 +73,10 @@ def hold_start_lock(env: dict) -> int:
 def test_hung_session_is_found_and_killed_by_the_service(real_claude, offline_env, model_server):
     server, env, proc = stalling_session(offline_env, model_server, real_claude, "kill")
     try:
-        watched = wait_until(lambda: (st := status(env)) and st.get("watcher") == "service" and st, 30,
+        watched = wait_until(lambda: (st := status(env)) and st.get("watcher") == "service" and st, 60,
                              "the service to watch")
         assert watched["pid"] == proc.pid and watched["watcher_pid"] == service_pid(env) != proc.pid
-        server.wait_for(lambda: any(r.get("script") == "HANG" for r in server.requests()), timeout=30)
+        server.wait_for(lambda: any(r.get("script") == "HANG" for r in server.requests()), timeout=60)
         family = tree(proc.pid)
     finally:
         code, _, err = finish(proc, timeout=STALL + 2 * INTERVAL + 30)
@@ -100,7 +100,7 @@ def test_long_tool_within_tool_stall_after_is_not_reported_by_the_service(real_c
     try:
         # The sleep is in flight and the service watches it as a tool.
         wait_until(lambda: (st := status(env)) and st.get("watcher") == "service"
-                   and st.get("base_state") == "tool", 40,
+                   and st.get("base_state") == "tool", 60,
                    "the service to see the tool")
     finally:
         code, out, err = finish(proc, timeout=60)
@@ -113,12 +113,12 @@ def test_service_killed_mid_session_the_launcher_reports_the_stall_once(real_cla
     server, env, proc = stalling_session(offline_env, model_server, real_claude, "kill")
     lock = None
     try:
-        wait_until(lambda: (st := status(env)) and st.get("watcher") == "service", 30, "the service to watch")
+        wait_until(lambda: (st := status(env)) and st.get("watcher") == "service", 60, "the service to watch")
         lock = hold_start_lock(env)  # no new service: the launcher's own monitor must do it
         old = service_pid(env)
         os.kill(old, signal.SIGKILL)
-        server.wait_for(lambda: any(r.get("script") == "HANG" for r in server.requests()), timeout=30)
-        wait_until(lambda: (st := status(env)) and st.get("watcher") == "launcher", 30, "the launcher's monitor")
+        server.wait_for(lambda: any(r.get("script") == "HANG" for r in server.requests()), timeout=60)
+        wait_until(lambda: (st := status(env)) and st.get("watcher") == "launcher", 60, "the launcher's monitor")
     finally:
         code, _, err = finish(proc, timeout=STALL + 2 * INTERVAL + 30)
         if lock is not None:
@@ -142,9 +142,9 @@ def test_each_stall_is_reported_once_across_the_service_s_death(real_claude, off
         assert len(service_reports(env)) == 1
         lock = hold_start_lock(env)
         os.kill(service_pid(env), signal.SIGKILL)
-        wait_until(lambda: (st := status(env)) and st.get("watcher") == "launcher", 30, "the launcher's monitor")
+        wait_until(lambda: (st := status(env)) and st.get("watcher") == "launcher", 60, "the launcher's monitor")
         since = time.time()
-        wait_until(lambda: (s := status(env)) and s.get("updated", 0) >= since + 2 * STALL, 30, "two stall periods")
+        wait_until(lambda: (s := status(env)) and s.get("updated", 0) >= since + 2 * STALL, 60, "two stall periods")
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

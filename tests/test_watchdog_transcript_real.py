@@ -32,7 +32,7 @@ def _stall_of(real_claude, offline_env, server, prompt: str, silent_script: str,
                             env=env, cwd=offline_env.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     server.wait_for(lambda: any(r.get("script") == silent_script and r.get("played") == "stall_after_text"
-                                for r in server.requests()), timeout=40)
+                                for r in server.requests()), timeout=60)
     silent_from = time.monotonic()  # the model's stream went silent no later than now
     code, _, err = finish(proc, timeout=STALL + 30)
     took = time.monotonic() - silent_from

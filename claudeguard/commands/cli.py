@@ -25,8 +25,8 @@ SUMMARIES = {
           "processes too).",
     "explain": "Show the decision the policy gives a call written like a rule, and the rule (file:line) "
                "that decides it.",
-    "config": "Show the effective config with the source of every value, list the files searched, or write a "
-              "starter config.",
+    "config": "Show the effective config with the source of every value, list the files searched, write a "
+              "starter config, or trust (untrust) a project's files.",
     "audit": "Show the decision log; --suggest turns the calls a human answered or that timed out into rules.",
     "doctor": "Check the setup: config, runtime dir (owner, mode), the real CLI and that the injected "
               "flags are accepted; --verify proves the guard on it.",

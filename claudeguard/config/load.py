@@ -76,7 +76,8 @@ class RuleEntry:
 
 class Layer:
     def __init__(self, name: str, path: Path, data: dict[str, object], lines: dict[KeyPath, int],
-                 prefix: KeyPath = (), trusted: bool = False, owner: str = "user") -> None:
+                 prefix: KeyPath = (), trusted: bool = False, owner: str = "user", root: str | None = None) -> None:
+        self.root = root  # anchors its "/p" path rules when not its own directory (a trusted copy)
         self.name = name  # "user", "project", "profile NAME", "CLAUDEGUARD_CONFIG", "--guard-config"
         self.path = path
         self.data = data
@@ -121,13 +122,17 @@ class Config:
         self.untrusted: list[tuple[str, list[str]]] = []
         # (layer, file, owner, content trusted) of every layer read, for `config show` and doctor.
         self.layer_trust: list[tuple[str, str, str, bool]] = []
+        # Project files changed or removed since the user trusted them, whose trusted deny and
+        # ask rules still bind (``_binding_layers``): one line each.
+        self.binding: list[str] = []
 
     def untrusted_notes(self) -> list[str]:
-        """One line per file whose loosening was ignored: what, and the command that trusts it."""
+        """One line per file whose loosening was ignored: what, and the command that trusts it;
+        and one per trusted file that changed or went, whose trusted rules still bind."""
         from claudeguard.config.trust import command_for
 
         return [f"claudeguard: {path}: not trusted, so its loosening is ignored ({'; '.join(what)}); "
-                f"after reviewing it: {command_for(path)}" for path, what in self.untrusted]
+                f"after reviewing it: {command_for(path)}" for path, what in self.untrusted] + self.binding
 
     def get(self, key: str) -> Value:
         """The value of ``section.key`` (its default if no layer set it); the sections' typed
@@ -564,7 +569,8 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
             if lay is not None and lay.owner == "project":
                 lay.content_trusted = records.trusted(str(lay.path))
 
-    for layer in [user, project, *extras]:
+    binding, binding_notes = _binding_layers(cwd, root, [lay for lay in [project, *extras] if lay is not None])
+    for layer in [user, project, *binding, *extras]:
         if layer is not None:
             validate(layer, allow_profiles=True)
             layers.append(layer)
@@ -609,12 +615,16 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
         lockdown=lockdown,
         project_root=root,
     )
-    ordered = [lay for lay in (user, project) if lay is not None] + profile_layers + extras
+    if binding and lockdown.value:
+        raise ConfigError(f"{binding_notes[0].removeprefix('claudeguard: ')}; lockdown ({lockdown.source}) "
+                          f"refuses to start until you trust the new content or revoke the trust")
+    cfg.binding = binding_notes
+    ordered = [lay for lay in (user, project) if lay is not None] + binding + profile_layers + extras
     ignored: dict[str, list[str]] = {}
     for layer in ordered:
-        layer_root = str(layer.path.parent) if layer.name != "user" else str(root)
+        layer_root = layer.root or (str(layer.path.parent) if layer.name != "user" else str(root))
         left_out = _merge(cfg, layer, layer_root, lockdown)
-        if left_out:
+        if left_out and layer not in binding:  # a trusted copy's loosening: cfg.binding says why
             ignored.setdefault(str(layer.path), []).extend(left_out)
         cfg.layer_trust.append((layer.name, str(layer.path), layer.owner, layer.owner != "project"
                                 or layer.content_trusted))
@@ -626,6 +636,60 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
         raise ConfigError(f"{cfg.source('security.sandbox')}: lockdown ({lockdown.source}) needs the sandbox: "
                           f"security.sandbox = \"off\" is refused")
     return cfg
+
+
+def _binding_layers(cwd: Path, root: Path, present: list[Layer]) -> tuple[list[Layer], list[str]]:
+    """The trusted content of the project's config files that changed or were removed since the
+    user trusted them, as layers that only tighten (their deny and ask rules, a tighter mode:
+    merged as untrusted); and one line per file. Who changed the file does not matter (an agent's
+    Write, a git checkout, the user): until the user trusts the new content or revokes the trust
+    (``config untrust``), what they trusted binds. Looked up for every ``.claudeguard.toml`` from
+    the cwd up to the project root, and for the project's own --guard-config files."""
+    from claudeguard.config.trust import key, load as load_trust, trust_path, trusted_copy
+
+    if not os.path.exists(trust_path()):
+        return [], []
+    records = load_trust()
+    if not records.files:
+        return [], []
+    candidates: dict[str, Layer | None] = {}
+    here = os.path.abspath(cwd)
+    top = os.path.abspath(root)
+    while True:
+        candidates.setdefault(key(os.path.join(here, PROJECT_FILE)), None)
+        if here == top or not here.startswith(top.rstrip("/") + "/"):
+            break
+        here = os.path.dirname(here)
+    for present_layer in present:
+        if present_layer.owner == "project":
+            candidates[key(str(present_layer.path))] = present_layer
+    layers: list[Layer] = []
+    notes: list[str] = []
+    for real, lay in candidates.items():
+        sha = records.files.get(real)
+        if sha is None or (lay is not None and lay.content_trusted):
+            continue
+        exists = os.path.exists(real)
+        if exists and lay is None:
+            continue  # not the file that applies here (a nearer one does)
+        how = "changed" if exists else "was removed"
+        text = trusted_copy(sha)
+        if text is None:
+            notes.append(f"claudeguard: {real} {how} since you trusted it, and no copy of the trusted content was "
+                         f"kept: only what it says now applies; review it, then: claudeguardctl config trust {real}")
+            continue
+        copy = Path(os.path.join(os.path.dirname(trust_path()), "trusted", sha))
+        try:
+            data = _loads(text)
+        except ValueError as exc:
+            raise ConfigError(_toml_error(copy, str(exc))) from None
+        from claudeguard.config.lines import locate
+
+        layers.append(Layer(f"trusted {real}", copy, data, locate(text), owner="project",
+                            root=os.path.dirname(real)))
+        notes.append(f"claudeguard: {real} {how} since you trusted it: the deny and ask rules you trusted still "
+                     f"apply ({copy}); after reviewing it: claudeguardctl config trust {real} (or config untrust)")
+    return layers, notes
 
 
 def _inside_project(path: Path, root: Path, cwd: Path) -> bool:

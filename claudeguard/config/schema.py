@@ -74,12 +74,14 @@ if TYPE_CHECKING:
         deny: list[RuleSpec]
         ask: list[RuleSpec]
 
-    class ProtectedSpec(TypedDict):
+    class ProtectedSpec(TypedDict, total=False):
         """The built-in protected paths (``policy.protect``): [path, why] pairs no tool may read
-        or write (``reads``) and no tool may write (``writes``)."""
+        or write (``reads``), no tool may write (``writes``), and the CLI's writing tools write
+        only once a human said yes (``asks``: files the user's editor or tools run later)."""
 
         reads: list[list[str]]
         writes: list[list[str]]
+        asks: list[list[str]]
 
     class PolicySpec(TypedDict, total=False):
         """The JSON-able policy a session's hooks decide by (``Config.policy_spec``, then the

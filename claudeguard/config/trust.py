@@ -3,9 +3,13 @@ the guard, or run as code, only once the user trusted that content.
 
 ``claudeguardctl config trust [FILE]`` records the file's real path and the SHA-256 of its bytes
 in the user's state dir (``trust.json`` in ``config.find.state_dir``: never in a project, and a
-file no tool of a guarded session may write, ``policy.protect``). A changed file is untrusted
-again: its digest no longer matches. A directory (a plugin dir) is trusted by the digest of its
-whole tree: every file's relative path and bytes, every link's target.
+file no tool of a guarded session may write, ``policy.protect``), and keeps a copy of the content
+(``trusted/<sha256>``). A changed file is untrusted again: its digest no longer matches; but the
+deny and ask rules of the content the user trusted keep binding, from the copy, until the user
+trusts the new content or revokes the trust (``config untrust``): an agent that rewrites or
+removes a trusted config does not unmake it for the next run (``config.load``). A directory (a
+plugin dir) is trusted by the digest of its whole tree: every file's relative path and bytes,
+every link's target.
 
 What trust governs: a project ``.claudeguard.toml`` (and a profile or ``CLAUDEGUARD_CONFIG`` /
 ``--guard-config`` file inside the project) may always tighten; its loosening applies only once
@@ -28,6 +32,8 @@ if TYPE_CHECKING:
     from typing import Mapping
 
 TRUST_FILE = "trust.json"
+COPIES_DIR = "trusted"  # the content of each trusted file, by its SHA-256: what keeps binding (load.py)
+MAX_COPY_BYTES = 1 << 20
 FORMAT = 1
 MAX_TREE_FILES = 5000  # a plugin dir with more is not hashed (untrusted: trust it by its files' parent)
 
@@ -142,8 +148,77 @@ def record(paths: list[str], env: Mapping[str, str] | None = None) -> list[tuple
     for real, sha in done:
         files[real] = {"sha256": sha, "trusted": now, "kind": "dir" if os.path.isdir(real) else "file"}
     os.makedirs(os.path.dirname(store), mode=0o700, exist_ok=True)
+    for real, sha in done:
+        _keep_copy(store, real, sha)
     write_atomic(store, json.dumps({"format": FORMAT, "files": files}, indent=1, sort_keys=True), durable=True)
     return done
+
+
+def _keep_copy(store: str, path: str, sha: str) -> None:
+    """Keep the trusted content of a file (a config's rules keep binding from it once the file is
+    changed or removed, config.load); a directory or a file over ``MAX_COPY_BYTES`` is not kept."""
+    from claudeguard.files import write_atomic
+
+    if os.path.isdir(path):
+        return
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_COPY_BYTES + 1)
+    except OSError:
+        return
+    if len(data) > MAX_COPY_BYTES or hashlib.sha256(data).hexdigest() != sha:
+        return  # too big, or changed since it was hashed: nothing kept
+    copies = os.path.join(os.path.dirname(store), COPIES_DIR)
+    os.makedirs(copies, mode=0o700, exist_ok=True)
+    write_atomic(os.path.join(copies, sha), data)
+
+
+def trusted_copy(sha: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The text of the trusted content with this SHA-256, as kept when it was trusted; None when
+    none was kept (a directory, a big file, a record from before copies were kept)."""
+    if not sha or not all(c in "0123456789abcdef" for c in sha):
+        return None
+    path = os.path.join(os.path.dirname(trust_path(env)), COPIES_DIR, sha)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    if hashlib.sha256(data).hexdigest() != sha:
+        return None  # not what was trusted: believe nothing of it
+    return data.decode("utf-8", "replace")
+
+
+def revoke(paths: list[str], env: Mapping[str, str] | None = None) -> list[str]:
+    """Forget the user's trust in each path (``config untrust``): its loosening no longer applies,
+    its code no longer runs, and a changed or removed file's trusted rules no longer bind. The
+    real paths whose record was removed."""
+    from claudeguard.files import write_atomic
+
+    store = trust_path(env)
+    try:
+        with open(store, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return []
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict):
+        return []
+    gone = [key(p) for p in paths if key(p) in files]
+    for real in gone:
+        del files[real]
+    if gone:
+        write_atomic(store, json.dumps({"format": FORMAT, "files": files}, indent=1, sort_keys=True), durable=True)
+    return gone
+
+
+def in_project(root: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """The files and dirs the user trusted that lie inside the project at ``root`` (their real
+    paths, as the records keep them): read-only in the box, and no writing tool's (issue 32)."""
+    if root == "/" or not os.path.exists(trust_path(env)):
+        return []
+    top = os.path.realpath(root)
+    return [p for p in load(env).files if p == top or p.startswith(top.rstrip("/") + "/")]
 
 
 def command_for(path: str) -> str:

@@ -63,10 +63,15 @@ def _quiet_bash(command: object, cwd: str) -> bool:
     split = split_command(command)
     if not split.ok or split.writes or not split.invocations:
         return False
+    from claudeguard.gate.reach import recursive_read, stays_inside
+
     for inv in split.invocations:
         if inv.changes or inv.unknown or not inv.words or inv.words[0] not in QUIET_PROGRAMS:
             return False
-        if any(not word.startswith("-") and not _inside(word, cwd) for word in inv.words[1:]):
+        operands = [word for word in inv.words[1:] if not word.startswith("-")]
+        # Globs expanded, links followed, a recursive read walked (gate/reach.py): the CLI judges
+        # the words as written.
+        if not stays_inside(operands, cwd, recursive=recursive_read(inv.words)):
             return False
     return True
 
@@ -87,7 +92,12 @@ def cli_asks(tool: str, tool_input: dict[str, Any], permission_mode: str | None,
         if tool not in READING_TOOLS:
             return False
         path = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
-        return isinstance(path, str) and bool(path) and not _inside(path, cwd)
+        if not isinstance(path, str) or not path:
+            return False
+        from claudeguard.gate.reach import stays_inside
+
+        # Through a link the repository ships, a path inside reads outside: asked like the direct one.
+        return not stays_inside([path], cwd, recursive=tool in ("Glob", "Grep", "LS"))
     if tool in EDIT_TOOLS and permission_mode == "acceptEdits":
         path = str(tool_input.get("file_path") or tool_input.get("notebook_path") or "")
         return not _inside(path, cwd)

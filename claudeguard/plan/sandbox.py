@@ -309,24 +309,11 @@ def project_root(cwd: str) -> str:
         path = parent
 
 
-def git_dirs(root: str) -> tuple[str | None, str | None]:
-    """(git dir, common dir) of the work tree at ``root``: ``.git`` itself, or for a linked
-    work tree (``.git`` a file: ``gitdir: ...``) its dir and the repository's common dir."""
-    dot = os.path.join(root, ".git")
-    if os.path.isdir(dot) and not os.path.islink(dot):
-        return dot, dot
-    text = _read(dot)
-    if not text or not text.startswith("gitdir:"):
-        return None, None
-    gitdir = os.path.normpath(os.path.join(root, text[len("gitdir:"):].strip()))
-    common = _read(os.path.join(gitdir, "commondir"))
-    return gitdir, os.path.normpath(os.path.join(gitdir, common)) if common else gitdir
-
-
 class Layout:
     """What one session's box binds, in bwrap's order (later mounts cover earlier ones)."""
 
-    __slots__ = ("writable", "read_only", "hidden_dirs", "hidden_files", "network", "unix")
+    __slots__ = ("writable", "read_only", "hidden_dirs", "hidden_files", "network", "unix", "notes",
+                 "must_not_appear")
 
     def __init__(self) -> None:
         self.writable: list[str] = []
@@ -335,9 +322,12 @@ class Layout:
         self.hidden_files: list[str] = []
         self.network = "host"
         self.unix = False
+        self.notes: list[str] = []  # one line each: what of the user's rules the box cannot hold
+        self.must_not_appear: list[str] = []  # code paths a command may not make (removed after it)
 
 
-def layout(cfg: Config, paths: GuardPaths, cwd: str) -> Layout:
+def layout(cfg: Config, paths: GuardPaths, cwd: str, home: str | None = None,
+           env: Mapping[str, str] | None = None) -> Layout:
     """The session's box: writable the project (its git root, and each dir from there down to
     ``cwd``, so none of them can be renamed away), the git dirs, ``allow_write``; read-only the
     project's ``.claude/`` (made when missing: an empty dir git ignores), ``.git/hooks``,
@@ -359,26 +349,30 @@ def layout(cfg: Config, paths: GuardPaths, cwd: str) -> Layout:
                 continue
             step = os.path.join(step, part)
             out.writable.append(step)
+    from claudeguard.plan.code_paths import code_paths, git_dirs
+
     gitdir, common = git_dirs(root)
-    for d in (gitdir, common):
+    for d in dict.fromkeys((gitdir, common)):
         if d and d not in out.writable and os.path.isdir(d):
             out.writable.append(d)
     for entry in settings["allow_write"]:
         path = os.path.abspath(os.path.expanduser(entry))
         if os.path.exists(path) and path not in out.writable:
             out.writable.append(path)
-    # The files the CLI or git run later as code or settings: read-only.
+    # The files git, the editor or the CLI run code from later: read-only where they exist, and
+    # removed after the call where a command made one that must not appear (plan/code_paths.py).
     if common:
-        hooks = os.path.join(common, "hooks")
         try:
-            os.makedirs(hooks, exist_ok=True)
+            os.makedirs(os.path.join(common, "hooks"), exist_ok=True)  # so that it can be bound
         except OSError:
             pass
-        out.read_only += [p for p in (hooks, os.path.join(common, "config")) if os.path.exists(p)]
-    if gitdir and gitdir != common and os.path.exists(os.path.join(gitdir, "config.worktree")):
-        out.read_only.append(os.path.join(gitdir, "config.worktree"))
-    if os.path.isfile(os.path.join(root, ".git")):
-        out.read_only.append(os.path.join(root, ".git"))  # a linked work tree's pointer
+    code = code_paths(root)
+    out.read_only += [p for p in code.existing if p not in out.read_only]
+    # The project files the user trusted (config/trust.py): theirs, not the agent's to rewrite.
+    from claudeguard.config.trust import in_project
+
+    out.read_only += [p for p in in_project(root, env) if os.path.exists(p) and p not in out.read_only]
+    out.must_not_appear = list(code.must_not_appear)
     for d in dict.fromkeys((root, cwd)):
         claude = os.path.join(d, ".claude")
         try:
@@ -412,6 +406,19 @@ def layout(cfg: Config, paths: GuardPaths, cwd: str) -> Layout:
                 first = os.path.join(w, os.path.relpath(g, w).split(os.sep)[0])
                 if first != g and first not in out.read_only and os.path.isdir(first):
                     out.read_only.append(first)
+    # The user's own deny rules (plan/box_rules.py). A path of theirs inside the project moves
+    # with its mount if its directory is renamed, and stays hidden: no directory is made
+    # read-only for it.
+    from claudeguard.plan.box_rules import resolve
+
+    rules = resolve(cfg, cwd, home or os.path.expanduser("~"))
+    out.notes += rules.notes
+    out.read_only += [p for p in rules.read_only if p not in out.read_only]
+    out.hidden_dirs += [d for d in rules.hidden_dirs if d not in out.hidden_dirs]
+    out.hidden_files += [f for f in rules.hidden_files if f not in out.hidden_files]
+    out.hidden_dirs = [d for d in out.hidden_dirs if not any(o != d and _inside(d, o) for o in out.hidden_dirs)]
+    out.hidden_files = [f for f in out.hidden_files if not any(_inside(f, d) for d in out.hidden_dirs)]
+    out.read_only = [r for r in out.read_only if not any(_inside(r, d) for d in out.hidden_dirs)]
     return out
 
 
@@ -461,7 +468,7 @@ def _sh(word: str) -> str:
 
 
 def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: str, framed: bool,
-               own: list[str], session_id: str, rm: str) -> str:
+               own: list[str], session_id: str, rm: str, must_not_appear: list[str] | None = None) -> str:
     """The sh script the CLI runs as its shell prefix: ``box '<command string>'``. Every program
     it runs is named by its absolute path (``rm`` too): a settings ``env`` block may change PATH."""
     q = _sh
@@ -508,7 +515,21 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
         f"case $d in {hidden_cases}|*/../*) ;; /tmp/*) if [ -d \"$d\" ] && [ ! -L \"$d\" ]; then",
         "  set -- \"$@\" --ro-bind \"$d\" \"$d\"; fi ;; esac",
         f"unset {' '.join(SECRET_VARS)}",
-        f"exec {boxed} \"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}",
+    ]
+    if not must_not_appear:
+        lines += [f"exec {boxed} \"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}", ""]
+        return "\n".join(lines)
+    # Files git would run code from that the command may not make (plan/code_paths.py): a mount
+    # point cannot hold a file that does not exist yet, so the box removes what the command made
+    # (its processes are all gone by then: its own pid namespace ended with it).
+    watched = " ".join(q(p) for p in must_not_appear)
+    lines += [
+        f"{boxed} \"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}",
+        "s=$?",
+        f"for p in {watched}; do if [ -e \"$p\" ] || [ -L \"$p\" ]; then {q(rm)} -rf -- \"$p\"; "
+        "printf 'claudeguard: removed %s, which this command made: git would take its config and hooks from "
+        "what it names, outside the sandbox\\n' \"$p\" >&2; fi; done",
+        'exit "$s"',
         "",
     ]
     return "\n".join(lines)
@@ -564,7 +585,7 @@ def prepare(cfg: Config, env: Mapping[str, str], cwd: str, session_dir: str, *, 
             raise UsageError(refusal(cfg, found.reason or "the sandbox cannot run"))
         return Prepared(None, [f"claudeguard: no sandbox for Bash here: {found.reason}; commands run with all of "
                                f"your user's rights ('claudeguardctl doctor' says what stays open)"])
-    box = layout(cfg, paths, cwd)
+    box = layout(cfg, paths, cwd, env.get("HOME"), env)
     private_tmp = os.path.join(session_dir, TMP_DIR)
     os.makedirs(private_tmp, mode=0o700, exist_ok=True)
     hidden = os.path.join(session_dir, HIDDEN_FILE)
@@ -577,10 +598,11 @@ def prepare(cfg: Config, env: Mapping[str, str], cwd: str, session_dir: str, *, 
     script = box_script(bwrap=found.bwrap, args=bwrap_args(box, private_tmp, hidden), seccomp=seccomp,
                         shell=cli_shell(env), unbox=os.path.join(session_dir, UNBOX_DIR),
                         framed=framed_version(cli_version), own=own, session_id=session_id,
-                        rm=find_program("rm", {"PATH": "/usr/bin:/bin"}) or find_program("rm", env) or "/bin/rm")
+                        rm=find_program("rm", {"PATH": "/usr/bin:/bin"}) or find_program("rm", env) or "/bin/rm",
+                        must_not_appear=box.must_not_appear)
     prefix = os.path.join(session_dir, BOX_FILE)
     write_atomic(prefix, script, mode=0o700)
-    notes = []
+    notes = list(box.notes)
     if env.get(PREFIX_VAR):
         notes.append(f"claudeguard: your {PREFIX_VAR} ({env[PREFIX_VAR]}) is replaced by the sandbox's in this "
                      f"session")

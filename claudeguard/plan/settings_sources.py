@@ -484,48 +484,27 @@ SETTINGS_WHY = "a Claude Code settings file the session reads again when it chan
 def protected_spec(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None,
                    cfg: Config | None = None) -> ProtectedSpec:
     """The built-in protected paths of a run (``policy.protect``): the guard's own files
-    (``paths.guard_paths``) and the Claude Code settings files the session re-reads."""
+    (``paths.guard_paths``), the Claude Code settings files the session re-reads, the files git
+    runs code from (``plan.code_paths``) and the project files the user trusted (``config.trust``:
+    what the user trusted is not the agent's to rewrite); asked: the files the user's editor
+    and tools run code from later."""
     from claudeguard.paths import guard_paths
+    from claudeguard.config.trust import in_project
+    from claudeguard.plan.code_paths import code_paths
 
     env = dict(os.environ) if env is None else env
     found = guard_paths(env, cfg)
+    root = repo_root(cwd)
+    code = code_paths(root)
     writes = found.writes() + [(path, SETTINGS_WHY) for path in protected_files(args, cwd, env)]
     writes += [(path, SETTINGS_WHY + " (a worktree's)") for path in worktree_patterns(cwd)]
-    writes += git_code_paths(cwd)
-    return {"reads": [[p, why] for p, why in found.reads()], "writes": [[p, why] for p, why in writes]}
+    writes += code.deny_writes
+    writes += [(path, TRUSTED_WHY) for path in in_project(root, env)]
+    return {"reads": [[p, why] for p, why in found.reads()], "writes": [[p, why] for p, why in writes],
+            "asks": [[p, why] for p, why in code.ask_writes]}
 
 
-def git_code_paths(cwd: str) -> list[tuple[str, str]]:
-    """The checkout's git hooks and config: git runs what they name (hooks, ``core.fsmonitor``,
-    ``core.hooksPath``, aliases) outside any sandbox, in this session or in the user's own shell
-    later."""
-    root = repo_root(cwd)
-    dotgit = os.path.join(root, ".git")
-    gitdir = dotgit
-    if os.path.isfile(dotgit):  # a worktree or submodule: "gitdir: PATH"
-        try:
-            with open(dotgit, encoding="utf-8") as fh:
-                line = fh.readline().strip()
-        except OSError:
-            line = ""
-        if line.startswith("gitdir:"):
-            gitdir = os.path.normpath(os.path.join(root, line.partition(":")[2].strip()))
-    if not os.path.isdir(gitdir):
-        return []
-    why = "git runs the commands it names outside any sandbox"
-    out = [(os.path.join(gitdir, "hooks"), f"the checkout's git hooks: {why}"),
-           (os.path.join(gitdir, "config"), f"the checkout's git config: {why} (core.fsmonitor, core.hooksPath)")]
-    common = os.path.join(gitdir, "commondir")
-    if os.path.isfile(common):
-        try:
-            with open(common, encoding="utf-8") as fh:
-                shared = os.path.normpath(os.path.join(gitdir, fh.read().strip()))
-        except OSError:
-            shared = ""
-        if shared:
-            out += [(os.path.join(shared, "hooks"), f"the repository's git hooks: {why}"),
-                    (os.path.join(shared, "config"), f"the repository's git config: {why}")]
-    return out
+TRUSTED_WHY = "a file you trusted (claudeguardctl config trust): its content binds until you trust a change"
 
 
 def protected_rules(args: ClaudeArgs, cfg: Config, cwd: str) -> list[str]:

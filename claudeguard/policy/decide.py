@@ -96,7 +96,8 @@ class Policy:
         # The built-in protected-paths rule (policy.protect): the spec's lists, and another
         # process's environment, always.
         base = protected or Protected()
-        self.protected = Protected([*base.reads, (ENVIRON, "another process's environment")], base.writes)
+        self.protected = Protected([*base.reads, (ENVIRON, "another process's environment")], base.writes,
+                                   base.asks)
 
     def __repr__(self) -> str:
         return (f"Policy(allow={len(self.allow)}, deny={len(self.deny)}, ask={len(self.ask)}, "
@@ -213,9 +214,10 @@ def decide(policy: Policy, tool: str, tool_input: dict[str, Any], *, agent_type:
                               protected=protected, guard_reads=reads, guard_writes=writes)
         if verdict.decision == "deny":
             return _with_why(verdict, prot)
-    else:
+    built_in = None
+    if not is_bash_like(tool, tool_input):
         built_in = check_tool(prot, tool, tool_input, cwd=cwd, home=home)
-        if built_in is not None:
+        if built_in is not None and built_in.decision == "deny":
             return built_in
 
     for sr in deny:
@@ -228,6 +230,8 @@ def decide(policy: Policy, tool: str, tool_input: dict[str, Any], *, agent_type:
     if read_only and tool in EDIT_TOOLS:
         return Decision("deny", f"claudeguard: {agent_type} agents are read-only and may not use {tool} "
                         f"({READ_ONLY_SOURCE}).", rule=tool, source=READ_ONLY_SOURCE)
+    if built_in is not None:
+        return built_in  # the built-in ask (a code path): after every deny, before any allow
     for sr in ask:
         if _matches(sr, tool, tool_input, cwd, home, broad=True):
             return Decision("ask", f"claudeguard: {tool} needs a human decision by {_where(sr.rule.text, sr.source)}.",

@@ -14,7 +14,8 @@ from __future__ import annotations
 import posixpath
 import re
 
-__all__ = ["normalize_path", "path_rule_matches", "glob_static_prefix", "escape_path"]
+__all__ = ["normalize_path", "path_rule_matches", "glob_static_prefix", "escape_path", "split_spec",
+           "compile_pattern"]
 
 _GLOB_CHARS = "*?["
 
@@ -31,7 +32,7 @@ def normalize_path(path: str, *, cwd: str, home: str) -> str:
     return path
 
 
-def _split_spec(spec: str, *, cwd: str, home: str, root: str) -> tuple[str, str, bool]:
+def split_spec(spec: str, *, cwd: str, home: str, root: str) -> tuple[str, str, bool]:
     """(base directory, pattern relative to it, anchored?) for a rule specifier."""
     if spec.startswith("//"):
         base, pat, anchored = "/", spec[2:], True
@@ -62,7 +63,9 @@ def _split_spec(spec: str, *, cwd: str, home: str, root: str) -> tuple[str, str,
 _REGEX_CACHE: dict[tuple[str, bool], re.Pattern[str]] = {}
 
 
-def _compile(pat: str, anchored: bool) -> re.Pattern[str]:
+def compile_pattern(pat: str, anchored: bool) -> re.Pattern[str]:
+    """The regular expression of a rule's pattern (``split_spec``), matched against a path relative
+    to the rule's base; a directory that matches covers everything below it."""
     key = (pat, anchored)
     rx = _REGEX_CACHE.get(key)
     if rx is not None:
@@ -124,7 +127,7 @@ def path_rule_matches(spec: str, path: str, *, cwd: str, home: str, root: str) -
         return True
     cwd = normalize_path(cwd, cwd="/", home=home)
     target = normalize_path(path, cwd=cwd, home=home)
-    base, pat, anchored = _split_spec(spec, cwd=cwd, home=home, root=root)
+    base, pat, anchored = split_spec(spec, cwd=cwd, home=home, root=root)
     if target == base:
         rel = ""
     elif base == "/":
@@ -133,7 +136,7 @@ def path_rule_matches(spec: str, path: str, *, cwd: str, home: str, root: str) -
         rel = target[len(base) + 1:]
     else:
         return False
-    rx = _compile(pat, anchored)
+    rx = compile_pattern(pat, anchored)
     if rx.fullmatch(rel):
         return True
     # A pattern that matches a directory covers everything below it.

@@ -11,7 +11,9 @@ mode; ``explain`` shows it with its reason.
   (``file_path``, ``notebook_path``, ``path``, ``filePath``, Glob's pattern) reads it: denied
   inside a ``reads`` entry; a recursive reader (Grep, and any tool but Read, NotebookRead, Glob and
   LS, which read one file or list names) also when the entry is inside the path it searches.
-- **Writing tools** (Write, Edit, MultiEdit, NotebookEdit): denied inside either list.
+- **Writing tools** (Write, Edit, MultiEdit, NotebookEdit): denied inside either list; asked
+  inside an ``asks`` entry (a file the user's editor, git or Claude Code runs code from later,
+  ``plan.code_paths``: a human says whether the agent may write it).
 - **Bash-like tools** (any tool whose input has a ``command`` string: Bash, Monitor): what the
   parser sees the command read or write (``policy.bash.judge``: ``reads`` entries read or
   written, ``writes`` entries written, moved or removed, links followed).
@@ -39,22 +41,24 @@ ENVIRON = "/proc/*/environ"  # another process's environment: never the tools' t
 
 
 class Protected:
-    """The two lists (a plain class: the hook builds one per call)."""
+    """The three lists (a plain class: the hook builds one per call)."""
 
-    __slots__ = ("reads", "writes")
+    __slots__ = ("reads", "writes", "asks")
 
-    def __init__(self, reads: Sequence[tuple[str, str]] = (), writes: Sequence[tuple[str, str]] = ()) -> None:
+    def __init__(self, reads: Sequence[tuple[str, str]] = (), writes: Sequence[tuple[str, str]] = (),
+                 asks: Sequence[tuple[str, str]] = ()) -> None:
         self.reads = [(p, why) for p, why in reads if p]
         self.writes = [(p, why) for p, why in writes if p]
+        self.asks = [(p, why) for p, why in asks if p]
 
     def __bool__(self) -> bool:
-        return bool(self.reads or self.writes)
+        return bool(self.reads or self.writes or self.asks)
 
     def __repr__(self) -> str:
-        return f"Protected(reads={self.reads!r}, writes={self.writes!r})"
+        return f"Protected(reads={self.reads!r}, writes={self.writes!r}, asks={self.asks!r})"
 
     def why(self, path: str) -> str:
-        for p, why in self.reads + self.writes:
+        for p, why in self.reads + self.writes + self.asks:
             if p == path:
                 return why
         return "a file the guard protects"
@@ -73,18 +77,21 @@ def from_spec(spec: object) -> Protected:
                 out.append((item[0], item[1]))
         return out
 
-    return Protected(pairs(spec.get("reads")), pairs(spec.get("writes")))
+    return Protected(pairs(spec.get("reads")), pairs(spec.get("writes")), pairs(spec.get("asks")))
 
 
 def merged(*lists: Protected) -> Protected:
     reads: dict[str, str] = {}
     writes: dict[str, str] = {}
+    asks: dict[str, str] = {}
     for prot in lists:
         for p, why in prot.reads:
             reads.setdefault(p, why)
         for p, why in prot.writes:
             writes.setdefault(p, why)
-    return Protected(list(reads.items()), list(writes.items()))
+        for p, why in prot.asks:
+            asks.setdefault(p, why)
+    return Protected(list(reads.items()), list(writes.items()), list(asks.items()))
 
 
 def real(path: str) -> str:
@@ -166,4 +173,10 @@ def check_tool(prot: Protected, tool: str, tool_input: Mapping[str, Any], *, cwd
             reason = (f"claudeguard: {tool} {verb} {where}: {prot.why(entry)}, which no tool may {kind} "
                       f"({SOURCE}).")
             return Decision("deny", reason, rule=f"protected path {entry}", source=SOURCE)
+    if writing:
+        for path in tool_paths(tool, tool_input, cwd, home):
+            entry = hit(path, prot.asks)
+            if entry is not None:
+                reason = (f"claudeguard: {tool} writes {path}: {prot.why(entry)}; a human decides ({SOURCE}).")
+                return Decision("ask", reason, rule=f"code path {entry}", source=SOURCE)
     return None

@@ -1279,6 +1279,12 @@ class _Walker:
                     self._unknown_at(None, f"puts its input into a shell script: xargs {replace}", argv, writes,
                                      reads, ctx, outer)
                     return None
+        if replace is not None and any(replace in w.value for w in inner[1:]):
+            # What xargs puts in place of the string is its input, known only at run time: the
+            # words that hold it are read as computed ones (a wrapper between xargs and a shell,
+            # `xargs -I{} env sh -c '{}'`, hid a script made of the input).
+            argv = argv[:at] + [inner[0]] + [_Word(w.value, w.src, False, w.glob, w.brace, w.quoted, w.node)
+                                             if replace in w.value else w for w in inner[1:]]
         first = len(self.out.invocations)
         self.run(argv, at, ctx, ("data", "xargs"), writes, reads, outer, level)
         if replace is None and first < len(self.out.invocations):

@@ -1,0 +1,129 @@
+"""The files git, the user's editor and Claude Code run code from later, in a project (issue 32).
+
+An agent that writes one of these runs code outside any sandbox, after the session: git runs
+``core.fsmonitor``, ``core.hooksPath``, aliases and hooks from its config files, reads a git dir's
+``commondir`` to find which config and hooks those are, and a submodule's ``update = !cmd`` from
+``.gitmodules``; an editor runs tasks and terminal settings from ``.vscode/`` and ``.idea/``;
+Claude Code runs ``.mcp.json`` servers and ``.claude/`` commands and agents. The list follows
+Anthropic's sandbox-runtime's mandatory one (``.gitconfig``, ``.gitmodules``, the shell start
+files, ``.ripgreprc``, ``.mcp.json``, ``.vscode/``, ``.idea/``, ``.claude/commands``,
+``.claude/agents``, ``.git/hooks``, ``.git/config``, ``commondir``, ``config.worktree``, linked
+worktrees' and every submodule's git dir), found wherever git looks:
+
+- ``git_dirs``: the work tree's git dir and common dir, through a ``.git`` file (a linked work
+  tree, a submodule) and through a ``commondir`` file in either;
+- ``code_paths``: what of them exists (the box makes it read-only), what must not appear (a
+  ``commondir`` or ``config.worktree`` in a git dir that has none: the box removes one a command
+  made, plan/sandbox.py), what the CLI's writing tools are denied (the git dirs' code files) and
+  what they are asked about (the editor's and the CLI's own, ``policy.protect``).
+
+What it cannot cover, said in the README: a nested repository the agent makes and registers as
+a submodule (its config lives in the work tree), and the project's own scripts (``Makefile``,
+``package.json``) that the user runs later.
+
+In the paths layer with ``plan/sandbox.py``; the standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+
+WHY_GIT = "git runs the commands it names outside any sandbox (core.fsmonitor, core.hooksPath, aliases, hooks)"
+WHY_GITDIR = "git reads its config and hooks from the directory it names"
+WHY_EDITOR = "your editor or Claude Code runs what it names later, outside any sandbox"
+# In a git dir: files whose content is code or says where code is.
+GITDIR_CODE = ("config", "hooks", "commondir", "config.worktree")
+# New in a git dir that has none: never made by an ordinary git command in a work tree.
+GITDIR_MUST_NOT_APPEAR = ("commondir", "config.worktree")
+# In the work tree: the editor's, git's and the CLI's files (the CLI's settings files are the
+# guard's own protected paths already).
+WORK_TREE_CODE = (".gitmodules", ".gitconfig", ".vscode", ".idea", ".ripgreprc", ".mcp.json",
+                  os.path.join(".claude", "commands"), os.path.join(".claude", "agents"),
+                  ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile")
+
+
+def _read_line(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.readline().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def git_dirs(root: str) -> tuple[str | None, str | None]:
+    """(git dir, common dir) of the work tree at ``root``: ``.git`` itself or, for a ``.git``
+    file (``gitdir: ...``), the dir it names; the common dir is what that dir's ``commondir``
+    names, else the git dir."""
+    dot = os.path.join(root, ".git")
+    if os.path.isdir(dot) and not os.path.islink(dot):
+        gitdir = dot
+    else:
+        line = _read_line(dot)
+        if not line or not line.startswith("gitdir:"):
+            return None, None
+        gitdir = os.path.normpath(os.path.join(root, line[len("gitdir:"):].strip()))
+    common = _read_line(os.path.join(gitdir, "commondir"))
+    return gitdir, os.path.normpath(os.path.join(gitdir, common)) if common else gitdir
+
+
+def _sub_git_dirs(base: str, limit: int = 200) -> list[str]:
+    """The submodules' git dirs below a git dir (``modules/<name>/``, nested), and the linked
+    work trees' (``worktrees/<name>/``): at most ``limit``."""
+    out: list[str] = []
+    todo = [base]
+    while todo and len(out) < limit:
+        here = todo.pop()
+        for kind in ("modules", "worktrees"):
+            top = os.path.join(here, kind)
+            try:
+                names = sorted(os.listdir(top))
+            except OSError:
+                continue
+            for name in names:
+                path = os.path.join(top, name)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    out.append(path)
+                    if os.path.exists(os.path.join(path, "HEAD")) or kind == "modules":
+                        todo.append(path)  # a submodule's own submodules
+    return out[:limit]
+
+
+class CodePaths:
+    """What of a project's code paths exists and what must not appear (absolute paths)."""
+
+    __slots__ = ("existing", "must_not_appear", "deny_writes", "ask_writes")
+
+    def __init__(self) -> None:
+        self.existing: list[str] = []  # read-only in the box
+        self.must_not_appear: list[str] = []  # removed by the box when a command makes one
+        self.deny_writes: list[tuple[str, str]] = []  # (path, why): the CLI's writing tools are denied
+        self.ask_writes: list[tuple[str, str]] = []  # (path, why): the CLI's writing tools ask first
+
+
+def code_paths(root: str) -> CodePaths:
+    """The code paths of the work tree at ``root`` (``plan.sandbox.project_root``)."""
+    out = CodePaths()
+    gitdir, common = git_dirs(root)
+    dirs = [d for d in dict.fromkeys((gitdir, common)) if d]
+    for d in list(dirs):
+        dirs += [s for s in _sub_git_dirs(d) if s not in dirs]
+    for d in dirs:
+        for name in GITDIR_CODE:
+            path = os.path.join(d, name)
+            out.deny_writes.append((path, f"{WHY_GITDIR if name == 'commondir' else WHY_GIT}"))
+            if os.path.lexists(path):
+                out.existing.append(path)
+            elif name in GITDIR_MUST_NOT_APPEAR:
+                out.must_not_appear.append(path)
+        for kind in ("modules", "worktrees"):
+            out.deny_writes.append((os.path.join(d, kind), "a submodule's or a linked work tree's git dir: "
+                                                          + WHY_GIT))
+    if os.path.isfile(os.path.join(root, ".git")):
+        out.existing.append(os.path.join(root, ".git"))  # a linked work tree's or submodule's pointer
+        out.deny_writes.append((os.path.join(root, ".git"), WHY_GITDIR))
+    for name in WORK_TREE_CODE:
+        path = os.path.join(root, name)
+        out.ask_writes.append((path, WHY_EDITOR))
+        if os.path.lexists(path):
+            out.existing.append(path)
+    return out
