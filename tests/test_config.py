@@ -146,7 +146,12 @@ def test_lockdown_refuses_project_dropping_denies_and_bypass_mode(env, tmp_path)
     proj.write_text('[permissions]\nmode = "bypassPermissions"\n')
     with pytest.raises(ConfigError, match=r":2: lockdown"):
         load_config(project)
-    proj.unlink()
+    proj.unlink()  # a trusted file gone: its rules bind, and lockdown refuses until the trust is revoked
+    with pytest.raises(ConfigError, match="was removed since you trusted it"):
+        load_config(project)
+    from claudeguard.config.trust import revoke
+
+    assert revoke([str(proj)]) == [str(proj.resolve())]
     extra = tmp_path / "loosen.toml"
     extra.write_text("[security]\ndisable_bypass_permissions = false\n")
     with pytest.raises(ConfigError, match="may not be turned off"):

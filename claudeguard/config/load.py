@@ -78,6 +78,7 @@ class Layer:
     def __init__(self, name: str, path: Path, data: dict[str, object], lines: dict[KeyPath, int],
                  prefix: KeyPath = (), trusted: bool = False, owner: str = "user", root: str | None = None) -> None:
         self.root = root  # anchors its "/p" path rules when not its own directory (a trusted copy)
+        self.binding = False  # a trusted copy of a file that changed or went: it only tightens
         self.name = name  # "user", "project", "profile NAME", "CLAUDEGUARD_CONFIG", "--guard-config"
         self.path = path
         self.data = data
@@ -438,6 +439,9 @@ class _Gate:
         layer = self.layer
         if layer.owner == "user":
             return True
+        if layer.binding:  # what the user trusted binds; its loosening went with the change
+            self.ignored.append(what)
+            return False
         if self.lockdown.value:
             raise ConfigError(f"{layer.where(keypath, value, index)}: {what} loosens the guard: refused by lockdown "
                               f"({self.lockdown.source}; only the user's own config file may loosen)")
@@ -495,7 +499,7 @@ def _merge(cfg: Config, layer: Layer, root: str, lockdown: Sourced) -> list[str]
             if key.type == "rules" or name == "replace":
                 continue
             dotted = f"{section}.{name}"
-            if lockdown.value and dotted == "permissions.mode" and value == "bypassPermissions":
+            if lockdown.value and dotted == "permissions.mode" and value == "bypassPermissions" and not layer.binding:
                 raise ConfigError(f"{layer.where((section, name))}: lockdown: permissions.mode = "
                                   f"\"bypassPermissions\" is refused")
             if dotted == "security.disable_bypass_permissions":
@@ -615,9 +619,6 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
         lockdown=lockdown,
         project_root=root,
     )
-    if binding and lockdown.value:
-        raise ConfigError(f"{binding_notes[0].removeprefix('claudeguard: ')}; lockdown ({lockdown.source}) "
-                          f"refuses to start until you trust the new content or revoke the trust")
     cfg.binding = binding_notes
     ordered = [lay for lay in (user, project) if lay is not None] + binding + profile_layers + extras
     ignored: dict[str, list[str]] = {}
@@ -629,6 +630,9 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
         cfg.layer_trust.append((layer.name, str(layer.path), layer.owner, layer.owner != "project"
                                 or layer.content_trusted))
     cfg.untrusted = list(ignored.items())
+    if binding and lockdown.value:  # after the layers' own refusals, which name a line
+        raise ConfigError(f"{binding_notes[0].removeprefix('claudeguard: ')}; lockdown ({lockdown.source}) "
+                          f"refuses to start until you trust the new content or revoke the trust")
     for key, value in overrides.values.items():
         cfg.values[key] = value
     cfg.values["security.disable_bypass_permissions"] = lockdown
@@ -685,8 +689,9 @@ def _binding_layers(cwd: Path, root: Path, present: list[Layer]) -> tuple[list[L
             raise ConfigError(_toml_error(copy, str(exc))) from None
         from claudeguard.config.lines import locate
 
-        layers.append(Layer(f"trusted {real}", copy, data, locate(text), owner="project",
-                            root=os.path.dirname(real)))
+        bound = Layer(f"trusted {real}", copy, data, locate(text), owner="project", root=os.path.dirname(real))
+        bound.binding = True
+        layers.append(bound)
         notes.append(f"claudeguard: {real} {how} since you trusted it: the deny and ask rules you trusted still "
                      f"apply ({copy}); after reviewing it: claudeguardctl config trust {real} (or config untrust)")
     return layers, notes
