@@ -6,7 +6,8 @@ For each load N, N busy processes run beside the measurement (``testing/load.py`
 child below gets a Monitor as shipped (1 s samples) with ``stall_after`` seconds:
 
 - working children, which must never be reported: a busy loop, the same at nice 10 (it gets a
-  few hundredths of a CPU at load 8), and a process that works in bursts of 50 ms every 400 ms;
+  few hundredths of a CPU at load 8), and a process that works in bursts (50 ms of CPU, then
+  200 ms asleep: a fifth of a CPU on a quiet machine, a lint or a test runner between files);
 - hung children, which must be reported once, within a few seconds of the threshold: a
   sleeping process, and a node process with a 20 ms timer (a hung CLI's event loop still wakes
   up; at load 8 its wake-ups wait on the run queue).
@@ -35,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 from claudeguard.testing.load import BUSY, cpu_hog  # noqa: E402 - after the sys.path set-up above
 from claudeguard.watchdog.monitor import Monitor, WatchConfig  # noqa: E402 - after the sys.path set-up above
 
-BURSTS = [sys.executable, "-c", "import time\nwhile True:\n    t = time.perf_counter()\n"
-          "    while time.perf_counter() - t < 0.05: pass\n    time.sleep(0.4)\n"]
+BURSTS = [sys.executable, "-c", "import time\nwhile True:\n    t = time.process_time()\n"
+          "    while time.process_time() - t < 0.05: pass\n    time.sleep(0.2)\n"]
 SLEEPER = ["sleep", "3600"]
 NODE_TIMER = ["node", "-e", "setInterval(() => {}, 20)"]
 WORKING = {"busy": BUSY, "busy-nice10": ["nice", "-n", "10", *BUSY], "bursts": BURSTS}

@@ -26,12 +26,13 @@ outside (0-50 ms CPU per 2 s with ~100 ms spikes, ~100 bytes of io drift per 2 s
   or a tool reading a file moves far more, the CLI's timers far less.
 
 CPU time alone cannot tell a hung process from a starved one: on a machine at load 8 on 2 cores a
-busy loop gets about 0.2 s of CPU a second, and under more load less than any floor. So a process
-whose main thread was runnable (on a CPU, or on a run queue waiting for one: ``/proc/PID/schedstat``)
-for at least half of the window wants the CPU and is working, whatever it got: that is progress
-too ("waiting for a CPU"), never a stall. A sleeping process is runnable only for its wake-ups:
-an idle CLI with a 20 ms timer was runnable 4-12 % of each second at load 8 (bench/RESULTS.md,
-"The watchdog under load"), a hung one less.
+busy loop gets about 0.2 s of CPU a second, at nice 10 a few hundredths, under any floor. So a
+process whose main thread was runnable (on a CPU, or on a run queue waiting for one:
+``/proc/PID/schedstat``) for longer than the CLI's CPU floor wants the CPU and is working,
+whatever it got: that is progress too ("waiting for a CPU"), never a stall. A sleeping process is
+runnable only for its wake-ups: the real CLI waiting on a silent stream was runnable 0.5-1.5 % of
+each second at load 0 to 16, a node process with a 20 ms timer 1-6 % (bench/RESULTS.md, "The
+watchdog under load").
 """
 
 from __future__ import annotations
@@ -134,8 +135,10 @@ class Limits:
 
     def runnable_floor(self, dt: float) -> float:
         """Seconds of a window of ``dt`` a process must have been runnable (running or waiting for
-        a CPU) to count as wanting the CPU."""
-        return 0.5 * dt
+        a CPU) to count as wanting the CPU: the CLI's CPU floor. On a quiet machine that is its
+        CPU; on a loaded one the time it waited for a CPU counts too (an idle CLI, waiting on a
+        silent stream, was runnable 0.5-1.5 % of each second at load 0 to 16: bench/RESULTS.md)."""
+        return self.root_cpu_floor(dt)
 
 
 @dataclass

@@ -12,7 +12,8 @@ whole life of the process (a CLI that worked for ten minutes and then hung is a 
   last message is a tool call (not a subagent) that has no result yet;
 - **a short window**: two samples of the CLI's process tree ``window_s`` apart; CPU of the CLI,
   of its tools and io above the watchdog's noise floors (``state.Limits``) is progress, and so is
-  a process runnable for half the window (it wants the CPU a loaded machine does not give it);
+  a process runnable for longer than the CPU floor (it wants the CPU a loaded machine does not
+  give it);
 - **a terminal**: a CLI with a terminal and no ``-p`` may be waiting for its user; it is listed
   but never flagged.
 
