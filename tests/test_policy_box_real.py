@@ -111,7 +111,7 @@ def test_what_the_policy_denies_no_spelling_reaches(real_claude, offline_env, mo
                           stdin=subprocess.DEVNULL)
     results = server.tool_results()
     assert len(results) == len(calls), (proc.returncode, proc.stderr[-2000:])
-    by_call = {json.dumps(c["input"]): r["content"] for c, r in zip(calls, results)}
+    by_call = {json.dumps(c["input"]): r["content"] for c, r in zip(calls, results, strict=True)}
     leaked = [k for k, said in by_call.items() if "s3cret" in said]
     # the user's next git status in the checkout, and what the agent planted
     subprocess.run(["git", "status"], cwd=work, capture_output=True, timeout=60)
