@@ -197,3 +197,90 @@ def test_the_agent_cannot_unmake_a_trusted_config_for_the_next_run(real_claude, 
                             f"rules you trusted still apply (") == 1, nxt.stderr
     [last] = [r for r in server.tool_results() if r["script"] == "NEXT"]
     assert "denied by Bash(touch *)" in last["content"], last["content"]
+
+
+# --- class 5: no window between the hook's check and the CLI's write ---------------------------------
+
+SWAPPER = """\
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+os.makedirs("d/sub", exist_ok=True)
+if not os.path.lexists("l"):
+    os.symlink(sys.argv[1], "l")
+open("swapping", "w").close()
+end = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:  # d and l change places, atomically, as fast as the machine lets it
+    libc.renameat2(-100, b"d", -100, b"l", 2)
+"""
+
+
+def _swap_session(real_claude, offline_env, model_server, tmp_path, boxed: bool, tag: str) -> tuple[list, list]:
+    """One session: a background command swaps ``d`` (a dir of the project) and ``l`` (a link to
+    ``victim``, outside) while the model writes into ``d/sub``: (the Write results, what landed in
+    victim's ``sub``)."""
+    import psutil
+
+    work = offline_env.cwd
+    victim = tmp_path / f"victim-{tag}"  # stands for the home the link would lead to
+    (victim / "sub").mkdir(parents=True)
+    for name in ("d", "l", "swapping"):
+        path = work / name
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path)
+    (work / "swap.py").write_text(SWAPPER)
+    # Into a dir below the swapped one: its parent is no link when the CLI looks (2.1.330 refuses
+    # a write whose own parent is one).
+    writes = [{"name": "Write", "input": {"file_path": str(work / "d" / "sub" / f"w{i}.txt"), "content": "x\n"}}
+              for i in range(16)]
+    start = {"name": "Bash", "input": {"command": f"python3 swap.py {victim} 15", "run_in_background": True,
+                                       "description": "swap"}}
+    wait = {"name": "Bash", "input": {"command": "sleep 1; ls swapping", "description": "wait"}}
+    server = model_server([{"match": "SWAP", "turns": [{"tool_use": start}, {"tool_use": wait},
+                                                       *({"tool_use": w} for w in writes), {"text": "fin"}]}])
+    env = guarded_env(offline_env.use(server), real_claude)
+    # The control is the guard without its box (and so without the pause): 2.1.330 alone refuses
+    # most such writes ("its parent-directory symlink resolution changed after permission was
+    # checked"), but not one its hook allowed.
+    write_user_config(env, '[permissions]\nmode = "acceptEdits"\nallow = ["Bash(python3 *)", "Bash(sleep *)"]\n\n'
+                           '[approval]\ntimeout = 1\n' + ("" if boxed else '\n[security]\nsandbox = "off"\n'))
+    mark_verified(env, real_claude)
+    argv = GUARD + ["-p", "SWAP go"]
+    try:
+        proc = subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True, timeout=240,
+                              stdin=subprocess.DEVNULL)
+    finally:
+        for p in psutil.process_iter(["cmdline"]):  # the swapper, should the CLI have left it running
+            line = " ".join(p.info["cmdline"] or [])
+            if "swap.py" in line and str(victim) in line:
+                p.kill()
+    results = [r for r in server.tool_results() if r["tool"] == "Write"]
+    assert len(results) == len(writes), proc.stderr[-2000:]
+    return results, sorted(p.name for p in (victim / "sub").iterdir())
+
+
+CHANGED_UNDER = "symlink resolution changed after permission was checked"  # 2.1.330's own late check
+
+
+def test_a_swap_between_the_check_and_the_write_lands_outside_without_the_box(real_claude, offline_env,
+                                                                             model_server, tmp_path):
+    # The control, a race: a few sessions at most until one Write goes through the link, or the
+    # CLI itself sees the link change between its check and its write (2.1.330 refuses such a
+    # write; 2.1.197 writes through it).
+    seen = []
+    for attempt in range(3):
+        results, landed = _swap_session(real_claude, offline_env, model_server, tmp_path, False, str(attempt))
+        seen = landed + [r["content"][:80] for r in results if CHANGED_UNDER in r["content"]]
+        if seen:
+            break
+    assert seen, "no Write of three sessions met a swapped link"
+
+
+def test_a_swap_between_the_check_and_the_write_lands_nothing_outside_in_the_box(real_claude, offline_env,
+                                                                                   model_server, tmp_path):
+    results, landed = _swap_session(real_claude, offline_env, model_server, tmp_path, True, "guarded")
+    assert landed == [], landed
+    # the boxes held still from the check to the write: the CLI never saw the path change
+    assert not [r["content"] for r in results if CHANGED_UNDER in r["content"]]
+    assert sum(not r["is_error"] for r in results) >= 1  # and writes into the project went on

@@ -110,6 +110,10 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
     tool_use_id = event.get("tool_use_id")
 
     if name in ("PostToolUse", "PostToolUseFailure"):
+        if session.dir is not None and tool_use_id:
+            from claudeguard.gate.freeze import resume
+
+            resume(session.dir, tool_use_id)  # the call is over: its pause ends (gate/freeze.py)
         forget_call(session, tool_use_id)
         record_event(session, "tool-end", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id,
                      failed=name != "PostToolUse")
@@ -146,11 +150,27 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
             # For our prompt tool, whose arguments name the call but not the agent. A -p run that
             # asks through the PermissionRequest hook (whose event names the agent) never reads it.
             remember_call(session, tool_use_id or "", {"agent_type": agent_type, "agent_id": agent_id, "tool": tool})
+        paused = pause_for(session, tool, tool_use_id or "")  # before anything looks at a path
         undecided, keyboard = pre_tool_route(session, tool, tool_input, agent_type, event.get("permission_mode"), cwd)
+        if paused > 0 and not runs_at_once(session, tool, tool_input, agent_type, cwd, event.get("permission_mode"),
+                                           undecided):
+            # A human decides (or a deny): the boxes go on meanwhile; a write a human lets run
+            # is not held still (README, "The sandbox").
+            from claudeguard.gate.freeze import resume
+
+            resume(session.dir or "", tool_use_id or "")
+            paused = 0
+        if paused < 0:
+            return deny_output(name, "claudeguard: the session's background commands could not be paused while "
+                                     f"the guard checks this {tool} call's path; denied (gate/freeze.py)")
         verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
                               cwd=cwd, via="hook", undecided=undecided, tool_use_id=tool_use_id,
                               still_wanted=client_alive, permission_mode=event.get("permission_mode"),
                               keyboard=keyboard)
+        if paused and verdict.decision not in ("allow", "leave") and session.dir is not None:
+            from claudeguard.gate.freeze import resume
+
+            resume(session.dir, tool_use_id or "")  # not run now: nothing to hold still for
         if verdict.decision == "prompt":
             return pre_tool_use_output(verdict)  # the CLI's own asker asks (its dialog: keyboard first)
         if verdict.decision in SILENT:
@@ -212,6 +232,40 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
                           still_wanted=client_alive, permission_mode=event.get("permission_mode"), held=held)
     # None for "keyboard": the person at the keyboard answered; the CLI has moved on
     return permission_request_output(verdict, allowed_input(session, tool, tool_input, verdict) or tool_input)
+
+
+def pause_for(session: Session, tool: str, call: str) -> int:
+    """Before a file tool's call is looked at: stop the session's boxes, so that no command of the
+    agent's changes its path between the check and the CLI's use (gate/freeze.py); the number
+    stopped (0: no box, nothing running in one, not a file tool), -1 when they could not be seen
+    stopped. Another tool's call lets go what earlier calls paused."""
+    if session.dir is None:
+        return 0
+    from claudeguard.gate import freeze
+
+    if tool not in freeze.FILE_TOOLS:
+        if os.path.isdir(os.path.join(session.dir, freeze.PAUSED_DIR)):
+            freeze.resume_others(session.dir)
+        return 0
+    from claudeguard.plan.sandbox import session_box
+
+    if session_box(session.dir) is None:
+        return 0
+    return freeze.pause(session.dir, call)
+
+
+def runs_at_once(session: Session, tool: str, tool_input: dict[str, Any], agent_type: str | None, cwd: str,
+                 permission_mode: str | None, undecided: str) -> bool:
+    """Will this call run without waiting for a human: the policy or the mode allows it, or the
+    CLI decides it alone (a read inside the folder)? Then its pause lasts until it ended."""
+    from claudeguard.gate.decide import policy_decision
+    from claudeguard.gate.modes import effective_mode, mode_allows
+
+    mode = effective_mode(session, permission_mode, agent_type)
+    quick = policy_decision(session, tool, tool_input, agent_type, cwd, mode)
+    if quick.decision == "none":
+        quick = mode_allows(session, tool, tool_input, mode, cwd) or quick
+    return quick.decision == "allow" or (quick.decision == "none" and undecided == "leave")
 
 
 def pre_tool_route(session: Session, tool: str, tool_input: dict[str, Any], agent_type: str | None,

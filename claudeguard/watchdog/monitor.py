@@ -223,7 +223,16 @@ class Inputs:
     def sample(self, tr: Tracker) -> StallVerdict:
         """Everything since the last sample into ``tr``, then a sample of the tree: the verdict."""
         self.drain(tr)
+        self._end_pauses(tr)
         return tr.sample(self.sampler.sample())
+
+    def _end_pauses(self, tr: Tracker) -> None:
+        """The session's boxes stopped for a file tool's call go on once the call has ended (as
+        the hooks' events and the transcript show it) or waited too long (gate/freeze.py)."""
+        from claudeguard.gate.freeze import PAUSED_DIR, resume_others
+
+        if os.path.isdir(os.path.join(self.session_dir, PAUSED_DIR)):
+            resume_others(str(self.session_dir), expired_only=True, in_flight=set(tr.calls))
 
     def drain(self, tr: Tracker) -> None:
         if self._out_bytes:
