@@ -101,44 +101,19 @@ def exec_passthrough(argv: list[str], env: dict[str, str]) -> None:
         raise GuardError(f"cannot run {argv[0]}: {exc.strerror}") from None
 
 
-def package_version(real_cli: str) -> str | None:
-    """The real CLI's version from its npm package.json beside the resolved binary, else None:
-    no process started (a session's start path never runs ``claude --version``), only os and json."""
-    import json
+def cli_version(real_cli: str) -> str | None:
+    """The real CLI's version, however it is installed (``plan.cli_version``: its package.json,
+    else the binary's own answer, cached by its stat key); None for a program that is not a
+    Claude Code CLI (the run report, a GitHub step summary)."""
+    from claudeguard.plan.cli_version import cli_version as known
 
-    path = os.path.realpath(real_cli)
-    for _ in range(4):
-        path = os.path.dirname(path)
-        try:
-            with open(os.path.join(path, "package.json"), encoding="utf-8") as f:
-                data = json.load(f)
-        except (OSError, ValueError):
-            continue
-        if (isinstance(data, dict) and data.get("name") == "@anthropic-ai/claude-code"
-                and isinstance(data.get("version"), str)):
-            return str(data["version"])
-    return None
-
-
-def cli_version(real_cli: str, ask_timeout: float = 10) -> str | None:
-    """The real CLI's version: from its package.json, else what ``real_cli --version`` says
-    (``procs.ask_version``, within ``ask_timeout``); None when neither tells (the run report, a
-    GitHub step summary)."""
-    version = package_version(real_cli)
-    if version:
-        return version
-    from claudeguard.procs import ask_version
-
-    try:
-        return ask_version(real_cli, timeout=ask_timeout)
-    except GuardError:
-        return None
+    return known(real_cli)
 
 
 def print_cli_version(real: str, args: ClaudeArgs) -> str | None:
-    """The real CLI's version where it decides who asks (-p, ``hooks.print_asker``): read from
-    its package.json, never by starting it; None elsewhere (nothing to read)."""
-    return package_version(real) if args.print_mode else None
+    """The real CLI's version where it decides who asks (-p, ``hooks.print_asker``); None
+    elsewhere (nothing to read)."""
+    return cli_version(real) if args.print_mode else None
 
 
 def version_at_least(version: str | None, floor: tuple[int, ...]) -> bool:
