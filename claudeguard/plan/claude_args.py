@@ -212,6 +212,14 @@ class ClaudeArgs:
         return self.has("--print")
 
     @property
+    def host_answers(self) -> bool:
+        """The caller answers the CLI's permission prompts itself over the stream-json control
+        protocol (``--permission-prompt-tool stdio`` with ``--input-format stream-json``: VS
+        Code's chat panel, CI actions, the Agent SDKs' ``can_use_tool``): its prompt is the
+        keyboard (shim/host_prompt.py)."""
+        return self.last("--permission-prompt-tool") == "stdio" and self.last("--input-format") == "stream-json"
+
+    @property
     def passthrough(self) -> bool:
         """True when the CLI will not start a model session of its own (a sub-command, a help or
         version request): the guard does not inject itself; ``kind`` says what happens instead."""

@@ -1,9 +1,11 @@
 """Find the real Claude CLI, and never ourselves.
 
-Order: ``CLAUDEGUARD_CLAUDE``, then config ``claude.path``, then PATH with every entry that is
-claudeguard skipped (its launchers, ``bin/claude``, symlinks to any: recognised by the resolved
-path, or by a small script that names claudeguard). A recursion token in the child's environment
-catches any arrangement that still leads back to us.
+Order: the first argument when it is the absolute path of a Claude Code CLI (``take_cli``: how
+VS Code's ``claudeCode.claudeProcessWrapper``, CI actions and the Agent SDKs start a wrapper,
+``<wrapper> <CLI> <args...>``), then ``CLAUDEGUARD_CLAUDE``, then config ``claude.path``, then
+PATH with every entry that is claudeguard skipped (its launchers, ``bin/claude``, symlinks to
+any: recognised by the resolved path, or by a small script that names claudeguard). A recursion
+token in the child's environment catches any arrangement that still leads back to us.
 """
 
 from __future__ import annotations
@@ -59,7 +61,25 @@ def _executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-def find_claude(configured: str | None = None, *, configured_source: str = "config claude.path") -> str:
+def take_cli(rest: list[str]) -> tuple[str | None, list[str]]:
+    """(the real CLI the first argument names, the arguments after it), or (None, ``rest``): the
+    first argument counts when it is an absolute path of an executable that is a Claude Code
+    CLI by its package or its own answer (``plan.cli_version``, never by its name) and not
+    claudeguard. Any other first word, a path to anything else included, stays the CLI's (a
+    prompt, as before)."""
+    if not rest or not rest[0].startswith("/") or is_claudeguard(rest[0]):
+        return None, rest
+    from claudeguard.plan.cli_version import is_claude_cli
+
+    return (rest[0], rest[1:]) if is_claude_cli(rest[0]) else (None, rest)
+
+
+def find_claude(configured: str | None = None, *, configured_source: str = "config claude.path",
+                given: str | None = None) -> str:
+    """The real CLI: ``given`` (``take_cli``'s), else ``CLAUDEGUARD_CLAUDE``, the config's
+    ``claude.path``, PATH; NotFound (exit 2) with one line when none is."""
+    if given:
+        return given
     env = os.environ.get("CLAUDEGUARD_CLAUDE")
     for value, where in ((env, "CLAUDEGUARD_CLAUDE"), (configured, configured_source)):
         if not value:

@@ -34,6 +34,7 @@ class GuardOptions:
         self.fail_on: str | None = None  # --guard-fail-on LIST (checked in plan.report)
         self.values: dict[str, str] = {}  # config key -> raw text
         self.given: dict[str, str] = {}  # config key -> option name, for messages
+        self.cli: str | None = None  # the real CLI the first argument named (discovery.take_cli)
 
 
 def split_argv(argv: list[str]) -> tuple[GuardOptions, list[str]]:
