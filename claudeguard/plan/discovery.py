@@ -75,9 +75,11 @@ def take_cli(rest: list[str]) -> tuple[str | None, list[str]]:
 
 
 def find_claude(configured: str | None = None, *, configured_source: str = "config claude.path",
-                given: str | None = None) -> str:
+                given: str | None = None, offer: bool = True) -> str:
     """The real CLI: ``given`` (``take_cli``'s), else ``CLAUDEGUARD_CLAUDE``, the config's
-    ``claude.path``, PATH; NotFound (exit 2) with one line when none is."""
+    ``claude.path``, PATH; NotFound (exit 2) with one line when none is, which offers a Claude
+    Code CLI installed where PATH does not reach (``plan.candidates``) with its exact config line
+    (``offer`` False: the launcher's first look, before a config file may still name one)."""
     if given:
         return given
     env = os.environ.get("CLAUDEGUARD_CLAUDE")
@@ -95,7 +97,12 @@ def find_claude(configured: str | None = None, *, configured_source: str = "conf
         candidate = os.path.join(directory or ".", "claude")
         if _executable(candidate) and not is_claudeguard(candidate, own):
             return candidate
-    raise NotFound(f"the real Claude CLI was not found on PATH; {INSTALL_HINT}")
+    found = None
+    if offer:
+        from claudeguard.plan.candidates import offer as offered
+
+        found = offered()
+    raise NotFound(f"the real Claude CLI was not found on PATH; {found or INSTALL_HINT}")
 
 
 def check_recursion() -> None:

@@ -70,6 +70,10 @@ def _main(argv: list[str]) -> int:
     # `<wrapper> <absolute path of the CLI> <args...>` (VS Code's claudeCode.claudeProcessWrapper,
     # CI actions, the SDKs' cli_path): that CLI, ahead of CLAUDEGUARD_CLAUDE, the config and PATH
     opts.cli, rest = take_cli(rest)
+    if opts.help or opts.version:  # the guard's own: `--help` and `--version` stay the CLI's
+        from claudeguard.shim.guard_info import guard_help, guard_version
+
+        return guard_help() if opts.help else guard_version(opts.cli, os.getcwd())
     first = opts.cli or _cli_without_config(find_claude)
     # argv as the installed CLI reads it (its version's table; load_checked reads it again when
     # the config names another CLI)
@@ -150,13 +154,13 @@ def _main(argv: list[str]) -> int:
     return _run_session(real, args, cfg, cwd, session_id, end, opts=opts)
 
 
-def _cli_without_config(find_claude: Callable[[str | None], str]) -> str | None:
+def _cli_without_config(find_claude: Callable[..., str]) -> str | None:
     """The real CLI as found before any config is read (``CLAUDEGUARD_CLAUDE``, else PATH), or
     None: a config file may still name it (``claude.path``), and then the argv is read again."""
     from claudeguard.errors import GuardError
 
     try:
-        return find_claude(None)
+        return find_claude(None, offer=False)
     except GuardError:
         return None
 
