@@ -13,11 +13,15 @@ CLAUDEGUARD_CLAUDE and no CLI on PATH, on both pinned CLIs."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import psutil
+import pytest
 
 from claudeguard.testing.wait import wait_until
 from tests.shim_helpers import CTL, GUARD, pending, write_user_config
@@ -103,6 +107,13 @@ PLAN = {"touch free-1": "allow", "touch asked-1": "wait",
         "touch free-2": {"allow_as": {"command": "touch denied-2", "description": "d"}}}
 
 
+def _exe_of(proc: psutil.Process) -> str | None:
+    try:
+        return proc.exe()
+    except psutil.Error:
+        return None
+
+
 def _rows(env: dict) -> list[dict]:
     log = Path(env["CLAUDEGUARD_LOG_DIR"]) / "audit.jsonl"
     if not log.exists():
@@ -130,6 +141,13 @@ def test_the_agent_sdk_through_a_wrapper_script_guards_the_ides_session(real_cla
     waiting = wait_until(lambda: [r for r in pending(env) if r["input"].get("command") == "touch asked-1"], 120,
                          "the ask rule's call to reach the channel")
     assert len(waiting) == 1 and waiting[0]["tool"] == "Bash"
+    # Nothing the agent runs can answer the CLI's prompt for the host: its stdin is a socket, which
+    # no process can reopen through /proc for writing (a pipe there could be).
+    cli = [p for p in psutil.Process(host.pid).children(recursive=True) if _exe_of(p) == os.path.realpath(real_claude)]
+    assert len(cli) == 1
+    with pytest.raises(OSError) as refused:
+        os.open(f"/proc/{cli[0].pid}/fd/0", os.O_WRONLY)
+    assert refused.value.errno == errno.ENXIO
     approve = subprocess.run(CTL + ["approve", waiting[0]["id"]], env=env, capture_output=True, text=True, timeout=60)
     assert approve.returncode == 0, approve.stderr
     stdout, stderr = host.communicate(timeout=180)
@@ -159,3 +177,30 @@ def test_the_agent_sdk_through_a_wrapper_script_guards_the_ides_session(real_cla
     assert (held["decision"], held["decided_by"], held["via"], held["rule"], held["host_answer"]) == (
         "deny", "rule", "ide", "Bash(touch denied-*)", "allow")
     assert pending(env) == []
+
+
+# --- the relay's own rules ---------------------------------------------------------------------------
+
+
+def test_the_host_gets_whole_lines_and_a_cancel_never_lands_inside_one(tmp_path):
+    import socket
+
+    from claudeguard.shim.host_prompt import HostPrompts
+
+    read_end, write_end = os.pipe()
+    ours, theirs = socket.socketpair()
+    relay = HostPrompts(str(tmp_path), ours, out_fd=write_end, in_fd=-1)
+    try:
+        assert relay.out(b'{"type":"assistant"}\n{"type":"us')
+        assert os.read(read_end, 4096) == b'{"type":"assistant"}\n'
+        relay._cancel_at_host("r1")  # while half a line of the CLI's is held: after it
+        assert relay.out(b'er"}\n')
+        assert os.read(read_end, 4096) == (b'{"type":"user"}\n'
+                                           b'{"type": "control_cancel_request", "request_id": "r1"}\n')
+        assert relay.out(b'{"tail":1}') and relay.flush()
+        assert os.read(read_end, 4096) == b'{"tail":1}'
+    finally:
+        for fd in (read_end, write_end):
+            os.close(fd)
+        ours.close()
+        theirs.close()
