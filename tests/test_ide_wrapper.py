@@ -76,7 +76,7 @@ def test_a_path_to_anything_else_is_a_prompt_as_before(offline_env, tmp_path):
     ran = tmp_path / "ran"
     (tmp_path / "bin").mkdir()
     named_claude = _exe(tmp_path / "bin" / "claude", f"#!/bin/sh\ntouch {ran}\necho '2.1.330 (Claude Code)'\n")
-    for first in ("/bin/ls", str(named_claude), "/no/such/file"):
+    for first in ("/bin/ls", str(named_claude), "/no/such/file", "/dev/stdin"):
         plan = subprocess.run(GUARD + ["--guard-dry-run", first, "-p"], env=env, cwd=offline_env.cwd,
                               capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
         assert plan.returncode == 0, plan.stderr

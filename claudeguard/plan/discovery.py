@@ -67,7 +67,9 @@ def take_cli(rest: list[str]) -> tuple[str | None, list[str]]:
     CLI by its package or its own answer (``plan.cli_version``, never by its name) and not
     claudeguard. Any other first word, a path to anything else included, stays the CLI's (a
     prompt, as before)."""
-    if not rest or not rest[0].startswith("/") or is_claudeguard(rest[0]):
+    first = rest[0] if rest else ""
+    # A regular executable file first: a prompt such as /dev/stdin is never opened to find out.
+    if not first.startswith("/") or not _executable(first) or is_claudeguard(first):
         return None, rest
     from claudeguard.plan.cli_version import is_claude_cli
 

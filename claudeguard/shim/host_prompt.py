@@ -36,6 +36,7 @@ from claudeguard.channel import audit as audit_log
 from claudeguard.decision import Decision, audit_row, failure
 from claudeguard.gate.box import allowed_input
 from claudeguard.gate.decide import decide_call, policy_decision, reuse_answer
+from claudeguard.gate.proof import NO_SIGN, end_session, lifeless
 from claudeguard.gate.session import Session, load_session, recall_call
 from claudeguard.policy.decide import summarize_call
 from claudeguard.shim.child import write_all
@@ -278,6 +279,11 @@ class HostPrompts:
 
         session = self.session()
         audit_log.session_log.set(session.snapshot.get("log_dir"))
+        if lifeless(session):  # the CLI asks before any hook of the guard's reached it: they are gone
+            assert session.dir is not None
+            why = NO_SIGN.format(what=f"a {asked.tool} call")
+            end_session(session.dir, why)
+            return failure(why), asked.input
         who = self._who(session, asked)
         verdict = reuse_answer(session, asked.tool, asked.input, who.get("agent_id"), asked.tool_use_id) or decide_call(
             session, tool=asked.tool, tool_input=asked.input, agent_type=who.get("agent_type"),
