@@ -74,7 +74,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp, ModelServer(SCENARIO) as server:
         cwd, env = scripted_home(tmp, server.url, args.user_settings)
         # The wrapper stands for the real CLI, so it carries its npm package.json: the guard reads
-        # the version there (plan/discovery.package_version) and injects what it would for it.
+        # the version there (plan/cli_version.py) and injects what it would for it.
         Path(tmp, "cli").mkdir()
         Path(tmp, "cli", "package.json").write_text(json.dumps({"name": "@anthropic-ai/claude-code",
                                                                 "version": args.version}))

@@ -5,9 +5,10 @@ URL) asks ``inside_guarded_session(pid)`` about the process at its other end (it
 ``SO_PEERCRED``): a process the agent started must never answer for the human. Inside means
 that the process, or one of its ancestors, is
 
-- a Claude Code CLI process (its executable is ``claude``/``claude.exe``, or node/bun running
-  Claude Code): every tool, hook, MCP server and whatever they start. The launcher makes each
-  CLI it starts a child subreaper (``shim/child.py``, ``shim/leader.py``), so a double-forked,
+- a Claude Code CLI process (its executable is ``claude``/``claude.exe`` or a binary of the
+  native installer's ``claude/versions/`` dir, or node/bun running Claude Code): every tool,
+  hook, MCP server and whatever they start. The launcher makes each CLI it starts a child
+  subreaper (``shim/child.py``, ``shim/leader.py``), so a double-forked,
   ``setsid``'d or ``nohup``'d process of a tool is re-parented to the CLI, not to init, and
   stays inside for the session's life. Claude Code's own daemon and pty hosts (``--bg``, agent
   view) are such processes too, so the trees they host are inside;
@@ -47,6 +48,9 @@ if TYPE_CHECKING:
         tty_nr: int
 
 CLI_NAMES = ("claude", "claude.exe")
+# The native installer keeps each version as ~/.local/share/claude/versions/<version> (its
+# ~/.local/bin/claude links there): the process's executable is that file, named by its version.
+NATIVE_VERSIONS = ("claude", "versions")
 RUNTIMES = ("node", "nodejs", "bun")
 COMMAND_MAX = 300
 MAX_DEPTH = 256  # a walk up the tree never loops, but a pid namespace could be odd
@@ -75,16 +79,28 @@ def _cmdline(pid: int) -> list[str]:
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
+def cli_executable(path: str) -> bool:
+    """A path Claude Code's native binary runs as: ``claude``/``claude.exe`` (npm's, the platform
+    package's, an IDE's or an SDK's bundled copy), or a version of the native installer's
+    (``.../claude/versions/2.1.330``)."""
+    if os.path.basename(path) in CLI_NAMES:
+        return True
+    versions = os.path.dirname(path)
+    return (os.path.basename(versions), os.path.basename(os.path.dirname(versions))) == NATIVE_VERSIONS[::-1]
+
+
 def is_claude_cli(pid: int) -> bool:
-    """The process runs Claude Code: its executable is named ``claude``/``claude.exe`` (the
-    native CLI, its daemon and pty hosts), or it is node/bun with Claude Code's script in its
+    """The process runs Claude Code: its executable is named ``claude``/``claude.exe`` or is a
+    version of the native installer's (``cli_executable``: the native CLI, its daemon and pty
+    hosts), or it is node/bun with Claude Code's script in its
     first arguments. Its own name (``comm``) is not asked: any process may set that."""
     try:
         exe = os.readlink(f"/proc/{pid}/exe")
     except OSError:
         return False
-    base = os.path.basename(exe.removesuffix(" (deleted)"))
-    if base in CLI_NAMES:
+    exe = exe.removesuffix(" (deleted)")
+    base = os.path.basename(exe)
+    if cli_executable(exe):
         return True
     if base.split(".")[0].rstrip("0123456789.-") in RUNTIMES:
         return any("claude-code" in arg or arg.endswith("/claude") for arg in _cmdline(pid)[1:3])

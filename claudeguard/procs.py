@@ -4,8 +4,8 @@
   notifications);
 - ``capture``: a command run to its end with its output captured (``ask_version``, the listing
   of Claude Code's background sessions, doctor's probe);
-- ``ask_version``: the real CLI's ``--version`` (``plan.discovery.cli_version`` when no
-  package.json says it; doctor, demo, the test CLI installer);
+- ``ask_version``: the real CLI's ``--version`` (doctor, demo, the test CLI installer;
+  ``plan.cli_version`` asks a binary itself, and believes only the CLI's own form of answer);
 - ``process_start``: a live process's start token, the one identity check of a pid (a channel
   request's waiter, the service's record, status files, background sessions).
 
@@ -214,8 +214,10 @@ def _is_claude_cli(pid: int) -> bool:
             words = fh.read().split(b"\0")
     except OSError:
         return False
-    first = os.path.basename(words[0]).decode("utf-8", "replace") if words else ""
-    return first in ("claude", "claude.exe") or any(b"@anthropic-ai/claude-code" in w for w in words[:2])
+    from claudeguard.ancestry import cli_executable
+
+    first = words[0].decode("utf-8", "replace") if words else ""
+    return cli_executable(first) or any(b"@anthropic-ai/claude-code" in w for w in words[:2])
 
 
 def _parent(pid: int) -> int:

@@ -10,7 +10,7 @@ import pytest
 
 from claudeguard.shim.dialogs.parse import at_idle_prompt, find_dialog
 from claudeguard.shim.dialogs.router import DialogRouter, RouteSettings
-from claudeguard.plan.discovery import package_version
+from claudeguard.plan.cli_version import package_version
 from claudeguard.shim.dialogs.tables import DOWN, ENTER, ESC, SHIFT_TAB, banner_version, patterns_for
 
 RULE = "─" * 100

@@ -61,7 +61,8 @@ from claudeguard.paths import guard_paths, private_dir, state_dir_text
 from claudeguard.plan import sandbox as box
 from claudeguard.plan import verified
 from claudeguard.plan import verify_leftovers as leftovers
-from claudeguard.plan.discovery import package_version, version_at_least
+from claudeguard.plan.cli_version import cli_version
+from claudeguard.plan.discovery import version_at_least
 from claudeguard.procs import ask_version, process_start
 from claudeguard.testing import bg_daemon
 from claudeguard.testing.model_server import ModelServer
@@ -604,8 +605,9 @@ def _remove_cli_sockets(before: set[str]) -> None:
 
 
 def cli_version_of(real: str) -> str | None:
-    """The CLI's version: its package.json, else what ``--version`` says; None when neither tells."""
-    found = package_version(real)
+    """The CLI's version: its package.json or its own answer (``plan.cli_version``), else what
+    ``--version`` says; None when neither tells."""
+    found = cli_version(real)
     if found:
         return found
     try:

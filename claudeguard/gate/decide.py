@@ -121,6 +121,9 @@ def prompt_reason(session: Session, tool: str, rule: str | None, source: str | N
     idle = session.approval.get("idle_before_channel")
     why = (f"claudeguard: {tool} asks a human: {rule} ({source})." if rule
            else f"claudeguard: no rule decides this {tool} call.")
+    if session.snapshot.get("host"):  # the IDE's or the SDK program's own prompt (shim/host_prompt.py)
+        later = f"after {float(idle):g} s without an answer" if idle else "at once"
+        return f"{why} Answer here, or in the approval channel {later} (claudeguardctl console)."
     if not keyboard_first(session):
         return why
     later = f"after {float(idle):g} s without a key" if idle else "at once"

@@ -195,6 +195,11 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
         why = NO_SIGN.format(what=f"a {tool} call")
         end_session(session.dir, why)
         return permission_request_output(Decision("deny", why, decided_by="default"))
+    if session.snapshot.get("host"):
+        # The host answers the CLI's prompts over stdio and the launcher races it with the
+        # channel (shim/host_prompt.py): both CLIs fire this hook beside the host's can_use_tool,
+        # and an answer here would end the host's prompt before the person saw it.
+        return None
     # PermissionRequest: the CLI is about to show (or shows) its dialog, or, in a -p run on
     # 2.1.330, asks whoever answers its prompts. In -p it is ours to answer only when no
     # permission-prompt tool was given and the launcher made it the asker (snapshot "asker"):
@@ -285,6 +290,10 @@ def pre_tool_route(session: Session, tool: str, tool_input: dict[str, Any], agen
     - the main agent in -p where the PermissionRequest hook is the asker (2.1.330 and later): the
       channel, from this hook: there a PreToolUse "ask" denies the call without firing it
       (measured on 2.1.330 and 2.1.332);
+    - a host that answers the CLI's prompts over stdio (``host``: an IDE, an Agent SDK's
+      ``can_use_tool``): its prompt, for every agent and a policy "ask" too (both CLIs send it the
+      calls of subagents, foreground and background); the launcher gives the channel the call
+      after ``idle_before_channel`` (shim/host_prompt.py);
     - otherwise the CLI's own asker (its prompt tool in -p, ours or the caller's; the dialog of a
       session without a pty of ours; a detached pty's dialog, which its router sends to the
       channel at once)."""
@@ -296,6 +305,8 @@ def pre_tool_route(session: Session, tool: str, tool_input: dict[str, Any], agen
     unseen = bool(agent_type) or session.snapshot.get("kind") == "background"
     if unseen and session.policy_spec.get("subagents", {}).get("background", "like-foreground") == "deny":
         return "deny", keyboard
+    if session.snapshot.get("host"):
+        return "prompt", True
     if keyboard:
         return "prompt", True
     if unseen:

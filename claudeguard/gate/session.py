@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         asker: str | None  # who answers a call the CLI asks about in -p (plan.hooks.print_asker)
         interactive: bool
         pty: bool  # the launcher's pty router owns its dialogs' requests (held)
+        host: str | None  # "stdio": the caller's own prompt asks first (shim/host_prompt.py)
         log_dir: str | None  # the audit log's directory in the launcher's environment
         prepared_by: str  # "launcher" | "planner"
         hooks: str  # "http" (the service answers them) | "command"

@@ -243,7 +243,7 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
                cli_version: str | None = None, status_line: bool = False) -> Plan:
     """The final argv (real CLI first) and the environment additions for a guarded session.
     ``exec_pid``: the launcher's pid when another process (the service's planner) builds it.
-    ``cli_version``: the real CLI's (``discovery.package_version``), None when unknown; in -p it
+    ``cli_version``: the real CLI's (``plan.cli_version``), None when unknown; in -p it
     decides who asks (``print_asker``). ``status_line``: a person is at the session's terminal
     (the session file's ``pty`` and ``interactive``): the guard's part of the status line says
     what waits in the channel (``plan/status_line.py``)."""
@@ -497,7 +497,7 @@ def sandbox_env(real_cli: str, args: ClaudeArgs, cfg: Config, *, cwd: str, sessi
     import shlex
 
     from claudeguard.plan import sandbox
-    from claudeguard.plan.discovery import package_version
+    from claudeguard.plan.cli_version import cli_version
 
     notes = [f"claudeguard: Claude Code's own sandbox ({where}: sandbox.enabled) stays off in guarded sessions (it "
              f"would refuse the guard's hooks); claudeguard's own box confines Bash instead"
@@ -511,7 +511,7 @@ def sandbox_env(real_cli: str, args: ClaudeArgs, cfg: Config, *, cwd: str, sessi
         own = [" ".join(shlex.quote(p) for p in ctl + ["hook"]), shlex.join(ctl + ["mcp-serve"]),
                " ".join(ctl + ["mcp-serve"])]
         prepared = sandbox.prepare(cfg, os.environ, cwd, session_dir, session_id=session_id,
-                                   cli_version=package_version(real_cli), own=own)
+                                   cli_version=cli_version(real_cli), own=own)
         notes += prepared.notes
         if prepared.box is not None:
             env[sandbox.PREFIX_VAR] = prepared.box["prefix"]

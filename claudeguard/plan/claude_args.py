@@ -29,8 +29,6 @@ through (``kind`` ``unknown``).
 
 from __future__ import annotations
 
-import os
-
 from claudeguard.cli_tables import load as tables
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -214,6 +212,14 @@ class ClaudeArgs:
         return self.has("--print")
 
     @property
+    def host_answers(self) -> bool:
+        """The caller answers the CLI's permission prompts itself over the stream-json control
+        protocol (``--permission-prompt-tool stdio`` with ``--input-format stream-json``: VS
+        Code's chat panel, CI actions, the Agent SDKs' ``can_use_tool``): its prompt is the
+        keyboard (shim/host_prompt.py)."""
+        return self.last("--permission-prompt-tool") == "stdio" and self.last("--input-format") == "stream-json"
+
+    @property
     def passthrough(self) -> bool:
         """True when the CLI will not start a model session of its own (a sub-command, a help or
         version request): the guard does not inject itself; ``kind`` says what happens instead."""
@@ -276,26 +282,12 @@ def table_note(cli_version: str | None, table_version: str | None) -> str | None
 
 
 def installed_version(real_cli: str | None) -> str | None:
-    """The real CLI's version from the npm ``package.json`` beside the resolved binary (os and
-    the table loader's JSON scanner only: no process, no ``json``); None when there is none."""
-    if not real_cli:
-        return None
-    path = os.path.realpath(real_cli)
-    for _ in range(4):
-        path = os.path.dirname(path)
-        try:
-            with open(os.path.join(path, "package.json"), "rb") as fh:
-                raw = fh.read(1 << 20)
-        except OSError:
-            continue
-        try:
-            data = tables.parse(raw.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError):
-            continue
-        if (isinstance(data, dict) and data.get("name") == "@anthropic-ai/claude-code"
-                and isinstance(data.get("version"), str)):
-            return str(data["version"])
-    return None
+    """The real CLI's version however it is installed (``plan.cli_version``: its package.json,
+    else the binary's own answer cached by its stat key); None for a program that is not a
+    Claude Code CLI."""
+    from claudeguard.plan.cli_version import cli_version
+
+    return cli_version(real_cli)
 
 
 # --- reading ----------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
 """Find the real Claude CLI, and never ourselves.
 
-Order: ``CLAUDEGUARD_CLAUDE``, then config ``claude.path``, then PATH with every entry that is
-claudeguard skipped (its launchers, ``bin/claude``, symlinks to any: recognised by the resolved
-path, or by a small script that names claudeguard). A recursion token in the child's environment
-catches any arrangement that still leads back to us.
+Order: the first argument when it is the absolute path of a Claude Code CLI (``take_cli``: how
+VS Code's ``claudeCode.claudeProcessWrapper``, CI actions and the Agent SDKs start a wrapper,
+``<wrapper> <CLI> <args...>``), then ``CLAUDEGUARD_CLAUDE``, then config ``claude.path``, then
+PATH with every entry that is claudeguard skipped (its launchers, ``bin/claude``, symlinks to
+any: recognised by the resolved path, or by a small script that names claudeguard). A recursion
+token in the child's environment catches any arrangement that still leads back to us.
 """
 
 from __future__ import annotations
@@ -59,7 +61,29 @@ def _executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-def find_claude(configured: str | None = None, *, configured_source: str = "config claude.path") -> str:
+def take_cli(rest: list[str]) -> tuple[str | None, list[str]]:
+    """(the real CLI the first argument names, the arguments after it), or (None, ``rest``): the
+    first argument counts when it is an absolute path of an executable that is a Claude Code
+    CLI by its package or its own answer (``plan.cli_version``, never by its name) and not
+    claudeguard. Any other first word, a path to anything else included, stays the CLI's (a
+    prompt, as before)."""
+    first = rest[0] if rest else ""
+    # A regular executable file first: a prompt such as /dev/stdin is never opened to find out.
+    if not first.startswith("/") or not _executable(first) or is_claudeguard(first):
+        return None, rest
+    from claudeguard.plan.cli_version import is_claude_cli
+
+    return (rest[0], rest[1:]) if is_claude_cli(rest[0]) else (None, rest)
+
+
+def find_claude(configured: str | None = None, *, configured_source: str = "config claude.path",
+                given: str | None = None, offer: bool = True) -> str:
+    """The real CLI: ``given`` (``take_cli``'s), else ``CLAUDEGUARD_CLAUDE``, the config's
+    ``claude.path``, PATH; NotFound (exit 2) with one line when none is, which offers a Claude
+    Code CLI installed where PATH does not reach (``plan.candidates``) with its exact config line
+    (``offer`` False: the launcher's first look, before a config file may still name one)."""
+    if given:
+        return given
     env = os.environ.get("CLAUDEGUARD_CLAUDE")
     for value, where in ((env, "CLAUDEGUARD_CLAUDE"), (configured, configured_source)):
         if not value:
@@ -75,7 +99,12 @@ def find_claude(configured: str | None = None, *, configured_source: str = "conf
         candidate = os.path.join(directory or ".", "claude")
         if _executable(candidate) and not is_claudeguard(candidate, own):
             return candidate
-    raise NotFound(f"the real Claude CLI was not found on PATH; {INSTALL_HINT}")
+    found = None
+    if offer:
+        from claudeguard.plan.candidates import offer as offered
+
+        found = offered()
+    raise NotFound(f"the real Claude CLI was not found on PATH; {found or INSTALL_HINT}")
 
 
 def check_recursion() -> None:
@@ -101,44 +130,19 @@ def exec_passthrough(argv: list[str], env: dict[str, str]) -> None:
         raise GuardError(f"cannot run {argv[0]}: {exc.strerror}") from None
 
 
-def package_version(real_cli: str) -> str | None:
-    """The real CLI's version from its npm package.json beside the resolved binary, else None:
-    no process started (a session's start path never runs ``claude --version``), only os and json."""
-    import json
+def cli_version(real_cli: str) -> str | None:
+    """The real CLI's version, however it is installed (``plan.cli_version``: its package.json,
+    else the binary's own answer, cached by its stat key); None for a program that is not a
+    Claude Code CLI (the run report, a GitHub step summary)."""
+    from claudeguard.plan.cli_version import cli_version as known
 
-    path = os.path.realpath(real_cli)
-    for _ in range(4):
-        path = os.path.dirname(path)
-        try:
-            with open(os.path.join(path, "package.json"), encoding="utf-8") as f:
-                data = json.load(f)
-        except (OSError, ValueError):
-            continue
-        if (isinstance(data, dict) and data.get("name") == "@anthropic-ai/claude-code"
-                and isinstance(data.get("version"), str)):
-            return str(data["version"])
-    return None
-
-
-def cli_version(real_cli: str, ask_timeout: float = 10) -> str | None:
-    """The real CLI's version: from its package.json, else what ``real_cli --version`` says
-    (``procs.ask_version``, within ``ask_timeout``); None when neither tells (the run report, a
-    GitHub step summary)."""
-    version = package_version(real_cli)
-    if version:
-        return version
-    from claudeguard.procs import ask_version
-
-    try:
-        return ask_version(real_cli, timeout=ask_timeout)
-    except GuardError:
-        return None
+    return known(real_cli)
 
 
 def print_cli_version(real: str, args: ClaudeArgs) -> str | None:
-    """The real CLI's version where it decides who asks (-p, ``hooks.print_asker``): read from
-    its package.json, never by starting it; None elsewhere (nothing to read)."""
-    return package_version(real) if args.print_mode else None
+    """The real CLI's version where it decides who asks (-p, ``hooks.print_asker``); None
+    elsewhere (nothing to read)."""
+    return cli_version(real) if args.print_mode else None
 
 
 def version_at_least(version: str | None, floor: tuple[int, ...]) -> bool:

@@ -19,6 +19,22 @@ GUARD_OPTIONS: dict[str, tuple[bool, str]] = {
     "--guard-approval-timeout": (True, "approval.timeout"),
     "--guard-report": (True, "report"),
     "--guard-fail-on": (True, "fail_on"),
+    "--guard-help": (False, "help"),
+    "--guard-version": (False, "version"),
+}
+# What each option means, for --guard-help (and its variable, where it has one).
+GUARD_HELP = {
+    "--guard-profile": ("NAME", "CLAUDEGUARD_PROFILE", "select [profiles.NAME] from the config"),
+    "--guard-config": ("FILE", "CLAUDEGUARD_CONFIG", "one more config file, highest precedence"),
+    "--guard-dry-run": ("", "", "print the final argv and environment additions as JSON, start nothing"),
+    "--guard-stall-after": ("SECONDS", "CLAUDEGUARD_STALL_AFTER", "the watchdog's threshold for a stalled CLI"),
+    "--guard-on-stall": ("warn|interrupt|kill", "CLAUDEGUARD_ON_STALL", "what the watchdog does then"),
+    "--guard-approval-timeout": ("SECONDS", "CLAUDEGUARD_APPROVAL_TIMEOUT", "how long a request waits for an answer"),
+    "--guard-report": ("FILE", "CLAUDEGUARD_REPORT", "write the end-of-run report (JSON) at exit"),
+    "--guard-fail-on": ("LIST", "CLAUDEGUARD_FAIL_ON", "denied,timeout,stall,asked: exit 3 when the CLI exited 0 "
+                                                       "but the run had one"),
+    "--guard-help": ("", "", "this help (`--help` is the real CLI's)"),
+    "--guard-version": ("", "", "claudeguard's version and the real CLI it runs (`--version` is the CLI's)"),
 }
 
 
@@ -30,10 +46,13 @@ class GuardOptions:
         self.profile: str | None = None
         self.config: str | None = None
         self.dry_run = False
+        self.help = False  # --guard-help
+        self.version = False  # --guard-version
         self.report: str | None = None  # --guard-report FILE (checked in plan.report)
         self.fail_on: str | None = None  # --guard-fail-on LIST (checked in plan.report)
         self.values: dict[str, str] = {}  # config key -> raw text
         self.given: dict[str, str] = {}  # config key -> option name, for messages
+        self.cli: str | None = None  # the real CLI the first argument named (discovery.take_cli)
 
 
 def split_argv(argv: list[str]) -> tuple[GuardOptions, list[str]]:
@@ -76,6 +95,6 @@ def split_argv(argv: list[str]) -> tuple[GuardOptions, list[str]]:
         else:
             if eq:
                 raise UsageError(f"{name} takes no value")
-            opts.dry_run = True
+            setattr(opts, target, True)
             i += 1
     return opts, rest

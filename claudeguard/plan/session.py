@@ -93,6 +93,8 @@ def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str
         # who answers a call the CLI asks about in -p (print_asker): the hook answers
         # PermissionRequest in print mode only when it is "permission-request"
         "asker": print_asker(args, cli_version),
+        # the caller's own prompt answers first, then the channel (shim/host_prompt.py, issue 35)
+        "host": "stdio" if args.host_answers else None,
         "interactive": interactive,
     }
 
@@ -145,7 +147,8 @@ def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config
     from claudeguard.plan.discovery import find_claude
 
     cfg = load_config(opts, cwd)
-    real = find_claude(cfg.claude_path(), configured_source=f"claude.path ({cfg.source('claude.path')})")
+    real = find_claude(cfg.claude_path(), configured_source=f"claude.path ({cfg.source('claude.path')})",
+                       given=opts.cli)
     from claudeguard.plan.claude_args import UNKNOWN, check_command, reread
 
     reread(args, real)  # the CLI the config names may be another version: its table reads argv

@@ -232,20 +232,20 @@ def lookup(real: str, *, compute: bool = False) -> Status:
     hit = cached(real)
     sha, version = (hit["sha256"], hit["cli_version"]) if hit is not None else (None, None)
     if sha is None and compute:
-        from claudeguard.plan.discovery import package_version
+        from claudeguard.plan.cli_version import cli_version
 
         found = hash_of(real)
         if found is not None:
             sha, key = found
-            version = package_version(real)
+            version = cli_version(real)
             try:
                 remember(real, key, sha, version)
             except (OSError, GuardError):
                 pass  # an unwritable or unsafe state dir: hashed again next time
     if version is None:
-        from claudeguard.plan.discovery import package_version
+        from claudeguard.plan.cli_version import cli_version
 
-        version = package_version(real)
+        version = cli_version(real)
     record = records().get(sha) if sha else None
     return Status(real, sha, version, record)
 

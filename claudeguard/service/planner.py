@@ -45,7 +45,7 @@ import sys
 from claudeguard.errors import GuardError
 from claudeguard.plan.argv import build_plan
 from claudeguard.plan.claude_args import parse_claude_args
-from claudeguard.plan.discovery import print_cli_version
+from claudeguard.plan.discovery import print_cli_version, take_cli
 from claudeguard.plan.hooks import HttpHooks
 from claudeguard.plan.options import split_argv
 from claudeguard.plan.session import load_checked, session_dir_of, write_session
@@ -66,7 +66,7 @@ MAX_REQUEST = 4 << 20
 WARM = ("claudeguard.plan.options", "claudeguard.plan.claude_args", "claudeguard.plan.discovery",
         "claudeguard.plan.session", "claudeguard.plan.argv", "claudeguard.plan.hooks",
         "claudeguard.plan.settings_sources", "claudeguard.plan.sandbox", "claudeguard.plan.box_rules",
-        "claudeguard.plan.code_paths", "claudeguard.plan.verified",
+        "claudeguard.plan.code_paths", "claudeguard.plan.verified", "claudeguard.plan.cli_version", "mmap",
         "claudeguard.plan.repo_code", "claudeguard.config.trust", "hashlib", "claudeguard.config.load",
         "claudeguard.config.find", "claudeguard.config.lines", "claudeguard.config.schema", "claudeguard.policy.rules",
         "claudeguard.policy.pathrules", "claudeguard.paths", "claudeguard.files", "claudeguard.gate", "json", "io",
@@ -223,6 +223,7 @@ def _prepare(request: PlanRequest, port: int) -> PlanAnswer:
     session_dir = None
     try:
         opts, rest = split_argv(request["argv"])
+        opts.cli, rest = take_cli(rest)  # as the launcher took it: the CLI its first argument names
         args = parse_claude_args(rest)
         cfg, real = load_checked(opts, args, cwd)
         session_dir = session_dir_of(session_id)

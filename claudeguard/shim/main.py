@@ -57,7 +57,7 @@ def run() -> None:
 
 
 def _main(argv: list[str]) -> int:
-    from claudeguard.plan.discovery import RECURSION_VAR, check_recursion, exec_passthrough, find_claude
+    from claudeguard.plan.discovery import RECURSION_VAR, check_recursion, exec_passthrough, find_claude, take_cli
 
     check_recursion()
     if os.environ.get("CLAUDEGUARD_DISABLE", "") not in ("", "0"):
@@ -67,7 +67,14 @@ def _main(argv: list[str]) -> int:
     from claudeguard.plan.options import split_argv
 
     opts, rest = split_argv(argv)
-    first = _cli_without_config(find_claude)
+    # `<wrapper> <absolute path of the CLI> <args...>` (VS Code's claudeCode.claudeProcessWrapper,
+    # CI actions, the SDKs' cli_path): that CLI, ahead of CLAUDEGUARD_CLAUDE, the config and PATH
+    opts.cli, rest = take_cli(rest)
+    if opts.help or opts.version:  # the guard's own: `--help` and `--version` stay the CLI's
+        from claudeguard.shim.guard_info import guard_help, guard_version
+
+        return guard_help() if opts.help else guard_version(opts.cli, os.getcwd())
+    first = opts.cli or _cli_without_config(find_claude)
     # argv as the installed CLI reads it (its version's table; load_checked reads it again when
     # the config names another CLI)
     args = read_args(rest, first)
@@ -147,13 +154,13 @@ def _main(argv: list[str]) -> int:
     return _run_session(real, args, cfg, cwd, session_id, end, opts=opts)
 
 
-def _cli_without_config(find_claude: Callable[[str | None], str]) -> str | None:
+def _cli_without_config(find_claude: Callable[..., str]) -> str | None:
     """The real CLI as found before any config is read (``CLAUDEGUARD_CLAUDE``, else PATH), or
     None: a config file may still name it (``claude.path``), and then the argv is read again."""
     from claudeguard.errors import GuardError
 
     try:
-        return find_claude(None)
+        return find_claude(None, offer=False)
     except GuardError:
         return None
 
@@ -181,12 +188,13 @@ def _disabled(argv: list[str]) -> int:
     from pathlib import Path
 
     from claudeguard.config.load import env_overrides, load_config
-    from claudeguard.plan.discovery import RECURSION_VAR, exec_passthrough, find_claude
+    from claudeguard.plan.discovery import RECURSION_VAR, exec_passthrough, find_claude, take_cli
 
     cfg = load_config(Path.cwd(), env_overrides())
     if cfg.lockdown.value:
         raise UsageError(f"CLAUDEGUARD_DISABLE is refused: lockdown ({cfg.lockdown.source})")
-    real = find_claude(cfg.claude_path())
+    given, argv = take_cli(argv)
+    real = find_claude(cfg.claude_path(), given=given)
     exec_passthrough([real, *argv], dict(os.environ, **{RECURSION_VAR: str(os.getpid())}))
     return 0
 
@@ -312,7 +320,7 @@ def _start_child(launch: _Launch, real: str, args: ClaudeArgs, cwd: str) -> None
     else:
         from claudeguard.shim.supervise import Supervisor
 
-        sup = Supervisor(launch.argv, env, tap_stdout=True)
+        sup = Supervisor(launch.argv, env, tap_stdout=True, host_input=args.host_answers)
     launch.sup = sup
     launch.child_pid = sup.start()
 
@@ -366,6 +374,14 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
     if launch.pty is not None:
         launch.pty.on_output = None  # the screen is not stream-json
         launch.pty.monitor = monitor
+    else:
+        from claudeguard.shim.supervise import Supervisor
+
+        if isinstance(sup, Supervisor) and sup.cli_in is not None:
+            # the host answers the CLI's prompts over stdio: its prompt is the keyboard
+            from claudeguard.shim.host_prompt import HostPrompts
+
+            sup.host = HostPrompts(session_dir, sup.cli_in).start()
 
 
 def _supervise(launch: _Launch) -> int:

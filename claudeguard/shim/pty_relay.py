@@ -70,13 +70,13 @@ class RelaySettings:
 def relay_settings(cfg: Config, *, session_id: str, session_dir: str | None, cwd: str, real_cli: str,
                    prompt_given: bool, proof_of_life: bool = False) -> RelaySettings:
     """Settings from the loaded config: ``idle_before_channel`` is 0 without a terminal."""
-    from claudeguard.plan.discovery import package_version  # of its package.json: no process on the start path
+    from claudeguard.plan.cli_version import cli_version  # its package.json, or the cache of its own answer
 
     approval = cfg.approval(interactive=os.isatty(0))
     return RelaySettings(
         session_id=session_id, session_dir=session_dir, cwd=cwd,
         idle_before_channel=approval["idle_before_channel"], timeout=approval["timeout"],
-        on_timeout=approval["on_timeout"], notify=approval["notify"] or None, version=package_version(real_cli),
+        on_timeout=approval["on_timeout"], notify=approval["notify"] or None, version=cli_version(real_cli),
         prompt_given=prompt_given, detached_size=env_size(), proof_of_life=proof_of_life,
     )
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
+from claudeguard.ancestry import cli_executable
 from claudeguard.config.schema import STALL_AFTER_S, TOOL_STALL_AFTER_S
 from claudeguard.watchdog.bg_sessions import background_rows, component
 from claudeguard.watchdog.sampler import TreeSampler
@@ -68,7 +69,7 @@ class Evidence:
 
 
 def is_claude(name: str | None, exe: str | None, cmdline: list[str] | None) -> bool:
-    if name in CLI_NAMES or (exe and os.path.basename(exe) in CLI_NAMES):
+    if name in CLI_NAMES or (exe and cli_executable(exe)):
         return True
     if name in RUNTIMES and cmdline:
         return any("claude-code" in a or a.endswith("/claude") for a in cmdline[1:3])
