@@ -21,8 +21,9 @@ runs can change a path.
 - Where it is kept: ``paused/<call>.json`` in the session dir (the box hides it), so a command
   hook process and the service share it.
 
-A session with no background command in its boxes pays one scan of /proc (~2 ms for 200
-processes) per file tool call.
+A session with no background command in its boxes pays a walk of its launcher's process tree (a
+few /proc reads) per file tool call; a --bg session, whose CLI runs under the CLI's daemon, a
+scan of every process (~1.3 ms for 90).
 """
 
 from __future__ import annotations
@@ -40,8 +41,47 @@ MAX_PAUSE_S = 10.0
 FILE_TOOLS = frozenset({"Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS"})
 
 
-def _scan(marker: bytes) -> dict[int, str]:
-    """pid -> start of every process of the boxes whose bwrap names ``marker``, and below them."""
+def _children(pid: int) -> list[int] | None:
+    """The children of every thread of ``pid``; None when the kernel has no ``children`` files."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out: list[int] = []
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                out.extend(int(x) for x in fh.read().split())
+        except FileNotFoundError:
+            if os.path.exists(f"/proc/{pid}/task/{tid}"):
+                return None  # no CONFIG_PROC_CHILDREN
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _below(root: int) -> list[int] | None:
+    """``root`` and all its descendants, from the ``children`` files (a few reads, where a scan of
+    /proc reads every process); None when they cannot be read."""
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        kids = _children(pid)
+        if kids is None:
+            return None
+        todo.extend(kids)
+    return out
+
+
+def _scan(marker: bytes, launcher: int | None = None) -> dict[int, str]:
+    """pid -> start of every process of the boxes whose bwrap names ``marker``, and below them:
+    found below the session's ``launcher`` when it runs (its CLI is its child), else by a scan of
+    every process (a --bg session's CLI runs under the CLI's own daemon)."""
+    if launcher and process_start(launcher) is not None:
+        pids = _below(launcher)
+        if pids is not None:
+            return {p: s for p in _bwrap_trees(pids, marker) if (s := process_start(p)) is not None}
     children: dict[int, list[int]] = {}
     roots: list[int] = []
     for name in os.listdir("/proc"):
@@ -65,12 +105,39 @@ def _scan(marker: bytes) -> dict[int, str]:
             continue
     out: dict[int, str] = {}
     todo = list(roots)
-    while todo:
+    while todo:  # every process below a box's bwrap is in the box
         pid = todo.pop()
         start = process_start(pid)
         if start is not None and pid not in out:
             out[pid] = start
             todo.extend(children.get(pid, []))
+    return out
+
+
+def _bwrap_trees(pids: list[int], marker: bytes) -> list[int]:
+    """Of ``pids`` (a tree, parents before children), the bwrap processes naming ``marker`` and
+    everything listed after them below them."""
+    inside: set[int] = set()
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+            ppid = int(stat[stat.rfind(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid in inside:
+            inside.add(pid)
+            out.append(pid)
+            continue
+        if b"(bwrap)" in stat:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    if marker in fh.read():
+                        inside.add(pid)
+                        out.append(pid)
+            except OSError:
+                continue
     return out
 
 
@@ -92,14 +159,14 @@ def _record(session_dir: str, call: str) -> str:
     return os.path.join(session_dir, PAUSED_DIR, _safe(call) + ".json")
 
 
-def pause(session_dir: str, call: str) -> int:
+def pause(session_dir: str, call: str, launcher: int | None = None) -> int:
     """Stop every process of the session's boxes for ``call``; how many were stopped. 0 (and no
     record) when none runs. Raises nothing: a process that cannot be seen stopped within the
     bound is said by the return value -1 (the caller fails closed)."""
     marker = os.path.join(session_dir, "tmp").encode()
     stopped: dict[int, str] = {}
     for _ in range(50):
-        new = {p: s for p, s in _scan(marker).items() if p not in stopped}
+        new = {p: s for p, s in _scan(marker, launcher).items() if p not in stopped}
         if not new:
             break
         for pid, start in new.items():

@@ -256,7 +256,8 @@ def pause_for(session: Session, tool: str, call: str) -> int:
 
     if session_box(session.dir) is None:
         return 0
-    return freeze.pause(session.dir, call)
+    launcher = session.snapshot.get("pid")
+    return freeze.pause(session.dir, call, launcher if isinstance(launcher, int) else None)
 
 
 def runs_at_once(session: Session, tool: str, tool_input: dict[str, Any], agent_type: str | None, cwd: str,
