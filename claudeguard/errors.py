@@ -1,7 +1,9 @@
-"""Expected failures and the single handler that turns them into one clean line.
+"""Expected failures and the single handler that turns them into clean lines.
 
 Every module raises one of these for bad input; only the entry points (``shim.main``,
-``commands.ctl``) catch them, print ``prog: message`` on stderr and exit with the code.
+``commands.ctl``) catch them, print ``prog: message`` on stderr and exit with the code. A
+message is one line per problem: a config file's mistakes come all at once (``ConfigError``,
+``path:line: what`` each), every line printed as ``prog: line``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ class UsageError(GuardError):
 
 
 class ConfigError(GuardError):
-    """A config problem; the message starts with ``path:line:`` where a line is known."""
+    """A config problem; the message starts with ``path:line:`` where a line is known, and holds
+    one line per problem when there are several."""
 
     exit_code = 2
 
@@ -46,8 +49,8 @@ def run_main(prog: str, fn: Callable[[], int]) -> int:
     try:
         return fn()
     except GuardError as exc:
-        msg = str(exc).replace("\n", " ")
-        print(f"{prog}: {msg}", file=sys.stderr)
+        for line in str(exc).splitlines() or [""]:
+            print(f"{prog}: {line}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

@@ -25,6 +25,10 @@ How each part is found (docs/notes/cli-surfaces.md has the why):
   that holds ``main()`` and confirmed with ``--help`` where that is safe.
 - **The eager reader** (2.1.330 and later): the CLI's second table of value-taking options,
   which ``main()`` uses before commander (``--bg``, background-session verbs, ``-p``).
+- **Tool names** (``tools``): the CLI's own sorted list of its built-in tools (2.1.330 and
+  later keep one, beside the map of legacy names a permission rule may still use, such as
+  ``Task`` for ``Agent``; 2.1.197 has the map alone). A config rule naming a tool that no table
+  knows is an error (``policy.rules.tool_problem``).
 """
 
 from __future__ import annotations
@@ -261,9 +265,29 @@ def scan_binary(path: str) -> dict[str, Any]:
         custom = m.find(b"enablePositionalOptions(){return this.#") != -1
         return {"specs": sorted(specs, key=lambda s: (s[0], s[1] or "")), "commands": commands,
                 "parser": "claude-commander" if custom else "commander",
-                "early": _early_words(m), "eager": _eager_table(m)}
+                "early": _early_words(m), "eager": _eager_table(m), "tools": _tool_names(m)}
     finally:
         m.close()
+
+
+_ALIASES = re.compile(rb'\{(Task:"Agent"(?:,[A-Za-z_$][\w$]*:"[A-Za-z_][\w]*")*)\}')
+_ALIAS = re.compile(rb'([A-Za-z_$][\w$]*):"([A-Za-z_][\w]*)"')
+_NAME_LIST = re.compile(rb'=\[((?:"[A-Za-z_][\w]*",)*"[A-Za-z_][\w]*")\],[A-Za-z_$][\w$]*=$')
+
+
+def _tool_names(m: mmap.mmap) -> dict[str, Any]:
+    """The CLI's built-in tool names and the legacy names its permission rules map onto them:
+    the object literal ``{Task:"Agent",KillShell:"TaskStop",...}`` its rule parser reads, and the
+    sorted array literal that stands right before it (``var x=["Agent","Artifact",...],y={...}``;
+    2.1.330 and later). ``names`` is empty where no such list is found."""
+    at = m.find(b'{Task:"Agent",')
+    if at == -1:
+        return {"names": [], "aliases": {}}
+    found = _ALIASES.match(m, at)
+    aliases = dict(sorted((k.decode(), v.decode()) for k, v in _ALIAS.findall(found.group(1)))) if found else {}
+    before = _NAME_LIST.search(m[max(0, at - 8000):at])
+    names = sorted({n.decode() for n in re.findall(rb'"([^"]+)"', before.group(1))}) if before else []
+    return {"names": names, "aliases": aliases}
 
 
 def _module_around(m: mmap.mmap, at: int, reach: int = 80000) -> str:
@@ -793,6 +817,7 @@ def derive(claude: str, *, jobs: int = 4) -> dict[str, Any]:
             "root": _sorted(root),
             "early": early,
             "eager": static["eager"],
+            "tools": static["tools"],
             "binary_only": unconfirmed,
         }
     finally:

@@ -76,7 +76,8 @@ def main(argv: list[str]) -> int:
         files = [str(p) for _, p, exists in cfg.searched if exists] or ["none (defaults)"]
         good &= _say(True, f"config: {', '.join(files)}; lockdown {'on' if cfg.lockdown.value else 'off'}")
     except GuardError as exc:
-        _say(False, f"config: {exc}")
+        for line in str(exc).splitlines():  # a file's mistakes all at once, file:line each
+            _say(False, f"config: {line}")
         return 1
     good &= settings_sources(cfg)
     good &= trust(cfg)

@@ -35,14 +35,14 @@ ask = ["Bash(git push *)"]         # always goes to a human through the approval
 background = "like-foreground"     # background subagents get the same answers as foreground ones
 
 [approval]
-timeout = 600                      # seconds a request waits; then on_timeout decides
+timeout = "10m"                    # how long a request waits (90s, 10m, 1h, or seconds); then on_timeout decides
 on_timeout = "deny"
 # notify = ["notify-send", "claudeguard", "{summary}"]
 idle_before_channel = 30           # seconds a dialog may sit unanswered at the keyboard
 
 [watchdog]
-stall_after = 300                  # no progress while waiting on the model
-tool_stall_after = 1800            # no progress while a tool runs
+stall_after = "5m"                 # no progress while waiting on the model
+tool_stall_after = "30m"           # no progress while a tool runs
 on_stall = "warn"                  # warn | interrupt | kill (exit 124)
 
 # [security]
