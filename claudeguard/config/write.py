@@ -8,7 +8,7 @@ import re
 import tomlkit
 
 from claudeguard.errors import ConfigError
-from claudeguard.files import write_atomic
+from claudeguard.files import make_dirs, write_atomic
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ on_stall = "warn"                  # warn | interrupt | kill (exit 124)
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)  # the user's config dir (and its missing parents) 0700: it holds fleet.pw too
     write_atomic(path, text, keep_mode=True, durable=True)  # the user's file: synced, mode kept
 
 
