@@ -38,6 +38,17 @@ class NotFoundError(GuardError):
     exit_code = 1
 
 
+class NotPending(NotFoundError):
+    """An answer to a request that waits no more (or never did): ``request_id`` as given (a whole
+    id or a prefix) and what the channel knows of its end (``reason``: "answered", "timeout",
+    ... or None). ``claudeguardctl approve`` says which from the audit log (commands.answer)."""
+
+    def __init__(self, message: str, request_id: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+        self.reason = reason
+
+
 class InsecurePathError(GuardError):
     """A runtime path that is not private to this user (owner, mode or planted symlink)."""
 
