@@ -212,3 +212,28 @@ def test_explain_refuses_a_call_no_claude_code_makes(env, tmp_path):
                            "bash matches no call)\n")
 
 
+
+
+def test_a_tool_a_cli_newer_than_every_table_adds_is_read_from_the_installed_cli(env, tmp_path, monkeypatch):
+    from claudeguard.cli_tables import tools
+
+    user, project = env
+    user.write_text('[permissions]\ndeny = ["BrandNewTool"]\n')
+    monkeypatch.delenv("CLAUDEGUARD_CLAUDE", raising=False)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    with pytest.raises(ConfigError, match=r":2: bad rule 'BrandNewTool' in 'permissions.deny': 'BrandNewTool' is "
+                                          r"not a Claude Code tool"):
+        load_config(project)
+    # a CLI whose binary lists it, as 2.1.330 and later keep their list (cli_tables.tools)
+    shim, real = tmp_path / "shim", tmp_path / "cli"
+    shim.mkdir()
+    real.mkdir()
+    (shim / "claude").write_text("#!/bin/sh\nexec claudeguard \"$@\"\n")  # a launcher: names no tool
+    (real / "claude").write_bytes(b'\x7fELF...var a1=["Agent","Bash","BrandNewTool","Read"],b2={Task:"Agent",'
+                                  b'KillShell:"TaskStop"};function f(){}...')
+    for f in (shim / "claude", real / "claude"):
+        f.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}:{real}:/usr/bin:/bin")
+    tools._SEEN.clear()
+    assert [r.rule for r in load_config(project).rules["permissions.deny"]] == ["BrandNewTool"]
+    assert tools.installed_names() == {"Agent", "Bash", "BrandNewTool", "Read", "Task", "KillShell", "TaskStop"}

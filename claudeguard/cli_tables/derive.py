@@ -27,8 +27,8 @@ How each part is found (docs/notes/cli-surfaces.md has the why):
   which ``main()`` uses before commander (``--bg``, background-session verbs, ``-p``).
 - **Tool names** (``tools``): the CLI's own sorted list of its built-in tools (2.1.330 and
   later keep one, beside the map of legacy names a permission rule may still use, such as
-  ``Task`` for ``Agent``; 2.1.197 has the map alone). A config rule naming a tool that no table
-  knows is an error (``policy.rules.tool_problem``).
+  ``Task`` for ``Agent``; 2.1.197 has the map alone; ``cli_tables.tools``). A config rule naming
+  a tool that neither a table nor the installed CLI knows is an error (``policy.rules.tool_problem``).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
+from claudeguard.cli_tables.tools import read_tools
 from claudeguard.errors import GuardError, run_main
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -265,29 +266,9 @@ def scan_binary(path: str) -> dict[str, Any]:
         custom = m.find(b"enablePositionalOptions(){return this.#") != -1
         return {"specs": sorted(specs, key=lambda s: (s[0], s[1] or "")), "commands": commands,
                 "parser": "claude-commander" if custom else "commander",
-                "early": _early_words(m), "eager": _eager_table(m), "tools": _tool_names(m)}
+                "early": _early_words(m), "eager": _eager_table(m), "tools": read_tools(m)}
     finally:
         m.close()
-
-
-_ALIASES = re.compile(rb'\{(Task:"Agent"(?:,[A-Za-z_$][\w$]*:"[A-Za-z_][\w]*")*)\}')
-_ALIAS = re.compile(rb'([A-Za-z_$][\w$]*):"([A-Za-z_][\w]*)"')
-_NAME_LIST = re.compile(rb'=\[((?:"[A-Za-z_][\w]*",)*"[A-Za-z_][\w]*")\],[A-Za-z_$][\w$]*=$')
-
-
-def _tool_names(m: mmap.mmap) -> dict[str, Any]:
-    """The CLI's built-in tool names and the legacy names its permission rules map onto them:
-    the object literal ``{Task:"Agent",KillShell:"TaskStop",...}`` its rule parser reads, and the
-    sorted array literal that stands right before it (``var x=["Agent","Artifact",...],y={...}``;
-    2.1.330 and later). ``names`` is empty where no such list is found."""
-    at = m.find(b'{Task:"Agent",')
-    if at == -1:
-        return {"names": [], "aliases": {}}
-    found = _ALIASES.match(m, at)
-    aliases = dict(sorted((k.decode(), v.decode()) for k, v in _ALIAS.findall(found.group(1)))) if found else {}
-    before = _NAME_LIST.search(m[max(0, at - 8000):at])
-    names = sorted({n.decode() for n in re.findall(rb'"([^"]+)"', before.group(1))}) if before else []
-    return {"names": names, "aliases": aliases}
 
 
 def _module_around(m: mmap.mmap, at: int, reach: int = 80000) -> str:

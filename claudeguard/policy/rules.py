@@ -61,13 +61,19 @@ def canonical_tool(name: str) -> str:
 def tool_problem(name: str) -> str | None:
     """Why a rule's tool name names no tool (None when it is a Claude Code tool, a legacy name the
     CLI maps, or an MCP tool name), with the nearest tool name. The names come from the CLIs
-    themselves (every checked-in argv table's ``tools``: ``cli_tables.derive``), so a tool a new
-    CLI adds is known once its table is, and the guard's own list covers older CLIs' tools."""
+    themselves: every checked-in argv table's ``tools`` (``cli_tables.derive``), then, for a name
+    none knows, the installed CLI's binary (``cli_tables.tools``: a tool a CLI newer than every
+    table adds); the guard's own list covers older CLIs' tools."""
     if name.startswith("mcp__") or name in _KNOWN or name == "Task":
         return None
     from claudeguard.cli_tables.load import tool_names
 
     names = _KNOWN | tool_names()
+    if name in names:
+        return None
+    from claudeguard.cli_tables.tools import installed_names
+
+    names |= installed_names()  # a CLI newer than every table: the tools it adds (read from its binary)
     if name in names:
         return None
     by_lower = {n.lower(): n for n in sorted(names)}
