@@ -202,3 +202,23 @@ def test_a_broken_config_stops_everything_that_may_run_a_tool(bed, argv, service
     assert proc.returncode == 2 and proc.stdout == ""  # the stand-in CLI never ran
     assert proc.stderr.splitlines() == [f"claudeguard: {line}" for line in _broken_lines(config)]
     assert not (bed.root / "rt" / "sessions").exists() or not list((bed.root / "rt" / "sessions").iterdir())
+
+
+@pytest.mark.parametrize("argv, extra, said", [
+    (["--guard-approval-timeout", "10x", "-p", "hi"], {}, "--guard-approval-timeout"),
+    (["--guard-stall-after=5 min", "-p", "hi"], {}, "--guard-stall-after"),
+    (["-p", "hi"], {"CLAUDEGUARD_STALL_AFTER": "5mins"}, "env CLAUDEGUARD_STALL_AFTER"),
+])
+def test_a_bad_duration_given_to_the_launcher_is_one_line_and_starts_nothing(bed, argv, extra, said):
+    proc = bed.run(argv, dict(bed.env, CLAUDEGUARD_CLAUDE=str(bed.real), CLAUDEGUARD_SERVICE="0", **extra))
+    value = {"--guard-approval-timeout": "10x", "--guard-stall-after": "5 min"}.get(said, "5mins")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"claudeguard: {said}: expected a number of seconds or a duration such as 90s, 10m, 1h "
+                           f"or 1h30m, got '{value}'\n")
+
+
+def test_durations_are_taken_by_the_launchers_options_and_variables(bed):
+    env = dict(bed.env, CLAUDEGUARD_CLAUDE=str(bed.real), CLAUDEGUARD_SERVICE="0", CLAUDEGUARD_STALL_AFTER="5m")
+    proc = bed.run(["--guard-approval-timeout", "10m", "--guard-dry-run", "-p", "hi"], env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["guarded"] is True
