@@ -1,7 +1,9 @@
-"""Expected failures and the single handler that turns them into one clean line.
+"""Expected failures and the single handler that turns them into clean lines.
 
 Every module raises one of these for bad input; only the entry points (``shim.main``,
-``commands.ctl``) catch them, print ``prog: message`` on stderr and exit with the code.
+``commands.ctl``) catch them, print ``prog: message`` on stderr and exit with the code. A
+message is one line per problem: a config file's mistakes come all at once (``ConfigError``,
+``path:line: what`` each), every line printed as ``prog: line``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ class UsageError(GuardError):
 
 
 class ConfigError(GuardError):
-    """A config problem; the message starts with ``path:line:`` where a line is known."""
+    """A config problem; the message starts with ``path:line:`` where a line is known, and holds
+    one line per problem when there are several."""
 
     exit_code = 2
 
@@ -33,6 +36,17 @@ class NotFoundError(GuardError):
     """Something named by the user does not exist (e.g. an answered or unknown request id)."""
 
     exit_code = 1
+
+
+class NotPending(NotFoundError):
+    """An answer to a request that waits no more (or never did): ``request_id`` as given (a whole
+    id or a prefix) and what the channel knows of its end (``reason``: "answered", "timeout",
+    ... or None). ``claudeguardctl approve`` says which from the audit log (commands.answer)."""
+
+    def __init__(self, message: str, request_id: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+        self.reason = reason
 
 
 class InsecurePathError(GuardError):
@@ -46,8 +60,8 @@ def run_main(prog: str, fn: Callable[[], int]) -> int:
     try:
         return fn()
     except GuardError as exc:
-        msg = str(exc).replace("\n", " ")
-        print(f"{prog}: {msg}", file=sys.stderr)
+        for line in str(exc).splitlines() or [""]:
+            print(f"{prog}: {line}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

@@ -1,5 +1,6 @@
 """The two ways claudeguard writes a file: replace it whole (``write_atomic``), or add one line to
-it (``append_line``); and the one way it reads a JSON record back (``read_json``).
+it (``append_line``); the one way it reads a JSON record back (``read_json``); and the one way it
+makes a directory with its missing parents (``make_dirs``: each one 0700).
 
 All stay off links planted by others; the writers leave a private file (0600 unless the caller
 keeps an existing file's mode). Only ``os`` and ``stat`` are imported (``json`` when reading):
@@ -107,6 +108,26 @@ def append_line(path: StrPath, line: bytes) -> None:
 
 def _write(fd: int, data: bytes) -> int:
     return os.write(fd, data)  # one call, one O_APPEND write: a whole line or an error
+
+
+def make_dirs(path: StrPath) -> None:
+    """Make ``path`` and each missing parent 0700, top down (``os.makedirs`` gives only the last
+    one its mode: the state dir made as the log dir's parent was 0755, and the guard's own check
+    of it then failed). What exists is left as it is: ``paths.private_dir`` checks the dirs
+    that must be private."""
+    path = os.path.abspath(os.fspath(path))
+    missing: list[str] = []
+    while not os.path.lexists(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass  # made by a concurrent process meanwhile
 
 
 def read_json(path: StrPath) -> dict[str, Any] | None:

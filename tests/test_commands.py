@@ -83,7 +83,8 @@ def test_bad_config_is_one_line_with_file_and_line(env):
     (cwd / ".claudeguard.toml").write_text('[approval]\ntimeout = "never"\n')
     out = ctl(env, "config", "show")
     assert out.returncode == 2
-    assert out.stderr.strip().endswith("'approval.timeout' must be a number, not str")
+    assert out.stderr.strip().endswith("'approval.timeout' must be a number of seconds or a duration such as 90s, "
+                                       "10m, 1h or 1h30m, not 'never'")
     assert ".claudeguard.toml:2:" in out.stderr and out.stderr.count("\n") == 1
 
 

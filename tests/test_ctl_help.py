@@ -65,3 +65,27 @@ def test_option_errors_are_one_line():
         out = ctl(*args)
         assert out.returncode == 2 and out.stderr.count("\n") == 1, (args, out.stderr)
         assert out.stderr.startswith(f"claudeguardctl {args[0]}") and "--help" in out.stderr
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["approvee", "x"], "claudeguardctl: unknown command 'approvee': did you mean approve? (claudeguardctl --help "
+                        "lists every command)"),
+    (["pendng"], "claudeguardctl: unknown command 'pendng': did you mean pending? (claudeguardctl --help lists "
+                 "every command)"),
+    (["config", "shwo"], "claudeguardctl config: argument {show,path,init,trust,untrust}: invalid choice: 'shwo' "
+                         "(choose from 'show', 'path', 'init', 'trust', 'untrust'): did you mean show? (see "
+                         "claudeguardctl config --help)"),
+    (["approve", "abcdefgh", "--scope", "foreve"], "claudeguardctl approve: argument --scope: invalid choice: "
+                                                   "'foreve' (choose from 'once', 'agent', 'session', 'forever'): "
+                                                   "did you mean forever? (see claudeguardctl approve --help)"),
+])
+def test_a_mistyped_command_gets_did_you_mean_in_one_line(argv, line):
+    out = ctl(*argv)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == line + "\n"
+
+
+def test_a_word_near_no_command_lists_them_all():
+    out = ctl("zzzz")
+    assert out.returncode == 2
+    assert out.stderr == f"claudeguardctl: unknown command 'zzzz'; usage: claudeguardctl {{{','.join(COMMANDS)}}} ...\n"

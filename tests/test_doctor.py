@@ -86,3 +86,67 @@ def test_without_bubblewrap_doctor_lists_what_stays_open_and_lockdown_fails(real
     assert proc.returncode == 1
     assert "FAIL  sandbox: lockdown (" in proc.stdout and "needs it, and bubblewrap is not installed" in proc.stdout
     assert "FAIL  injected flags: a session is refused here" in proc.stdout
+
+
+def test_doctor_gives_the_chmod_of_each_dir_others_can_enter_and_goes_on(real_claude, offline_env, run_claude):
+    env = guarded_env(offline_env, real_claude)
+    state = Path(env["XDG_STATE_HOME"]) / "claudeguard"
+    log = Path(env["CLAUDEGUARD_LOG_DIR"])
+    log.mkdir(parents=True, exist_ok=True)
+    os.chmod(state, 0o755)  # as `os.makedirs(log dir)` of older versions left it
+    os.chmod(log, 0o750)
+    proc = run_claude(CTL + ["doctor"], env, offline_env.cwd, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert f"FAIL  state dir: {state}: mode 0755 lets others in; expected 0700; fix: chmod 700 {state}" in lines
+    assert f"FAIL  log dir: {log}: mode 0750 lets others in; expected 0700; fix: chmod 700 {log}" in lines
+    assert len([line for line in lines if line.startswith("FAIL")]) == 2, proc.stdout
+    # what needs the state dir is skipped (a session is refused until it is private: the box's
+    # check), the rest is still reported, to the last check
+    assert lines.index(f"ok    argv table: {real_claude_version(env)}") > lines.index(f"FAIL  log dir: {log}: mode "
+                                                                                      f"0750 lets others in; expected "
+                                                                                      f"0700; fix: chmod 700 {log}")
+    assert any(line.startswith("ok    launcher: ") for line in lines)
+    assert [line for line in lines if line.startswith("skip")] == [
+        f"skip  sandbox: not checked while {state} is not private (above)",
+        f"skip  injected flags: not checked while {state} is not private (above)"]
+    os.chmod(state, 0o700)
+    os.chmod(log, 0o700)
+    proc = run_claude(CTL + ["doctor"], env, offline_env.cwd, timeout=120)
+    assert "FAIL" not in proc.stdout and "skip" not in proc.stdout, proc.stdout
+    assert "ok    hooks fire (PreToolUse reached claudeguardctl hook)" in proc.stdout.splitlines()
+
+
+def real_claude_version(env: dict) -> str:
+    from claudeguard.plan.claude_args import installed_version
+
+    version = installed_version(env["CLAUDEGUARD_CLAUDE"])
+    assert version is not None
+    return version
+
+
+def test_dirs_the_guard_makes_are_made_0700_with_their_parents(tmp_path):
+    from claudeguard.config.trust import record
+    from claudeguard.config.write import add_rule
+    from claudeguard.files import make_dirs
+
+    target = tmp_path / "a" / "b" / "c"
+    make_dirs(target)
+    assert [oct(os.stat(p).st_mode & 0o777) for p in (tmp_path / "a", tmp_path / "a" / "b", target)] == ["0o700"] * 3
+    make_dirs(target)  # there already: left as it is
+    os.chmod(tmp_path / "a", 0o755)
+    make_dirs(tmp_path / "a" / "d")
+    assert oct(os.stat(tmp_path / "a").st_mode & 0o777) == "0o755"  # not ours to change
+    assert oct(os.stat(tmp_path / "a" / "d").st_mode & 0o777) == "0o700"
+    # the trust records' state dir and a config file's dir, from nothing
+    project_file = tmp_path / "proj" / ".claudeguard.toml"
+    project_file.parent.mkdir()
+    project_file.write_text("[permissions]\n")
+    record([str(project_file)], env={"XDG_STATE_HOME": str(tmp_path / "st" / "state")})
+    assert [oct(os.stat(p).st_mode & 0o777) for p in (tmp_path / "st", tmp_path / "st" / "state",
+                                                      tmp_path / "st" / "state" / "claudeguard",
+                                                      tmp_path / "st" / "state" / "claudeguard" / "trusted")] \
+        == ["0o700"] * 4
+    add_rule(tmp_path / "cfg" / "claudeguard" / "config.toml", "allow", "Read")
+    assert [oct(os.stat(p).st_mode & 0o777) for p in (tmp_path / "cfg", tmp_path / "cfg" / "claudeguard")] \
+        == ["0o700"] * 2

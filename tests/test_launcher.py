@@ -169,3 +169,56 @@ def test_a_session_ends_with_its_output_flushed_and_its_exit_code(bed):
         assert proc.returncode == code and proc.stdout.startswith("out-"), proc.stderr
     proc = bed.run(["--guard-report", str(bed.root / "missing" / "r.json"), "-p", "x"])
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "does not exist" in proc.stderr
+
+
+BROKEN = ('[security]\ndisable_bypass_permissions = true\n[permissions]\nallow = ["Bsh(ls *)"]\n'
+          '[approval]\ntimeout = "soon"\n')
+
+
+def _broken_lines(path: Path) -> list[str]:
+    return [f"{path}:4: bad rule 'Bsh(ls *)' in 'permissions.allow': 'Bsh' is not a Claude Code tool: did you mean "
+            f"Bash?",
+            f"{path}:6: 'approval.timeout' must be a number of seconds or a duration such as 90s, 10m, 1h or 1h30m, "
+            f"not 'soon'"]
+
+
+@pytest.mark.parametrize("arg", ["--version", "-v", "--help", "-h"])
+def test_a_broken_config_never_breaks_version_or_help(bed, arg):
+    config = _write(bed.home / "config" / "claudeguard" / "config.toml", BROKEN)
+    proc = bed.run([arg], dict(bed.env, CLAUDEGUARD_CLAUDE=str(bed.real)))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["argv"] == [arg]  # the real CLI answered, exec'd
+    asked = "--help" if arg in ("--help", "-h") else "--version"
+    assert proc.stderr == (f"claudeguard: config error: {_broken_lines(config)[0]} (and 1 more); {asked} passed "
+                           f"through to the real CLI (claudeguardctl config show lists every error)\n")
+
+
+@pytest.mark.parametrize("argv, service", [(["-p", "hi"], "1"), (["-p", "hi"], "0"), (["hi"], "0"),
+                                           (["mcp", "list"], "1"), (["doctor"], "0")])
+def test_a_broken_config_stops_everything_that_may_run_a_tool(bed, argv, service):
+    # lockdown is on in the broken file: what it would refuse is never let through (fail closed)
+    config = _write(bed.home / "config" / "claudeguard" / "config.toml", BROKEN)
+    proc = bed.run(argv, dict(bed.env, CLAUDEGUARD_CLAUDE=str(bed.real), CLAUDEGUARD_SERVICE=service))
+    assert proc.returncode == 2 and proc.stdout == ""  # the stand-in CLI never ran
+    assert proc.stderr.splitlines() == [f"claudeguard: {line}" for line in _broken_lines(config)]
+    assert not (bed.root / "rt" / "sessions").exists() or not list((bed.root / "rt" / "sessions").iterdir())
+
+
+@pytest.mark.parametrize("argv, extra, said", [
+    (["--guard-approval-timeout", "10x", "-p", "hi"], {}, "--guard-approval-timeout"),
+    (["--guard-stall-after=5 min", "-p", "hi"], {}, "--guard-stall-after"),
+    (["-p", "hi"], {"CLAUDEGUARD_STALL_AFTER": "5mins"}, "env CLAUDEGUARD_STALL_AFTER"),
+])
+def test_a_bad_duration_given_to_the_launcher_is_one_line_and_starts_nothing(bed, argv, extra, said):
+    proc = bed.run(argv, dict(bed.env, CLAUDEGUARD_CLAUDE=str(bed.real), CLAUDEGUARD_SERVICE="0", **extra))
+    value = {"--guard-approval-timeout": "10x", "--guard-stall-after": "5 min"}.get(said, "5mins")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"claudeguard: {said}: expected a number of seconds or a duration such as 90s, 10m, 1h "
+                           f"or 1h30m, got '{value}'\n")
+
+
+def test_durations_are_taken_by_the_launchers_options_and_variables(bed):
+    env = dict(bed.env, CLAUDEGUARD_CLAUDE=str(bed.real), CLAUDEGUARD_SERVICE="0", CLAUDEGUARD_STALL_AFTER="5m")
+    proc = bed.run(["--guard-approval-timeout", "10m", "--guard-dry-run", "-p", "hi"], env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["guarded"] is True

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claudeguard.policy.pathrules import escape_path, normalize_path, path_rule_matches
-from claudeguard.policy.rules import Rule, parse_rule, rule_matches
+from claudeguard.cli_tables.load import tool_names
+from claudeguard.policy.rules import Rule, parse_rule, rule_matches, tool_problem
 
 CWD = "/work/repo"
 HOME = "/home/u"
@@ -39,7 +40,7 @@ def matches(rule: str, tool: str, tool_input: dict, *, broad: bool = False, cwd:
     ("mcp__github__*", "mcp__github__*", None),
     ("mcp__github__create_issue", "mcp__github__create_issue", None),
     ("mcp__my-server__do_it", "mcp__my-server__do_it", None),
-    ("bash(ls)", "Bash", "ls"),  # known tools are recognised whatever their case
+    ("bash(ls)", "bash", "ls"),  # as Claude Code reads it: no tool is named bash, so it matches no call
     ("WebSearch", "WebSearch", None),
     ("SomeFutureTool", "SomeFutureTool", None),
 ])
@@ -69,6 +70,44 @@ def test_rule_is_frozen_and_hashable() -> None:
     assert {rule, parse_rule("Bash(ls)")} == {rule}
     with pytest.raises(AttributeError):  # a namedtuple's fields are read-only
         rule.tool = "Read"  # type: ignore[misc]  # the assignment is the point
+
+
+def test_a_tool_name_in_the_wrong_case_matches_no_call_as_in_claude_code() -> None:
+    # The real CLI lets nothing run under allow = ["bash(touch *)"] or ["bash"] in dontAsk mode
+    # (2.1.197 and 2.1.330): tool names are exact.
+    assert not matches("bash(ls *)", "Bash", {"command": "ls x"}, broad=True)
+    assert not matches("bash", "Bash", {"command": "ls"}, broad=True)
+    assert not matches("read", "Read", {"file_path": "/x"}, broad=True)
+    assert matches("Task(Explore)", "Agent", {"subagent_type": "Explore"})  # the one legacy name kept
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("Bsh", "'Bsh' is not a Claude Code tool: did you mean Bash?"),
+    ("Webfetch", "'Webfetch' is not a Claude Code tool: did you mean WebFetch? (tool names are matched exactly, "
+                 "as Claude Code matches them: Webfetch matches no call)"),
+    ("Reed", "'Reed' is not a Claude Code tool: did you mean Read?"),
+    ("bash", "'bash' is not a Claude Code tool: did you mean Bash? (tool names are matched exactly, as Claude Code "
+             "matches them: bash matches no call)"),
+    ("Zzzzqqqq", "'Zzzzqqqq' is not a Claude Code tool (the nearest is "),
+])
+def test_a_name_no_claude_code_has_is_a_problem_naming_the_nearest(name: str, expected: str) -> None:
+    problem = tool_problem(name)
+    assert problem is not None and problem.startswith(expected)
+
+
+@pytest.mark.parametrize("name", ["Bash", "Read", "Agent", "Task", "KillShell", "LS", "MultiEdit",
+                                  "CronCreate", "Monitor", "TaskOutput", "ToolSearch", "propose_skills",
+                                  "mcp__github", "mcp__github__create_issue", "mcp__github__*"])
+def test_every_tool_the_clis_name_is_no_problem(name: str) -> None:
+    assert tool_problem(name) is None
+
+
+def test_the_tool_names_come_from_every_checked_in_table() -> None:
+    names = tool_names()
+    # 2.1.330's own list, the legacy names of 2.1.197's map and their targets
+    assert {"Agent", "Bash", "Glob", "Grep", "Monitor", "ToolSearch", "WebFetch", "Write"} <= names
+    assert {"Task", "KillShell", "BashOutput", "TaskOutput", "TaskStop"} <= names
+    assert "bash" not in names and "Bsh" not in names
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -93,3 +94,19 @@ def test_fifty_sessions_list_fast(rt):
     t0 = time.perf_counter()
     rows = list_sessions()
     assert len(rows) == 50 and time.perf_counter() - t0 < 0.3
+
+
+def test_ps_never_cuts_a_state(rt, capsys):
+    from claudeguard.commands.ps import main as ps_main
+
+    fake_session(rt, "a", started=1.0, state="blocked-on-terminal")
+    fake_session(rt, "b", started=2.0, state="tool")
+    assert ps_main(["ps"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3
+    assert lines[0] == ("    PID   CHILD STATE                   CPU   TOKENS   IDLE PEND  CWD / PROMPT")
+    pid = os.getpid()
+    idle = r"   1\ds"  # 12 s ago when written, a moment more when listed
+    rest = r"    1  /proj/(a|b)  refactor the parser"
+    assert re.fullmatch(rf"{pid:>7}       - blocked-on-terminal    1\.2s     4242 {idle}{rest}", lines[1]), lines[1]
+    assert re.fullmatch(rf"{pid:>7}       - tool                   1\.2s     4242 {idle}{rest}", lines[2]), lines[2]

@@ -155,6 +155,30 @@ def read_events(follow: bool = False) -> Iterator[dict[str, object]]:
             f.close()
 
 
+FIND_REACH = 64 << 20  # how much of the log's end ``ends_of`` reads: weeks of decisions, in well under a second
+
+
+def ends_of(id_or_prefix: str) -> list[dict[str, object]]:
+    """The decisions the log holds for the channel requests whose id starts with ``id_or_prefix``
+    (how each ended: a human's answer and who gave it, a timeout, the keyboard), oldest first,
+    from the last ``FIND_REACH`` bytes of the log. Only lines that name such an id are parsed."""
+    needle = b'"request_id":"' + id_or_prefix.encode("ascii", "replace")
+    found: list[dict[str, object]] = []
+    try:
+        fd = os.open(_audit_file(), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return found
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(fd).st_size
+        f.seek(max(0, size - FIND_REACH))
+        if size > FIND_REACH:
+            f.readline()  # the rest of a line cut at the start
+        for line in f:
+            if needle in line and (event := _parse(line)) is not None and "decided_by" in event:
+                found.append(event)
+    return found
+
+
 def _replaced(path: Path, f: IO[bytes]) -> bool:
     """The log was rotated (another inode at the path) or truncated below our position."""
     try:

@@ -26,7 +26,7 @@ from claudeguard.channel import audit, fifo, wire
 from claudeguard.channel.model import DECISIONS, ID_MIN_PREFIX, KINDS, SCOPES, Answer, Request, is_id_text, new_id
 from claudeguard.channel.notify import run_notify
 from claudeguard.channel.store import ORPHAN_AGE_S, ChannelDir, request_id_of, waiter_alive
-from claudeguard.errors import GuardError, NotFoundError, UsageError
+from claudeguard.errors import GuardError, NotFoundError, NotPending, UsageError
 from claudeguard.procs import process_start
 from claudeguard.sockets import peer_creds
 
@@ -639,7 +639,8 @@ def _resolve(ch: ChannelDir, id_or_prefix: str) -> str:
     if len(matches) > 1:
         raise NotFoundError(f"{id_or_prefix}: matches {len(matches)} requests; give more of the id")
     if not matches:
-        raise NotFoundError(f"{id_or_prefix}: no such pending request (already answered, expired or never existed)")
+        raise NotPending(f"{id_or_prefix}: no such pending request (already answered, expired or never existed)",
+                         prefix)
     return matches[0]
 
 
@@ -660,7 +661,7 @@ def answer(id_or_prefix: str, decision: str, *, scope: str = "once", message: st
         def refuse_if_ended() -> None:
             reason = ch.read_marker(rid)
             if reason is not None:
-                raise NotFoundError(f"{rid}: {REFUSALS.get(reason, 'no longer pending')}")
+                raise NotPending(f"{rid}: {REFUSALS.get(reason, 'no longer pending')}", rid, reason)
             if not ch.exists(f"{rid}.json"):
                 raise NotFoundError(f"{rid}: no longer pending")
 
@@ -684,7 +685,7 @@ def answer(id_or_prefix: str, decision: str, *, scope: str = "once", message: st
             raise UsageError(f"{rid}: {exc}") from None
         refuse_if_ended()
         if time.time() > request.deadline:
-            raise NotFoundError(f"{rid}: {REFUSALS['timeout']}")
+            raise NotPending(f"{rid}: {REFUSALS['timeout']}", rid, "timeout")
         if not waiter_alive(record):
             ch.remove_request(rid)
             raise NotFoundError(f"{rid}: {REFUSALS['gone']}; request withdrawn")

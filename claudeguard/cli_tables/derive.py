@@ -25,6 +25,10 @@ How each part is found (docs/notes/cli-surfaces.md has the why):
   that holds ``main()`` and confirmed with ``--help`` where that is safe.
 - **The eager reader** (2.1.330 and later): the CLI's second table of value-taking options,
   which ``main()`` uses before commander (``--bg``, background-session verbs, ``-p``).
+- **Tool names** (``tools``): the CLI's own sorted list of its built-in tools (2.1.330 and
+  later keep one, beside the map of legacy names a permission rule may still use, such as
+  ``Task`` for ``Agent``; 2.1.197 has the map alone; ``cli_tables.tools``). A config rule naming
+  a tool that neither a table nor the installed CLI knows is an error (``policy.rules.tool_problem``).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
+from claudeguard.cli_tables.tools import read_tools
 from claudeguard.errors import GuardError, run_main
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -261,7 +266,7 @@ def scan_binary(path: str) -> dict[str, Any]:
         custom = m.find(b"enablePositionalOptions(){return this.#") != -1
         return {"specs": sorted(specs, key=lambda s: (s[0], s[1] or "")), "commands": commands,
                 "parser": "claude-commander" if custom else "commander",
-                "early": _early_words(m), "eager": _eager_table(m)}
+                "early": _early_words(m), "eager": _eager_table(m), "tools": read_tools(m)}
     finally:
         m.close()
 
@@ -793,6 +798,7 @@ def derive(claude: str, *, jobs: int = 4) -> dict[str, Any]:
             "root": _sorted(root),
             "early": early,
             "eager": static["eager"],
+            "tools": static["tools"],
             "binary_only": unconfirmed,
         }
     finally:

@@ -85,3 +85,22 @@ def versions() -> list[str]:
         return []
     found = [n[:-5] for n in names if n.endswith(".json") and _exact(n[:-5])]
     return sorted(found, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
+def tool_names() -> set[str]:
+    """Every tool name some checked-in table knows: the CLI's own list of its tools, and the
+    legacy names its rules map onto them (``Task``, ``KillShell``) with their targets. Each
+    table is parsed once per call: only a config rule naming a tool outside the guard's own
+    short list asks (``policy.rules.tool_problem``)."""
+    found: set[str] = set()
+    for version in versions():
+        table = load(version) or {}
+        tools = table.get("tools")
+        if not isinstance(tools, dict):
+            continue
+        found.update(n for n in tools.get("names") or [] if isinstance(n, str))
+        aliases = tools.get("aliases")
+        if isinstance(aliases, dict):
+            found.update(str(k) for k in aliases)
+            found.update(str(v) for v in aliases.values())
+    return found

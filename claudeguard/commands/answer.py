@@ -11,13 +11,22 @@ import os
 from pathlib import Path
 
 from claudeguard import channel
-from claudeguard.channel.model import SCOPES
+from claudeguard.channel.audit import audit_path, ends_of
+from claudeguard.channel.model import ID_MIN_PREFIX, SCOPES, is_id_text
+from claudeguard.commands.audit import answerer
 from claudeguard.commands.cli import parser as command_parser
-from claudeguard.config.load import read_layer
+from claudeguard.config.load import env_overrides, load_config, read_layer
 from claudeguard.config.write import add_rule
-from claudeguard.errors import ConfigError, GuardError, NotFoundError
-from claudeguard.paths import user_config_file
-from claudeguard.policy.decide import grant_rules_for_call
+from claudeguard.errors import ConfigError, GuardError, NotFoundError, NotPending
+from claudeguard.gate.session import load_session
+from claudeguard.paths import runtime_root, user_config_file
+from claudeguard.policy.decide import SourcedRule, decide, grant_rules_for_call, policy_from_spec
+from claudeguard.policy.rules import parse_rule
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from claudeguard.channel.model import Request
+    from claudeguard.config.schema import PolicySpec
 
 
 def main(argv: list[str]) -> int:
@@ -84,6 +93,41 @@ def answer_request(request_id: str, decision: str, *, scope: str, message: str |
     """Answer one request through the channel (its waiter judges the answer and records who gave
     it: this process, and ``vouched``, what a relaying desk says of its user); ``forever`` also
     writes the rule. A refusal is one line and exit 1, nothing written."""
+    try:
+        return _answer(request_id, decision, scope=scope, message=message, file=file, by=by, quiet=quiet,
+                       choice=choice, vouched=vouched)
+    except NotPending as exc:
+        raise NotFoundError(gone_line(exc)) from None
+
+
+def gone_line(exc: NotPending) -> str:
+    """What became of a request that waits no more, from the audit log: answered (how, when, by
+    whom), expired, answered at the keyboard; or that no such request is known here."""
+    given = exc.request_id.strip().lower()
+    ends = ends_of(given) if is_id_text(given) and len(given) >= ID_MIN_PREFIX else []
+    ids = {str(e.get("request_id")) for e in ends}
+    if len(ids) > 1:
+        return f"{given}: matches {len(ids)} requests that ended; give more of the id"
+    if not ends:
+        if exc.reason is not None:
+            return str(exc)  # the channel knows how it ended; the log (of another dir?) does not
+        return (f"{given}: no such pending request, and the audit log ({audit_path()}) knows of no request with "
+                f"this id either (a mistyped id, or one of another machine or log dir)")
+    end = ends[-1]
+    rid, at, by = end.get("request_id"), end.get("time"), end.get("decided_by")
+    word = "approved" if end.get("decision") == "allow" else "denied"
+    if by == "human":
+        scope = end.get("scope") or "once"
+        return f"{rid}: already answered at {at}: {word} ({scope}){answerer(end.get('answered_by'))}"
+    if by == "timeout":
+        return f"{rid}: expired at {at}: nobody answered before its deadline; {word} by approval.on_timeout"
+    if by == "keyboard":
+        return f"{rid}: already answered at the keyboard of its session at {at}: {word}"
+    return f"{rid}: ended at {at} without an answer ({word}: {end.get('reason') or by})"
+
+
+def _answer(request_id: str, decision: str, *, scope: str, message: str | None, file: str | None, by: str,
+            quiet: bool, choice: str | None, vouched: dict[str, object] | None) -> int:
     match = [r for r in channel.list_pending() if r.id.startswith(request_id)] if len(request_id) >= 6 else []
     if len(match) > 1:
         raise NotFoundError(f"{request_id}: matches {len(match)} requests; give more of the id")
@@ -91,7 +135,8 @@ def answer_request(request_id: str, decision: str, *, scope: str, message: str |
     target: Path | None = None
     if scope != "once":
         if not match:
-            raise NotFoundError(f"{request_id}: no such pending request (already answered, expired or never existed)")
+            raise NotPending(f"{request_id}: no such pending request (already answered, expired or never existed)",
+                             request_id)
         req = match[0]
         rules = grant_rules_for_call(req.tool, req.input, cwd=req.cwd)
         if not rules:
@@ -99,6 +144,8 @@ def answer_request(request_id: str, decision: str, *, scope: str, message: str |
                              f"confidence); use --scope once")
         if scope == "forever":
             target = Path(file) if file else user_config_file()
+            if decision == "allow":
+                _check_forever_allow(req, rules, target)
             _check_writable(target)
     if choice is not None and choice.isdigit():
         # a dialog's option by number: the request lists its choices in order
@@ -122,6 +169,44 @@ def answer_request(request_id: str, decision: str, *, scope: str, message: str |
         extra = f": {', '.join(rules)}" if rules else ""
         print(f"{answered.id} {word} ({scope}){extra}")
     return 0
+
+
+def _check_forever_allow(req: Request, rules: list[str], target: Path) -> None:
+    """Refuse ``forever`` where the allow rule it would write could never decide the call (see
+    ``forever_blocker``): not answered, nothing written; the human picks once, or narrows that rule."""
+    blocker = forever_blocker(session_id=req.session_id, tool=req.tool, tool_input=req.input, cwd=req.cwd,
+                              agent_type=req.agent_type, rules=rules, target=str(target))
+    if blocker is not None:
+        raise GuardError(f"{req.id}: not answered: --scope forever would write {', '.join(rules)} to "
+                         f"[permissions].allow, but {blocker}; answer --scope once, or narrow that rule")
+
+
+def forever_blocker(*, session_id: str, tool: str, tool_input: dict[str, object], cwd: str, agent_type: str | None,
+                    rules: list[str], target: str) -> str | None:
+    """Why allow ``rules`` written forever would never decide this call: an ask (or deny) rule
+    that matches it wins over every allow rule (deny > ask > allow), so the next run would ask
+    again; None when they would decide it. Judged with the asking session's own policy (its
+    rules with their file:line), or, when its session file is gone, the config as a run in
+    ``cwd`` reads it."""
+    spec: PolicySpec | None = None
+    if is_session_id(session_id):
+        try:
+            spec = load_session(str(runtime_root() / "sessions" / session_id)).policy_spec
+        except (OSError, ValueError):
+            spec = None
+    if spec is None:
+        spec = load_config(Path(cwd), env_overrides()).policy_spec()
+    written = [SourcedRule(parse_rule(rule), "allow", f"{target} (forever)", cwd) for rule in rules]
+    verdict = decide(policy_from_spec(spec), tool, dict(tool_input), agent_type=agent_type, cwd=cwd, extra=written)
+    if verdict.decision in ("ask", "deny") and verdict.rule:
+        kind = "an ask" if verdict.decision == "ask" else "a deny"
+        return f"{kind} rule matches this call and wins over every allow rule: {verdict.rule} ({verdict.source})"
+    return None
+
+
+def is_session_id(text: str) -> bool:
+    """A session id that can name a dir of the runtime root (the launcher's are hex)."""
+    return bool(text) and text not in (".", "..") and "/" not in text and "\0" not in text
 
 
 def _check_writable(path: Path) -> None:

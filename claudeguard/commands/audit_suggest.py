@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from claudeguard.channel.audit import read_events
+from claudeguard.config.durations import seconds
 from claudeguard.config.write import add_rules, existing_rules
 from claudeguard.decision import PERMISSIONS
 from claudeguard.errors import UsageError
@@ -51,22 +52,14 @@ RUNS_ANYTHING = frozenset(
 )
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:=@%+,-]+")  # written the same quoted or not
 _SUBCOMMAND = re.compile(r"[a-z][a-z0-9-]*")
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
 def parse_duration(text: str) -> float:
-    """``90s``, ``30m``, ``12h``, ``7d``, ``2w``, ``1h30m`` or plain seconds, as seconds."""
-    raw = text.strip().lower()
-    if re.fullmatch(r"\d+(?:\.\d+)?", raw):
-        return float(raw)
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(raw):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if not raw or pos != len(raw) or total <= 0:
+    """``90s``, ``30m``, ``12h``, ``7d``, ``2w``, ``1h30m`` or plain seconds, as seconds (the
+    config's reading of a duration: ``config.durations``)."""
+    try:
+        total = seconds(text)
+    except ValueError:
+        total = 0.0
+    if not total > 0 or total == float("inf"):
         raise UsageError(f"--since {text!r}: expected a duration such as 90s, 30m, 12h, 7d, 2w or 1h30m")
     return total
 

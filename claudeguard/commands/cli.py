@@ -8,6 +8,7 @@ Imported only by commands that parse options and on ``--help``: the hook's path 
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -102,8 +103,19 @@ class Parser(argparse.ArgumentParser):
     """argparse with a one-line error (``prog: message (see prog --help)``), exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
+        print(f"{self.prog}: {message}{_did_you_mean(message)} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(2)
+
+
+def _did_you_mean(message: str) -> str:
+    """``: did you mean show?`` for argparse's "invalid choice: 'shwo' (choose from 'show', ...)"."""
+    head, found, rest = message.partition("invalid choice: ")
+    if not found or " (choose from " not in rest:
+        return ""
+    given, _, choices = rest.partition(" (choose from ")
+    names = [c.strip().strip("'") for c in choices.rstrip(")").split(",")]  # argparse quotes each with repr()
+    near = difflib.get_close_matches(given.strip().strip("'"), names, n=1, cutoff=0.6)
+    return f": did you mean {near[0]}?" if near else ""
 
 
 def parser(name: str, epilog: str | None = None, prog: str | None = None) -> Parser:

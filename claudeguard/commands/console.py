@@ -51,7 +51,8 @@ def _answer(req: Request, key: str, message: str | None) -> str:
     try:
         answer_request(req.id, decision, scope=scope, message=message, file=None, by="console", quiet=True)
     except GuardError as exc:
-        return f"{req.id}: {exc}"
+        said = str(exc)
+        return said if said.startswith(f"{req.id}:") else f"{req.id}: {said}"  # the id once
     return f"{req.id}: {'approved' if decision == 'allow' else 'denied'} ({scope})"
 
 

@@ -51,6 +51,12 @@ def dispatch(argv: list[str]) -> int:
         return 0
     name = COMMANDS.get(argv[0])
     if name is None:
+        import difflib  # only for a mistyped command: the hook comes through here on every call
+
+        near = difflib.get_close_matches(argv[0], list(COMMANDS), n=1, cutoff=0.6)
+        if near:
+            raise UsageError(f"unknown command {argv[0]!r}: did you mean {near[0]}? (claudeguardctl --help lists "
+                             f"every command)")
         raise UsageError(f"unknown command {argv[0]!r}; {USAGE}")
     if argv[0] in NO_OPTIONS and len(argv) > 1 and ("--help" in argv[1:] or "-h" in argv[1:]):
         from claudeguard.commands.cli import plain_help

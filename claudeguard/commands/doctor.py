@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -20,9 +22,9 @@ from claudeguard.commands import verify as verifying
 from claudeguard.commands.cli import parser as command_parser
 from claudeguard.config.load import env_overrides, load_config
 from claudeguard.config.trust import command_for
-from claudeguard.errors import GuardError
+from claudeguard.errors import GuardError, InsecurePathError
 from claudeguard.files import write_atomic
-from claudeguard.paths import guard_paths, legacy_note, runtime_dir
+from claudeguard.paths import check_private_dir, guard_paths, legacy_note, runtime_dir
 from claudeguard.plan import sandbox as box
 from claudeguard.plan import settings_sources as ss
 from claudeguard.plan import verified
@@ -37,7 +39,7 @@ from claudeguard.testing.offline_home import offline_env, prepare_home
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
     from claudeguard.config.load import Config
     from claudeguard.paths import GuardPaths
@@ -76,20 +78,17 @@ def main(argv: list[str]) -> int:
         files = [str(p) for _, p, exists in cfg.searched if exists] or ["none (defaults)"]
         good &= _say(True, f"config: {', '.join(files)}; lockdown {'on' if cfg.lockdown.value else 'off'}")
     except GuardError as exc:
-        _say(False, f"config: {exc}")
+        for line in str(exc).splitlines():  # a file's mistakes all at once, file:line each
+            _say(False, f"config: {line}")
         return 1
     good &= settings_sources(cfg)
     good &= trust(cfg)
-    try:
-        root = runtime_dir()
-        good &= _say(True, f"runtime dir: {root} (mode 0700, owned by uid {os.getuid()})")
-
+    dirs_ok, insecure = private_dirs(cfg)
+    good &= dirs_ok
+    if not insecure:
         note = legacy_note()
         if note:
             print(f"      {note}")
-    except GuardError as exc:
-        _say(False, f"runtime dir: {exc}")
-        return 1
     try:
         real = find_claude(cfg.claude_path())
     except GuardError as exc:
@@ -105,12 +104,64 @@ def main(argv: list[str]) -> int:
     if version and version not in TESTED_VERSIONS:
         print(f"      note: claudeguard is tested with {', '.join(TESTED_VERSIONS)}; {version} may differ")
     good &= argv_table(version)
-    good &= verified_line(cfg, real)
+    # Each check below on its own: one that fails (a dir not private, say) is said, and the
+    # others are still reported; the exit code says that one failed.
+    good &= _step("verified", insecure, lambda: verified_line(cfg, real))
     _launcher()
-    good &= sandbox(cfg, version)
-    good &= fleet(cfg)
-    good &= probe(real, cfg, version)
+    good &= _step("sandbox", insecure, lambda: sandbox(cfg, version))
+    good &= _step("fleet", insecure, lambda: fleet(cfg))
+    good &= _step("injected flags", insecure, lambda: probe(real, cfg, version))
     return 0 if good else 1
+
+
+def _step(name: str, insecure: list[str], check: Callable[[], bool]) -> bool:
+    """``check()``, or one line when it raised: a FAIL, or a skip where it needs a dir that
+    ``private_dirs`` found others could enter (said there, with its chmod)."""
+    try:
+        return check()
+    except InsecurePathError as exc:
+        blocked = next((path for path in insecure if str(exc).startswith(path) or f" {path}:" in str(exc)), None)
+        if blocked is None:
+            return _say(False, f"{name}: {exc}")
+        print(f"skip  {name}: not checked while {blocked} is not private (above)")
+        return False
+    except GuardError as exc:
+        return _say(False, f"{name}: {exc}")
+
+
+def private_dirs(cfg: Config) -> tuple[bool, list[str]]:
+    """The guard's private dirs (the runtime dir, the state dir, the log dir): each owned by you
+    with no group or other access. A wrong mode is said with the exact ``chmod`` that fixes it;
+    every dir is reported, and the checks after it go on (those that need a dir not private are
+    skipped, ``_step``). Returns (all fine, the dirs that are not private)."""
+    paths = guard_paths(cfg=cfg)
+    ok, insecure = True, []
+    for what, path in (("runtime dir", paths.runtime), ("state dir", paths.state_dir), ("log dir", paths.log_dir)):
+        try:
+            if what == "runtime dir":
+                runtime_dir()  # made 0700 when missing, and its parents' safety checked
+            elif not os.path.lexists(path):
+                print(f"      {what}: {path} (made 0700 at first use)")
+                continue
+            check_private_dir(path)
+        except InsecurePathError as exc:
+            ok = _say(False, f"{what}: {str(exc).removeprefix('runtime dir ')}{_fix(path)}")
+            insecure.append(path)
+            continue
+        _say(True, f"{what}: {path} (mode 0700, owned by uid {os.getuid()})")
+    return ok, insecure
+
+
+def _fix(path: str) -> str:
+    """``; fix: chmod 700 PATH`` for a dir of ours whose mode lets others in; nothing for one a
+    chmod does not fix (another owner, a symlink)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return ""
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and st.st_mode & 0o077:
+        return f"; fix: chmod 700 {shlex.quote(path)}"
+    return ""
 
 
 def fleet(cfg: Config) -> bool:
@@ -418,6 +469,8 @@ def probe(real: str, cfg: Config, version: str | None = None) -> bool:
             try:
                 plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(work),
                                   cli_version=version)
+            except InsecurePathError:
+                raise  # a dir private_dirs found open: said there with its chmod (_step)
             except GuardError as exc:  # a session would be refused here (lockdown without the sandbox)
                 return _say(False, f"injected flags: a session is refused here: {exc}")
             snapshot = session_snapshot(cfg, args, session_id=session_id, cwd=str(work), interactive=False,

@@ -15,6 +15,7 @@ from claudeguard.plan.claude_args import parse_claude_args
 from claudeguard.plan.settings_sources import protected_spec
 from claudeguard.policy.decide import call_from_rule_like, decide, policy_from_spec
 from claudeguard.policy.protect import SOURCE as PROTECTED
+from claudeguard.policy.rules import tool_problem
 
 
 def main(argv: list[str]) -> int:
@@ -33,6 +34,10 @@ def main(argv: list[str]) -> int:
         overrides.profile = Sourced(args.profile, "--profile")
     cwd = Path.cwd()
     cfg = load_config(cwd, overrides)
+    name = args.call.split("(", 1)[0].strip()
+    problem = tool_problem(name) if name else None  # a call no CLI makes (`bash(ls)`): nothing to explain
+    if problem is not None:
+        raise UsageError(f"cannot read the call {args.call!r}: {problem}")
     try:
         tool, tool_input = call_from_rule_like(args.call)
     except ValueError as exc:

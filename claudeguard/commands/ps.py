@@ -55,7 +55,9 @@ def main(argv: list[str]) -> int:
     if not sessions:
         print("no guarded sessions")
         return 0
-    print(f"{'PID':>7} {'CHILD':>7} {'STATE':18} {'CPU':>7} {'TOKENS':>8} {'IDLE':>6} {'PEND':>4}  CWD / PROMPT")
+    # as wide as the longest state shown: a state is never cut (`blocked-on-terminal`)
+    width = max([len("STATE"), *(len(str(s.get("state", "?"))) for s in sessions)])
+    print(f"{'PID':>7} {'CHILD':>7} {'STATE':{width}} {'CPU':>7} {'TOKENS':>8} {'IDLE':>6} {'PEND':>4}  CWD / PROMPT")
     for s in sessions:
         guarded = "" if s.get("guarded", True) else " (unguarded)"
         if s.get("background"):  # the CLI's own background session: guarded (--bg, agent view) or not (--all)
@@ -64,7 +66,7 @@ def main(argv: list[str]) -> int:
         cpu = s.get("cpu_s")
         idle = s.get("last_activity_s")
         print(
-            f"{s.get('pid', 0):>7} {s.get('child_pid') or '-':>7} {str(s.get('state', '?'))[:18]:18} "
+            f"{s.get('pid', 0):>7} {s.get('child_pid') or '-':>7} {str(s.get('state', '?')):{width}} "
             f"{(f'{cpu:.1f}s' if isinstance(cpu, (int, float)) else '-'):>7} {s.get('tokens') or 0:>8} "
             f"{(f'{idle:.0f}s' if isinstance(idle, (int, float)) else '-'):>6} {s.get('pending') or 0:>4}  "
             f"{s.get('cwd') or '-'}  {(s.get('prompt') or '')[:40]}{guarded}{flag}"

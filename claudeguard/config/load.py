@@ -332,72 +332,111 @@ def _type_ok(key: schema.Key, value: Any) -> bool:
 
 _TYPE_WORDS = {"str": "a string", "bool": "true or false", "number": "a number", "rules": "a list of rule strings",
                "strlist": "a list of strings"}
+# Lists of tool names (each a rule, as the deny rules of a subagent apply them): their names are
+# checked like a rule's.
+_TOOL_LISTS = ("subagents.blocked_tools",)
 
 
-def _check_keys(layer: Layer, table: Any, keys: dict[str, schema.Key], path: tuple[Any, ...]) -> None:
+def _check_keys(layer: Layer, table: Any, keys: dict[str, schema.Key], path: tuple[Any, ...],
+                errors: list[str]) -> None:
+    """Every mistake in one table, each as ``file:line: what`` in ``errors``. A duration given for
+    a number of seconds (``"10m"``) becomes that number in ``table``."""
     if not isinstance(table, dict):
-        raise ConfigError(f"{layer.where(path)}: [{'.'.join(path)}] must be a table")
+        errors.append(f"{layer.where(path)}: [{'.'.join(path)}] must be a table")
+        return
     for name, value in table.items():
         where = path + (name,)
+        dotted = ".".join(where)
         key = keys.get(name)
         if key is None:
             known = ", ".join(sorted(keys))
-            raise ConfigError(f"{layer.where(where)}: unknown key '{'.'.join(where)}' (known here: {known})")
+            errors.append(f"{layer.where(where)}: unknown key '{dotted}' (known here: {known})")
+            continue
+        if key.type == "number" and isinstance(value, str):
+            from claudeguard.config.durations import seconds
+
+            try:
+                value = table[name] = seconds(value)
+            except ValueError:
+                errors.append(f"{layer.where(where)}: '{dotted}' must be a number of seconds or a duration such as "
+                              f"90s, 10m, 1h or 1h30m, not {value!r}")
+                continue
         if not _type_ok(key, value):
-            raise ConfigError(f"{layer.where(where)}: '{'.'.join(where)}' must be {_TYPE_WORDS[key.type]}, not "
-                              f"{type(value).__name__}")
+            errors.append(f"{layer.where(where)}: '{dotted}' must be {_TYPE_WORDS[key.type]}, not "
+                          f"{type(value).__name__}")
+            continue
         if key.choices and value not in key.choices:
-            raise ConfigError(f"{layer.where(where)}: '{'.'.join(where)}' is {value!r}; expected one of: "
-                              f"{', '.join(key.choices)}")
-        if key.minimum is not None and value < key.minimum:
-            raise ConfigError(f"{layer.where(where)}: '{'.'.join(where)}' must be at least {key.minimum:g}")
-        if key.type == "rules":
-            from claudeguard.policy.rules import parse_rule
-
-            for index, text in enumerate(value):
-                try:
-                    parse_rule(text)
-                except ValueError as exc:
-                    raise ConfigError(f"{layer.where(where, text, index)}: bad rule {text!r} in "
-                                      f"'{'.'.join(where)}': {exc}") from None
+            errors.append(f"{layer.where(where)}: '{dotted}' is {value!r}; expected one of: {', '.join(key.choices)}")
+            continue
+        if key.minimum is not None and (value != value or value < key.minimum):  # NaN is no number of seconds
+            errors.append(f"{layer.where(where)}: '{dotted}' must be at least {key.minimum:g}")
+            continue
+        if key.type == "rules" or dotted in _TOOL_LISTS:
+            _check_rules(layer, where, value, errors)
 
 
-def validate(layer: Layer, *, allow_profiles: bool) -> None:
+def _check_rules(layer: Layer, where: tuple[Any, ...], rules: list[str], errors: list[str]) -> None:
+    """Each rule well formed and naming a tool some Claude Code has (policy.rules.tool_problem)."""
+    from claudeguard.policy.rules import parse_rule, tool_problem
+
+    for index, text in enumerate(rules):
+        try:
+            problem = tool_problem(parse_rule(text).tool)
+        except ValueError as exc:
+            problem = str(exc)
+        if problem is not None:
+            errors.append(f"{layer.where(where, text, index)}: bad rule {text!r} in '{'.'.join(where)}': {problem}")
+
+
+def validate(layer: Layer, *, allow_profiles: bool, errors: list[str] | None = None) -> None:
+    """Check ``layer`` against the schema: every mistake goes to ``errors`` (``file:line: what``
+    each); without ``errors``, a ConfigError with them all, one per line."""
+    found: list[str] = [] if errors is None else errors
+    before = len(found)
+    _validate(layer, allow_profiles, found)
+    if errors is None and len(found) > before:
+        raise ConfigError("\n".join(found))
+
+
+def _validate(layer: Layer, allow_profiles: bool, errors: list[str]) -> None:
     for section, table in layer.data.items():
         if section in schema.SECTIONS:
             if section == "fleet" and layer.owner == "project":
-                raise ConfigError(f"{layer.where((section,))}: [fleet] may only be set in your own config file or "
-                                  f"CLAUDEGUARD_CONFIG outside the project (a repository must not choose where "
-                                  f"requests go and answers come from)")
+                errors.append(f"{layer.where((section,))}: [fleet] may only be set in your own config file or "
+                              f"CLAUDEGUARD_CONFIG outside the project (a repository must not choose where "
+                              f"requests go and answers come from)")
+                continue
             if section in schema.TRUSTED_SECTIONS and not layer.trusted:
-                raise ConfigError(
-                    f"{layer.where((section,))}: [{section}] may only be set in the user config file or "
-                    f"CLAUDEGUARD_CONFIG"
-                )
-            _check_keys(layer, table, schema.SECTIONS[section], (section,))
+                errors.append(f"{layer.where((section,))}: [{section}] may only be set in the user config file or "
+                              f"CLAUDEGUARD_CONFIG")
+                continue
+            _check_keys(layer, table, schema.SECTIONS[section], (section,), errors)
         elif section == "agents":
             if not isinstance(table, dict):
-                raise ConfigError(f"{layer.where(('agents',))}: [agents] must hold tables like [agents.Explore]")
+                errors.append(f"{layer.where(('agents',))}: [agents] must hold tables like [agents.Explore]")
+                continue
             for agent, sub in table.items():
-                _check_keys(layer, sub, schema.AGENT_SECTION, ("agents", agent))
+                _check_keys(layer, sub, schema.AGENT_SECTION, ("agents", agent), errors)
         elif section == "profiles" and allow_profiles:
             if not isinstance(table, dict):
-                raise ConfigError(f"{layer.where(('profiles',))}: [profiles] must hold tables like [profiles.ci]")
+                errors.append(f"{layer.where(('profiles',))}: [profiles] must hold tables like [profiles.ci]")
+                continue
             for name, sub in table.items():
                 if not isinstance(sub, dict):
-                    raise ConfigError(f"{layer.where(('profiles', name))}: [profiles.{name}] must be a table")
-                profile = Layer(f"profile {name}", layer.path, sub, layer.lines, ("profiles", name))
+                    errors.append(f"{layer.where(('profiles', name))}: [profiles.{name}] must be a table")
+                    continue
+                # its tables are the file's own (a duration checked here is a number there too)
+                held = {k: v for k, v in sub.items() if k in schema.PROFILE_SECTIONS}
+                profile = Layer(f"profile {name}", layer.path, held, layer.lines, ("profiles", name))
                 for inner in sub:
-                    if inner not in schema.PROFILE_SECTIONS:
-                        raise ConfigError(
-                            f"{profile.where((inner,))}: unknown key 'profiles.{name}.{inner}' "
-                            f"(a profile may hold: {', '.join(schema.PROFILE_SECTIONS)})"
-                        )
-                validate(profile, allow_profiles=False)
+                    if inner not in held:
+                        errors.append(f"{profile.where((inner,))}: unknown key 'profiles.{name}.{inner}' "
+                                      f"(a profile may hold: {', '.join(schema.PROFILE_SECTIONS)})")
+                _validate(profile, False, errors)
         else:
-            known = list(schema.SECTIONS) + ["agents"] + (["profiles"] if allow_profiles else [])
-            raise ConfigError(f"{layer.where((section,))}: unknown key '{section}' "
-                              f"(known sections: {', '.join(known)})")
+            sections = list(schema.SECTIONS) + ["agents"] + (["profiles"] if allow_profiles else [])
+            errors.append(f"{layer.where((section,))}: unknown key '{section}' (known sections: "
+                          f"{', '.join(sections)})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -428,12 +467,13 @@ def mode_rank(mode: str | None) -> int:
 class _Gate:
     """Whether a loosening from ``layer`` applies (see the module docstring)."""
 
-    __slots__ = ("layer", "lockdown", "ignored")
+    __slots__ = ("layer", "lockdown", "ignored", "refused")
 
-    def __init__(self, layer: Layer, lockdown: Sourced) -> None:
+    def __init__(self, layer: Layer, lockdown: Sourced, refused: list[str]) -> None:
         self.layer = layer
         self.lockdown = lockdown
         self.ignored: list[str] = []
+        self.refused = refused  # lockdown's refusals, every one of every layer (load_config raises them)
 
     def permit(self, keypath: KeyPath, what: str, value: str | None = None, index: int | None = None) -> bool:
         layer = self.layer
@@ -443,8 +483,9 @@ class _Gate:
             self.ignored.append(what)
             return False
         if self.lockdown.value:
-            raise ConfigError(f"{layer.where(keypath, value, index)}: {what} loosens the guard: refused by lockdown "
-                              f"({self.lockdown.source}; only the user's own config file may loosen)")
+            self.refused.append(f"{layer.where(keypath, value, index)}: {what} loosens the guard: refused by lockdown "
+                                f"({self.lockdown.source}; only the user's own config file may loosen)")
+            return False
         if layer.owner == "caller" or layer.content_trusted:
             return True
         self.ignored.append(what)
@@ -480,10 +521,11 @@ def _loosening(cfg: Config, dotted: str, value: Any, table: dict[str, Any]) -> s
     return f"{dotted} (a setting only a trusted file may change)"
 
 
-def _merge(cfg: Config, layer: Layer, root: str, lockdown: Sourced) -> list[str]:
-    """Merge one layer; returns the loosening it left out (an untrusted project layer)."""
+def _merge(cfg: Config, layer: Layer, root: str, lockdown: Sourced, refused: list[str]) -> list[str]:
+    """Merge one layer; returns the loosening it left out (an untrusted project layer). What
+    lockdown refuses goes to ``refused``."""
     data: dict[str, Any] = layer.data  # validated: tables of the schema's types
-    gate = _Gate(layer, lockdown)
+    gate = _Gate(layer, lockdown, refused)
     for section, table in data.items():
         if section == "agents":
             for agent, sub in table.items():
@@ -500,8 +542,9 @@ def _merge(cfg: Config, layer: Layer, root: str, lockdown: Sourced) -> list[str]
                 continue
             dotted = f"{section}.{name}"
             if lockdown.value and dotted == "permissions.mode" and value == "bypassPermissions" and not layer.binding:
-                raise ConfigError(f"{layer.where((section, name))}: lockdown: permissions.mode = "
-                                  f"\"bypassPermissions\" is refused")
+                refused.append(f"{layer.where((section, name))}: lockdown: permissions.mode = \"bypassPermissions\" "
+                               f"is refused")
+                continue
             if dotted == "security.disable_bypass_permissions":
                 continue  # decided before merging; see load_config
             if section != "security":
@@ -545,12 +588,23 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
     searched: list[tuple[str, Path, bool]] = []
     layers: list[Layer] = []
 
+    # Every mistake of every file at once (file:line each), before anything is merged: a file
+    # with six mistakes takes one run to fix, not six.
+    errors: list[str] = []
+
+    def read(name: str, path: Path, *, required: bool, trusted: bool = False) -> Layer | None:
+        try:
+            return read_layer(name, path, required=required, trusted=trusted)
+        except ConfigError as exc:
+            errors.append(str(exc))
+            return None
+
     user_path = Path(user_config_file())
-    user = read_layer("user", user_path, required=False, trusted=True)
+    user = read("user", user_path, required=False, trusted=True)
     searched.append(("user", user_path, user is not None))
     found = project_config_file(str(cwd))
     proj_path = Path(found) if found else None
-    project = read_layer("project", proj_path, required=False) if proj_path else None
+    project = read("project", proj_path, required=False) if proj_path else None
     searched.append(("project", proj_path or cwd / PROJECT_FILE, project is not None))
     extras: list[Layer] = []
     root = Path(project_root(str(cwd)))
@@ -559,8 +613,9 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
     for item in overrides.extra_files:
         trusted = item.source == "env CLAUDEGUARD_CONFIG"
         name = "CLAUDEGUARD_CONFIG" if trusted else "--guard-config"
-        layer = read_layer(name, Path(str(item.value)), required=True, trusted=trusted)
-        assert layer is not None
+        layer = read(name, Path(str(item.value)), required=True, trusted=trusted)
+        if layer is None:
+            continue
         # A file inside the project is the repository's, whoever names it; outside it, the caller's.
         layer.owner = "project" if _inside_project(layer.path, root, cwd) else "caller"
         extras.append(layer)
@@ -576,8 +631,12 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
     binding, binding_notes = _binding_layers(cwd, root, [lay for lay in [project, *extras] if lay is not None])
     for layer in [user, project, *binding, *extras]:
         if layer is not None:
-            validate(layer, allow_profiles=True)
+            found_here: list[str] = []
+            validate(layer, allow_profiles=True, errors=found_here)
+            errors += sorted(found_here, key=_line_number)
             layers.append(layer)
+    if errors:
+        raise ConfigError("\n".join(errors))
 
     # Lockdown is decided by the trusted layers alone; nothing after them may turn it off.
     lockdown = Sourced(False, "default")
@@ -622,14 +681,17 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
     cfg.binding = binding_notes
     ordered = [lay for lay in (user, project) if lay is not None] + binding + profile_layers + extras
     ignored: dict[str, list[str]] = {}
+    refused: list[str] = []
     for layer in ordered:
         layer_root = layer.root or (str(layer.path.parent) if layer.name != "user" else str(root))
-        left_out = _merge(cfg, layer, layer_root, lockdown)
+        left_out = _merge(cfg, layer, layer_root, lockdown, refused)
         if left_out and layer not in binding:  # a trusted copy's loosening: cfg.binding says why
             ignored.setdefault(str(layer.path), []).extend(left_out)
         cfg.layer_trust.append((layer.name, str(layer.path), layer.owner, layer.owner != "project"
                                 or layer.content_trusted))
     cfg.untrusted = list(ignored.items())
+    if refused:
+        raise ConfigError("\n".join(refused))
     if binding and lockdown.value:  # after the layers' own refusals, which name a line
         raise ConfigError(f"{binding_notes[0].removeprefix('claudeguard: ')}; lockdown ({lockdown.source}) "
                           f"refuses to start until you trust the new content or revoke the trust")
@@ -640,6 +702,13 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
         raise ConfigError(f"{cfg.source('security.sandbox')}: lockdown ({lockdown.source}) needs the sandbox: "
                           f"security.sandbox = \"off\" is refused")
     return cfg
+
+
+def _line_number(error: str) -> int:
+    """The line an error of one file names (``path:12: ...``), 0 when it names none."""
+    head = error.split(": ", 1)[0]
+    number = head.rsplit(":", 1)[-1]
+    return int(number) if number.isdigit() else 0
 
 
 def _binding_layers(cwd: Path, root: Path, present: list[Layer]) -> tuple[list[Layer], list[str]]:
@@ -739,14 +808,18 @@ def parse_value(key: str, text: str, where: str) -> Value:
 
 
 def parse_seconds(key: str, text: str, where: str) -> float:
-    """A number of seconds given for ``key`` (a number key of the schema), checked as the
-    schema checks it."""
+    """A number of seconds given for ``key`` (a number key of the schema), or a duration such as
+    ``10m`` (``config.durations``), checked as the schema checks it."""
+    from claudeguard.config.durations import EXAMPLES, seconds
+
     section, name = key.split(".")
     spec = schema.SECTIONS[section][name]
     try:
-        value = float(text)
+        value = seconds(text)
     except ValueError:
-        raise ConfigError(f"{where}: expected a number of seconds, got {text!r}") from None
+        raise ConfigError(f"{where}: expected a number of seconds or a duration such as {EXAMPLES}, "
+                          f"got {text!r}") from None
     if value != value or value in (float("inf"),) or (spec.minimum is not None and value < spec.minimum):
-        raise ConfigError(f"{where}: must be a positive number of seconds, got {text!r}")
+        raise ConfigError(f"{where}: must be a positive number of seconds or a duration such as {EXAMPLES}, "
+                          f"got {text!r}")
     return value

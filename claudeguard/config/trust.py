@@ -124,7 +124,7 @@ def record(paths: list[str], env: Mapping[str, str] | None = None) -> list[tuple
     error (UsageError) for a path that cannot be read; nothing is written then."""
     import time
 
-    from claudeguard.files import write_atomic
+    from claudeguard.files import make_dirs, write_atomic
 
     done: list[tuple[str, str]] = []
     for path in paths:
@@ -147,7 +147,7 @@ def record(paths: list[str], env: Mapping[str, str] | None = None) -> list[tuple
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     for real, sha in done:
         files[real] = {"sha256": sha, "trusted": now, "kind": "dir" if os.path.isdir(real) else "file"}
-    os.makedirs(os.path.dirname(store), mode=0o700, exist_ok=True)
+    make_dirs(os.path.dirname(store))  # the state dir and its missing parents 0700
     for real, sha in done:
         _keep_copy(store, real, sha)
     write_atomic(store, json.dumps({"format": FORMAT, "files": files}, indent=1, sort_keys=True), durable=True)
@@ -157,7 +157,7 @@ def record(paths: list[str], env: Mapping[str, str] | None = None) -> list[tuple
 def _keep_copy(store: str, path: str, sha: str) -> None:
     """Keep the trusted content of a file (a config's rules keep binding from it once the file is
     changed or removed, config.load); a directory or a file over ``MAX_COPY_BYTES`` is not kept."""
-    from claudeguard.files import write_atomic
+    from claudeguard.files import make_dirs, write_atomic
 
     if os.path.isdir(path):
         return
@@ -169,7 +169,7 @@ def _keep_copy(store: str, path: str, sha: str) -> None:
     if len(data) > MAX_COPY_BYTES or hashlib.sha256(data).hexdigest() != sha:
         return  # too big, or changed since it was hashed: nothing kept
     copies = os.path.join(os.path.dirname(store), COPIES_DIR)
-    os.makedirs(copies, mode=0o700, exist_ok=True)
+    make_dirs(copies)
     write_atomic(os.path.join(copies, sha), data)
 
 

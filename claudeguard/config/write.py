@@ -8,7 +8,7 @@ import re
 import tomlkit
 
 from claudeguard.errors import ConfigError
-from claudeguard.files import write_atomic
+from claudeguard.files import make_dirs, write_atomic
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -35,14 +35,14 @@ ask = ["Bash(git push *)"]         # always goes to a human through the approval
 background = "like-foreground"     # background subagents get the same answers as foreground ones
 
 [approval]
-timeout = 600                      # seconds a request waits; then on_timeout decides
+timeout = "10m"                    # how long a request waits (90s, 10m, 1h, or seconds); then on_timeout decides
 on_timeout = "deny"
 # notify = ["notify-send", "claudeguard", "{summary}"]
 idle_before_channel = 30           # seconds a dialog may sit unanswered at the keyboard
 
 [watchdog]
-stall_after = 300                  # no progress while waiting on the model
-tool_stall_after = 1800            # no progress while a tool runs
+stall_after = "5m"                 # no progress while waiting on the model
+tool_stall_after = "30m"           # no progress while a tool runs
 on_stall = "warn"                  # warn | interrupt | kill (exit 124)
 
 # [security]
@@ -57,7 +57,7 @@ on_stall = "warn"                  # warn | interrupt | kill (exit 124)
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)  # the user's config dir (and its missing parents) 0700: it holds fleet.pw too
     write_atomic(path, text, keep_mode=True, durable=True)  # the user's file: synced, mode kept
 
 

@@ -26,11 +26,11 @@ from pathlib import Path
 from claudeguard.channel import Doorbell, list_pending
 from claudeguard.channel.audit import audit_path, read_events, record
 from claudeguard.channel.model import DECISIONS, SCOPES, is_id_text
-from claudeguard.commands.answer import answer_request
+from claudeguard.commands.answer import answer_request, gone_line
 from claudeguard.commands.audit_suggest import as_json, asked_calls, suggest
 from claudeguard.config.write import add_rules, existing_rules
 from claudeguard.desk.views import forever_rules
-from claudeguard.errors import GuardError, NotFoundError, UsageError
+from claudeguard.errors import GuardError, NotFoundError, NotPending, UsageError
 from claudeguard.paths import runtime_dir, runtime_root, user_config_file
 from claudeguard.procs import process_start
 from claudeguard.watchdog.sampler import kill_tree
@@ -174,7 +174,7 @@ class LocalSource:
         for req in list_pending():
             if req.id == request_id:
                 return req
-        raise NotFoundError(f"{request_id}: no such pending request (already answered, expired or never existed)")
+        raise NotFoundError(gone_line(NotPending("no such pending request", request_id)))  # what became of it
 
     # -- sessions -----------------------------------------------------------------------------
 

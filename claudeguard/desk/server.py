@@ -42,6 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from urllib.parse import parse_qs
 
+from claudeguard.commands.answer import forever_blocker
 from claudeguard.commands.audit_suggest import parse_duration
 from claudeguard.desk.views import call_view, forever_rules
 from claudeguard.errors import GuardError
@@ -81,6 +82,18 @@ SECURITY_HEADERS = (
 REASONS = {200: "OK", 303: "See Other", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
            404: "Not Found", 405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large",
            415: "Unsupported Media Type", 429: "Too Many Requests", 500: "Internal Server Error"}
+
+
+def _forever_blocked(item: Any, rules: list[str]) -> str | None:
+    """Why ``forever`` would never take effect for a local request (an ask rule that matches it:
+    ``commands.answer.forever_blocker``); None when it would, or when that cannot be judged (the
+    answer itself judges again)."""
+    try:
+        return forever_blocker(session_id=str(item.get("session_id") or ""), tool=str(item.get("tool") or ""),
+                               tool_input=dict(item.get("input") or {}), cwd=str(item.get("cwd") or "/"),
+                               agent_type=item.get("agent_type"), rules=rules, target=str(item.get("forever_file")))
+    except (GuardError, ValueError):
+        return None
 
 
 def loopback_host(host: str | None) -> bool:
@@ -359,6 +372,9 @@ class Desk:
                 elif not item.get("forever_file"):
                     view["forever"] = None
                     view["forever_why"] = "no config file to write to"
+                elif (blocked := _forever_blocked(item, rules)) is not None:
+                    view["forever"] = None  # the written rule would never take effect (approve refuses it too)
+                    view["forever_why"] = f"{blocked}: the next run would ask again; narrow that rule"
                 else:
                     kind = "allow"
                     view["forever"] = {"rules": rules, "file": item.get("forever_file"), "kind": kind}

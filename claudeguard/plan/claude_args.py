@@ -43,6 +43,8 @@ PASS = "pass"  # starts no session, runs no tool, no repository code, writes not
 SESSIONS = "sessions"  # agents, attach, respawn: the launcher's own handling (agent view, recorded flags)
 MANAGE = "manage"  # stops, lists or removes background sessions, starts none: passed through
 OTHER = "other"  # credentials, network services, a help-only group: passed through
+PRINTS_VERSION = "prints the version"  # ClaudeArgs.why of a version request
+PRINTS_HELP = "prints help"  # ... and of a help request
 UNGUARDED = "unguarded"  # runs tools with no hook and no rule: refused (allow_unguarded without lockdown)
 REPO_CODE = "repo-code"  # runs the repository's code (.mcp.json servers, its hooks): refused under lockdown
 WRITES = "writes"  # writes settings or code later sessions honour, or the CLI itself: refused under lockdown
@@ -218,6 +220,12 @@ class ClaudeArgs:
         Code's chat panel, CI actions, the Agent SDKs' ``can_use_tool``): its prompt is the
         keyboard (shim/host_prompt.py)."""
         return self.last("--permission-prompt-tool") == "stdio" and self.last("--input-format") == "stream-json"
+
+    @property
+    def prints_only(self) -> bool:
+        """A request for the version or a help text: the CLI prints and runs nothing (a broken
+        config does not stop it, ``shim.main``)."""
+        return self.kind == PASS and self.why in (PRINTS_VERSION, PRINTS_HELP)
 
     @property
     def passthrough(self) -> bool:
@@ -618,9 +626,9 @@ def _read_without_table(out: ClaudeArgs) -> None:
     argv = out.argv
     out.positionals = [i for i, w in enumerate(argv) if not _maybe_option(w)]
     if argv and argv[0] in ("--version", "-v") and len(argv) == 1:
-        out.kind, out.command = PASS, ("--version",)
+        out.kind, out.command, out.why = PASS, ("--version",), PRINTS_VERSION
     elif argv and argv[0] in _HELP and len(argv) == 1:
-        out.kind, out.help = PASS, True
+        out.kind, out.help, out.why = PASS, True, PRINTS_HELP
     for i, w in enumerate(argv):
         if w in ("-p", "--print"):
             out.options.setdefault("--print", []).append((i, []))
@@ -726,10 +734,10 @@ def _classify(out: ClaudeArgs) -> None:
                 break
         return
     if out.has("--version") and not out.command:
-        out.kind, out.why = PASS, "prints the version"
+        out.kind, out.why = PASS, PRINTS_VERSION
         return
     if out.help:
-        out.kind, out.why = PASS, "prints help"
+        out.kind, out.why = PASS, PRINTS_HELP
         return
     if not out.command:
         out.kind = SESSION
@@ -737,7 +745,7 @@ def _classify(out: ClaudeArgs) -> None:
     first = out.command[0]
     if out.early and first.startswith("-"):
         if first in ("--version", "-v"):
-            out.kind, out.why = PASS, "prints the version"
+            out.kind, out.why = PASS, PRINTS_VERSION
         elif first in ("--update", "--upgrade"):
             out.kind, out.why = _kind_of(out.command, version)
         else:
@@ -749,7 +757,7 @@ def _classify(out: ClaudeArgs) -> None:
             out.kind, out.why = PASS, "shows the daemon's state"
             return
     if out.command == ("project",) and not out.early:
-        out.kind, out.why = PASS, "prints help"
+        out.kind, out.why = PASS, PRINTS_HELP
         return
     out.kind, out.why = _kind_of(out.command, version)
 

@@ -382,6 +382,8 @@ def layout(cfg: Config, paths: GuardPaths, cwd: str, home: str | None = None,
         for p in (claude, os.path.join(d, ".mcp.json")):
             if os.path.lexists(p) and p not in out.read_only:
                 out.read_only.append(p)
+    from claudeguard.files import make_dirs
+
     for what, _ in guard_dirs_and_files(paths):
         if what in (paths.config_file, paths.extra_config, paths.fleet_password_file,
                     paths.fleet_approver_password_file):
@@ -389,7 +391,7 @@ def layout(cfg: Config, paths: GuardPaths, cwd: str, home: str | None = None,
                 out.hidden_files.append(what)
             continue
         try:
-            os.makedirs(what, mode=0o700, exist_ok=True)
+            make_dirs(what)  # each missing parent 0700 too: the state dir made as the log dir's parent
         except OSError:
             pass
         if os.path.isdir(what):

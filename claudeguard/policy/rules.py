@@ -11,6 +11,10 @@ Tools and their specifiers:
 
 ``rule_matches`` is strict by default (the reading an allow rule needs); ``broad=True`` is the
 fail-closed reading deny and ask rules use: any part of a Bash command, any plausible host of a URL.
+
+Tool names are matched exactly, as Claude Code matches them: its rule ``bash(git log)`` matches
+no call (tested on 2.1.197 and 2.1.330: such an allow rule lets nothing run). A config file that
+names a tool no Claude Code knows is refused with the nearest name (``tool_problem``).
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Rule", "parse_rule", "rule_matches", "canonical_tool", "READ_TOOLS", "EDIT_TOOLS", "call_path"]
+__all__ = ["Rule", "parse_rule", "rule_matches", "canonical_tool", "tool_problem", "READ_TOOLS", "EDIT_TOOLS",
+           "call_path"]
 
 READ_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
@@ -32,8 +37,9 @@ _KNOWN_TOOLS = (
     "ExitPlanMode", "KillShell", "KillBash", "BashOutput", "Skill", "SlashCommand", "ListMcpResourcesTool",
     "ReadMcpResourceTool",
 )
-_CANONICAL = {name.lower(): name for name in _KNOWN_TOOLS}
-_CANONICAL["task"] = "Agent"
+# Tools of older CLIs (LS, MultiEdit, NotebookRead, TodoRead, ...) stay valid rule names beside
+# the checked-in tables' (cli_tables.load.tool_names): a rule for them is harmless.
+_KNOWN = frozenset(_KNOWN_TOOLS)
 _PATH_TOOLS = READ_TOOLS | EDIT_TOOLS
 _FIELD_TOOLS = {"WebSearch": "query", "Skill": "skill", "SlashCommand": "command"}
 _TOOL_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\*?")
@@ -48,10 +54,41 @@ class Rule(namedtuple("Rule", "text tool specifier")):
 
 
 def canonical_tool(name: str) -> str:
-    """``Task`` -> ``Agent``; known tool names in their usual case; anything else unchanged."""
-    if name.startswith("mcp__"):
-        return name
-    return _CANONICAL.get(name.lower(), name)
+    """``Task`` -> ``Agent``; anything else unchanged (case included, as Claude Code reads it)."""
+    return "Agent" if name == "Task" else name
+
+
+def tool_problem(name: str) -> str | None:
+    """Why a rule's tool name names no tool (None when it is a Claude Code tool, a legacy name the
+    CLI maps, or an MCP tool name), with the nearest tool name. The names come from the CLIs
+    themselves: every checked-in argv table's ``tools`` (``cli_tables.derive``), then, for a name
+    none knows, the installed CLI's binary (``cli_tables.tools``: a tool a CLI newer than every
+    table adds); the guard's own list covers older CLIs' tools."""
+    if name.startswith("mcp__") or name in _KNOWN or name == "Task":
+        return None
+    from claudeguard.cli_tables.load import tool_names
+
+    names = _KNOWN | tool_names()
+    if name in names:
+        return None
+    from claudeguard.cli_tables.tools import installed_names
+
+    names |= installed_names()  # a CLI newer than every table: the tools it adds (read from its binary)
+    if name in names:
+        return None
+    by_lower = {n.lower(): n for n in sorted(names)}
+    same = by_lower.get(name.lower())
+    if same is not None:
+        return (f"{name!r} is not a Claude Code tool: did you mean {same}? (tool names are matched exactly, as "
+                f"Claude Code matches them: {name} matches no call)")
+    import difflib
+
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    if close:
+        return f"{name!r} is not a Claude Code tool: did you mean {by_lower[close[0]]}?"
+    nearest = max(by_lower, key=lambda n: difflib.SequenceMatcher(None, name.lower(), n).ratio())
+    return (f"{name!r} is not a Claude Code tool (the nearest is {by_lower[nearest]}); an MCP tool is named "
+            f"mcp__server or mcp__server__tool")
 
 
 def parse_rule(text: str) -> Rule:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from claudeguard.errors import UsageError, run_main
+from claudeguard.errors import ConfigError, UsageError, run_main
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -114,7 +114,20 @@ def _main(argv: list[str]) -> int:
 
     from claudeguard.plan.session import load_checked
 
-    cfg, real = load_checked(opts, args, cwd)
+    try:
+        cfg, real = load_checked(opts, args, cwd)
+    except ConfigError as exc:
+        if not (args.prints_only and first is not None and not opts.dry_run):
+            raise  # anything that may run a tool stops here, lockdown or not (fail closed)
+        # `claude --version` and `--help` run nothing: the CLI answers them, and one line says
+        # why the guard could not read its config.
+        errors = str(exc).splitlines()
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        asked = "--help" if args.help else "--version"
+        print(f"claudeguard: config error: {errors[0]}{more}; {asked} passed through to the real CLI "
+              f"(claudeguardctl config show lists every error)", file=sys.stderr, flush=True)
+        exec_passthrough([first, *rest], exec_env)
+        return 0  # not reached: exec_passthrough became the CLI, or raised
     if args.passthrough:
         from claudeguard.plan.argv import check_lockdown
         from claudeguard.plan.claude_args import check_command
