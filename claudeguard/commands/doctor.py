@@ -18,6 +18,7 @@ from pathlib import Path
 
 from claudeguard.commands import verify as verifying
 from claudeguard.commands.cli import parser as command_parser
+from claudeguard.commands.homes import other_homes
 from claudeguard.config.load import env_overrides, load_config
 from claudeguard.config.trust import command_for
 from claudeguard.errors import GuardError
@@ -87,6 +88,8 @@ def main(argv: list[str]) -> int:
         note = legacy_note()
         if note:
             print(f"      {note}")
+        for line in other_homes(str(root)):
+            print(f"note  {line}")
     except GuardError as exc:
         _say(False, f"runtime dir: {exc}")
         return 1
