@@ -185,7 +185,10 @@ def verify_command(*, as_json: bool) -> int:
     """``doctor --verify``: one line per check (or the JSON), exit 0 when every check passed."""
     cfg = load_config(Path.cwd(), env_overrides())
     real = find_claude(cfg.claude_path())
-    record = verifying.verify(real, progress=lambda text: print(f"claudeguardctl doctor: {text}", file=sys.stderr))
+    # Progress on stderr (a line when the runs start, one per check as it ends): stdout keeps
+    # the listing (or the JSON) for scripts.
+    record = verifying.verify(real, progress=lambda text: print(f"claudeguardctl doctor: {text}", file=sys.stderr,
+                                                                flush=True))
     assert record is not None  # only a background verification gives way to another
     ok = bool(record.get("ok"))
     checks = record.get("checks", [])
