@@ -175,7 +175,8 @@ def argv_table(version: str | None) -> bool:
 
 EPILOG = """\
 Prints one line per check (ok / FAIL) and exits 1 if any check failed. The runtime dir is the
-approval channel's root: CLAUDEGUARD_RUNTIME_DIR, else /tmp/claudeguard-<uid> (see README).
+approval channel's root: CLAUDEGUARD_RUNTIME_DIR, else /tmp/claudeguard-<uid> (-<key> for a HOME
+other than yours: see README); another home's guard in use beside this one is named in a note.
 --verify's result is kept per CLI version and binary SHA-256 in the state dir
 ($XDG_STATE_HOME/claudeguard/verified-cli.json); a guarded run of a CLI that has not passed it
 starts it in the background, and [security] require_verified_cli = true refuses such a CLI."""
