@@ -103,6 +103,11 @@ class GuardPaths:
     def reads(self) -> list[tuple[str, str]]:
         """(path, why) no tool may read or write: what holds a secret."""
         out = [(self.runtime, "the guard's runtime dir (sessions, hook secrets, the approval channel)")]
+        # The runtime dirs of this user's other homes (claudeguard/home.py) hold their sessions'
+        # secrets too: /tmp/claudeguard-<uid> and every /tmp/claudeguard-<uid>-<key>, made or not.
+        base = os.path.join(SHARED_TMP, f"{APP}-{os.getuid()}")
+        out += [(other, "another home's guard runtime dir (its sessions' hook secrets)")
+                for other in (base, base + "-*") if other != self.runtime]
         if self.fleet_password_file:
             out.append((self.fleet_password_file, "the fleet's password file"))
         if self.fleet_approver_password_file:
