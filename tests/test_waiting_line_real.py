@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
+from typing import IO
 
 import pytest
 
@@ -29,7 +30,7 @@ def _bash(command: str) -> dict:
 class Lines(threading.Thread):
     """Reads a pipe line by line as it comes (the test waits on what stderr said so far)."""
 
-    def __init__(self, pipe) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, pipe: IO[str]) -> None:
         super().__init__(daemon=True)
         self.pipe, self.lines = pipe, []
         self.start()
