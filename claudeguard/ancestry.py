@@ -27,6 +27,8 @@ from __future__ import annotations
 import json
 import os
 
+from claudeguard import home
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import TypedDict
@@ -124,7 +126,7 @@ def ancestry(pid: int) -> list[Proc]:
 
 def runtime_root() -> str:
     """The runtime root as ``paths.runtime_root`` has it (this module is below ``paths``)."""
-    return os.environ.get("CLAUDEGUARD_RUNTIME_DIR") or os.path.join("/tmp", f"claudeguard-{os.getuid()}")
+    return os.environ.get("CLAUDEGUARD_RUNTIME_DIR") or home.default_root()
 
 
 def _read(path: str) -> dict[str, object]:

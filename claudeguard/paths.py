@@ -11,6 +11,7 @@ import os
 import stat
 import sys
 
+from claudeguard import home
 from claudeguard.errors import InsecurePathError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 APP = "claudeguard"
 
 
-# The default runtime root is /tmp/claudeguard-<uid>, the same for every process of a user:
+# The default runtime root is /tmp/claudeguard-<uid>, the same for every process of a user's own
+# home (another HOME gets /tmp/claudeguard-<uid>-<key>: claudeguard/home.py):
 # - not $XDG_RUNTIME_DIR: cron and `sudo -u` have none (or another user's), a user without a
 #   login session has no /run/user/<uid>, and systemd removes it at logout under runs that go on;
 # - not $TMPDIR: it differs between a login shell (pam_tmpdir), cron and sudo;
@@ -37,7 +39,7 @@ SHARED_TMP = "/tmp"
 
 
 def default_runtime_root() -> str:
-    return os.path.join(SHARED_TMP, f"{APP}-{os.getuid()}")
+    return home.default_root(SHARED_TMP)
 
 
 def runtime_root() -> Path:
@@ -101,6 +103,11 @@ class GuardPaths:
     def reads(self) -> list[tuple[str, str]]:
         """(path, why) no tool may read or write: what holds a secret."""
         out = [(self.runtime, "the guard's runtime dir (sessions, hook secrets, the approval channel)")]
+        # The runtime dirs of this user's other homes (claudeguard/home.py) hold their sessions'
+        # secrets too: /tmp/claudeguard-<uid> and every /tmp/claudeguard-<uid>-<key>, made or not.
+        base = os.path.join(SHARED_TMP, f"{APP}-{os.getuid()}")
+        out += [(other, "another home's guard runtime dir (its sessions' hook secrets)")
+                for other in (base, base + "-*") if other != self.runtime]
         if self.fleet_password_file:
             out.append((self.fleet_password_file, "the fleet's password file"))
         if self.fleet_approver_password_file:
@@ -123,7 +130,7 @@ def guard_paths(env: Mapping[str, str] | None = None, cfg: Config | None = None)
     from claudeguard.config.find import state_dir, user_config_file as find_user_file
 
     env = os.environ if env is None else env
-    runtime = env.get("CLAUDEGUARD_RUNTIME_DIR") or default_runtime_root()
+    runtime = env.get("CLAUDEGUARD_RUNTIME_DIR") or home.default_root(SHARED_TMP, env)
     config_file = find_user_file(env)
     extra = env.get("CLAUDEGUARD_CONFIG") or None
     log = env.get("CLAUDEGUARD_LOG_DIR") or _log_dir_of(env)
@@ -245,6 +252,13 @@ def private_dir(path: AnyPath) -> AnyPath:
     return path
 
 
+def service_slot() -> Path:
+    """This home's service dir in the runtime dir, made and checked: ``service``, or
+    ``service-<key>`` for a home that shares another home's runtime dir (``home.service_slot``)."""
+    root = runtime_dir()
+    return runtime_dir(home.service_slot(str(root), shared_tmp=SHARED_TMP))
+
+
 def runtime_dir(*parts: str) -> Path:
     """A checked private directory below the runtime root, e.g. ``runtime_dir("sessions")``."""
     root = runtime_root()
@@ -254,6 +268,7 @@ def runtime_dir(*parts: str) -> Path:
         how = "set CLAUDEGUARD_RUNTIME_DIR to a private directory" if os.environ.get("CLAUDEGUARD_RUNTIME_DIR") \
             else "remove it if it is not yours, or set CLAUDEGUARD_RUNTIME_DIR"
         raise InsecurePathError(f"runtime dir {exc}; {how}") from None
+    home.mark(str(root), shared_tmp=SHARED_TMP)  # whose it is (a second home sharing it: its own service slot)
     path = root
     for part in parts:
         path = private_dir(path / part)

@@ -126,3 +126,16 @@ def test_line_mode_waits_for_the_next_request(env):
     assert proc.returncode == 0
     assert out == f"{pending.request.id}: approved (once)\n"
     assert err.startswith("unknown key 'x'")
+
+
+def test_the_console_lists_dialogs_still_at_a_keyboard_apart():
+    """Issue 36: a pty session's dialog with the keyboard's head start is shown apart, with the
+    seconds before it reaches the channel (it cannot be answered from the console yet)."""
+    from claudeguard.commands.at_keyboard import AtKeyboard
+    from claudeguard.commands.console import _render
+
+    waiting = AtKeyboard("3f9c2a7h1b2c3d4e5f", "Bash command", "Bash: make deploy", None, 27.4, "abcdefabcdefabcd")
+    drawn = _render([], 0, "", [waiting]).split("\r\n")
+    assert drawn[2:] == ["  waiting for requests ...", "", "  at a keyboard (1):",
+                         f"    {'main':18} Bash: make deploy  (reaches the channel in 27s)", "", ""]
+    assert "at a keyboard" not in _render([], 0, "", [])

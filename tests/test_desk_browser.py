@@ -183,3 +183,52 @@ def test_a_suggested_rule_shows_its_past_calls_and_is_applied_with_one_click(des
 
 
 # On the real CLI, with the desk the guard service serves: tests/test_desk_service.py.
+
+
+PHONE = {"width": 420, "height": 860}
+THUMB_PX = 44  # the smallest touch target the platform guidelines give (Apple 44 pt, Android 48 dp)
+
+
+def _no_sideways_scroll(page) -> None:
+    width = page.evaluate("() => [document.documentElement.scrollWidth, document.body.scrollWidth, innerWidth]")
+    assert width[0] <= PHONE["width"] and width[1] <= PHONE["width"] and width[2] == PHONE["width"], width
+
+
+def test_the_desk_is_usable_at_phone_width(desk, page, waiters, env):
+    """At 420 px (issue 36): no sideways scroll on any tab, a long command and a diff wrap inside
+    the card, every answer button is a thumb's size and on screen, and a tap answers."""
+    page.set_viewport_size(PHONE)
+    target = env / "settings_loader.py"
+    target.write_text("def load(path):\n    return open(path).read()\n")
+    record({"session_id": "desk-test-session", "agent_type": None, "tool": "Bash", "decision": "allow",
+            "decided_by": "human", "summary": "Bash: " + "x" * 300, "waited_s": 3.5, "scope": "once"})
+    open_desk(page, desk)
+    long_command = "rsync -av --delete ./build/" + "very-long-directory-name/" * 12 + " deploy@host:/srv/app/"
+    waiters.append(post_request("Bash", {"command": long_command}, agent_type="general-purpose",
+                                rule="Bash(rsync *)", rule_source="config.toml:7"))
+    waiters.append(post_request("Edit", {"file_path": str(target), "old_string": "open(path).read()",
+                                         "new_string": "open(path, encoding='utf-8').read()  # " + "y" * 120},
+                                cwd=str(env)))
+    for w in waiters:
+        card(page, w).wait_for(timeout=5000)
+    _no_sideways_scroll(page)
+    for w in waiters:
+        buttons = card(page, w).locator("[data-answer]")
+        assert buttons.count() == 5
+        for i in range(buttons.count()):
+            box = buttons.nth(i).bounding_box()
+            assert box is not None and box["height"] >= THUMB_PX and box["width"] >= THUMB_PX, box
+            assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], box
+        c = card(page, w).bounding_box()
+        assert c is not None and c["x"] >= 0 and c["x"] + c["width"] <= PHONE["width"], c
+    assert not page.locator(".keys").is_visible()  # no keyboard hints on a phone
+    if os.environ.get("CLAUDEGUARD_DESK_SHOT"):  # a look by eye: CLAUDEGUARD_DESK_SHOT=phone.png
+        page.screenshot(path=os.environ["CLAUDEGUARD_DESK_SHOT"], full_page=True)
+    for tab in ("sessions", "audit", "suggest", "requests"):
+        page.locator(f'[data-tab="{tab}"]').click()
+        tab_box = page.locator(f'[data-tab="{tab}"]').bounding_box()
+        assert tab_box is not None and tab_box["height"] >= THUMB_PX and tab_box["x"] + tab_box["width"] <= 420
+        _no_sideways_scroll(page)
+    card(page, waiters[0]).locator('[data-answer="once"]').click()
+    got = waiters[0].result(5)
+    assert (got.decision, got.scope, got.decided_by) == ("allow", "once", "human")

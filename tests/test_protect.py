@@ -49,7 +49,8 @@ def test_the_guard_paths_of_an_environment():
     found = guard_paths(env)
     assert (found.runtime, found.config_dir, found.config_file, found.extra_config, found.log_dir, found.state_dir) == (
         "/r", "/c/claudeguard", "/c/claudeguard/config.toml", "/x.toml", "/l", "/s/claudeguard")
-    assert [p for p, _ in found.reads()] == ["/r"]
+    base = f"/tmp/claudeguard-{os.getuid()}"  # this user's other homes' runtime dirs (issue 36)
+    assert [p for p, _ in found.reads()] == ["/r", base, base + "-*"]
     assert [p for p, _ in found.writes()] == ["/c/claudeguard/config.toml", "/c/claudeguard", "/x.toml", "/l",
                                                "/s/claudeguard"]
     assert guard_paths({"HOME": "/h"}).log_dir == "/h/.local/state/claudeguard/log"
@@ -173,3 +174,13 @@ def test_explain_shows_it_with_its_reason(tmp_path):
                                     capture_output=True, text=True, timeout=60).stdout)
     assert out["decision"] == "deny" and out["rule"] == f"protected path {tmp_path}/rt" and out["source"] == SOURCE
     assert out["reason"].endswith("the guard's runtime dir (sessions, hook secrets, the approval channel).")
+
+
+def test_no_reading_tool_reads_another_home_s_runtime_dir(world):
+    """Issue 36: another HOME's runtime dir (/tmp/claudeguard-<uid>-<key>) holds that home's hook
+    secrets: refused like this home's own, made before the session or after it."""
+    for path in (f"/tmp/claudeguard-{os.getuid()}-0123456789ab/sessions/s/settings.json",
+                 f"/tmp/claudeguard-{os.getuid()}/sessions/s/mcp.json"):
+        d = verdict(world, "Read", {"file_path": path})
+        assert d.decision == "deny" and d.source == SOURCE, (path, d.reason)
+        assert "another home's guard runtime dir" in f"{d.rule} {d.reason}", (path, d.rule, d.reason)

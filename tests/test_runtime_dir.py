@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from claudeguard import channel, paths
+from claudeguard import channel, home, paths
 from claudeguard.errors import InsecurePathError
 from claudeguard.testing.services import live_services
 from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, wait_until
@@ -26,13 +26,19 @@ from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, w
 
 @pytest.fixture
 def shared_tmp(tmp_path, monkeypatch) -> Path:
-    """Stand-in for /tmp (tests leave nothing outside their tmp dir)."""
+    """Stand-in for /tmp (tests leave nothing outside their tmp dir); HOME is the test's own."""
     base = tmp_path / "tmp"
     base.mkdir(mode=0o1777)
     os.chmod(base, 0o1777)
     monkeypatch.setattr(paths, "SHARED_TMP", str(base))
     monkeypatch.delenv("CLAUDEGUARD_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
     return base
+
+
+def root_for(shared_tmp: Path, home_dir: Path | str) -> Path:
+    """The default runtime dir of a process whose HOME is ``home_dir``."""
+    return Path(home.default_root(str(shared_tmp), {"HOME": str(home_dir)}))
 
 
 ENVIRONMENTS = {
@@ -45,6 +51,7 @@ ENVIRONMENTS = {
 
 @pytest.mark.parametrize("name", list(ENVIRONMENTS))
 def test_same_root_in_every_environment(shared_tmp, monkeypatch, name):
+    monkeypatch.setenv("HOME", home.passwd_home())  # the user's own home: the unkeyed name
     for var in ("XDG_RUNTIME_DIR", "TMPDIR"):
         monkeypatch.delenv(var, raising=False)
     for var, value in ENVIRONMENTS[name].items():
@@ -56,16 +63,101 @@ def test_same_root_in_every_environment(shared_tmp, monkeypatch, name):
 
 
 def test_the_override_still_wins(shared_tmp, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", home.passwd_home())
     monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp_path / "mine"))
     assert paths.runtime_root() == tmp_path / "mine"
     assert paths.default_runtime_root() == str(shared_tmp / f"claudeguard-{os.getuid()}")
 
 
 def test_default_is_under_slash_tmp(monkeypatch):
+    monkeypatch.setenv("HOME", home.passwd_home())
     monkeypatch.delenv("CLAUDEGUARD_RUNTIME_DIR", raising=False)
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1")
     monkeypatch.setenv("TMPDIR", "/elsewhere")
     assert str(paths.runtime_root()) == f"/tmp/claudeguard-{os.getuid()}"  # computed only: nothing made
+
+
+# -- two homes of one user (issue 36) -------------------------------------------------------
+
+
+def test_another_home_has_a_root_of_its_own_that_every_environment_finds(shared_tmp, tmp_path, monkeypatch):
+    other = tmp_path / "other-home"
+    other.mkdir()
+    own = paths.default_runtime_root()  # HOME is the test's tmp dir: keyed too
+    monkeypatch.setenv("HOME", str(other))
+    theirs = paths.default_runtime_root()
+    prefix = str(shared_tmp / f"claudeguard-{os.getuid()}-")
+    assert theirs.startswith(prefix) and own.startswith(prefix) and theirs != own
+    assert len(theirs) - len(prefix) == 12
+    for name, extra in ENVIRONMENTS.items():  # cron, ssh, systemd, sudo -u: the same home, the same root
+        for var in ("XDG_RUNTIME_DIR", "TMPDIR"):
+            monkeypatch.delenv(var, raising=False)
+        for var, value in extra.items():
+            monkeypatch.setenv(var, value)
+        assert paths.default_runtime_root() == theirs, name
+    monkeypatch.setenv("HOME", str(other) + "/")  # the same directory, however it is written
+    assert paths.default_runtime_root() == theirs
+    made = paths.runtime_dir("channel")
+    assert str(made.parent) == theirs
+    assert json.loads((made.parent / "home.json").read_text()) == {
+        "home": str(other), "dev": other.stat().st_dev, "ino": other.stat().st_ino}
+    assert paths.guard_paths({"HOME": str(other)}).runtime == theirs
+
+
+def test_no_home_is_your_own_home(shared_tmp, monkeypatch):
+    monkeypatch.delenv("HOME")
+    assert paths.default_runtime_root() == str(shared_tmp / f"claudeguard-{os.getuid()}")
+    monkeypatch.setenv("HOME", home.passwd_home())
+    assert paths.default_runtime_root() == str(shared_tmp / f"claudeguard-{os.getuid()}")
+
+
+def test_a_container_s_home_of_the_same_name_is_another_home(shared_tmp, tmp_path, monkeypatch):
+    """A container that shares /tmp, running as this uid with its own /home/you: the unkeyed
+    root says whose it is, and the other side's own home is keyed like any other."""
+    monkeypatch.setenv("HOME", home.passwd_home())
+    base = shared_tmp / f"claudeguard-{os.getuid()}"
+    base.mkdir(mode=0o700)
+    elsewhere = tmp_path / "container-fs-home"
+    elsewhere.mkdir()
+    st = elsewhere.stat()
+    (base / "home.json").write_text(json.dumps({"home": home.passwd_home(), "dev": st.st_dev, "ino": st.st_ino}))
+    root = paths.default_runtime_root()
+    assert root.startswith(f"{base}-") and root == paths.default_runtime_root()
+    monkeypatch.delenv("HOME")  # cron of this side: the same
+    assert paths.default_runtime_root() == root
+    (base / "home.json").unlink()  # a root that does not say is the own home's (made by an older claudeguard)
+    assert paths.default_runtime_root() == str(base)
+
+
+def test_two_homes_sharing_a_runtime_dir_each_have_their_own_service_slot(tmp_path, monkeypatch):
+    shared = tmp_path / "shared-run"
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(shared))
+    monkeypatch.setenv("HOME", str(first))
+    assert paths.service_slot() == shared / "service"  # the first to make it owns it
+    monkeypatch.setenv("HOME", str(second))
+    slot = paths.service_slot()
+    assert slot.parent == shared and slot.name == f"service-{home.key(home.identity(str(second)))}"
+    from claudeguard.service import files
+    from claudeguard.shim.planned import plan_socket_path
+
+    assert files.service_dir() == str(slot) and plan_socket_path() == str(slot / "plan.sock")
+    monkeypatch.setenv("HOME", str(first))
+    assert files.service_dir() == str(shared / "service")
+
+
+def test_a_home_that_borrows_another_s_default_root_never_claims_it(shared_tmp, tmp_path, monkeypatch):
+    """The demo runs with a throwaway HOME in the user's own runtime dir (its request is the
+    user's to answer from any shell): made first by it, the dir is still the user's."""
+    own = shared_tmp / f"claudeguard-{os.getuid()}"
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(own))
+    slot = paths.service_slot()  # HOME is the test's tmp dir: not the user's own
+    assert not (own / "home.json").exists() and slot.name.startswith("service-")
+    monkeypatch.setenv("HOME", home.passwd_home())
+    assert paths.service_slot() == own / "service"
+    assert json.loads((own / "home.json").read_text())["home"] == home.passwd_home()
 
 
 def remove_whole(directory: Path) -> None:
@@ -86,20 +178,20 @@ def _refused(match: str) -> None:
 def test_refuses_a_planted_symlink(shared_tmp, tmp_path):
     target = tmp_path / "elsewhere"
     target.mkdir(mode=0o700)
-    (shared_tmp / f"claudeguard-{os.getuid()}").symlink_to(target)
+    root_for(shared_tmp, tmp_path).symlink_to(target)
     _refused("symlink")
     assert list(target.iterdir()) == []
 
 
-def test_refuses_a_dir_open_to_others(shared_tmp):
-    (shared_tmp / f"claudeguard-{os.getuid()}").mkdir(mode=0o755)
-    os.chmod(shared_tmp / f"claudeguard-{os.getuid()}", 0o755)
+def test_refuses_a_dir_open_to_others(shared_tmp, tmp_path):
+    root_for(shared_tmp, tmp_path).mkdir(mode=0o755)
+    os.chmod(root_for(shared_tmp, tmp_path), 0o755)
     _refused("lets others in")
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="making a dir owned by another uid needs root")
-def test_refuses_a_dir_owned_by_someone_else(shared_tmp):
-    root = shared_tmp / f"claudeguard-{os.getuid()}"
+def test_refuses_a_dir_owned_by_someone_else(shared_tmp, tmp_path):
+    root = root_for(shared_tmp, tmp_path)
     root.mkdir(mode=0o700)
     os.chown(root, 4242, 4242)
     _refused("owned by uid 4242")
@@ -107,7 +199,7 @@ def test_refuses_a_dir_owned_by_someone_else(shared_tmp):
 
 
 def test_the_cli_says_it_in_one_line(shared_tmp, tmp_path):
-    root = shared_tmp / f"claudeguard-{os.getuid()}"
+    root = root_for(shared_tmp, tmp_path)
     root.mkdir(mode=0o777)
     os.chmod(root, 0o777)
     out = _ctl_at(shared_tmp, {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, "pending")

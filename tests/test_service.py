@@ -156,6 +156,7 @@ def test_a_request_waits_for_its_sessions_registration_with_a_bound(env, monkeyp
     guard(env, [])
     port = record(env)["port"]
     monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", env["CLAUDEGUARD_RUNTIME_DIR"])
+    monkeypatch.setenv("HOME", env["HOME"])  # the home whose service the runtime dir holds (its slot)
     sid, token = "0123456789abcdef", "a1" * 24
     session_dir = runtime_dir("sessions", sid)
     write_atomic(session_dir / "session.json", json.dumps({"session_id": sid, "policy": {}, "approval": {},
@@ -196,6 +197,7 @@ def test_a_launcher_registers_after_the_cli_starts_only_with_a_live_service_of_i
     from claudeguard.shim.main import _register_with_service
 
     monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", env["CLAUDEGUARD_RUNTIME_DIR"])
+    monkeypatch.setenv("HOME", env["HOME"])  # the home whose service the runtime dir holds (its slot)
     assert files.known_port() is None  # no service yet: the launcher starts one and registers first
     guard(env, [])
     rec = record(env)
@@ -489,6 +491,7 @@ def test_a_post_with_the_secret_from_anyone_but_the_sessions_cli_is_refused(env,
     guard(env, [])
     port = record(env)["port"]
     monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", env["CLAUDEGUARD_RUNTIME_DIR"])
+    monkeypatch.setenv("HOME", env["HOME"])  # the home whose service the runtime dir holds (its slot)
     sid, token = "0123456789abcdee", "c3" * 24
     session_dir = runtime_dir("sessions", sid)
     write_atomic(session_dir / "session.json", json.dumps({"session_id": sid, "policy": {}, "approval": {},

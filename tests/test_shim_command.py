@@ -129,7 +129,10 @@ def test_ask_rules_stay_out_of_the_cli_and_allow_rules_of_their_tools_too(tmp_pa
     denied = next(a for a in argv if a.startswith("--disallowedTools=")).split("=", 1)[1].split(",")
     assert denied[0] == "Bash(rm *)"
     assert f"Edit(/{home}/.claude/settings.json)" in denied and f"Edit(/{home}/.claude/settings.local.json)" in denied
-    assert f"Edit(/{home}/xdg/claudeguard/config.toml)" in denied and "Read(//tmp/claudeguard-0/**)" in denied
+    from claudeguard.home import default_root
+
+    runtime = default_root("/tmp", {"HOME": str(tmp_path)})  # its HOME's runtime dir (not made by a dry run)
+    assert f"Edit(/{home}/xdg/claudeguard/config.toml)" in denied and f"Read(/{runtime}/**)" in denied
 
 
 # --- who asks in -p, per real CLI version (plan/hooks.print_asker) -----------------------------

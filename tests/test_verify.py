@@ -162,6 +162,39 @@ def test_verify_catches_a_cli_that_runs_tools_without_its_hooks(offline_env, tmp
     assert records(env)[sha256(cli)]["ok"] is False
 
 
+def test_verify_shows_its_progress_on_stderr_while_it_runs(offline_env, tmp_path):
+    """doctor --verify says when its runs start and each check as it ends, on stderr, while it
+    runs (issue 36: it printed nothing for 10-13 s); stdout keeps the listing."""
+    env = guarded_env(offline_env, hookless(tmp_path))
+    proc = subprocess.Popen(CTL + ["doctor", "--verify"], env=env, cwd=offline_env.cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said: list[str] = []
+    running_at_first = None
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if running_at_first is None:
+                running_at_first = proc.poll() is None  # said while it runs, not at its end
+            said.append(line.rstrip("\n"))
+        out = proc.stdout.read() if proc.stdout is not None else ""
+        assert proc.wait(timeout=120) == 1
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    assert running_at_first is True
+    cli = os.path.realpath(tmp_path / "hookless-claude")
+    assert said[0] == (f"claudeguardctl doctor: verifying Claude Code 2.1.999 ({cli}) offline: 7 checks at once, "
+                       f"about 10-20 s")
+    steps = said[1:]
+    assert len(steps) == len(CHECKS), said
+    assert [s.split("] ", 1)[0] for s in steps] == [f"claudeguardctl doctor: [{n}/7" for n in range(1, 8)]
+    listed = {line.split(":", 1)[0].split()[1]: line.split()[0] for line in out.splitlines() if ":" in line
+              and line.split()[0] in ("ok", "FAIL", "skip")}
+    told = {s.split("] ", 1)[1].split()[1]: s.split("] ", 1)[1].split()[0] for s in steps}
+    assert sorted(told) == sorted(CHECKS) and told == listed, (told, listed)
+
+
 def test_verify_catches_a_cli_that_only_says_its_version(offline_env, tmp_path):
     cli = stand_in(tmp_path / "claude", "#!/bin/sh\necho '2.1.400 (Claude Code)'\n")
     env = guarded_env(offline_env, cli)

@@ -220,9 +220,14 @@ def test_stream_json_through_feed_stdout(env, procs, monitors):
 def test_pending_requests_mean_awaiting_approval(env, procs, monitors, monkeypatch):
     import claudeguard.channel as channel
 
-    monkeypatch.setattr(channel, "list_pending", lambda session_id=None: ["r1"] if session_id == "s1" else [])
+    from types import SimpleNamespace
+
+    waiting = SimpleNamespace(id="r1", summary="Bash: make", agent_type=None, agent_id=None)
+    monkeypatch.setattr(channel, "list_pending", lambda session_id=None: [waiting] if session_id == "s1" else [])
     child = sleeper(procs)
     m, hits = make(monitors, child.pid, stall_after=0.5, sample_interval=0.2)
+    told: list = []
+    m.inputs.on_waiting = told.append  # the launcher's waiting line: once per request
     m.start()
     assert wait_until(lambda: (read_status(m.session_dir) or {}).get("state") == "awaiting-approval")
     # quiet for twice stall_after, as the monitor judged it (its verdict: status.json is
@@ -231,6 +236,7 @@ def test_pending_requests_mean_awaiting_approval(env, procs, monitors, monkeypat
                       and m.last_verdict.time - m.tracker.last_progress >= 1.0, timeout=60)
     st = read_status(m.session_dir)
     assert not hits and st["pending"] == 1 and st["state"] == "awaiting-approval"
+    assert told == [waiting]  # told once, however many samples saw it
 
 
 def test_notify_and_audit_on_stall(env, procs, monitors):

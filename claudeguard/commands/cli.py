@@ -73,7 +73,8 @@ from the policy, the session's grants, or a human through the channel.""",
 
 ENVIRONMENT = """\
 environment:
-  CLAUDEGUARD_RUNTIME_DIR  the approval channel and session state (default /tmp/claudeguard-<uid>)
+  CLAUDEGUARD_RUNTIME_DIR  the approval channel and session state (default /tmp/claudeguard-<uid>;
+                           /tmp/claudeguard-<uid>-<key> for a HOME other than yours)
   CLAUDEGUARD_LOG_DIR      the audit log (default ~/.local/state/claudeguard/log)
   CLAUDEGUARD_CONFIG       one more config file, highest precedence
   XDG_CONFIG_HOME          where the user config lives (claudeguard/config.toml)

@@ -17,6 +17,7 @@ import tty
 
 from claudeguard.channel import Doorbell, list_pending, wait_for_new
 from claudeguard.commands.answer import answer_request, fleet_answer
+from claudeguard.commands.at_keyboard import AtKeyboard, at_keyboard
 from claudeguard.errors import GuardError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -30,7 +31,7 @@ KEYS = {"y": ("allow", "once"), "a": ("allow", "agent"), "s": ("allow", "session
 HELP = "y once · a agent · s session · f forever · n deny · j/k move · q quit"
 
 
-def _render(requests: list[Any], current: int, note: str) -> str:
+def _render(requests: list[Any], current: int, note: str, keyboard: list[AtKeyboard] | None = None) -> str:
     lines = ["\x1b[H\x1b[2J" + f"claudeguard console — {len(requests)} pending   ({HELP})", ""]
     if not requests:
         lines.append("  waiting for requests ...")
@@ -42,6 +43,10 @@ def _render(requests: list[Any], current: int, note: str) -> str:
             agent = f"bg {short} {agent}"
         lines.append(f"{mark} {req.id}  {agent:18.18} {req.summary[:90]}  ({req.age_s:.0f}s, "
                      f"{req.deadline_s:.0f}s left)")
+    if keyboard:  # not answerable here until they reach the channel
+        lines += ["", f"  at a keyboard ({len(keyboard)}):"]
+        lines += [f"    {(d.agent_type or 'main'):18.18} {d.summary[:90]}  (reaches the channel in {d.left_s:.0f}s)"
+                  for d in keyboard]
     lines += ["", note]
     return "\r\n".join(lines)
 
@@ -111,7 +116,7 @@ def main(argv: list[str]) -> int:
     tty.setcbreak(fd)
     try:
         with Doorbell() as bell:
-            return _interact(fd, saved, bell, lister, answer)
+            return _interact(fd, saved, bell, lister, answer, None if fleet else at_keyboard)
     except KeyboardInterrupt:
         return 0
     finally:
@@ -120,7 +125,8 @@ def main(argv: list[str]) -> int:
 
 
 def _interact(fd: int, saved: list[Any], bell: Doorbell, list_pending: Callable[[], list[Any]],
-              answer: Callable[[Any, str, str | None], str]) -> int:
+              answer: Callable[[Any, str, str | None], str],
+              keyboard: Callable[[], list[AtKeyboard]] | None = None) -> int:
     out = sys.stdout
     known: set[str] = set()
     current = 0
@@ -132,7 +138,7 @@ def _interact(fd: int, saved: list[Any], bell: Doorbell, list_pending: Callable[
             out.write("\a")  # bell for each new arrival
         known = ids
         current = min(current, max(0, len(requests) - 1))
-        out.write(_render(requests, current, note))
+        out.write(_render(requests, current, note, keyboard() if keyboard is not None else None))
         out.flush()
         ready, _, _ = select.select([fd, bell.fd], [], [], REFRESH_S)
         if bell.fd in ready:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from claudeguard.commands import verify as verifying
 from claudeguard.commands.cli import parser as command_parser
+from claudeguard.commands.homes import other_homes
 from claudeguard.config.load import env_overrides, load_config
 from claudeguard.config.trust import command_for
 from claudeguard.errors import GuardError, InsecurePathError
@@ -89,6 +90,8 @@ def main(argv: list[str]) -> int:
         note = legacy_note()
         if note:
             print(f"      {note}")
+        for line in other_homes(str(runtime_dir())):
+            print(f"note  {line}")
     try:
         real = find_claude(cfg.claude_path())
     except GuardError as exc:
@@ -223,7 +226,8 @@ def argv_table(version: str | None) -> bool:
 
 EPILOG = """\
 Prints one line per check (ok / FAIL) and exits 1 if any check failed. The runtime dir is the
-approval channel's root: CLAUDEGUARD_RUNTIME_DIR, else /tmp/claudeguard-<uid> (see README).
+approval channel's root: CLAUDEGUARD_RUNTIME_DIR, else /tmp/claudeguard-<uid> (-<key> for a HOME
+other than yours: see README); another home's guard in use beside this one is named in a note.
 --verify's result is kept per CLI version and binary SHA-256 in the state dir
 ($XDG_STATE_HOME/claudeguard/verified-cli.json); a guarded run of a CLI that has not passed it
 starts it in the background, and [security] require_verified_cli = true refuses such a CLI."""
@@ -233,7 +237,10 @@ def verify_command(*, as_json: bool) -> int:
     """``doctor --verify``: one line per check (or the JSON), exit 0 when every check passed."""
     cfg = load_config(Path.cwd(), env_overrides())
     real = find_claude(cfg.claude_path())
-    record = verifying.verify(real, progress=lambda text: print(f"claudeguardctl doctor: {text}", file=sys.stderr))
+    # Progress on stderr (a line when the runs start, one per check as it ends): stdout keeps
+    # the listing (or the JSON) for scripts.
+    record = verifying.verify(real, progress=lambda text: print(f"claudeguardctl doctor: {text}", file=sys.stderr,
+                                                                flush=True))
     assert record is not None  # only a background verification gives way to another
     ok = bool(record.get("ok"))
     checks = record.get("checks", [])

@@ -6,6 +6,7 @@ import json
 import sys
 
 from claudeguard.channel import list_pending
+from claudeguard.commands.at_keyboard import at_keyboard
 from claudeguard.commands.cli import parser as command_parser
 from claudeguard.paths import legacy_note
 
@@ -54,15 +55,21 @@ def main(argv: list[str]) -> int:
     if args.json:
         print(json.dumps([request_json(r) for r in requests], indent=2))
         return 0
+    keyboard = at_keyboard()  # dialogs a pty session shows its user first: not answerable here yet
     if not requests:
-        print("no pending requests")
-        return 0
-    print(f"{'ID':18} {'AGE':>6} {'LEFT':>6} {'SESSION':16} {'AGENT':20} SUMMARY")
+        print("no pending requests" + (" in the channel" if keyboard else ""))
+    else:
+        print(f"{'ID':18} {'AGE':>6} {'LEFT':>6} {'SESSION':16} {'AGENT':20} SUMMARY")
     for r in requests:
         agent = r.agent_type or "main"
         short = (r.extra or {}).get("cli_short_id")
         session = f"bg {short}" if short else r.session_id[:16]
         print(f"{r.id:18} {r.age_s:5.0f}s {r.deadline_s:5.0f}s {session:16} {agent[:20]:20} {r.summary}")
+    if keyboard:
+        print(f"\n{len(keyboard)} at a keyboard (answered there, or here once it reaches the channel):")
+        print(f"{'SESSION':16} {'AGENT':20} {'IN':>6}  SUMMARY")
+        for d in keyboard:
+            print(d.line())
     return 0
 
 

@@ -517,8 +517,10 @@ def _user_override(cfg: Config | None) -> bool:
     return cfg is not None and cfg.security()["allow_settings_override"] and not cfg.lockdown.value
 
 
-def run_checks(real: str, version: str | None) -> list[CheckResult]:
-    """Every check of ``CHECKS`` on the CLI ``real``, in that order; the runs go at once."""
+def run_checks(real: str, version: str | None, progress: Callable[[str], None] | None = None) -> list[CheckResult]:
+    """Every check of ``CHECKS`` on the CLI ``real``, in that order; the runs go at once.
+    ``progress``: told one line when the runs start and one per check as it ends (doctor
+    --verify says them on stderr: the runs take 10-20 s)."""
     made, marker = leftovers.make_root()
     root = Path(made)
     sockets_before = _cli_sockets()
@@ -541,7 +543,10 @@ def run_checks(real: str, version: str | None) -> list[CheckResult]:
                 (lambda: scenario_background(bed, version), ("background-sessions",)),
                 (lambda: check_sandbox(bed, cfg), ("sandbox",)),
             ]
-            found = _run_all(jobs)
+            if progress is not None:
+                progress(f"verifying Claude Code {version or '(version unknown)'} ({real}) offline: "
+                         f"{len(CHECKS)} checks at once, about 10-20 s")
+            found = _run_all(jobs, progress)
     finally:
         if saved is None:
             os.environ.pop("CLAUDEGUARD_RUNTIME_DIR", None)
@@ -557,10 +562,14 @@ def run_checks(real: str, version: str | None) -> list[CheckResult]:
     return [found[name] for name in CHECKS]
 
 
-def _run_all(jobs: list[tuple[Callable[[], list[CheckResult]], tuple[str, ...]]]) -> dict[str, CheckResult]:
-    """Each job in a thread of its own; a job that raised fails its checks with the reason."""
+def _run_all(jobs: list[tuple[Callable[[], list[CheckResult]], tuple[str, ...]]],
+             progress: Callable[[str], None] | None = None) -> dict[str, CheckResult]:
+    """Each job in a thread of its own; a job that raised fails its checks with the reason.
+    ``progress`` hears one line per check as its job ends."""
     found: dict[str, CheckResult] = {}
     lock = threading.Lock()
+    started = time.monotonic()
+    total = sum(len(names) for _, names in jobs)
 
     def one(job: Callable[[], list[CheckResult]], names: tuple[str, ...]) -> None:
         try:
@@ -570,6 +579,10 @@ def _run_all(jobs: list[tuple[Callable[[], list[CheckResult]], tuple[str, ...]]]
         with lock:
             for result in results:
                 found[result["name"]] = result
+                if progress is not None:
+                    word = "skip" if result.get("skipped") else ("ok" if result["ok"] else "FAIL")
+                    progress(f"[{len(found)}/{total}] {word} {result['name']} "
+                             f"({time.monotonic() - started:.1f} s)")
 
     threads = [threading.Thread(target=one, args=job, daemon=True) for job in jobs]
     for thread in threads:
@@ -664,7 +677,7 @@ def verify(real: str, *, background: bool = False, progress: Callable[[str], Non
             if known is not None and verified.stat_key(real) == key:
                 verified.remember(real, key, known["sha256"], version)
                 return known
-        checks = run_checks(real, version)
+        checks = run_checks(real, version, progress)
         hasher.join()
         record: Record = {"cli_version": version, "sha256": hashed.get("sha", ""), "path": real,
                           "ok": all(c["ok"] for c in checks), "checks": checks,

@@ -2,7 +2,7 @@
 
 ``<runtime>/service/`` (0700, checked like every runtime dir) holds:
 
-- ``service.json``: ``{pid, start, version, port, started}``, written by the service (temp file +
+- ``service.json``: ``{pid, start, version, port, started, home}``, written by the service (temp file +
   rename) once it listens; removed by the service when it exits. A record whose pid is gone, or
   now belongs to another process (start time), is stale and ignored.
 - ``control.sock``: the service's Unix control socket (0600): register/unregister, status, stop.
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         """``service.json``: the live service, written once it listens (again when its desk starts)."""
 
         desk_port: int  # the desk's own port, once someone asked for the desk
+        home: str  # the home it serves (home.home_of: its HOME's real path); doctor names another home's
 
 RECORD = "service.json"
 CONTROL = "control.sock"
@@ -77,9 +78,11 @@ def bound_sends(sock: socket.socket) -> None:
 
 
 def service_dir() -> str:
-    from claudeguard.paths import runtime_dir
+    """This home's service slot (``paths.service_slot``): ``<runtime>/service``, or
+    ``<runtime>/service-<key>`` for a home that shares another home's runtime dir."""
+    from claudeguard.paths import service_slot
 
-    return str(runtime_dir("service"))
+    return str(service_slot())
 
 
 def fingerprint(root: str | None = None) -> str:
@@ -112,9 +115,15 @@ def read_record(directory: str) -> ServiceRecord | None:
     pid, start, version, port, started = (record.get(k) for k in ("pid", "start", "version", "port", "started"))
     if not isinstance(pid, int) or process_start(pid) != start:
         return None
-    return {"pid": pid, "start": start, "version": version if isinstance(version, str) else "",
-            "port": port if isinstance(port, int) else 0,
-            "started": started if isinstance(started, (int, float)) else 0.0}
+    found: ServiceRecord = {"pid": pid, "start": start, "version": version if isinstance(version, str) else "",
+                            "port": port if isinstance(port, int) else 0,
+                            "started": started if isinstance(started, (int, float)) else 0.0}
+    if isinstance(record.get("home"), str):
+        found["home"] = str(record.get("home"))
+    desk_port = record.get("desk_port")
+    if isinstance(desk_port, int):
+        found["desk_port"] = desk_port
+    return found
 
 
 def known_port(directory: str | None = None) -> int | None:

@@ -228,6 +228,20 @@ if TYPE_CHECKING:
         session_id: str
         carry: Carry
 
-    Event = Union[Watching, WatchEnded, Stall, Calm]
+    class Waiting(TypedDict):
+        """A request of the session waits in the channel (once per request): the launcher of a
+        session on pipes says so in one stderr line (``shim/activity.py``, ``waiting_line``)."""
+
+        event: Literal["waiting"]
+        session_id: str
+        id: str
+        tool: str
+        summary: str
+        agent_type: str | None
+        agent_id: str | None
+        deadline_s: float
+        desk_port: int | None  # the service's desk, when it serves one
+
+    Event = Union[Watching, WatchEnded, Stall, Calm, Waiting]
     Reply = Union[SocketsEvent, Unserved, Failed, Done, HelloReply, RegisterReply, Status, Stopping, Watching,
                   WatchEnded, DeskReply, FleetPendingReply]

@@ -60,6 +60,7 @@ from claudeguard.paths import check_private_dir
 from claudeguard.procs import not_dumpable, process_start
 from claudeguard.service import agent_view, files, fleet, planner, watch
 from claudeguard.service.desk import DeskHost
+from claudeguard.home import home_of
 from claudeguard.service.background import Keeper, end_session, hooks_port, keep, read_record
 from claudeguard.service.http import HookServer, listening_port
 from claudeguard.tcp_owner import command_of, owners, socket_inodes, tcp_peer
@@ -403,7 +404,7 @@ class Service:
 
     def _record(self) -> ServiceRecord:
         record: ServiceRecord = {"pid": os.getpid(), "start": process_start(os.getpid()), "version": self.version,
-                                 "port": self.port, "started": self.started}
+                                 "port": self.port, "started": self.started, "home": home_of()}
         if self.desk.port is not None:
             record["desk_port"] = self.desk.port
         return record

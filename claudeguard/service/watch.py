@@ -20,7 +20,9 @@ Control messages on the registering connection (one JSON line each, see ``servic
   child exited (the last status, with its code), or with ``"final": false`` the launcher
   watches itself after all (a ``watching`` that came after it gave up waiting)
 - from the service: ``{"event": "stall", "diagnosis", "action", "stall", "notify", "carry"}``
-  and ``{"event": "calm", "carry"}`` when the stall episode ends.
+  and ``{"event": "calm", "carry"}`` when the stall episode ends; ``{"event": "waiting", "id",
+  "tool", "summary", "agent_type", "agent_id", "deadline_s", "desk_port"}`` once for each request
+  of the session that waits in the channel (a held one once it is released to it).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import sys
 import threading
 
 from claudeguard.procs import process_start
+from claudeguard.service import files
 from claudeguard.service.files import bound_sends
 from claudeguard.watchdog.monitor import Monitor, Schedule, WatchConfig
 from claudeguard.watchdog.state import StallVerdict, StreamMsg
@@ -41,7 +44,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from claudeguard.channel.model import Request
     from claudeguard.service.protocol import Received, Watching
+    from claudeguard.service.protocol import Waiting as WaitingEvent
     from claudeguard.service.protocol import Stall as StallEvent
     from claudeguard.service.registry import Registered
 
@@ -104,6 +109,18 @@ class ServiceMonitor(Monitor):
               file=sys.stderr, flush=True)
 
 
+def waiting(monitor: ServiceMonitor, request: Request) -> None:
+    """A request of the session now waits in the channel: tell its launcher (one ``waiting``
+    event per request; the launcher says it on stderr when the session runs on pipes). The
+    desk's port comes from the service's own record: written when the desk starts."""
+    record = files.read_record(files.service_dir())
+    event: WaitingEvent = {"event": "waiting", "session_id": monitor.session_id, "id": request.id,
+                           "tool": request.tool, "summary": request.summary, "agent_type": request.agent_type,
+                           "agent_id": request.agent_id, "deadline_s": round(request.deadline_s, 1),
+                           "desk_port": record.get("desk_port") if record is not None else None}
+    monitor.link.send(event)
+
+
 def start(reg: Registered, msg: Received, link: Link) -> Watching:
     """The ``watch`` op: a monitor for the registered session ``reg`` (``service.registry.Registered``)."""
     child = msg.get("child_pid")
@@ -128,6 +145,7 @@ def start(reg: Registered, msg: Received, link: Link) -> Watching:
     except Exception as exc:  # noqa: BLE001 - one line back; the launcher watches itself
         return {"event": "watching", "ok": False, "error": f"{type(exc).__name__}: {exc}"}
     monitor.link = link
+    monitor.inputs.on_waiting = lambda request: waiting(monitor, request)
     pid = msg.get("pid")
     # The status file says the launcher's pid (``ps`` tells a dead launcher by it) and who samples.
     monitor.extra_status = {"pid": pid, "pid_start": process_start(pid) if isinstance(pid, int) else None,

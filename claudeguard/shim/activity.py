@@ -42,6 +42,25 @@ END_WAIT_S = 2.0  # how long the launcher waits for the service's final status a
 ANSWER_WAIT_S = 5.0  # a service that has not answered ``watch`` by then: the launcher watches
 
 
+SUMMARY_CHARS = 200  # of a call's summary in the waiting line (the full input: claudeguardctl pending --json)
+
+
+def waiting_line(request_id: str, summary: str, agent_type: str | None, agent_id: str | None, deadline_s: float,
+                 desk_port: int | None) -> str:
+    """The one stderr line of a request that waits for a human (issue 36): what waits, which
+    agent, how long at most, and how to answer it. The desk is named by its port, never by its
+    page's address: that path keeps the desk's cookie from other servers on 127.0.0.1, and
+    stderr may end up in a file the agent can read."""
+    text = " ".join(summary.split())
+    if len(text) > SUMMARY_CHARS:
+        text = text[:SUMMARY_CHARS - 1] + "…"
+    agent = "main agent" if not agent_type else f"subagent {agent_type}" + (f" {agent_id[:8]}" if agent_id else "")
+    desk = (f"; or on the approval desk (127.0.0.1:{desk_port}; claudeguardctl desk --open)"
+            if desk_port else "")
+    return (f"claudeguard: waiting for approval ({agent}, up to {deadline_s:.0f} s): {text}; answer: "
+            f"claudeguardctl approve {request_id} (or deny {request_id}){desk}\n")
+
+
 def compact(msgs: list[Any]) -> list[dict[str, Any]]:
     """Stream summaries as JSON objects without their empty fields; a run of partial-message
     summaries without usage (one per token) is sent as its last one, with the count left out."""
@@ -60,8 +79,12 @@ def compact(msgs: list[Any]) -> list[dict[str, Any]]:
 
 class Feed:
     def __init__(self, *, child_pid: int, session_id: str, session_dir: str, cfg: Config, args: ClaudeArgs, cwd: str,
-                 argv: list[str], registration: Registration | None = None) -> None:
+                 argv: list[str], registration: Registration | None = None, say_waiting: bool = False) -> None:
         self.child_pid = child_pid
+        # Say each request that waits for a human in one stderr line: a session on pipes (a
+        # pty session's screen is the CLI's, and its status line says what waits).
+        self.say_waiting = say_waiting
+        self._said: set[str] = set()  # request ids said (a new service's monitor tells them again)
         self.session_id = session_id
         self.session_dir = session_dir
         watchdog = cfg.watchdog()
@@ -250,6 +273,12 @@ class Feed:
                         self._go_local()
             elif event == "watch-ended":
                 self._ended.set()
+            elif event == "waiting":
+                deadline, desk = msg.get("deadline_s"), msg.get("desk_port")
+                self._waiting(str(msg.get("id") or ""), str(msg.get("summary") or msg.get("tool") or "?"),
+                              _text(msg.get("agent_type")), _text(msg.get("agent_id")),
+                              float(deadline) if isinstance(deadline, (int, float)) else 0.0,
+                              desk if isinstance(desk, int) else None)
             elif event in ("stall", "calm") and self.mode in ("service", "pending"):  # its monitor may speak first
                 carry = msg.get("carry")
                 if isinstance(carry, dict):  # as the service's monitor said it (stall_state)
@@ -272,6 +301,18 @@ class Feed:
                 return
             self._stop_local(None, final=False)
             self._ask_service()
+
+    def _waiting(self, request_id: str, summary: str, agent_type: str | None, agent_id: str | None,
+                 deadline_s: float, desk_port: int | None) -> None:
+        """One line per request, said once whichever monitor saw it first."""
+        if not self.say_waiting or not request_id or request_id in self._said:
+            return
+        self._said.add(request_id)
+        try:
+            sys.stderr.write(waiting_line(request_id, summary, agent_type, agent_id, deadline_s, desk_port))
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001 - a closed stderr must not stop the watchdog
+            pass
 
     # -- acting on the service's verdict ---------------------------------------------------
     def _act(self, msg: Received) -> None:
@@ -329,6 +370,9 @@ class Feed:
                       prompt=self.prompt, cwd=self.cwd,
                       argv=self.argv, on_stall=lambda diagnosis: None, stream_tap=False)
         mon.extra_status = {"watcher": "launcher"}
+        if self.say_waiting:
+            mon.inputs.on_waiting = lambda r: self._waiting(r.id, r.summary, r.agent_type, r.agent_id, r.deadline_s,
+                                                            None)
         carry = self.carry
         mon.carry_stall(bool(carry.get("in_stall")), int(carry.get("stall_count") or 0), carry.get("since"))
         self.monitor = mon  # the relay's calls go to it from now on
@@ -352,6 +396,10 @@ class Feed:
         self.stalls.extend(mon.stalls)
         self.killed = self.killed or mon.killed
         self.carry = mon.stall_state()
+
+
+def _text(x: object) -> str | None:
+    return x if isinstance(x, str) and x else None
 
 
 def _replay(mon: Monitor, kind: str, t: float, value: object) -> None:

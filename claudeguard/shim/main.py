@@ -516,7 +516,9 @@ def _start_watchdog(cfg: Config, args: ClaudeArgs, sup: PtySession | Supervisor,
     session; without one, a monitor in this process does."""
     from claudeguard.shim.activity import Feed
 
+    # A session on pipes says each request that waits for a human on stderr; a pty's screen is
+    # the CLI's (unless stderr goes elsewhere), and its status line says what waits.
     feed = Feed(child_pid=child_pid, session_id=session_id, session_dir=session_dir, cfg=cfg, args=args, cwd=cwd,
-                argv=argv, registration=registration)
+                argv=argv, registration=registration, say_waiting=not args.uses_pty or not os.isatty(2))
     sup.on_output = feed.feed_stdout
     return feed.start()

@@ -59,10 +59,12 @@ def _planned(answer: dict[str, object], session_id: str, token: str) -> Planned 
 
 
 def plan_socket_path() -> str:
-    """``<runtime root>/service/plan.sock``, computed as ``paths.runtime_dir("service")`` is but
+    """``<runtime root>/<service slot>/plan.sock``, computed as ``paths.service_slot()`` is but
     without its checks (and their imports): the peer's uid is checked instead."""
-    root = os.environ.get("CLAUDEGUARD_RUNTIME_DIR") or os.path.join("/tmp", f"claudeguard-{os.getuid()}")
-    return os.path.join(root, "service", PLAN_SOCKET)
+    from claudeguard import home
+
+    root = os.environ.get("CLAUDEGUARD_RUNTIME_DIR") or home.default_root()
+    return os.path.join(root, home.service_slot(root), PLAN_SOCKET)
 
 
 def package_root() -> str:

@@ -16,9 +16,10 @@ if TYPE_CHECKING:
 
 
 def live_services(root: Path) -> list[int]:
-    """Pids of live services whose record lies under ``root``."""
+    """Pids of live services whose record lies under ``root`` (in any home's slot: ``service``,
+    ``service-<key>``)."""
     pids = []
-    for record in root.rglob("service/service.json"):
+    for record in root.rglob("service*/service.json"):
         try:
             data = json.loads(record.read_text())
         except (OSError, ValueError):

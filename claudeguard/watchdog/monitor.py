@@ -37,6 +37,7 @@ from claudeguard.watchdog.status import write_status
 if TYPE_CHECKING:
     from typing import TypedDict
 
+    from claudeguard.channel.model import Request
     from claudeguard.watchdog.sampler import TreeSampler
     from claudeguard.watchdog.transcript import TranscriptEnds
 
@@ -108,6 +109,10 @@ class PendingCounts:
         self._none_at: dict[str, tuple[str, int, int, int]] = {}
 
     def count(self, session_id: str) -> int:
+        return len(self.requests(session_id))
+
+    def requests(self, session_id: str) -> list[Request]:
+        """The session's open requests (not the held ones: a dialog still at the keyboard)."""
         from claudeguard.paths import default_runtime_root
 
         # paths.runtime_root() without building a Path: this runs for every session every second.
@@ -125,16 +130,16 @@ class PendingCounts:
                 self._stat = (path, now, key, mtime)
         with self._lock:
             if key is not None and self._none_at.get(session_id) == key:
-                return 0
+                return []
         from claudeguard.channel import list_pending
 
-        n = len(list_pending(session_id))  # raises when there is no channel, or a broken one
+        found = list_pending(session_id)  # raises when there is no channel, or a broken one
         with self._lock:
-            if key is not None and n == 0 and time.time() - mtime > self.QUIET_S:
+            if key is not None and not found and time.time() - mtime > self.QUIET_S:
                 self._none_at[session_id] = key
             else:
                 self._none_at.pop(session_id, None)
-        return n
+        return found
 
     def forget(self, session_id: str) -> None:
         with self._lock:
@@ -195,6 +200,11 @@ class Inputs:
         self._events_path = os.path.join(session_dir, "events.jsonl")
         self._events_buf = b""
         self._transcripts: TranscriptEnds | None = None
+        # Requests of the session seen waiting in the channel: each is told to ``on_waiting`` once
+        # (the launcher's "waiting for approval" line, issue 36), in the sampling thread.
+        self.on_waiting: Callable[[Request], None] | None = None
+        self._announced: set[str] = set()
+        self._new_requests: list[Request] = []
 
     def feed_stdout(self, data: bytes) -> None:
         t = self.clock()
@@ -252,6 +262,15 @@ class Inputs:
         self._read_events(tr)
         self._read_transcripts(tr)
         tr.pending(self.clock(), self._pending())
+        if self._new_requests:
+            new, self._new_requests = self._new_requests, []
+            on_waiting = self.on_waiting
+            for request in new:
+                if on_waiting is not None:
+                    try:
+                        on_waiting(request)
+                    except Exception:  # noqa: BLE001 - a line that cannot be said must not stop the sampling
+                        pass
 
     def close(self) -> None:
         pending_counts.forget(self.session_id)
@@ -262,9 +281,14 @@ class Inputs:
 
     def _pending(self) -> int | None:
         try:
-            return pending_counts.count(self.session_id)
+            found = pending_counts.requests(self.session_id)
         except Exception:  # noqa: BLE001 - no channel, or a broken one: "unknown"
             return None
+        for request in found:
+            if request.id not in self._announced:  # once per request (a held one: once it is asked)
+                self._announced.add(request.id)
+                self._new_requests.append(request)
+        return len(found)
 
     def _events_replaced(self, fh: BinaryIO) -> bool:
         try:

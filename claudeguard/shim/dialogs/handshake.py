@@ -90,6 +90,7 @@ class HookRequests:
         self.checked_at = self._now = -1e9
         self._state = "unseen"  # for the dialog on screen: unseen | pending | gone
         self._gone_at = 0.0
+        self.shown: str | None = None  # the held request the permission dialog on screen stands for
 
     def reset(self) -> None:
         """A new dialog (or none): the hook's requests are listed again at once."""
@@ -123,6 +124,7 @@ class HookRequests:
         self.known = {rid: self.known.get(rid) or _Seen(float(r.created), rid in held_ids, _needle(r))
                       for rid, r in listed.items()}
         shown = self._shown(dialog)
+        self.shown = shown if shown is not None and self.known[shown].held else None
         for rid, seen in self.known.items():
             seen.held = rid in held_ids
             if screen_posted:

@@ -63,6 +63,7 @@ class DialogRouter:
         self._hook = HookRequests(settings.session_id, settings.hook_grace, self.keys,  # the hook's requests
                                   settings.session_dir, settings.attached, settings.tty)
         self.keyboard_wall: float | None = None
+        self._shown_held: str | None = None  # the hook's held request of the dialog, as last written
         self.changed = False  # state() differs from what was last written
 
     # -- inputs ------------------------------------------------------------------------------
@@ -117,6 +118,9 @@ class DialogRouter:
         self._hook.sync(self.channel, now, self._wall(), dialog=self.dialog if on_screen else None,
                         head_start_over=on_screen and now >= self._idle_from + self.s.idle_before_channel,
                         screen_posted=on_screen and self._pending is not None, keyboard_wall=self.keyboard_wall)
+        if self._hook.shown != self._shown_held:
+            self._shown_held = self._hook.shown
+            self.changed = True  # screen.json says which held request the dialog is (pending lists it)
         if self._pending is not None:
             return self._check_answer()
         if self.dialog is None or now < self._due_at():
@@ -162,7 +166,22 @@ class DialogRouter:
             "since": self.since_wall if d else None,
             "request": self.request_id,
             "keyboard_at": self.keyboard_wall,
+            "held": self._hook.shown if d else None,
+            "channel_at": self._channel_at(),
         }
+
+    def _channel_at(self) -> float | None:
+        """When (epoch) the dialog on screen reaches the channel if no key is pressed: its held
+        request is released (or the screen path posts it) then; None when it is there already
+        or none is on screen. ``pending`` and the console show it (commands/at_keyboard.py)."""
+        d = self.dialog
+        if d is None or self._pending is not None:
+            return None
+        if d.kind == "permission" and self._hook.shown is not None:
+            due = self._idle_from + self.s.idle_before_channel  # the hook's request is told "go"
+        else:
+            due = self._due_at()
+        return round(self._wall() + max(0.0, due - self._clock()), 3)
 
     def close(self) -> None:
         if self._pending is not None:
