@@ -200,3 +200,49 @@ def test_installed_without_xdg_runtime_dir(venv, bg_claude, tmp_path):
     answer = json.loads(proc.stdout)["hookSpecificOutput"]
     assert answer["permissionDecision"] == "deny" and "Bash(rm -rf *)" in answer["permissionDecisionReason"]
 
+
+
+def test_the_readmes_install_steps_end_in_a_guarded_claude(sdist, bg_claude, model_server, tmp_path):
+    # Issue 36: the README's "Install and alias" commands, verbatim, in a fresh HOME (the venv
+    # route: `pip install .` into a venv, here the sdist of this checkout, offline), ending in a
+    # guarded `claude -p` that a rule of the starter config decides.
+    from tests.conftest import API_KEY
+    from claudeguard.testing.offline_home import offline_env, prepare_home
+
+    python = _fresh_venv(tmp_path)
+    _run([sys.executable, "-m", "pip", "--python", python, "install", *PIP_OFFLINE, sdist], env=PIP_ENV)
+    steps = []
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("## Install and alias", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    for line in block.splitlines():
+        command = line.split("#", 1)[0].strip()
+        if command and not command.startswith("pipx "):  # the venv route: pip install . is done above
+            steps.append(command)
+    assert steps == ["alias claude=claudeguard", "claudeguardctl config init", "claudeguardctl doctor",
+                     "claudeguard --guard-version"], steps
+    server = model_server([{"match": "FIRST", "turns": [
+        {"tool_use": {"name": "Bash", "input": {"command": "rm -rf build", "description": "clean"}}},
+        {"text": "fin"}]}])
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    prepare_home(home, cwd=work, api_key=API_KEY)
+    env = offline_env(home, server.url, API_KEY)
+    # the venv's commands and the real CLI on PATH, as after the README's install; a fresh HOME
+    env["PATH"] = f"{python.parent}:{Path(bg_claude).parent}:/usr/bin:/bin"
+    env.pop("CLAUDEGUARD_RUNTIME_DIR", None)
+    env.update({"CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"), "CLAUDEGUARD_AUTO_VERIFY": "0"})
+    (work / "build").mkdir()
+    script = "shopt -s expand_aliases\n" + "\n".join(steps) + "\nclaude -p 'FIRST go'\n"
+    proc = subprocess.run(["bash", "-c", script], env=env, cwd=work, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    config = home / ".config" / "claudeguard" / "config.toml"
+    assert f"wrote {config}" in proc.stdout and config.exists()
+    assert "FAIL" not in proc.stdout, proc.stdout
+    assert "real CLI" in proc.stdout  # doctor found it, and --guard-version named it
+    # the rule decided: the starter config's deny held, the model was told, nothing ran
+    [result] = [r for r in server.tool_results() if r["script"] == "FIRST"]
+    assert "denied by Bash(rm -rf *)" in result["content"], result
+    assert (work / "build").is_dir()
+    rows = [json.loads(line) for line in (home / ".local" / "state" / "claudeguard" / "log" / "audit.jsonl")
+            .read_text().splitlines()]
+    assert [(r["decision"], r["rule"]) for r in rows if r.get("tool") == "Bash"] == [("deny", "Bash(rm -rf *)")]
