@@ -534,3 +534,19 @@ def test_nothing_git_or_the_editor_runs_later_can_be_planted(lab, boxed):
         proc = _run(box, "git add -A && git -c user.name=t -c user.email=t@x commit -qm work && git log --oneline",
                     work)
         assert proc.returncode == 0 and "work" in proc.stdout, proc.stderr
+
+
+@needs_bwrap
+def test_a_checkout_whose_git_metadata_cannot_be_read_gets_no_box_with_gaps(lab):
+    work = lab / "work"
+    shutil.rmtree(work / ".git")
+    (work / ".git").write_text("gitdir: ../nowhere/.git/worktrees/x\n")  # a pointer to nothing
+    cfg = load_config(work)
+    session_dir = lab / "rt" / "sessions" / "s3"
+    session_dir.mkdir(parents=True, mode=0o700)
+    with pytest.raises(UsageError) as info:
+        sandbox.prepare(cfg, dict(os.environ), str(work), str(session_dir), session_id="s3", cli_version="2.1.330",
+                        own=[])
+    assert str(info.value) == (f"the sandbox cannot be built: git's metadata at {lab}/nowhere/.git/worktrees/x "
+                               f"cannot be read (No such file or directory); it does not start with gaps (fix the "
+                               f"permissions, or run outside this checkout)")

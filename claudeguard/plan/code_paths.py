@@ -100,11 +100,28 @@ class CodePaths:
         self.ask_writes: list[tuple[str, str]] = []  # (path, why): the CLI's writing tools ask first
 
 
+class UnreadableGit(Exception):
+    """Git's metadata of the work tree cannot be read: which files git runs code from is unknown."""
+
+
+def _check_readable(root: str, dirs: list[str]) -> None:
+    dot = os.path.join(root, ".git")
+    if os.path.lexists(dot) and not dirs:
+        raise UnreadableGit(f"{dot} names no git dir that can be read")
+    for d in dirs:
+        try:
+            os.listdir(d)
+        except OSError as exc:
+            raise UnreadableGit(f"git's metadata at {d} cannot be read ({exc.strerror})") from None
+
+
 def code_paths(root: str) -> CodePaths:
-    """The code paths of the work tree at ``root`` (``plan.sandbox.project_root``)."""
+    """The code paths of the work tree at ``root`` (``plan.sandbox.project_root``); UnreadableGit
+    when git's metadata cannot be read (the box refuses to start rather than run with gaps)."""
     out = CodePaths()
     gitdir, common = git_dirs(root)
     dirs = [d for d in dict.fromkeys((gitdir, common)) if d]
+    _check_readable(root, dirs)
     for d in list(dirs):
         dirs += [s for s in _sub_git_dirs(d) if s not in dirs]
     for d in dirs:

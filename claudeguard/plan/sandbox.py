@@ -361,7 +361,7 @@ def layout(cfg: Config, paths: GuardPaths, cwd: str, home: str | None = None,
             out.writable.append(path)
     # The files git, the editor or the CLI run code from later: read-only where they exist, and
     # removed after the call where a command made one that must not appear (plan/code_paths.py).
-    if common:
+    if common and os.path.isdir(common):
         try:
             os.makedirs(os.path.join(common, "hooks"), exist_ok=True)  # so that it can be bound
         except OSError:
@@ -587,7 +587,13 @@ def prepare(cfg: Config, env: Mapping[str, str], cwd: str, session_dir: str, *, 
             raise UsageError(refusal(cfg, found.reason or "the sandbox cannot run"))
         return Prepared(None, [f"claudeguard: no sandbox for Bash here: {found.reason}; commands run with all of "
                                f"your user's rights ('claudeguardctl doctor' says what stays open)"])
-    box = layout(cfg, paths, cwd, env.get("HOME"), env)
+    from claudeguard.plan.code_paths import UnreadableGit
+
+    try:
+        box = layout(cfg, paths, cwd, env.get("HOME"), env)
+    except UnreadableGit as exc:
+        raise UsageError(f"the sandbox cannot be built: {exc}; it does not start with gaps (fix the "
+                         f"permissions, or run outside this checkout)") from None
     private_tmp = os.path.join(session_dir, TMP_DIR)
     os.makedirs(private_tmp, mode=0o700, exist_ok=True)
     hidden = os.path.join(session_dir, HIDDEN_FILE)

@@ -494,8 +494,13 @@ def protected_spec(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None
 
     env = dict(os.environ) if env is None else env
     found = guard_paths(env, cfg)
+    from claudeguard.plan.code_paths import CodePaths, UnreadableGit
+
     root = repo_root(cwd)
-    code = code_paths(root)
+    try:
+        code = code_paths(root)
+    except UnreadableGit:
+        code = CodePaths()  # the sandbox refuses the session (plan.sandbox.prepare)
     writes = found.writes() + [(path, SETTINGS_WHY) for path in protected_files(args, cwd, env)]
     writes += [(path, SETTINGS_WHY + " (a worktree's)") for path in worktree_patterns(cwd)]
     writes += code.deny_writes
