@@ -56,14 +56,16 @@ def card(page, waiter):
 def test_a_request_appears_within_a_second_and_one_click_approves_it(desk, page, waiters, env):
     browser_session = open_desk(page, desk)
     started = time.monotonic()
-    waiters.append(post_request("Bash", {"command": "npm test && npm run lint"}, agent_type="Explore",
+    # (an agent type that may run commands that write: for a read-only one, Explore, a forever
+    # allow would never take effect, and the desk says so instead of offering it)
+    waiters.append(post_request("Bash", {"command": "npm test && npm run lint"}, agent_type="general-purpose",
                                 extra={"cli_short_id": "k3v9"}, rule="Bash(npm *)", rule_source="config.toml:4"))
     w = waiters[0]
     card(page, w).wait_for(timeout=5000)
     appeared = time.monotonic() - started
     assert appeared < 1.0, f"the request appeared after {appeared:.2f} s"
     c = card(page, w)
-    assert c.locator(".agent").inner_text() == "Explore · background k3v9"
+    assert c.locator(".agent").inner_text() == "general-purpose · background k3v9"
     assert c.locator("pre.cmd").inner_text() == "npm test && npm run lint"
     assert c.locator(".parts li").all_inner_texts() == ["npm test", "npm run lint"]
     assert "Bash(npm *) (config.toml:4)" in c.locator(".meta").inner_text()

@@ -42,7 +42,9 @@ class Run:
 
     def refused(self, proc: subprocess.CompletedProcess, start: str) -> None:
         assert proc.returncode == 2, proc.stdout + proc.stderr
-        assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(f"claudeguard: {start}"), proc.stderr
+        # one line per mistake (every one of them at once), each naming the file
+        lines = proc.stderr.splitlines()
+        assert lines and all(line.startswith(f"claudeguard: {start}") for line in lines), proc.stderr
         assert len(self.server.requests()) == self.before  # the CLI never started
         assert not self.scribe.exists()
 
