@@ -280,7 +280,8 @@ def test_a_swap_between_the_check_and_the_write_lands_outside_without_the_box(re
 def test_a_swap_between_the_check_and_the_write_lands_nothing_outside_in_the_box(real_claude, offline_env,
                                                                                    model_server, tmp_path):
     results, landed = _swap_session(real_claude, offline_env, model_server, tmp_path, True, "guarded")
+    # The boxes held still from the guard's check to the CLI's write: nothing went through the
+    # link. (2.1.330 resolves the path once more before the hook is asked, so a swap between that
+    # and the pause may still be refused by its own late check: refused, not landed.)
     assert landed == [], landed
-    # the boxes held still from the check to the write: the CLI never saw the path change
-    assert not [r["content"] for r in results if CHANGED_UNDER in r["content"]]
     assert sum(not r["is_error"] for r in results) >= 1  # and writes into the project went on

@@ -21,9 +21,10 @@ runs can change a path.
 - Where it is kept: ``paused/<call>.json`` in the session dir (the box hides it), so a command
   hook process and the service share it.
 
-A session with no background command in its boxes pays a walk of its launcher's process tree (a
-few /proc reads) per file tool call; a --bg session, whose CLI runs under the CLI's daemon, a
-scan of every process (~1.3 ms for 90).
+Which sessions have a box running at all is told by the box script itself (``boxes/<pid>``, a
+file it leaves before bwrap starts): a session with none pays a listing of that dir per file tool
+call; one with a live box a scan of every process (~1.3 ms for 90), repeated until nothing new is
+found (the ``children`` files of a tree are faster but may miss a child that comes or goes).
 """
 
 from __future__ import annotations
@@ -38,50 +39,13 @@ from claudeguard.procs import process_start
 PAUSED_DIR = "paused"
 STOP_WAIT_S = 2.0
 MAX_PAUSE_S = 10.0
+NOTICE_S = 3.0  # longer than a watchdog sample takes to read a call's start
 FILE_TOOLS = frozenset({"Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS"})
 
 
-def _children(pid: int) -> list[int] | None:
-    """The children of every thread of ``pid``; None when the kernel has no ``children`` files."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-    out: list[int] = []
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
-                out.extend(int(x) for x in fh.read().split())
-        except FileNotFoundError:
-            if os.path.exists(f"/proc/{pid}/task/{tid}"):
-                return None  # no CONFIG_PROC_CHILDREN
-        except (OSError, ValueError):
-            continue
-    return out
-
-
-def _below(root: int) -> list[int] | None:
-    """``root`` and all its descendants, from the ``children`` files (a few reads, where a scan of
-    /proc reads every process); None when they cannot be read."""
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        kids = _children(pid)
-        if kids is None:
-            return None
-        todo.extend(kids)
-    return out
-
-
-def _scan(marker: bytes, launcher: int | None = None) -> dict[int, str]:
-    """pid -> start of every process of the boxes whose bwrap names ``marker``, and below them:
-    found below the session's ``launcher`` when it runs (its CLI is its child), else by a scan of
-    every process (a --bg session's CLI runs under the CLI's own daemon)."""
-    if launcher and process_start(launcher) is not None:
-        pids = _below(launcher)
-        if pids is not None:
-            return {p: s for p in _bwrap_trees(pids, marker) if (s := process_start(p)) is not None}
+def _scan(marker: bytes) -> dict[int, str]:
+    """pid -> start of every process of the boxes whose bwrap names ``marker``, and below them,
+    from one scan of every process."""
     children: dict[int, list[int]] = {}
     roots: list[int] = []
     for name in os.listdir("/proc"):
@@ -114,33 +78,6 @@ def _scan(marker: bytes, launcher: int | None = None) -> dict[int, str]:
     return out
 
 
-def _bwrap_trees(pids: list[int], marker: bytes) -> list[int]:
-    """Of ``pids`` (a tree, parents before children), the bwrap processes naming ``marker`` and
-    everything listed after them below them."""
-    inside: set[int] = set()
-    out = []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                stat = fh.read()
-            ppid = int(stat[stat.rfind(b")") + 2:].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid in inside:
-            inside.add(pid)
-            out.append(pid)
-            continue
-        if b"(bwrap)" in stat:
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                    if marker in fh.read():
-                        inside.add(pid)
-                        out.append(pid)
-            except OSError:
-                continue
-    return out
-
-
 def _state(pid: int) -> str | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
@@ -159,14 +96,38 @@ def _record(session_dir: str, call: str) -> str:
     return os.path.join(session_dir, PAUSED_DIR, _safe(call) + ".json")
 
 
-def pause(session_dir: str, call: str, launcher: int | None = None) -> int:
+def _boxes_alive(session_dir: str) -> bool:
+    """Has a box of the session started whose shell still runs? (The box script leaves a file
+    named by its pid in ``boxes/`` before bwrap starts; a dead one's file is removed here.)"""
+    directory = os.path.join(session_dir, "boxes")
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return True  # not told: look
+    alive = False
+    for name in names:
+        if name.isdigit() and os.path.exists(f"/proc/{name}"):
+            alive = True
+        else:
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:
+                pass
+    return alive
+
+
+def pause(session_dir: str, call: str) -> int:
     """Stop every process of the session's boxes for ``call``; how many were stopped. 0 (and no
     record) when none runs. Raises nothing: a process that cannot be seen stopped within the
     bound is said by the return value -1 (the caller fails closed)."""
+    if not _boxes_alive(session_dir):
+        return 0
     marker = os.path.join(session_dir, "tmp").encode()
     stopped: dict[int, str] = {}
     for _ in range(50):
-        new = {p: s for p, s in _scan(marker, launcher).items() if p not in stopped}
+        # Every process, not the launcher's tree: a ``children`` file may miss a child that
+        # comes or goes while it is read; the last scan, with everything stopped, misses none.
+        new = {p: s for p, s in _scan(marker).items() if p not in stopped}
         if not new:
             break
         for pid, start in new.items():
@@ -182,7 +143,7 @@ def pause(session_dir: str, call: str, launcher: int | None = None) -> int:
 
     os.makedirs(os.path.join(session_dir, PAUSED_DIR), mode=0o700, exist_ok=True)
     write_atomic(_record(session_dir, call), json.dumps({"procs": [[p, s] for p, s in stopped.items()],
-                                                         "until": time.time() + MAX_PAUSE_S}))
+                                                         "at": time.time(), "until": time.time() + MAX_PAUSE_S}))
     deadline = time.monotonic() + STOP_WAIT_S
     while time.monotonic() < deadline:
         if all(_state(p) in (None, "T", "t", "Z", "X") for p in stopped):
@@ -253,15 +214,18 @@ def resume_others(session_dir: str, keep: str = "", *, expired_only: bool = Fals
         if name == kept or not name.endswith(".json"):
             continue
         path = os.path.join(directory, name)
-        if in_flight is not None and name[:-len(".json")] not in {_safe(c) for c in in_flight}:
-            _resume_file(path)
-            continue
         if expired_only:
             try:
                 with open(path) as fh:
-                    until = float(json.load(fh).get("until") or 0)
+                    record = json.load(fh)
+                at, until = float(record.get("at") or 0), float(record.get("until") or 0)
             except (OSError, ValueError, AttributeError, TypeError):
-                until = 0.0
-            if until > now:
+                at = until = 0.0
+            # A call the watchdog does not have in flight has ended, but only once it could have
+            # seen its start: the hook writes the start just before the pause, and a sample may
+            # have read the events just before that (NOTICE_S).
+            ended = in_flight is not None and name[:-len(".json")] not in {_safe(c) for c in in_flight} \
+                and now - at > NOTICE_S
+            if until > now and not ended:
                 continue
         _resume_file(path)

@@ -23,7 +23,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-    from claudeguard.decision import Undecided
+    from claudeguard.decision import Decision, Undecided
     from claudeguard.gate.session import Session
 
 DECISION_EVENTS = ("PreToolUse", "PermissionRequest")
@@ -150,27 +150,20 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
             # For our prompt tool, whose arguments name the call but not the agent. A -p run that
             # asks through the PermissionRequest hook (whose event names the agent) never reads it.
             remember_call(session, tool_use_id or "", {"agent_type": agent_type, "agent_id": agent_id, "tool": tool})
-        paused = pause_for(session, tool, tool_use_id or "")  # before anything looks at a path
-        undecided, keyboard = pre_tool_route(session, tool, tool_input, agent_type, event.get("permission_mode"), cwd)
-        if paused > 0 and not runs_at_once(session, tool, tool_input, agent_type, cwd, event.get("permission_mode"),
-                                           undecided):
-            # A human decides (or a deny): the boxes go on meanwhile; a write a human lets run
-            # is not held still (README, "The sandbox").
-            from claudeguard.gate.freeze import resume
+        undecided: Undecided = "leave"  # what pre_tool_route says, under the pause
+        keyboard = False
 
-            resume(session.dir or "", tool_use_id or "")
-            paused = 0
-        if paused < 0:
-            return deny_output(name, "claudeguard: the session's background commands could not be paused while "
-                                     f"the guard checks this {tool} call's path; denied (gate/freeze.py)")
-        verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
-                              cwd=cwd, via="hook", undecided=undecided, tool_use_id=tool_use_id,
-                              still_wanted=client_alive, permission_mode=event.get("permission_mode"),
-                              keyboard=keyboard)
-        if paused and verdict.decision not in ("allow", "leave") and session.dir is not None:
-            from claudeguard.gate.freeze import resume
+        def route() -> None:
+            nonlocal undecided, keyboard
+            undecided, keyboard = pre_tool_route(session, tool, tool_input, agent_type,
+                                                 event.get("permission_mode"), cwd)
 
-            resume(session.dir, tool_use_id or "")  # not run now: nothing to hold still for
+        verdict = held_still(session, tool, tool_input, agent_type, agent_id, cwd, event.get("permission_mode"),
+                             tool_use_id or "", lambda: undecided, route, lambda: decide_call(
+                                 session, tool=tool, tool_input=tool_input, agent_type=agent_type,
+                                 agent_id=agent_id, cwd=cwd, via="hook", undecided=undecided,
+                                 tool_use_id=tool_use_id, still_wanted=client_alive,
+                                 permission_mode=event.get("permission_mode"), keyboard=keyboard))
         if verdict.decision == "prompt":
             return pre_tool_use_output(verdict)  # the CLI's own asker asks (its dialog: keyboard first)
         if verdict.decision in SILENT:
@@ -211,10 +204,12 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
         # As the prompt tool decides (mcp_server.decide_prompt): an answer the PreToolUse hook
         # got for this call (same agent and input: the event has no tool_use_id), else policy,
         # grants, then a human. No dialog is on any screen: no head start, nothing held.
-        verdict = reuse_answer(session, tool, tool_input, agent_id, None) or decide_call(
-            session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id, cwd=cwd,
-            via="permission-request", undecided="ask", still_wanted=client_alive,
-            permission_mode=event.get("permission_mode"))
+        verdict = reuse_answer(session, tool, tool_input, agent_id, None) or held_still(
+            session, tool, tool_input, agent_type, agent_id, cwd, event.get("permission_mode"),
+            "request-" + (tool_use_id or ""), lambda: "ask", lambda: None, lambda: decide_call(
+                session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id, cwd=cwd,
+                via="permission-request", undecided="ask", still_wanted=client_alive,
+                permission_mode=event.get("permission_mode")))
         # An allow without updatedInput: 2.1.330 -p denies an allow that carries updatedInput
         # (even the unchanged input) when one of the CLI's own ask rules matches the call
         # (observed: "Claude requested permissions to use Bash, but you haven't granted it yet"):
@@ -232,11 +227,73 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
     # when the keyboard answered (shim/dialogs/handshake.py). Elsewhere the head start is a sleep.
     held = bool(session.snapshot.get("pty"))
     delay = 0.0 if held else float(session.approval.get("idle_before_channel") or 0)
-    verdict = decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
-                          cwd=cwd, via="dialog", undecided="ask", tool_use_id=tool_use_id, delay_s=delay,
-                          still_wanted=client_alive, permission_mode=event.get("permission_mode"), held=held)
+    verdict = held_still(session, tool, tool_input, agent_type, agent_id, cwd, event.get("permission_mode"),
+                         "request-" + (tool_use_id or ""), lambda: "ask", lambda: None, lambda: decide_call(
+                             session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
+                             cwd=cwd, via="dialog", undecided="ask", tool_use_id=tool_use_id, delay_s=delay,
+                             still_wanted=client_alive, permission_mode=event.get("permission_mode"), held=held))
     # None for "keyboard": the person at the keyboard answered; the CLI has moved on
     return permission_request_output(verdict, allowed_input(session, tool, tool_input, verdict) or tool_input)
+
+
+def held_still(session: Session, tool: str, tool_input: dict[str, Any], agent_type: str | None,
+               agent_id: str | None, cwd: str, permission_mode: str | None, call: str,
+               undecided: Callable[[], str], route: Callable[[], None],
+               decide: Callable[[], Decision]) -> Decision:
+    """``decide()`` with the session's boxes held still from the look at the call's paths to the
+    CLI's use of them (gate/freeze.py): stopped before ``route()`` and the decision look at a
+    path; kept stopped when the call will run at once; let go while a human decides. A call
+    allowed at once only after they were let go (a path said "ask" while held, "allow" after)
+    is looked at once more, held: still allowed, or denied (its path changed under the guard)."""
+    from claudeguard.decision import Decision
+
+    paused = pause_for(session, tool, call)  # before anything looks at a path
+    route()
+    if paused < 0:
+        return Decision("deny", "claudeguard: the session's background commands could not be paused while the guard "
+                                f"checks this {tool} call's path; denied (gate/freeze.py)", decided_by="default")
+    let_go = paused > 0 and not runs_at_once(session, tool, tool_input, agent_type, cwd, permission_mode,
+                                             undecided())
+    if let_go:
+        # A human decides (or a deny): the boxes go on meanwhile; a write a human lets run is
+        # not held still (README, "The sandbox").
+        from claudeguard.gate.freeze import resume
+
+        resume(session.dir or "", call)
+        paused = 0
+    verdict = decide()
+    if paused and verdict.decision not in ("allow", "leave") and session.dir is not None:
+        from claudeguard.gate.freeze import resume
+
+        resume(session.dir, call)  # not run now: nothing to hold still for
+    if let_go and verdict.decision == "allow" and verdict.decided_by != "human":
+        again = pause_for(session, tool, call)
+        if again < 0 or (again > 0 and not runs_at_once(session, tool, tool_input, agent_type, cwd, permission_mode,
+                                                         undecided())):
+            from claudeguard.gate.freeze import resume
+
+            resume(session.dir or "", call)
+            verdict = Decision("deny", f"claudeguard: a path of this {tool} call changed while the guard looked at it "
+                                       f"(a command of this session's runs in the background); denied: try again",
+                               decided_by="default")
+            _audit_changed(session, tool, tool_input, verdict, agent_type, agent_id)
+    return verdict
+
+
+def _audit_changed(session: Session, tool: str, tool_input: dict[str, Any], verdict: Decision,
+                   agent_type: str | None, agent_id: str | None) -> None:
+    """The audit row of a call denied because its path changed under the guard's two looks (the
+    allow row decide_call wrote before stands beside it, in order)."""
+    try:
+        from claudeguard.channel import audit as audit_log
+        from claudeguard.decision import audit_row
+        from claudeguard.policy.decide import summarize_call
+
+        audit_log.record(audit_row(verdict, session_id=session.id, tool=tool, agent_type=agent_type, agent_id=agent_id,
+                                   summary=summarize_call(tool, tool_input), via="hook",
+                                   input_digest=audit_log.input_digest(tool_input)))
+    except Exception:  # noqa: BLE001 - the audit log never blocks a decision
+        pass
 
 
 def pause_for(session: Session, tool: str, call: str) -> int:
@@ -256,8 +313,7 @@ def pause_for(session: Session, tool: str, call: str) -> int:
 
     if session_box(session.dir) is None:
         return 0
-    launcher = session.snapshot.get("pid")
-    return freeze.pause(session.dir, call, launcher if isinstance(launcher, int) else None)
+    return freeze.pause(session.dir, call)
 
 
 def runs_at_once(session: Session, tool: str, tool_input: dict[str, Any], agent_type: str | None, cwd: str,

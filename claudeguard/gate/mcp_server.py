@@ -152,13 +152,20 @@ def decide_prompt(args: dict[str, Any], session: Session | None = None,
         tool_use_id = args.get("tool_use_id")
         who = recall_call(session, tool_use_id)
         verdict = reuse_answer(session, tool, tool_input, who.get("agent_id"), tool_use_id) if tool_use_id else None
-        verdict = verdict or decide_call(
-            session, tool=tool, tool_input=tool_input, agent_type=who.get("agent_type"), agent_id=who.get("agent_id"),
-            cwd=session.snapshot.get("cwd") or os.getcwd(), via="prompt-tool", undecided="ask", tool_use_id=tool_use_id,
-            # Every call passes the PreToolUse hook first, which notes it: with HTTP hooks, a
-            # call without that note is one the service did not answer (down, or restarting).
-            unseen_by_hook=not who and session.snapshot.get("hooks") == "http",
-        )
+        if verdict is None:
+            from claudeguard.gate.hook import held_still
+
+            cwd = session.snapshot.get("cwd") or os.getcwd()
+            # The boxes held still from the look at the paths to the CLI's use (gate/freeze.py).
+            verdict = held_still(session, tool, tool_input, who.get("agent_type"), who.get("agent_id"), cwd, None,
+                                 "prompt-" + str(tool_use_id or ""), lambda: "ask", lambda: None, lambda: decide_call(
+                                     session, tool=tool, tool_input=tool_input, agent_type=who.get("agent_type"),
+                                     agent_id=who.get("agent_id"), cwd=cwd, via="prompt-tool", undecided="ask",
+                                     tool_use_id=tool_use_id,
+                                     # Every call passes the PreToolUse hook first, which notes it: with
+                                     # HTTP hooks, a call without that note is one the service did not
+                                     # answer (down, or restarting).
+                                     unseen_by_hook=not who and session.snapshot.get("hooks") == "http"))
         from claudeguard.gate.box import allowed_input
 
         run_input = allowed_input(session, tool, tool_input, verdict) or tool_input

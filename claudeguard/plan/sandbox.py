@@ -53,6 +53,7 @@ FRAME = " && pwd -P >| "
 FRAMED_VERSIONS = ((2, 1, 197), (2, 1, 332))
 BOX_FILE = "box"
 UNBOX_DIR = "unbox"
+BOXES_DIR = "boxes"  # a file per box started (its shell's pid): gate/freeze.py looks for live ones
 TMP_DIR = "tmp"
 HIDDEN_FILE = "hidden"  # an empty mode-0 file bound over each hidden file
 PROBE_FILE = "sandbox-probe.json"  # in the user's state dir (hidden from the box): the probe's cached answer
@@ -517,6 +518,8 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
         f"case $d in {hidden_cases}|*/../*) ;; /tmp/*) if [ -d \"$d\" ] && [ ! -L \"$d\" ]; then",
         "  set -- \"$@\" --ro-bind \"$d\" \"$d\"; fi ;; esac",
         f"unset {' '.join(SECRET_VARS)}",
+        # Said before it starts (the box hides this dir from it): a box may be running now.
+        f": > {q(os.path.join(os.path.dirname(unbox), BOXES_DIR))}/$$ 2>/dev/null",
     ]
     if not must_not_appear:
         lines += [f"exec {boxed} \"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}", ""]
@@ -603,6 +606,7 @@ def prepare(cfg: Config, env: Mapping[str, str], cwd: str, session_dir: str, *, 
     seccomp = os.path.join(session_dir, "seccomp.bpf")
     write_atomic(seccomp, program)
     os.makedirs(os.path.join(session_dir, UNBOX_DIR), mode=0o700, exist_ok=True)
+    os.makedirs(os.path.join(session_dir, BOXES_DIR), mode=0o700, exist_ok=True)
     script = box_script(bwrap=found.bwrap, args=bwrap_args(box, private_tmp, hidden), seccomp=seccomp,
                         shell=cli_shell(env), unbox=os.path.join(session_dir, UNBOX_DIR),
                         framed=framed_version(cli_version), own=own, session_id=session_id,
@@ -640,7 +644,7 @@ def restore_box(session_dir: str, kept: dict[str, tuple[bytes, int]]) -> None:
 
     if not kept:
         return
-    for name in (TMP_DIR, UNBOX_DIR):
+    for name in (TMP_DIR, UNBOX_DIR, BOXES_DIR):
         os.makedirs(os.path.join(session_dir, name), mode=0o700, exist_ok=True)
     for name, (data, file_mode) in kept.items():
         write_atomic(os.path.join(session_dir, name), data, mode=file_mode)
