@@ -17,4 +17,6 @@ must cost nothing. The parts live in sub-packages:
 - ``testing/``   a scripted Messages-API model server for offline runs, and the CLI installer.
 """
 
+from __future__ import annotations
+
 __version__ = "0.1.0"

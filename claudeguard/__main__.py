@@ -1,5 +1,7 @@
 """``python -m claudeguard ...`` is ``claudeguard ...``."""
 
+from __future__ import annotations
+
 import sys
 
 from claudeguard.shim.main import main

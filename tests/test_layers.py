@@ -3,8 +3,13 @@ runs upward through the layers below (docs/design.md, "Layers").
 
 Every ``import`` and ``from ... import`` of a ``claudeguard`` module counts wherever it stands:
 at the top, inside a function (a deferred import hides an arrow, it does not remove it) and under
-``if TYPE_CHECKING:`` (a type-only import still says which module knows which). Imports by name
-at run time (``__import__``, ``importlib``) are not seen; the package keeps them to the
+``if TYPE_CHECKING:`` (a type-only import still says which module knows which). A name taken
+from a package (``from claudeguard.channel import audit``, ``import claudeguard.channel``) is an
+arrow to the package's ``__init__`` as well: the name is looked up there, in what the
+``__init__`` runs and re-exports, so an ``__init__`` that imports a module that takes a name from
+the package is a circle. ``from claudeguard.channel.audit import record`` names the module alone
+(Python runs every ``__init__`` above a module first, but reads nothing from it). Imports by
+name at run time (``__import__``, ``importlib``) are not seen; the package keeps them to the
 dispatchers that need them (``commands.ctl``, the service's planner, and the service's desk host,
 which starts ``claudeguard.desk`` at the first ``claudeguardctl desk``).
 """
@@ -84,6 +89,8 @@ def imports_of(module: str, path: Path, known: dict[str, Path]) -> set[str]:
             # `from pkg import mod` imports the module pkg.mod; `from mod import name`, mod itself
             names = [f"{origin}.{alias.name}" if f"{origin}.{alias.name}" in known else origin
                      for alias in node.names]
+            if origin in known and known[origin].name == "__init__.py":
+                names.append(origin)  # `from pkg import ...` reads the names pkg's __init__ holds
         for name in names:
             if name == "claudeguard" or name.startswith("claudeguard."):
                 target = _target(name, known)
@@ -189,9 +196,31 @@ def test_the_reader_sees_every_kind_of_import(tmp_path):
              "claudeguard.a.low": pkg / "a/low.py", "claudeguard.a.other": pkg / "a/other.py",
              "claudeguard.a.high": pkg / "a/high.py", "claudeguard.b": pkg / "b.py"}
     assert imports_of("claudeguard.a.high", pkg / "a/high.py", known) == {
-        "claudeguard.a.low", "claudeguard.a.other", "claudeguard.b"}
+        "claudeguard.a", "claudeguard.a.low", "claudeguard.a.other", "claudeguard.b"}
     assert circles({"x": {"y"}, "y": {"z"}, "z": {"x"}, "w": {"x"}}) == [["x", "y", "z"]]
     assert layer_of("claudeguard.shim.main") == layer_of("claudeguard.shim") > layer_of("claudeguard.service.files")
     assert layer_of("claudeguard") == 0 and layer_of("claudeguard.errors") == 0
     assert layer_of("claudeguard.gate.fast_entry") == layer_of("claudeguard.commands") > layer_of("claudeguard.gate")
     assert layer_of("claudeguard.nowhere") is None and layer_of("claudeguard.nowhere.x") is None
+
+
+def test_a_name_taken_from_a_package_goes_through_its_init(tmp_path):
+    """``from pkg import mod`` reads pkg's ``__init__``: when that ``__init__`` re-exports from
+    the module, the two are a circle; taking the name from the module itself is not."""
+    pkg = tmp_path / "claudeguard"
+    (pkg / "p").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "p" / "__init__.py").write_text("from claudeguard.p.api import thing\n")
+    (pkg / "p" / "low.py").write_text("")
+    (pkg / "p" / "api.py").write_text("from claudeguard.p import low\nthing = 1\n")
+    (pkg / "p" / "direct.py").write_text("from claudeguard.p.low import x\nimport claudeguard.p.api\n")
+    known = {"claudeguard": pkg / "__init__.py", "claudeguard.p": pkg / "p/__init__.py",
+             "claudeguard.p.low": pkg / "p/low.py", "claudeguard.p.api": pkg / "p/api.py",
+             "claudeguard.p.direct": pkg / "p/direct.py"}
+    edges = {name: imports_of(name, path, known) for name, path in known.items()}
+    assert edges["claudeguard.p.api"] == {"claudeguard.p", "claudeguard.p.low"}
+    assert edges["claudeguard.p.direct"] == {"claudeguard.p.low", "claudeguard.p.api"}
+    assert circles(edges) == [["claudeguard.p", "claudeguard.p.api"]]
+    (pkg / "p" / "api.py").write_text("from claudeguard.p.low import y\nthing = 1\n")
+    edges["claudeguard.p.api"] = imports_of("claudeguard.p.api", pkg / "p/api.py", known)
+    assert circles(edges) == []

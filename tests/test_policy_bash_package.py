@@ -13,10 +13,11 @@ import claudeguard.policy.bash as bash
 from claudeguard.policy.bash import compile_pattern, normalize_space, pattern_matches
 from claudeguard.policy.bash import grammar
 from claudeguard.policy.bash.patterns import _matcher, _test
-from claudeguard.policy.bash.walk import _plain_safe
+from claudeguard.policy.bash.record import _plain_safe
 
 PACKAGE = Path(bash.__file__).parent
-MODULES = ["__init__", "grammar", "options", "programs", "writes", "walk", "patterns", "resolve", "judge"]
+MODULES = ["__init__", "grammar", "options", "programs", "writes", "model", "words", "record", "redirects", "shells",
+           "wrappers", "special", "command", "walk", "patterns", "resolve", "judge"]
 SPEC_TEXT = st.lists(st.sampled_from(list("ab *:\\-.\t\n\xa0\u2028") + ["\\*", "\\\\", " *", ":*"]),
                      max_size=10).map("".join)
 

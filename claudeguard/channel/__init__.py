@@ -14,6 +14,8 @@ The protocol (who creates, writes, reads and removes each file) is in docs/desig
 Only the standard library is imported here, so hooks pay nothing for it.
 """
 
+from __future__ import annotations
+
 __all__ = ["Answer", "Doorbell", "Pending", "Request", "answer", "list_pending", "post", "tell_waiter", "wait_for_new"]
 
 _HOMES = {"Answer": "model", "Request": "model"}

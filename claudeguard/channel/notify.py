@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import threading
 
-from claudeguard.channel import audit
+# not through the package: channel/__init__.py re-exports requests, which imports this module
+from claudeguard.channel.audit import record as audit_record
 from claudeguard.procs import fill, spawn_detached
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -58,7 +59,7 @@ def _reap(pid: int, argv: list[str], request: Request) -> None:
 
 
 def _failed(argv: list[str], request: Request, error: str) -> None:
-    audit.record({
+    audit_record({
         "event": "notify-failed",
         "session_id": request.session_id,
         "agent_type": request.agent_type,

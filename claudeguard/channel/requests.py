@@ -22,10 +22,14 @@ import time
 from dataclasses import replace
 
 from claudeguard import ancestry
-from claudeguard.channel import audit, fifo, wire
+# each sibling by its own name, never through the package: channel/__init__.py re-exports this
+# module (tests/test_layers.py)
+from claudeguard.channel.audit import record as audit_record
+from claudeguard.channel.fifo import clean_stale_bells, drain, make_bell, ring_all, wait_readable
 from claudeguard.channel.model import DECISIONS, ID_MIN_PREFIX, KINDS, SCOPES, Answer, Request, is_id_text, new_id
 from claudeguard.channel.notify import run_notify
 from claudeguard.channel.store import ORPHAN_AGE_S, ChannelDir, request_id_of, waiter_alive
+from claudeguard.channel.wire import LINE_MAX, REPLY_MAX, decode_answer, decode_reply, encode_answer, encode_reply
 from claudeguard.errors import GuardError, NotFoundError, NotPending, UsageError
 from claudeguard.procs import process_start
 from claudeguard.sockets import peer_creds
@@ -167,7 +171,7 @@ def _announce(ch: ChannelDir, request: Request, notify: list[str] | None) -> Non
     try:
         bells = ch.bells_fd(create=False)
         if bells >= 0:
-            fifo.ring_all(bells)
+            ring_all(bells)
     except OSError:
         pass  # consoles also list on their own; a doorbell problem must not fail the request
 
@@ -320,7 +324,7 @@ class Pending:
         """Read what answerer ``fd`` sent; judge its line once it is whole."""
         conn = self._conns[fd]
         try:
-            data = conn.sock.recv(wire.LINE_MAX + 1 - len(conn.buf))
+            data = conn.sock.recv(LINE_MAX + 1 - len(conn.buf))
         except (BlockingIOError, InterruptedError):
             return None
         except OSError:
@@ -331,7 +335,7 @@ class Pending:
         conn.buf += data
         line, newline, _ = conn.buf.partition(b"\n")
         if not newline:
-            if len(conn.buf) > wire.LINE_MAX:
+            if len(conn.buf) > LINE_MAX:
                 self._refuse(fd, "answer too long")
             return None
         return self._judge(fd, line)
@@ -341,7 +345,7 @@ class Pending:
         conn = self._conns[fd]
         request = self.request
         try:
-            fields = wire.decode_answer(request.id, line)
+            fields = decode_answer(request.id, line)
         except ValueError as exc:
             self._refuse(fd, str(exc))
             return None
@@ -381,7 +385,7 @@ class Pending:
         self.refused += 1
         if self.refused <= REFUSAL_ROWS:  # on record before the answerer hears of it
             request = self.request
-            audit.record({"event": "answer-refused", "session_id": request.session_id,
+            audit_record({"event": "answer-refused", "session_id": request.session_id,
                           "agent_type": request.agent_type, "agent_id": request.agent_id, "tool": request.tool,
                           "summary": f"answer refused: from inside session {inside}", "request_id": request.id,
                           "inside_session": inside, "answered_by": dict(who)})
@@ -540,7 +544,7 @@ class Pending:
         try:
             bells = self._ch.bells_fd(create=False)
             if bells >= 0:
-                fifo.ring_all(bells)
+                ring_all(bells)
         except OSError:
             pass
         return None
@@ -578,7 +582,7 @@ class Pending:
 def _reply(sock: socket.socket, error: str | None) -> bool:
     """The waiter's one reply line; False when the answerer is gone (it was not told)."""
     try:
-        sock.sendall(wire.encode_reply(error), SEND_FLAGS)
+        sock.sendall(encode_reply(error), SEND_FLAGS)
     except OSError:
         return False
     return True
@@ -679,8 +683,8 @@ def answer(id_or_prefix: str, decision: str, *, scope: str = "once", message: st
         if request.kind == "dialog" and choice is not None and choice not in (request.choices or []):
             raise UsageError(f"{rid}: choice {choice!r} is not one of {request.choices}")
         try:
-            line = wire.encode_answer(rid, decision, scope=scope, message=message, choice=choice, by=by,
-                                      vouched=vouched)
+            line = encode_answer(rid, decision, scope=scope, message=message, choice=choice, by=by,
+                                 vouched=vouched)
         except ValueError as exc:
             raise UsageError(f"{rid}: {exc}") from None
         refuse_if_ended()
@@ -729,8 +733,8 @@ def _exchange(ch: ChannelDir, rid: str, record: dict[str, Any], line: bytes, ref
         try:
             sock.sendall(line, SEND_FLAGS)
             reply = b""
-            while b"\n" not in reply and len(reply) < wire.REPLY_MAX:
-                chunk = sock.recv(wire.REPLY_MAX)
+            while b"\n" not in reply and len(reply) < REPLY_MAX:
+                chunk = sock.recv(REPLY_MAX)
                 if not chunk:
                     break
                 reply += chunk
@@ -742,7 +746,7 @@ def _exchange(ch: ChannelDir, rid: str, record: dict[str, Any], line: bytes, ref
         if b"\n" not in reply:
             refuse_if_ended()  # it ended meanwhile: say how
             raise NotFoundError(f"{rid}: no longer pending (its waiting call ended without taking this answer)")
-        return wire.decode_reply(reply.partition(b"\n")[0])
+        return decode_reply(reply.partition(b"\n")[0])
     finally:
         sock.close()
 
@@ -761,8 +765,8 @@ class Doorbell:
         self._channel = ChannelDir()
         try:
             self._bells = self._channel.bells_fd()
-            fifo.clean_stale_bells(self._bells)
-            self.fd, self._name = fifo.make_bell(self._bells)
+            clean_stale_bells(self._bells)
+            self.fd, self._name = make_bell(self._bells)
         except BaseException:
             self._channel.close()
             raise
@@ -770,8 +774,8 @@ class Doorbell:
 
     def wait(self, timeout: float) -> bool:
         """Until a ring (True, rings drained) or ``timeout`` (False)."""
-        if fifo.wait_readable(self.fd, max(0.0, timeout)):
-            fifo.drain(self.fd)
+        if wait_readable(self.fd, max(0.0, timeout)):
+            drain(self.fd)
             return True
         return False
 

@@ -176,6 +176,8 @@ class Runner:
     def run(self, args: Iterable[str]) -> tuple[int, str, str]:
         argv = [self.claude, *args]
         self.runs += 1
+        # Not through procs: cli_tables imports no claudeguard module but errors, and a run past
+        # its time is killed with its whole process group (capture's timeout kills the CLI alone).
         proc = subprocess.Popen(argv, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
         try:

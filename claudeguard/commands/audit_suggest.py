@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any, Iterable
 
-    from claudeguard.policy.bash.walk import Invocation
+    from claudeguard.policy.bash.model import Invocation
 
 # Commands whose arguments are programs: a prefix rule on them allows anything.
 RUNS_ANYTHING = frozenset(

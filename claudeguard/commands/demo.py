@@ -189,6 +189,7 @@ def _stop_service(env: dict[str, str]) -> None:
     slot = home.service_slot(root, env)
     if slot == "service":
         return  # your own home's slot (a demo run with your HOME): your service stays
+    # Not through procs.capture: what `service stop` prints is dropped, not kept (the demo says its own).
     subprocess.run([sys.executable, "-m", "claudeguard.commands.ctl", "service", "stop"], env=env,
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
     shutil.rmtree(os.path.join(root, slot), ignore_errors=True)

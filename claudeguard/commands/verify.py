@@ -63,7 +63,7 @@ from claudeguard.plan import verified
 from claudeguard.plan import verify_leftovers as leftovers
 from claudeguard.plan.cli_version import cli_version
 from claudeguard.plan.discovery import version_at_least
-from claudeguard.procs import ask_version, process_start
+from claudeguard.procs import ask_version, capture, process_start
 from claudeguard.testing import bg_daemon
 from claudeguard.testing.model_server import ModelServer
 from claudeguard.testing.offline_home import offline_env, prepare_home
@@ -201,6 +201,7 @@ class Bed:
 def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = RUN_TIMEOUT) -> tuple[int | None, str]:
     """Run a launcher to its end: (exit code, its stderr); (None, ...) when it did not end in time
     (then its process group is killed)."""
+    # Not through procs.capture: on a time-out the launcher's whole group goes (the CLI, its tools).
     proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -274,6 +275,8 @@ def scenario_deny(bed: Bed) -> list[CheckResult]:
 
 def scenario_ask(bed: Bed) -> list[CheckResult]:
     env, work = bed.env("ask")
+    # Not through procs: the run goes on while this loop answers its requests (its handle polled,
+    # its process group killed at the end).
     proc = subprocess.Popen([*LAUNCHER, "-p", "CGV-ASK: run the checks", "--permission-mode", "default"], env=env,
                             cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
@@ -288,8 +291,7 @@ def scenario_ask(bed: Bed) -> list[CheckResult]:
                 seen[request.id] = request.summary
                 approve = "touch cgv-ask-yes" in request.summary
                 verb = ["approve", request.id] if approve else ["deny", request.id, "--message", DENIED_MESSAGE]
-                answered = subprocess.run([*CTL, *verb], env=env, cwd=work, capture_output=True, text=True,
-                                          stdin=subprocess.DEVNULL, timeout=30)
+                answered = capture([*CTL, *verb], env=env, cwd=str(work), timeout=30)
                 if answered.returncode != 0:
                     answers.append(f"`claudeguardctl {verb[0]}` failed: {answered.stderr.strip()[:160]}")
             time.sleep(0.05)  # the channel is files: this loop polls them, as `pending` would

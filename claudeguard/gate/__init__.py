@@ -5,6 +5,8 @@ watchdog listens to); ``mcp_server`` is the stdio MCP permission-prompt server; 
 through ``decide.decide_call``: policy, then grants, then the approval channel, then audit.
 """
 
+from __future__ import annotations
+
 
 def fast_entry_path() -> str:
     """The file the CLI runs for ``hook`` and ``mcp-serve`` (found without importing it)."""

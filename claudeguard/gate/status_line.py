@@ -47,6 +47,7 @@ def users_lines(session_dir: str, data: bytes) -> list[str]:
     try:
         # As the CLI runs it: a shell command line, the status line's JSON on stdin. Its own
         # process group, so that a command that outlives the timeout is stopped whole.
+        # Not through procs.capture: that gives stdin /dev/null (here the JSON) and decodes strictly.
         proc = subprocess.run(["/bin/sh", "-c", command], input=data, capture_output=True,
                               timeout=USERS_TIMEOUT_S, start_new_session=True)
     except (OSError, subprocess.TimeoutExpired):

@@ -4,6 +4,8 @@ each other over ``plan.sock``: one marshal'd request, one marshal'd answer (the 
 start path reads it.
 """
 
+from __future__ import annotations
+
 PLAN_SOCKET = "plan.sock"
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")

@@ -25,6 +25,7 @@ def cpu_hog(n: int) -> Iterator[list[int]]:
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for _ in range(n):
+            # Not through procs: busy loops held by their handles, killed and reaped at the block's end.
             procs.append(subprocess.Popen(BUSY, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.DEVNULL))
         yield [p.pid for p in procs]

@@ -29,10 +29,11 @@ from __future__ import annotations
 import os
 
 from claudeguard.decision import Decision, PartDecision
-from claudeguard.policy.bash import resolve
 from claudeguard.policy.bash.patterns import fallback_chunks, part_allowed_by, part_denied_by, pattern_matches
 from claudeguard.policy.bash.programs import COPIERS
-from claudeguard.policy.bash.walk import Invocation, Target, basename, normalize_space, split_command
+from claudeguard.policy.bash.resolve import LOOKED_INTO, binaries, binary_at, looked_into, program_names
+from claudeguard.policy.bash.model import Invocation, Target, basename, normalize_space
+from claudeguard.policy.bash.walk import split_command
 from claudeguard.policy.pathrules import path_rule_matches
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -86,7 +87,7 @@ class _Rules:
         # a bare Bash allow covers what cannot be read only when nothing about Bash is denied or asked
         self.blanket = self.bare_allow is not None and not self.deny and not self.ask and not protected
         self.any = bool(self.deny or self.ask or self.allow or protected)
-        names = resolve.program_names([sr.rule.specifier for sr in self.deny + self.ask if sr.rule.specifier])
+        names = program_names([sr.rule.specifier for sr in self.deny + self.ask if sr.rule.specifier])
         self.binaries = names
 
 
@@ -103,7 +104,7 @@ def decide_bash(tool_input: dict[str, Any], deny: Sequence[Sourced], ask: Sequen
     shown = _one_line(command, 80)
     parts: list[PartDecision] = []
     allowed: list[bool] = []
-    table = resolve.binaries(rules.binaries) if rules.binaries and _needs_table(split) else {}
+    table = binaries(rules.binaries) if rules.binaries and _needs_table(split) else {}
 
     def spec_hits(sr: Sourced, inv: Invocation, extra: list[str]) -> bool:
         spec = sr.rule.specifier
@@ -243,7 +244,7 @@ def _cli_allows(rules: _Rules, surfaces: list[str]) -> bool:
 
 
 def _names(sr: Sourced, copied: set[str]) -> bool:
-    return bool(copied) and sr.rule.specifier is not None and bool(resolve.program_names([sr.rule.specifier])
+    return bool(copied) and sr.rule.specifier is not None and bool(program_names([sr.rule.specifier])
                                                                    & copied)
 
 
@@ -256,10 +257,10 @@ def _disguised(split: Any, cwd: str, home: str) -> list[str]:
     into (``ln -s /usr/bin/env e; ./e rm x``): what it runs was not read."""
     found = []
     for inv in split.invocations:
-        if not inv.runs_path or resolve.looked_into(basename(inv.runs_path)):
+        if not inv.runs_path or looked_into(basename(inv.runs_path)):
             continue
         path = Target(inv.runs_path, "", "operand", "").absolute(cwd, home)
-        name = resolve.binary_at(path, resolve.binaries(resolve.LOOKED_INTO)) if path else None
+        name = binary_at(path, binaries(LOOKED_INTO)) if path else None
         if name is not None:
             found.append(f"runs {name} by the path {inv.runs_path}, so what it runs was not read")
     return found
@@ -274,14 +275,14 @@ def _binary_readings(inv: Invocation, cwd: str, home: str, table: dict[tuple[int
     extra = []
     if inv.runs_path:
         path = Target(inv.runs_path, "", "operand", "").absolute(cwd, home)
-        name = resolve.binary_at(path, table) if path else None
+        name = binary_at(path, table) if path else None
         if name is not None:
             extra.append(normalize_space(" ".join([name] + inv.words[1:])))
     copied = set()
     if inv.name in COPIERS or inv.name == "dd" or (inv.name == "cat" and inv.writes):
         for target in inv.reads:
             path = target.absolute(cwd, home)
-            name = resolve.binary_at(path, table) if path else None
+            name = binary_at(path, table) if path else None
             if name is not None:
                 copied.add(name)
     return extra, copied

@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 
 from claudeguard.policy.bash.programs import PRIVILEGED, WRAPPERS
-from claudeguard.policy.bash.walk import basename, normalize_space
+from claudeguard.policy.bash.model import basename, normalize_space
 from claudeguard.policy.bash.writes import LazyRe
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from claudeguard.policy.bash.walk import Invocation
+    from claudeguard.policy.bash.model import Invocation
 
 ASSIGN_RE = LazyRe(r"([A-Za-z_][A-Za-z0-9_]*)\+?=")
 

@@ -13,20 +13,22 @@ from __future__ import annotations
 import os
 import time
 
-from claudeguard.policy.bash import programs
-from claudeguard.policy.bash.walk import basename
+from claudeguard.policy.bash.model import basename
+from claudeguard.policy.bash.programs import (
+    AWKS, FOREIGN_SHELLS, INLINE_ANYWHERE, PRIVILEGED, RUNS_UNREAD, SEDS, SHELL_GRAMMARS, WRAPPERS, is_node, is_python,
+)
 
 # The programs whose arguments the walk reads into (wrappers, shells, interpreters, ...): one of
 # them run under another name was not read.
 LOOKED_INTO = frozenset(
-    set(programs.WRAPPERS) | set(programs.PRIVILEGED) | set(programs.SHELL_GRAMMARS) | programs.FOREIGN_SHELLS
-    | set(programs.INLINE_ANYWHERE) | programs.RUNS_UNREAD | programs.AWKS | programs.SEDS
+    set(WRAPPERS) | set(PRIVILEGED) | set(SHELL_GRAMMARS) | FOREIGN_SHELLS
+    | set(INLINE_ANYWHERE) | RUNS_UNREAD | AWKS | SEDS
     | {"python", "python3", "perl", "ruby", "node", "nodejs", "bun", "git", "find", "make", "busybox", "flock",
        "script", "watch", "parallel", "su", "npx", "npm", "pnpm", "yarn", "uv", "uvx"})
 
 
 def looked_into(name: str) -> bool:
-    return name in LOOKED_INTO or programs.is_python(name) or programs.is_node(name)
+    return name in LOOKED_INTO or is_python(name) or is_node(name)
 
 _DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 _TTL_S = 30.0
