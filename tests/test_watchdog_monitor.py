@@ -102,13 +102,16 @@ def test_cpu_busy_child_is_never_stalled(env, procs, monitors):
 
 def test_under_a_cpu_hog_a_busy_child_is_never_stalled_and_a_sleeping_one_is(env, procs, monitors):
     # Eight busy processes beside the suite's own workers on two cores, and the busy child at nice
-    # 10 (as a CI runner or a user's batch job runs it): it gets a few hundredths of a CPU a
+    # 19 (as a CI runner or a user's batch job runs it): it gets a few hundredths of a CPU a
     # second, far under any CPU floor, but wants one all the time; the sleeping child wants none.
-    # Only the sleeping one is stalled, within the threshold and a few seconds.
-    busy = subprocess.Popen(["nice", "-n", "10", *BUSY])
+    # Only the sleeping one is stalled, within the threshold and a few seconds. The hog runs at
+    # nice 10: to the busy child it is the same wall of work (about 1/60 of the CPU is left to
+    # it, as at nice 10 against a hog at 0), while the suite's other workers, at 0, are slowed a
+    # fifth instead of two thirds for these 30 s.
+    busy = subprocess.Popen(["nice", "-n", "19", *BUSY])
     procs.append(busy)
     sleeping = sleeper(procs)
-    with cpu_hog(8):
+    with cpu_hog(8, nice=10):
         mb, busy_hits = make(monitors, busy.pid, name="busy", stall_after=3, sample_interval=1.0)
         ms, sleep_hits = make(monitors, sleeping.pid, name="sleeping", stall_after=3, sample_interval=1.0)
         t0 = time.monotonic()

@@ -50,9 +50,11 @@ def at_keyboard() -> list[AtKeyboard]:
         return []
     try:
         held = {r.id: r for r in list_pending(held=True)}
-        published = {r.id for r in list_pending()}
+        listed = list_pending()
     except GuardError:
-        held, published = {}, set()
+        held, listed = {}, []
+    published = {r.id for r in listed}
+    waiting_sessions = {r.session_id for r in listed}
     now = time.time()
     out: list[AtKeyboard] = []
     for name in sorted(names):
@@ -65,6 +67,12 @@ def at_keyboard() -> list[AtKeyboard]:
         rid = state.get("held") if isinstance(state.get("held"), str) else None
         if rid is not None and rid in published:
             continue  # released meanwhile: listed with the channel's requests
+        if rid is None and state.get("kind") == "permission" and name in waiting_sessions:
+            # The screen's file has not named the dialog's request yet (the launcher writes it a
+            # moment after the handshake, later on a busy machine) while the session has one in the
+            # channel: most likely this very call, released meanwhile. Listed once, in the channel;
+            # were it another, it reaches the channel itself after the idle time.
+            continue
         request = held.get(rid) if rid is not None else None
         title = str(state.get("dialog"))
         out.append(AtKeyboard(name, title, request.summary if request is not None else f"dialog: {title}",

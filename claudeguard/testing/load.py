@@ -19,14 +19,15 @@ BUSY = ["/bin/sh", "-c", "while :; do :; done"]
 
 
 @contextlib.contextmanager
-def cpu_hog(n: int) -> Iterator[list[int]]:
-    """``n`` busy processes while the block runs (their pids); every one is killed and reaped at
-    its end, however it ends."""
+def cpu_hog(n: int, nice: int = 0) -> Iterator[list[int]]:
+    """``n`` busy processes while the block runs (their pids), at niceness ``nice``; every one is
+    killed and reaped at its end, however it ends."""
+    argv = BUSY if nice == 0 else ["nice", "-n", str(nice), *BUSY]  # nice execs the loop: same pid
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for _ in range(n):
             # Not through procs: busy loops held by their handles, killed and reaped at the block's end.
-            procs.append(subprocess.Popen(BUSY, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            procs.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.DEVNULL))
         yield [p.pid for p in procs]
     finally:
