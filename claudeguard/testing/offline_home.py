@@ -35,6 +35,12 @@ def prepare_home(home: Path, *, cwd: Path, api_key: str) -> Path:
     home = Path(home)
     cwd = Path(cwd).resolve()
     (home / ".claude").mkdir(parents=True, exist_ok=True)
+    # A user's home has the CLI's session-env dir from earlier runs; a fresh one lets the CLI race
+    # itself: its start-up clean-up removes an empty ~/.claude/session-env while the first Bash call
+    # makes its session's dir in it, and that call fails "ENOENT: ... mkdir .../session-env/<id>"
+    # (seen on 2.1.197 under load). A file in it keeps the dir from being empty.
+    (home / ".claude" / "session-env").mkdir(exist_ok=True)
+    (home / ".claude" / "session-env" / ".keep").touch()
     project = {
         "hasTrustDialogAccepted": True,
         "hasCompletedProjectOnboarding": True,
