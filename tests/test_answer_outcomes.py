@@ -1,6 +1,7 @@
 """What `approve`/`deny` say about an id that waits no more (answered: how, when, by whom;
-expired; never known here), from the audit log; and `--scope forever` refused under an ask rule
-that matches the call (naming the rule's file:line), in `approve`, the console and the desk.
+expired; never known here), from the audit log; and `--scope forever` (and `agent`/`session`,
+whose grant an ask rule beats as well) refused under an ask rule that matches the call (naming the
+rule's file:line), in `approve`, the console and the desk.
 
 Requests are made by `claudeguardctl hook` run as the CLI runs it (a PreToolUse event on
 stdin, an ask rule sending the call to the channel), each in a process of its own."""
@@ -80,6 +81,35 @@ def test_forever_under_a_matching_ask_rule_is_refused_naming_it_and_nothing_is_w
     assert 'deny = ["Bash(git push origin main)"]' in user_file.read_text()
 
 
+@pytest.mark.parametrize(("scope", "whom"), [("session", "the session"), ("agent", "this agent type")])
+def test_a_grant_under_a_matching_ask_rule_is_refused_naming_it_and_the_call_still_waits(env, hooks, scope, whom):
+    # A grant is an allow rule of the session, and ask beats allow: "for the session" would
+    # answer this call and ask again at the next one, in silence.
+    hook = hooks(env, "git push origin main")
+    req = wait_pending(env)
+    refused = ctl(env, "approve", req["id"], "--scope", scope)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr == (
+        f"claudeguardctl: {req['id']}: not answered: --scope {scope} would allow Bash(git push origin main) for "
+        f"{whom}, but an ask rule matches this call and wins over every allow rule: Bash(git push *) "
+        f"({env['CLAUDEGUARD_CONFIG']}:3), so the next such call is asked again; answer --scope once, or narrow "
+        f"that rule\n")
+    assert [r["id"] for r in pending(env)] == [req["id"]]  # nothing answered: it still waits
+    assert ctl(env, "deny", req["id"], "--scope", scope).returncode == 0  # a deny grant wins over ask: fine
+    assert _decision(hook) == "deny"
+    rows = [r for r in _audit(env) if r.get("request_id") == req["id"] and r.get("decided_by") == "human"]
+    assert [(r["decision"], r["scope"]) for r in rows] == [("deny", scope)]
+
+
+def test_a_grant_where_no_ask_rule_matches_is_answered(env, hooks):
+    hook = hooks(env, "make", agent_type="general-purpose", agent_id="a1")  # no rule decides it: to the channel
+    req = wait_pending(env)
+    done = ctl(env, "approve", req["id"], "--scope", "session")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{req['id']} approved (session): Bash(make)\n"
+    assert _decision(hook) == "allow"
+
+
 def test_forever_where_no_ask_rule_matches_still_writes_the_rule(env, hooks):
     user_file = Path(env["XDG_CONFIG_HOME"]) / "claudeguard" / "config.toml"
     hook = hooks(env, "make", agent_type="general-purpose", agent_id="a1")  # no rule decides it: to the channel
@@ -145,6 +175,11 @@ def test_the_desk_offers_no_forever_under_a_matching_ask_rule_and_refuses_it(env
         assert row["forever_why"] == (f"an ask rule matches this call and wins over every allow rule: Bash(git push *) "
                                       f"({env['CLAUDEGUARD_CONFIG']}:3): the next run would ask again; narrow that "
                                       f"rule")
+        assert row["grant_why"] == (f"an ask rule matches this call and wins over every allow rule: Bash(git push *) "
+                                    f"({env['CLAUDEGUARD_CONFIG']}:3): the next such call would be asked again; "
+                                    f"narrow that rule")
+        status, _, data = answer(desk, cookie, csrf_of(desk, cookie), {"id": req["id"], "answer": "session"})
+        assert status != 200 and b"not answered: --scope session would allow" in data
         status, _, data = answer(desk, cookie, csrf_of(desk, cookie), {"id": req["id"], "answer": "forever"})
         assert status != 200 and b"not answered: --scope forever would write" in data
         assert [r["id"] for r in pending(env)] == [req["id"]]

@@ -147,6 +147,8 @@ def _answer(request_id: str, decision: str, *, scope: str, message: str | None, 
             if decision == "allow":
                 _check_forever_allow(req, rules, target)
             _check_writable(target)
+        elif decision == "allow":
+            _check_grant_allow(req, rules, scope)
     if choice is not None and choice.isdigit():
         # a dialog's option by number: the request lists its choices in order
         choices = match[0].choices if match and match[0].choices else []
@@ -179,6 +181,20 @@ def _check_forever_allow(req: Request, rules: list[str], target: Path) -> None:
     if blocker is not None:
         raise GuardError(f"{req.id}: not answered: --scope forever would write {', '.join(rules)} to "
                          f"[permissions].allow, but {blocker}; answer --scope once, or narrow that rule")
+
+
+def _check_grant_allow(req: Request, rules: list[str], scope: str) -> None:
+    """Refuse ``agent``/``session`` where the grant could never decide the next such call: the
+    session's grants are judged with its rules (deny > ask > allow), so under an ask rule that
+    matches the call the next one is asked again, and "for the session" would be a silent no.
+    Not answered; the human picks once, or narrows that rule."""
+    blocker = forever_blocker(session_id=req.session_id, tool=req.tool, tool_input=req.input, cwd=req.cwd,
+                              agent_type=req.agent_type, rules=rules, target=f"grant ({scope})")
+    if blocker is not None:
+        whom = "this agent type" if scope == "agent" else "the session"
+        raise GuardError(f"{req.id}: not answered: --scope {scope} would allow {', '.join(rules)} for {whom}, "
+                         f"but {blocker}, so the next such call is asked again; answer --scope once, or narrow "
+                         f"that rule")
 
 
 def forever_blocker(*, session_id: str, tool: str, tool_input: dict[str, object], cwd: str, agent_type: str | None,

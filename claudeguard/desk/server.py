@@ -375,6 +375,8 @@ class Desk:
                 elif (blocked := _forever_blocked(item, rules)) is not None:
                     view["forever"] = None  # the written rule would never take effect (approve refuses it too)
                     view["forever_why"] = f"{blocked}: the next run would ask again; narrow that rule"
+                    # nor would a grant for the agent or the session (approve refuses them too)
+                    view["grant_why"] = f"{blocked}: the next such call would be asked again; narrow that rule"
                 else:
                     kind = "allow"
                     view["forever"] = {"rules": rules, "file": item.get("forever_file"), "kind": kind}

@@ -132,6 +132,7 @@
         b.dataset.answer = word;
         if (word !== "once" && !grants) { b.disabled = true; b.title = "this call cannot be granted beyond once"; }
         if (word === "forever" && !r.forever) { b.disabled = true; b.title = r.forever_why || "not offered"; }
+        if ((word === "agent" || word === "session") && r.grant_why) { b.disabled = true; b.title = r.grant_why; }
         answers.appendChild(b);
       }
     }
