@@ -152,25 +152,10 @@ def page(browser: Any) -> Any:
     p.close()
 
 
-# Modules of long tests that start no real CLI (services, verifications, the hog test, installs):
-# run first with the real-CLI tests (marked real_cli, or in a *_real* module), so that the suite's
-# last minute is the short ones, spread over every worker, and not one long test with the others
-# idle (on 2 cores, ~40 s of tail).
-LONG_MODULES = ("test_watchdog_monitor", "test_verify", "test_bg_", "test_install", "test_fleet", "test_port_hold",
-                "test_channel_torture", "test_service", "test_desk_service", "test_agent_view")
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if {"real_claude", "bg_claude"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.real_cli)
-
-    def short_last(item: pytest.Item) -> int:
-        module = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
-        real = item.get_closest_marker("real_cli") or "_real" in module
-        return 0 if real or module.startswith(LONG_MODULES) else 1
-
-    items.sort(key=short_last)  # stable: each group keeps the files' order
 
 
 @pytest.fixture(params=versions_under_test())

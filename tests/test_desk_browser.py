@@ -101,7 +101,7 @@ def test_the_console_keys_answer_and_a_deny_message_reaches_the_waiter(desk, pag
     open_desk(page, desk)
     waiters.append(post_request("Bash", {"command": "psql prod"}))
     wait_until(lambda: time.time() > waiters[0].request.created, 60, "a later creation time")  # newest first
-    waiters.append(post_request("Bash", {"command": "make test"}, agent_type="Plan"))
+    waiters.append(post_request("Bash", {"command": "make test"}, agent_type="general-purpose"))
     older, newer = waiters
     card(page, older).wait_for(timeout=5000)
     card(page, newer).wait_for(timeout=5000)

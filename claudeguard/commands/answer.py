@@ -192,8 +192,9 @@ def _check_grant_allow(req: Request, rules: list[str], scope: str) -> None:
                               agent_type=req.agent_type, rules=rules, target=f"grant ({scope})")
     if blocker is not None:
         whom = "this agent type" if scope == "agent" else "the session"
+        then = "asked again" if blocker.startswith("an ask") else "denied by it"
         raise GuardError(f"{req.id}: not answered: --scope {scope} would allow {', '.join(rules)} for {whom}, "
-                         f"but {blocker}, so the next such call is asked again; answer --scope once, or narrow "
+                         f"but {blocker}, so the next such call is {then}; answer --scope once, or narrow "
                          f"that rule")
 
 

@@ -376,7 +376,8 @@ class Desk:
                     view["forever"] = None  # the written rule would never take effect (approve refuses it too)
                     view["forever_why"] = f"{blocked}: the next run would ask again; narrow that rule"
                     # nor would a grant for the agent or the session (approve refuses them too)
-                    view["grant_why"] = f"{blocked}: the next such call would be asked again; narrow that rule"
+                    then = "asked again" if blocked.startswith("an ask") else "denied by it"
+                    view["grant_why"] = f"{blocked}: the next such call would be {then}; narrow that rule"
                 else:
                     kind = "allow"
                     view["forever"] = {"rules": rules, "file": item.get("forever_file"), "kind": kind}

@@ -55,7 +55,8 @@ def approve_loop() -> None:
             tried.add(req["id"])
             for scope in ("once", "session"):
                 done = ctl("approve", req["id"], "--scope", scope)
-                log(approve=req["id"], summary=req["summary"], rc=done.returncode, said=done.stderr.strip())
+                log(approve=req["id"], scope=scope, summary=req["summary"], rc=done.returncode,
+                    said=done.stderr.strip())
         time.sleep(0.2)
 
 
