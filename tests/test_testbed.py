@@ -212,7 +212,7 @@ def test_slow_stream_sends_words_apart(model_server):
     elapsed = time.monotonic() - t0
     deltas = [d["delta"]["text"] for n, d in events if n == "content_block_delta"]
     assert deltas == ["one ", "two ", "three"]
-    assert 0.4 <= elapsed < 3
+    assert 0.4 <= elapsed < 60  # apart: at least the two delays (a loaded machine only adds)
 
 
 def test_wait_for_returns_value_or_raises(model_server):

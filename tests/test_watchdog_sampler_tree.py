@@ -167,7 +167,7 @@ def test_one_thread_samples_every_monitor_and_reports_each_stall_in_time(env, pr
         assert len(schedule_threads(schedule)) == 1
         assert wait_until(lambda: all(hits), timeout=60, step=0.01)
         elapsed = time.monotonic() - t0
-        assert elapsed <= 2.0 + 2 * 0.5 + 2.0, elapsed  # threshold + two samples + slack (figure: bench/)
+        assert elapsed <= 2.0 + 15.0, elapsed  # seconds after the threshold (how soon: bench/watchdog_cost.py)
         for h in hits:
             assert len(h) == 1 and h[0].startswith("stalled: thinking for ")
         assert all(read_status(m.session_dir)["state"] == "stalled" for m in monitors)

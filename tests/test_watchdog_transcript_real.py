@@ -34,7 +34,7 @@ def _stall_of(real_claude, offline_env, server, prompt: str, silent_script: str,
     server.wait_for(lambda: any(r.get("script") == silent_script and r.get("played") == "stall_after_text"
                                 for r in server.requests()), timeout=60)
     silent_from = time.monotonic()  # the model's stream went silent no later than now
-    code, _, err = finish(proc, timeout=STALL + 30)
+    code, _, err = finish(proc, timeout=TOOL_STALL - 10)  # the stall must come before the tool's
     took = time.monotonic() - silent_from
     stalls = [e for e in map(json.loads, ctl(env, "audit", "--json").stdout.splitlines()) if e.get("event") == "stall"]
     assert len(stalls) == 1, (stalls, err)
@@ -47,7 +47,9 @@ def test_the_main_agents_call_ended_then_its_model_went_silent(real_claude, offl
     code, err, stall, took = _stall_of(real_claude, offline_env, server, "MAINEND go", "MAINEND")
     assert code == 124, err
     assert stall["state"] == "thinking" and stall["tool"] is None, stall
-    assert took < STALL + 2 * INTERVAL + 2 + 5, took  # threshold + 2 samples + the kill's grace + slack
+    # judged as a silent model (stall_after), not as a call still running (tool_stall_after); how
+    # soon after the threshold is the bench's figure (bench/watchdog_cost.py --only detect)
+    assert took < TOOL_STALL, took
     assert len(server.tool_results()) == 1
 
 
@@ -62,7 +64,7 @@ def test_a_subagents_call_ended_then_its_model_went_silent(real_claude, offline_
     # The subagent's Bash call is not taken for running: its end is in the subagent's own
     # transcript. (2.1.330 runs this Agent call in the background: the call itself has ended.)
     assert stall["state"] == "thinking" and stall["tool"] is None, stall
-    assert took < STALL + 2 * INTERVAL + 2 + 5, took
+    assert took < TOOL_STALL, took
 
 
 def test_a_call_the_cli_asked_about_was_denied_then_its_model_went_silent(real_claude, offline_env, model_server):
@@ -77,6 +79,6 @@ def test_a_call_the_cli_asked_about_was_denied_then_its_model_went_silent(real_c
                                        "[approval]\ntimeout = 1\non_timeout = \"deny\"\n")
     assert code == 124, err
     assert stall["state"] == "thinking" and stall["tool"] is None, stall
-    assert took < STALL + 2 * INTERVAL + 2 + 5, took
+    assert took < TOOL_STALL, took
     [result] = server.tool_results()
     assert result["is_error"] is True and not (offline_env.cwd / "made.txt").exists(), result
