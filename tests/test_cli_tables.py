@@ -1,6 +1,6 @@
 """The CLI's own argv tables (claudeguard/cli_tables/): each checked-in table is what the installed
-CLI of that version says today, derived again from it (the pinned CLIs, and 2.1.332 when it is
-installed); the loader finds exactly the checked-in versions; the help parser and the flag reader
+CLI of that version says today, derived again from it (the oldest pinned CLI, and 2.1.332 when
+it is installed); the loader finds exactly the checked-in versions; the help parser and the flag reader
 read commander's texts as the CLI does."""
 
 from __future__ import annotations
@@ -110,8 +110,15 @@ def _installed(version: str) -> str:
     return str(path)
 
 
+# Derived again from the oldest pinned CLI and from the newest with a table: the two ends of what
+# the derivation must read (commander's help of 2.1.197, the sub-commands of 2.1.33x). 2.1.330's
+# table comes from the same immutable package and the same derivation as 2.1.332's, and one
+# derivation costs ~28 s of CPU (168 CLI starts), a fifteenth of the suite's CPU for three.
+DERIVED = [PINNED_VERSIONS[0], NEWEST]
+
+
 @pytest.mark.real_cli
-@pytest.mark.parametrize("version", [*PINNED_VERSIONS, NEWEST])
+@pytest.mark.parametrize("version", DERIVED)
 def test_the_checked_in_table_is_what_the_installed_cli_says(version):
     claude = _installed(version)
     derived = derive.derive(claude, jobs=max(4, 2 * (os.cpu_count() or 1)))
