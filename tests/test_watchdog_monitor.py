@@ -249,7 +249,8 @@ def test_notify_and_audit_on_stall(env, procs, monitors):
               str(out), "{summary}", "{session}"]
     m, hits = make(monitors, child.pid, stall_after=0.5, sample_interval=0.2, notify=notify)
     m.start()
-    assert wait_until(lambda: out.exists() and out.read_text(), timeout=60)
+    # the notify program and the report each in their own time: wait for both
+    assert wait_until(lambda: out.exists() and out.read_text() and hits, timeout=60)
     summary, session = out.read_text().split("|")
     assert summary == f"claudeguard: {hits[0]}" and session == "s1"
     audit = [json.loads(line) for line in (env / "log" / "audit.jsonl").read_text().splitlines()]
