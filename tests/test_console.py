@@ -139,3 +139,39 @@ def test_the_console_lists_dialogs_still_at_a_keyboard_apart():
     assert drawn[2:] == ["  waiting for requests ...", "", "  at a keyboard (1):",
                          f"    {'main':18} Bash: make deploy  (reaches the channel in 27s)", "", ""]
     assert "at a keyboard" not in _render([], 0, "", [])
+
+
+def test_a_dialog_whose_request_is_not_named_yet_is_not_listed_beside_its_sessions_request(tmp_path, monkeypatch):
+    """The screen file names the dialog's held request a moment after the handshake (later on a
+    busy machine); meanwhile a permission dialog of a session that has a request in the channel
+    is that request, listed once there. Without one in the channel it is listed at the keyboard."""
+    import json
+    import os
+    import time
+
+    from claudeguard.commands.at_keyboard import at_keyboard
+    from claudeguard.testing.desk_kit import post_request
+
+    monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp_path / "rt"))
+    monkeypatch.setenv("CLAUDEGUARD_LOG_DIR", str(tmp_path / "log"))
+    session = "3f9c2a7e1b2c3d4e"
+    (tmp_path / "rt").mkdir(mode=0o700)
+    (tmp_path / "rt" / "sessions").mkdir(mode=0o700)
+    screen = tmp_path / "rt" / "sessions" / session
+    screen.mkdir(mode=0o700)
+    (screen / "screen.json").write_text(json.dumps({
+        "dialog": "Bash command", "kind": "permission", "choices": ["Yes", "No"], "since": time.time(),
+        "request": None, "held": None, "channel_at": time.time() + 30, "cli_pid": os.getpid()}))
+    [listed] = at_keyboard()
+    assert (listed.session_id, listed.summary, listed.request_id) == (session, "dialog: Bash command", None)
+    waiter = post_request("Bash", {"command": "echo ch > ch.txt"}, session_id=session)
+    try:
+        assert at_keyboard() == []
+        other = post_request("Bash", {"command": "make"}, session_id="another-session-id")
+        try:
+            assert at_keyboard() == []  # still this session's own request in the channel
+        finally:
+            other.withdraw()
+    finally:
+        waiter.withdraw()
+    assert [d.session_id for d in at_keyboard()] == [session]
