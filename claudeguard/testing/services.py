@@ -30,11 +30,38 @@ def live_services(root: Path) -> list[int]:
     return pids
 
 
+def services_of_homes_under(root: Path) -> list[int]:
+    """Pids of this user's guard services (and their planners) whose HOME lies under ``root``,
+    published or not: one still starting when its test ended has no record yet, and would live
+    on until its idle exit."""
+    prefix = str(root).rstrip("/") + "/"
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+            if b"claudeguard.service" not in argv and b"claudeguard.service.planner" not in argv:
+                continue
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                env = fh.read().split(b"\0")
+        except OSError:
+            continue
+        home = next((e[5:].decode(errors="replace") for e in env if e.startswith(b"HOME=")), "")
+        if (home + "/").startswith(prefix):
+            pids.append(int(name))
+    return pids
+
+
 def stop_services(root: Path, timeout: float = 5.0) -> list[int]:
     """SIGTERM each live service under ``root`` (SIGKILL after ``timeout``); the pids stopped."""
-    pids = live_services(root)
-    for pid in pids:
-        os.kill(pid, signal.SIGTERM)
+    pids = sorted(set(live_services(root)) | set(services_of_homes_under(root)))
+    for pid in list(pids):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pids.remove(pid)
     deadline = time.monotonic() + timeout
     for pid in pids:
         while process_start(pid) is not None and time.monotonic() < deadline:
