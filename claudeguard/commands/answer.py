@@ -144,11 +144,10 @@ def _answer(request_id: str, decision: str, *, scope: str, message: str | None, 
                              f"confidence); use --scope once")
         if scope == "forever":
             target = Path(file) if file else user_config_file()
-            if decision == "allow":
-                _check_forever_allow(req, rules, target)
+        if decision == "allow":
+            _check_allow_decides(req, rules, scope, target)
+        if target is not None:
             _check_writable(target)
-        elif decision == "allow":
-            _check_grant_allow(req, rules, scope)
     if choice is not None and choice.isdigit():
         # a dialog's option by number: the request lists its choices in order
         choices = match[0].choices if match and match[0].choices else []
@@ -173,29 +172,28 @@ def _answer(request_id: str, decision: str, *, scope: str, message: str | None, 
     return 0
 
 
-def _check_forever_allow(req: Request, rules: list[str], target: Path) -> None:
-    """Refuse ``forever`` where the allow rule it would write could never decide the call (see
-    ``forever_blocker``): not answered, nothing written; the human picks once, or narrows that rule."""
+def _check_allow_decides(req: Request, rules: list[str], scope: str, target: Path | None) -> None:
+    """Refuse an allow beyond ``once`` whose rule could never decide the next such call (see
+    ``forever_blocker``: a matching ask or deny rule wins, deny > ask > allow): ``forever`` would
+    write a rule the next run ignores, ``agent``/``session`` a grant the next call ignores. Not
+    answered, nothing written; the human picks once, or narrows that rule."""
+    label = str(target) if scope == "forever" else f"grant ({scope})"
     blocker = forever_blocker(session_id=req.session_id, tool=req.tool, tool_input=req.input, cwd=req.cwd,
-                              agent_type=req.agent_type, rules=rules, target=str(target))
-    if blocker is not None:
+                              agent_type=req.agent_type, rules=rules, target=label)
+    if blocker is None:
+        return
+    if scope == "forever":
         raise GuardError(f"{req.id}: not answered: --scope forever would write {', '.join(rules)} to "
                          f"[permissions].allow, but {blocker}; answer --scope once, or narrow that rule")
+    whom = "this agent type" if scope == "agent" else "the session"
+    raise GuardError(f"{req.id}: not answered: --scope {scope} would allow {', '.join(rules)} for {whom}, "
+                     f"but {blocker}, so the next such call is {next_call_fate(blocker)}; answer --scope once, "
+                     f"or narrow that rule")
 
 
-def _check_grant_allow(req: Request, rules: list[str], scope: str) -> None:
-    """Refuse ``agent``/``session`` where the grant could never decide the next such call: the
-    session's grants are judged with its rules (deny > ask > allow), so under an ask rule that
-    matches the call the next one is asked again, and "for the session" would be a silent no.
-    Not answered; the human picks once, or narrows that rule."""
-    blocker = forever_blocker(session_id=req.session_id, tool=req.tool, tool_input=req.input, cwd=req.cwd,
-                              agent_type=req.agent_type, rules=rules, target=f"grant ({scope})")
-    if blocker is not None:
-        whom = "this agent type" if scope == "agent" else "the session"
-        then = "asked again" if blocker.startswith("an ask") else "denied by it"
-        raise GuardError(f"{req.id}: not answered: --scope {scope} would allow {', '.join(rules)} for {whom}, "
-                         f"but {blocker}, so the next such call is {then}; answer --scope once, or narrow "
-                         f"that rule")
+def next_call_fate(blocker: str) -> str:
+    """What becomes of the next such call under the rule ``forever_blocker`` named."""
+    return "asked again" if blocker.startswith("an ask") else "denied by it"
 
 
 def forever_blocker(*, session_id: str, tool: str, tool_input: dict[str, object], cwd: str, agent_type: str | None,

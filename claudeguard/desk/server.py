@@ -42,7 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from urllib.parse import parse_qs
 
-from claudeguard.commands.answer import forever_blocker
+from claudeguard.commands.answer import forever_blocker, next_call_fate
 from claudeguard.commands.audit_suggest import parse_duration
 from claudeguard.desk.views import call_view, forever_rules
 from claudeguard.errors import GuardError
@@ -376,8 +376,8 @@ class Desk:
                     view["forever"] = None  # the written rule would never take effect (approve refuses it too)
                     view["forever_why"] = f"{blocked}: the next run would ask again; narrow that rule"
                     # nor would a grant for the agent or the session (approve refuses them too)
-                    then = "asked again" if blocked.startswith("an ask") else "denied by it"
-                    view["grant_why"] = f"{blocked}: the next such call would be {then}; narrow that rule"
+                    view["grant_why"] = (f"{blocked}: the next such call would be {next_call_fate(blocked)}; "
+                                         f"narrow that rule")
                 else:
                     kind = "allow"
                     view["forever"] = {"rules": rules, "file": item.get("forever_file"), "kind": kind}
