@@ -185,7 +185,7 @@ def inside_guarded_session(pid: int) -> str | None:
     current = pid
     while current > 1 and current not in seen:
         seen.add(current)
-        env = _environ(current)
+        env = environ_of(current)
         if env.get("CLAUDEGUARD_SESSION"):
             return env["CLAUDEGUARD_SESSION"]
         if env.get("CLAUDECODE") == "1" or _is_claude_cli(current):
@@ -194,7 +194,8 @@ def inside_guarded_session(pid: int) -> str | None:
     return None
 
 
-def _environ(pid: int) -> dict[str, str]:
+def environ_of(pid: int) -> dict[str, str]:
+    """A process's environment as ``/proc/<pid>/environ`` has it (empty when it cannot be read)."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:
             raw = fh.read()

@@ -8,7 +8,7 @@ import os
 import signal
 import time
 
-from claudeguard.procs import process_start
+from claudeguard.procs import environ_of, process_start
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -42,14 +42,11 @@ def services_of_homes_under(root: Path) -> list[int]:
         try:
             with open(f"/proc/{name}/cmdline", "rb") as fh:
                 argv = fh.read().split(b"\0")
-            if b"claudeguard.service" not in argv and b"claudeguard.service.planner" not in argv:
-                continue
-            with open(f"/proc/{name}/environ", "rb") as fh:
-                env = fh.read().split(b"\0")
         except OSError:
             continue
-        home = next((e[5:].decode(errors="replace") for e in env if e.startswith(b"HOME=")), "")
-        if (home + "/").startswith(prefix):
+        if b"claudeguard.service" not in argv and b"claudeguard.service.planner" not in argv:
+            continue
+        if (environ_of(int(name)).get("HOME", "") + "/").startswith(prefix):
             pids.append(int(name))
     return pids
 
