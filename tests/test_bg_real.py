@@ -168,8 +168,13 @@ def test_a_bg_session_survives_its_runtime_dir_being_removed(bg_claude, offline_
     req = wait_pending(env, lambda r: "touch survived.txt" in r["summary"], timeout=60)
     wait_until(lambda: [s for s in service_status(env)["sessions"] if s["short_id"] == short and s["cli_pid"]],
                what="the session's process")
-    shutil.rmtree(env["CLAUDEGUARD_RUNTIME_DIR"])
-    again = wait_pending(env, lambda r: r["id"] == req["id"], timeout=15)  # the same request, listed again
+    # Gone at once, as a login manager's clean-up leaves it: renamed aside in one step, then removed.
+    # A plain rmtree races the service, which notices the loss and makes the dir again mid-walk.
+    runtime = Path(env["CLAUDEGUARD_RUNTIME_DIR"])
+    aside = runtime.with_name(runtime.name + ".removed")
+    runtime.rename(aside)
+    shutil.rmtree(aside, ignore_errors=True)
+    again = wait_pending(env, lambda r: r["id"] == req["id"], timeout=60)  # the same request, listed again
     assert again["session_id"] == req["session_id"]
     wait_until(lambda: [r for r in json.loads(ctl(env, "ps", "--json").stdout) if r.get("short_id") == short],
                timeout=60, what="ps to list the session again")
