@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -141,6 +144,36 @@ def test_each_remote_scope_reaches_the_call(fleet, scope):
         wait_until(lambda: rid in listed(bob), 60, "listed")
         bob.answer(rid, "allow", scope=scope)
     assert a.done(rid)["scope"] == scope
+
+
+def test_a_remote_grant_that_an_ask_rule_would_beat_is_refused_and_the_call_still_waits(fleet):
+    # As `claudeguardctl approve --scope session` on alpha itself is refused: a grant is an allow
+    # rule of the session, the ask rule wins, so it would answer once and ask again in silence.
+    a = fleet.machine("alpha")
+    found = subprocess.run([sys.executable, "-c", "from claudeguard.paths import user_config_file as f; print(f())"],
+                           env=a.env, capture_output=True, text=True, check=True)
+    config = Path(found.stdout.strip())
+    assert str(config).startswith(str(a.root))
+    config.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    config.write_text('[permissions]\nask = ["Bash(git push *)"]\n')
+    [rid] = a.post(tool_input={"command": "git push origin main"}, timeout=60)
+    with fleet.client("bob") as bob:
+        wait_until(lambda: rid in listed(bob), 60, "listed")
+        with pytest.raises(FleetError) as err:
+            bob.answer(rid, "allow", scope="session")
+        line = str(err.value)
+        assert line.startswith(f"{rid} (alpha): refused: {rid}: not answered: --scope session would allow ")
+        assert (f"but an ask rule matches this call and wins over every allow rule: Bash(git push *) "
+                f"({config}:2), so the next such call is asked again; answer --scope once") in line
+        assert "\n" not in line
+        assert rid in listed(bob)  # still waiting, still answerable
+        assert bob.answer(rid, "allow")["applied"]
+    done = a.done(rid)
+    assert (done["decision"], done["scope"]) == ("allow", "once")
+    assert [e["applied"] for e in a.of("applied")] == [False, True]
+    rows = wait_until(lambda: (r := [r for r in a.audit() if r.get("event") == "fleet-answer"]) and len(r) == 2 and r,
+                      60, "two audit rows")
+    assert [(r["applied"], r["scope"]) for r in rows] == [(False, "session"), (True, "once")]
 
 
 def test_a_remote_deny_carries_its_message(fleet):

@@ -15,18 +15,11 @@ from claudeguard.channel.audit import audit_path, ends_of
 from claudeguard.channel.model import ID_MIN_PREFIX, SCOPES, is_id_text
 from claudeguard.commands.audit import answerer
 from claudeguard.commands.cli import parser as command_parser
-from claudeguard.config.load import env_overrides, load_config, read_layer
+from claudeguard.config.load import read_layer
 from claudeguard.config.write import add_rule
 from claudeguard.errors import ConfigError, GuardError, NotFoundError, NotPending
-from claudeguard.gate.session import load_session
-from claudeguard.paths import runtime_root, user_config_file
-from claudeguard.policy.decide import SourcedRule, decide, grant_rules_for_call, policy_from_spec
-from claudeguard.policy.rules import parse_rule
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
-if TYPE_CHECKING:
-    from claudeguard.channel.model import Request
-    from claudeguard.config.schema import PolicySpec
+from claudeguard.gate.grants import grant_rules, refusal
+from claudeguard.paths import user_config_file
 
 
 def main(argv: list[str]) -> int:
@@ -138,14 +131,11 @@ def _answer(request_id: str, decision: str, *, scope: str, message: str | None, 
             raise NotPending(f"{request_id}: no such pending request (already answered, expired or never existed)",
                              request_id)
         req = match[0]
-        rules = grant_rules_for_call(req.tool, req.input, cwd=req.cwd)
-        if not rules:
-            raise GuardError(f"{req.id}: this call cannot be granted beyond once (the command could not be parsed with "
-                             f"confidence); use --scope once")
+        rules = grant_rules(req)
         if scope == "forever":
             target = Path(file) if file else user_config_file()
-        if decision == "allow":
-            _check_allow_decides(req, rules, scope, target)
+        if (refused := refusal(req, decision, scope, rules, target)) is not None:
+            raise GuardError(refused)
         if target is not None:
             _check_writable(target)
     if choice is not None and choice.isdigit():
@@ -170,58 +160,6 @@ def _answer(request_id: str, decision: str, *, scope: str, message: str | None, 
         extra = f": {', '.join(rules)}" if rules else ""
         print(f"{answered.id} {word} ({scope}){extra}")
     return 0
-
-
-def _check_allow_decides(req: Request, rules: list[str], scope: str, target: Path | None) -> None:
-    """Refuse an allow beyond ``once`` whose rule could never decide the next such call (see
-    ``forever_blocker``: a matching ask or deny rule wins, deny > ask > allow): ``forever`` would
-    write a rule the next run ignores, ``agent``/``session`` a grant the next call ignores. Not
-    answered, nothing written; the human picks once, or narrows that rule."""
-    label = str(target) if scope == "forever" else f"grant ({scope})"
-    blocker = forever_blocker(session_id=req.session_id, tool=req.tool, tool_input=req.input, cwd=req.cwd,
-                              agent_type=req.agent_type, rules=rules, target=label)
-    if blocker is None:
-        return
-    if scope == "forever":
-        raise GuardError(f"{req.id}: not answered: --scope forever would write {', '.join(rules)} to "
-                         f"[permissions].allow, but {blocker}; answer --scope once, or narrow that rule")
-    whom = "this agent type" if scope == "agent" else "the session"
-    raise GuardError(f"{req.id}: not answered: --scope {scope} would allow {', '.join(rules)} for {whom}, "
-                     f"but {blocker}, so the next such call is {next_call_fate(blocker)}; answer --scope once, "
-                     f"or narrow that rule")
-
-
-def next_call_fate(blocker: str) -> str:
-    """What becomes of the next such call under the rule ``forever_blocker`` named."""
-    return "asked again" if blocker.startswith("an ask") else "denied by it"
-
-
-def forever_blocker(*, session_id: str, tool: str, tool_input: dict[str, object], cwd: str, agent_type: str | None,
-                    rules: list[str], target: str) -> str | None:
-    """Why allow ``rules`` written forever would never decide this call: an ask (or deny) rule
-    that matches it wins over every allow rule (deny > ask > allow), so the next run would ask
-    again; None when they would decide it. Judged with the asking session's own policy (its
-    rules with their file:line), or, when its session file is gone, the config as a run in
-    ``cwd`` reads it."""
-    spec: PolicySpec | None = None
-    if is_session_id(session_id):
-        try:
-            spec = load_session(str(runtime_root() / "sessions" / session_id)).policy_spec
-        except (OSError, ValueError):
-            spec = None
-    if spec is None:
-        spec = load_config(Path(cwd), env_overrides()).policy_spec()
-    written = [SourcedRule(parse_rule(rule), "allow", f"{target} (forever)", cwd) for rule in rules]
-    verdict = decide(policy_from_spec(spec), tool, dict(tool_input), agent_type=agent_type, cwd=cwd, extra=written)
-    if verdict.decision in ("ask", "deny") and verdict.rule:
-        kind = "an ask" if verdict.decision == "ask" else "a deny"
-        return f"{kind} rule matches this call and wins over every allow rule: {verdict.rule} ({verdict.source})"
-    return None
-
-
-def is_session_id(text: str) -> bool:
-    """A session id that can name a dir of the runtime root (the launcher's are hex)."""
-    return bool(text) and text not in (".", "..") and "/" not in text and "\0" not in text
 
 
 def _check_writable(path: Path) -> None:

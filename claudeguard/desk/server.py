@@ -42,7 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from urllib.parse import parse_qs
 
-from claudeguard.commands.answer import forever_blocker, next_call_fate
+from claudeguard.gate.grants import forever_blocker, next_call_fate
 from claudeguard.commands.audit_suggest import parse_duration
 from claudeguard.desk.views import call_view, forever_rules
 from claudeguard.errors import GuardError
@@ -86,7 +86,7 @@ REASONS = {200: "OK", 303: "See Other", 400: "Bad Request", 401: "Unauthorized",
 
 def _forever_blocked(item: Any, rules: list[str]) -> str | None:
     """Why ``forever`` would never take effect for a local request (an ask rule that matches it:
-    ``commands.answer.forever_blocker``); None when it would, or when that cannot be judged (the
+    ``gate.grants.forever_blocker``); None when it would, or when that cannot be judged (the
     answer itself judges again)."""
     try:
         return forever_blocker(session_id=str(item.get("session_id") or ""), tool=str(item.get("tool") or ""),

@@ -407,7 +407,11 @@ class FleetLink:
         with self._lock:
             self.counts["refused"] += 1
             done = self._done.get(rid)
-            if done is not None:
+            if outcome.get("refused"):  # the answer itself was refused: the request still waits
+                self._verdicts.append({"answer": ref, "request_id": rid, "applied": False,
+                                       "message": f"refused: {outcome.get('reason') or 'by the owner'}",
+                                       "winner": None, "at": time.time()})
+            elif done is not None:
                 self._verdicts.append(self._lost_verdict(rid, ref, done))
             elif outcome.get("winner"):
                 self._verdicts.append({"answer": ref, "request_id": rid, "applied": False, "winner": outcome["winner"],

@@ -95,8 +95,11 @@ if TYPE_CHECKING:
 
     class Outcome(TypedDict, total=False):
         """``apply_answer``'s result: ``applied`` True only when the waiting call will take this
-        answer; else ``reason`` (one line) and, when known, who won and when."""
+        answer; else ``reason`` (one line) and, when known, who won and when. ``refused``: the
+        owner judged the answer itself and will not apply it (the request still waits), said to
+        the answerer at once."""
         applied: bool
+        refused: bool
         reason: str
         winner: str
         at: float

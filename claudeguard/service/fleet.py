@@ -6,7 +6,9 @@ names one (``[fleet]``, or ``CLAUDEGUARD_FLEET_URL``), the service runs one ``Fl
   wait ends, with how it ended.
 - The sessions' ``ps`` rows go out with the link's heartbeat (every 2 s, TTL 10 s), read here
   only while the service has sessions.
-- An answer from the fleet is applied through the channel's own answer path
+- An answer from the fleet is judged as a local ``claudeguardctl approve`` is (``checked_apply``:
+  ``gate.grants.refusal``, so an agent or session grant that a matching ask or deny rule would
+  beat is refused with that rule's file:line), then applied through the channel's own answer path
   (``fleet.link.channel_apply``: ``channel.answer(..., vouched=answered_by)``): the request's
   waiter judges it like any other and records the fleet member, its machine and uid as
   ``answered_by``; the first answer the waiter takes wins, local or remote.
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from claudeguard.channel import requests as channel_requests
 from claudeguard.config.load import env_overrides, load_config
+from claudeguard.gate import grants
 from claudeguard.watchdog.status import list_sessions
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -36,7 +39,7 @@ if TYPE_CHECKING:
 
     from claudeguard.channel.model import Answer, Request
     from claudeguard.fleet.link import FleetLink
-    from claudeguard.fleet.model import LinkStatus
+    from claudeguard.fleet.model import AnsweredBy, AnswerFields, LinkStatus, Outcome
     from claudeguard.fleet.view import FleetDeskView
 
 SESSIONS_EVERY_S = 2.0  # how often the sessions' rows are read for the heartbeat (the link's own beat)
@@ -121,14 +124,14 @@ def start(busy: Callable[[], bool]) -> Fleet | None:
         if not cfg.fleet_configured():
             return None
         from claudeguard.fleet.config import from_config  # noqa: PLC0415 - the optional extra, only with a fleet
-        from claudeguard.fleet.link import FleetLink, channel_apply  # noqa: PLC0415 - as above
+        from claudeguard.fleet.link import FleetLink  # noqa: PLC0415 - as above
 
         fleet_cfg = from_config(cfg)
         if fleet_cfg is None:
             return None
         fleet_cfg.password()  # its file's mode and owner, or an explicit variable unset: said now, once
         view, no_view = _desk_view(fleet_cfg)
-        fleet = Fleet(FleetLink(fleet_cfg, channel_apply), busy, view, no_view)
+        fleet = Fleet(FleetLink(fleet_cfg, checked_apply), busy, view, no_view)
         fleet.start()
     except Exception as exc:  # noqa: BLE001 - without a fleet the service works as ever: said in its log
         print(f"claudeguard service: no fleet: {exc}", file=sys.stderr, flush=True)
@@ -150,3 +153,20 @@ def _desk_view(fleet_cfg: Any) -> tuple[FleetDeskView | None, str]:
     except Exception as exc:  # noqa: BLE001 - the link works without it: said in status and the log
         return None, str(exc)
     return FleetDeskView(approver), ""
+
+
+def checked_apply(request_id: str, fields: AnswerFields, answered_by: AnsweredBy) -> Outcome:
+    """An answer from another machine, judged before the channel takes it as ``claudeguardctl
+    approve`` judges one (``gate.grants.refusal``): an allow for the agent or the session that
+    could never decide the next such call is refused, at once and with its reason, rather than
+    answering once and asking again in silence. A request no longer pending is the channel's to
+    say (who won, when)."""
+    from claudeguard.fleet.link import channel_apply  # noqa: PLC0415 - the optional extra, only with a fleet
+
+    if fields["scope"] != "once":
+        req = next((r for r in channel_requests.list_pending() if r.id == request_id), None)
+        if req is not None:
+            refused = grants.refusal(req, fields["decision"], fields["scope"], grants.grant_rules(req), None)
+            if refused is not None:
+                return {"applied": False, "refused": True, "reason": refused}
+    return channel_apply(request_id, fields, answered_by)

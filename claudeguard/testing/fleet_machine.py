@@ -3,7 +3,7 @@ HOME, ``CLAUDEGUARD_RUNTIME_DIR`` and log dir, which plays the service's part. I
 channel requests (``claudeguard.channel.requests.post``), waits on each in a thread of its own,
 and tells a ``FleetLink`` what the service will tell it (``request_posted``, ``request_done``,
 ``heartbeat``); the link applies fleet answers through the channel's answer path
-(``link.channel_apply``).
+(``service.fleet.checked_apply``, as the service does).
 
 ``FleetMachine(root, name, url=..., username=..., password=...)`` starts it (the credential
 goes in its environment, never its argv) and reads what it reports, one JSON object per line:
@@ -30,7 +30,8 @@ from claudeguard import channel
 from claudeguard.errors import GuardError
 from claudeguard.fleet.client import FleetClient
 from claudeguard.fleet.config import fleet_settings
-from claudeguard.fleet.link import FleetLink, channel_apply
+from claudeguard.fleet.link import FleetLink
+from claudeguard.service.fleet import checked_apply
 from claudeguard.fleet.model import done_from_answer, request_view
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -230,7 +231,7 @@ def main(argv: list[str]) -> int:
 
     def apply(request_id: str, fields: AnswerFields, by: AnsweredBy) -> Outcome:
         with _applying:
-            outcome = channel_apply(request_id, fields, by)
+            outcome = checked_apply(request_id, fields, by)
             _emit({"ev": "applied", "id": request_id, "ref": by["ref"], "applied": bool(outcome.get("applied")),
                    "reason": outcome.get("reason"), "t": time.time()})
         return outcome
