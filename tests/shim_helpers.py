@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from claudeguard.testing.wait import wait_until  # the tests' one wait (re-exported)
@@ -13,6 +15,16 @@ from claudeguard.testing.wait import wait_until  # the tests' one wait (re-expor
 REPO = Path(__file__).resolve().parent.parent
 GUARD = [sys.executable, "-m", "claudeguard"]
 CTL = [sys.executable, "-m", "claudeguard.commands.ctl"]
+
+
+def remove_at_once(path: Path | str) -> None:
+    """Remove a dir the guard keeps (a runtime dir, the channel's) as a logout or a tmp cleaner
+    does, gone in one step: renamed aside, then removed. A plain ``rmtree`` walks it while the
+    guard, noticing the loss, makes it again, and fails with ENOTEMPTY (seen in CI)."""
+    path = Path(path)
+    aside = path.with_name(f"{path.name}.removed-{time.monotonic_ns()}")
+    path.rename(aside)
+    shutil.rmtree(aside, ignore_errors=True)  # what the guard wrote there by a dir fd may stay: in tmp
 
 
 def print_asker_of(cli_version: str) -> str:

@@ -13,7 +13,7 @@ import pytest
 from claudeguard.service.files import process_start
 from claudeguard.testing import bg_daemon as bg
 from claudeguard.testing.cli_install import bg_version_under_test
-from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, write_user_config
+from tests.shim_helpers import GUARD, ctl, guarded_env, pending, remove_at_once, wait_pending, write_user_config
 from tests.shim_helpers import wait_until as shared_wait_until
 
 
@@ -158,8 +158,6 @@ def test_a_bg_session_whose_port_nobody_held_across_a_restart_ends(bg_claude, of
 
 
 def test_a_bg_session_survives_its_runtime_dir_being_removed(bg_claude, offline_env, model_server, bg_daemon):
-    import shutil
-
     server = model_server([{"match": "BGRMDIR",
                             "turns": [{"tool_use": bash("touch survived.txt")}, {"text": "rm fin"}]}])
     env = guarded_env(offline_env.use(server), bg_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="60")
@@ -168,12 +166,7 @@ def test_a_bg_session_survives_its_runtime_dir_being_removed(bg_claude, offline_
     req = wait_pending(env, lambda r: "touch survived.txt" in r["summary"], timeout=60)
     wait_until(lambda: [s for s in service_status(env)["sessions"] if s["short_id"] == short and s["cli_pid"]],
                what="the session's process")
-    # Gone at once, as a login manager's clean-up leaves it: renamed aside in one step, then removed.
-    # A plain rmtree races the service, which notices the loss and makes the dir again mid-walk.
-    runtime = Path(env["CLAUDEGUARD_RUNTIME_DIR"])
-    aside = runtime.with_name(runtime.name + ".removed")
-    runtime.rename(aside)
-    shutil.rmtree(aside, ignore_errors=True)
+    remove_at_once(env["CLAUDEGUARD_RUNTIME_DIR"])
     again = wait_pending(env, lambda r: r["id"] == req["id"], timeout=60)  # the same request, listed again
     assert again["session_id"] == req["session_id"]
     wait_until(lambda: [r for r in json.loads(ctl(env, "ps", "--json").stdout) if r.get("short_id") == short],

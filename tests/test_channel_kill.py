@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from claudeguard.channel import requests, wire
 from claudeguard.errors import NotFoundError
 from claudeguard.procs import process_start
 from tests.shim_helpers import wait_until
+from tests.shim_helpers import remove_at_once
 from tests.test_channel_requests import answer_soon, raw_answer, waiting
 
 REQUESTER = """
@@ -280,7 +280,7 @@ def test_whole_runtime_dir_removed_under_a_waiter(chan):
     new private dir; tests/test_runtime_dir.py answers it. Made impossible to re-create: the
     call ends with deny/error as for a lost FIFO."""
     pending = post(timeout=5)
-    shutil.rmtree(chan.parent)
+    remove_at_once(chan.parent)
     chan.parent.parent.joinpath("run").write_text("not a directory")
     started = time.monotonic()
     answer = pending.wait()

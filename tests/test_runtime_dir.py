@@ -19,7 +19,7 @@ import pytest
 from claudeguard import channel, home, paths
 from claudeguard.errors import InsecurePathError
 from claudeguard.testing.services import live_services
-from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, wait_until
+from tests.shim_helpers import GUARD, ctl, guarded_env, pending, remove_at_once, wait_pending, wait_until
 
 # -- where the root is ---------------------------------------------------------------------
 
@@ -288,7 +288,7 @@ def test_removed_runtime_dir_request_is_listed_and_answerable_again(chan):
     pending_, thread, result = _waiting()
     rid, deadline = pending_.request.id, pending_.request.deadline
     for _ in range(2):  # twice in a row
-        shutil.rmtree(chan.parent)
+        remove_at_once(chan.parent)
         _listed_again(rid, 60)  # within ~CHECK_EVERY_S on a quiet machine; the bound is for a loaded one
         assert not thread.is_alive() or result == []
     again = channel.list_pending()[0]
@@ -310,7 +310,7 @@ def test_an_answer_in_flight_when_the_dir_goes_is_not_lost(chan):
     sock = socket.socket(socket.AF_UNIX)
     sock.settimeout(10)
     sock.connect(str(chan / f"{rid}.sock"))
-    shutil.rmtree(chan.parent)  # the answerer had connected already
+    remove_at_once(chan.parent)  # the answerer had connected already
     try:
         sock.sendall(wire.encode_answer(rid, "deny", message="late but valid"))
         assert wire.decode_reply(sock.recv(4096)) is None  # taken, and told so

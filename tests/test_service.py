@@ -18,6 +18,7 @@ import pytest
 
 from claudeguard.service.files import process_start
 from tests.shim_helpers import ctl
+from tests.shim_helpers import remove_at_once
 from tests.shim_helpers import wait_until as shared_wait_until
 
 GUARD = [sys.executable, "-m", "claudeguard"]
@@ -305,11 +306,10 @@ def test_service_off_falls_back_to_command_hooks(env):
 
 
 def test_the_runtime_dir_removed_under_it_is_published_again_not_doubled(env):
-    import shutil
 
     guard(env, [])
     first = record(env)
-    shutil.rmtree(env["CLAUDEGUARD_RUNTIME_DIR"])
+    remove_at_once(env["CLAUDEGUARD_RUNTIME_DIR"])
     again = wait_until(lambda: record(env), timeout=60, what="the record published again")
     assert again["pid"] == first["pid"] and again["port"] == first["port"]
     assert service_dir(env).stat().st_mode & 0o777 == 0o700
