@@ -269,6 +269,55 @@ def test_a_service_of_another_version_is_retired_not_used(env):
     assert live_pids(env) == [new["pid"]]
 
 
+def test_a_retired_services_desk_keeps_serving_its_open_page_then_it_exits(env):
+    # Two installs (two code versions) in one home: the newer launcher retires the older service.
+    # A desk page open on the older one keeps working (its URL printed earlier does not die);
+    # once the page closes, the retired service exits.
+    import http.client
+    import urllib.parse
+
+    from claudeguard.service import client
+
+    code = ("import sys; import claudeguard.service.files as f; f.fingerprint = lambda: '0.0.0+old'; "
+            "from claudeguard.service.server import main; sys.exit(main(['--detach']))")
+    service_dir(env).mkdir(mode=0o700)
+    log = os.open(service_dir(env) / "service.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    subprocess.run([sys.executable, "-c", code], env=env, stderr=log, check=True, timeout=30)
+    os.close(log)
+    old = wait_until(lambda: record(env), what="the old service's record")
+    sock = client._connect_control(str(service_dir(env)))
+    try:
+        reply = client.request(sock, {"op": "desk"})
+    finally:
+        sock.close()
+    assert reply["ok"], reply
+    url = urllib.parse.urlsplit(reply["url"])
+    login = http.client.HTTPConnection("127.0.0.1", reply["port"], timeout=10)
+    login.request("GET", f"{url.path}?{url.query}")
+    answered = login.getresponse()
+    assert answered.status == 303
+    cookie = answered.getheader("Set-Cookie").split(";")[0]
+    base = answered.getheader("Location")
+    login.close()
+    page = http.client.HTTPConnection("127.0.0.1", reply["port"], timeout=10)
+    page.request("GET", base + "api/events", headers={"Cookie": cookie})
+    assert page.getresponse().status == 200  # the page's event stream, held open
+    try:
+        guard(env, [{"event": "SubagentStop", "body": {"hook_event_name": "SubagentStop"}}])
+        new = record(env)
+        assert new["version"] != "0.0.0+old" and new["pid"] != old["pid"]
+        # retired (its slot is the successor's), and its desk still answers the page
+        state = http.client.HTTPConnection("127.0.0.1", reply["port"], timeout=10)
+        state.request("GET", base + "api/state", headers={"Cookie": cookie})
+        assert state.getresponse().status == 200
+        state.close()
+        assert process_start(old["pid"]) is not None
+    finally:
+        page.close()
+    wait_until(lambda: process_start(old["pid"]) is None, what="the retired service to exit once the page closed")
+    assert live_pids(env) == [new["pid"]]
+
+
 def test_it_exits_when_idle_and_stop_stops_it(env):
     guard(env, [], CLAUDEGUARD_SERVICE_IDLE="0.5")
     # (on a loaded machine it may be gone before its record is read: half a second idle)

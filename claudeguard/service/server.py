@@ -35,7 +35,8 @@ too): one JSON object per line each way.
   ``claudeguardctl pending --fleet``); refused, as ``desk``, to a caller inside a session.
 - ``{"op": "unregister", "session_id"}``, ``{"op": "status"}``, ``{"op": "stop"}``,
   ``{"op": "retire"}`` (a launcher of another version found this one: stop taking sessions,
-  give up the slot, exit when the last session ends).
+  give up the slot, keep the desk already served, exit when the last session ends and no page
+  is open on that desk).
 
 Each message's type is in ``protocol``.
 """
@@ -534,7 +535,8 @@ class Service:
 
     def retire(self) -> None:
         """Give up the slot (record and control socket) to a service of another version; the
-        sessions registered here keep being served until they end."""
+        sessions registered here keep being served until they end, and its desk while they do
+        or a page is open on it (then the main loop ends it)."""
         with self.slot_lock:
             if self.retired:
                 return
@@ -542,7 +544,8 @@ class Service:
             self._release_slot()
         self._stop_planner()  # the successor starts its own; sessions here need none
         self._stop_fleet()  # the successor's link speaks for this machine (one link per machine)
-        self.desk.stop()  # and its own desk, at the next ask
+        # The desk stays: a page open on it, or a URL printed for a session here, keeps working
+        # while this service serves (its sessions, an open page); new URLs are the successor's.
 
     def _release_slot(self) -> None:
         record = files.read_record(self.directory)
