@@ -395,9 +395,11 @@ def test_a_retired_service_does_not_publish_its_slot_again(tmp_path, monkeypatch
     service.retire()
     try:
         service._keep_slot()  # the main loop's check, begun before the retire was seen
-        assert sorted(os.listdir(directory)) == [files.RUN_LOCK]  # no socket, no record
+        # no socket, no record; only the word for doctor that a retired service still serves
+        assert sorted(os.listdir(directory)) == sorted([files.RUN_LOCK, f"retired-{os.getpid()}.json"])
+        assert [r["pid"] for r in files.read_retired(directory)] == [os.getpid()]
     finally:  # a record published again names this process: the fixture would stop it
-        for name in (files.RECORD, files.CONTROL):
+        for name in (files.RECORD, files.CONTROL, f"retired-{os.getpid()}.json"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(directory, name))
     successor = os.open(os.path.join(directory, files.RUN_LOCK), os.O_RDWR)

@@ -2,8 +2,8 @@
 the package run from its own dir stands for the older install. Its session waits on an ask rule
 while a run of this install starts, retires the older service and runs its own session. The
 older session is not ended, its request stays answerable (from either install's
-``claudeguardctl``), the desk URL the older install printed still works, and the retired service
-exits once its session ends. On the real CLIs."""
+``claudeguardctl``), the desk URL the older install printed still works, ``doctor`` names the
+retired service, and it exits once its session ends. On the real CLIs."""
 
 from __future__ import annotations
 
@@ -77,6 +77,11 @@ def test_two_installs_in_one_home_keep_each_others_session_and_desk(real_claude,
         newer_service = _status(newer_env)
         assert newer_service["pid"] != older_service["pid"] and newer_service["version"] != older_service["version"]
         assert process_start(older_service["pid"]) is not None  # retired, serving its session
+        doctor = ctl(newer_env, "doctor")
+        named = [line for line in doctor.stdout.splitlines() if "another install" in line]
+        assert named == [f"note  a guard service of another install (version {older_service['version']}) still "
+                         f"serves the sessions it had here until they end: pid {older_service['pid']}; new sessions "
+                         f"and `claudeguardctl desk` are this install's service's"], doctor.stdout
 
         # The older session as it was: its one request, listed by either install, its desk URL.
         assert [r["id"] for r in pending(newer_env)] == [req["id"]]
@@ -90,6 +95,8 @@ def test_two_installs_in_one_home_keep_each_others_session_and_desk(real_claude,
         # its session over and no page open: the retired service exits; the newer one stays
         wait_until(lambda: process_start(older_service["pid"]) is None, 60, "the retired service to exit")
         assert _status(newer_env)["pid"] == newer_service["pid"]
+        assert "another install" not in ctl(newer_env, "doctor").stdout
+        assert not list((Path(newer_env["CLAUDEGUARD_RUNTIME_DIR"]) / "service").glob("retired-*"))
     finally:
         if proc is not None and proc.poll() is None:
             proc.kill()

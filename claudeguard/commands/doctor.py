@@ -20,7 +20,7 @@ from pathlib import Path
 
 from claudeguard.commands import verify as verifying
 from claudeguard.commands.cli import parser as command_parser
-from claudeguard.commands.homes import other_homes
+from claudeguard.commands.homes import other_homes, other_installs
 from claudeguard.config.load import env_overrides, load_config
 from claudeguard.config.trust import command_for
 from claudeguard.errors import GuardError, InsecurePathError
@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
         note = legacy_note()
         if note:
             print(f"      {note}")
-        for line in other_homes(str(runtime_dir())):
+        for line in other_homes(str(runtime_dir())) + other_installs():
             print(f"note  {line}")
     try:
         real = find_claude(cfg.claude_path())

@@ -3,7 +3,8 @@
 Each home of a user has its own runtime dir (``/tmp/claudeguard-<uid>`` for the user's own home,
 ``/tmp/claudeguard-<uid>-<key>`` for another), and within a runtime dir shared on purpose each
 home has its own service slot. Neither answers, stops or takes over the other's sessions; doctor
-names the others that are in use, so that a request missing from ``pending`` can be found.
+names the others that are in use, so that a request missing from ``pending`` can be found,
+and the retired service of another install of this home that still serves its sessions.
 """
 
 from __future__ import annotations
@@ -69,3 +70,12 @@ def other_homes(root: str) -> list[str]:
                          f"pid {record['pid']}): it serves that home's sessions with that home's config and desk; "
                          f"the channel is shared")
     return lines
+
+
+def other_installs() -> list[str]:
+    """One line for each retired service of this slot still alive: another install (another code
+    version) in this home whose launcher's service this one's took over. It serves its sessions,
+    and the desk it had, until they end."""
+    return [f"a guard service of another install (version {r['version']}) still serves the sessions it had "
+            f"here until they end: pid {r['pid']}; new sessions and `claudeguardctl desk` are this install's "
+            f"service's" for r in files.read_retired(files.service_dir())]

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         home: str  # the home it serves (home.home_of: its HOME's real path); doctor names another home's
 
 RECORD = "service.json"
+RETIRED_PREFIX = "retired-"  # retired-<pid>.json: a retired service still serving (retired_path)
 CONTROL = "control.sock"
 START_LOCK = "start.lock"
 RUN_LOCK = "run.lock"
@@ -109,7 +110,30 @@ def fingerprint(root: str | None = None) -> str:
 
 def read_record(directory: str) -> ServiceRecord | None:
     """The live service's record, or None (missing, unreadable, not a record, or stale)."""
-    record = read_json(os.path.join(directory, RECORD))
+    return _live_record(os.path.join(directory, RECORD))
+
+
+def retired_path(directory: str, pid: int) -> str:
+    """Where a retired service (one that gave its slot to another install's) says it still
+    serves its sessions: written at retirement, removed at its exit."""
+    return os.path.join(directory, f"{RETIRED_PREFIX}{pid}.json")
+
+
+def write_retired(directory: str, record: ServiceRecord) -> None:
+    write_atomic(retired_path(directory, record["pid"]), json.dumps(record))
+
+
+def read_retired(directory: str) -> list[ServiceRecord]:
+    """The records of this slot's retired services still alive (stale ones are ignored)."""
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.startswith(RETIRED_PREFIX) and n.endswith(".json"))
+    except OSError:
+        return []
+    return [r for r in (_live_record(os.path.join(directory, n)) for n in names) if r is not None]
+
+
+def _live_record(path: str) -> ServiceRecord | None:
+    record = read_json(path)
     if record is None:
         return None
     pid, start, version, port, started = (record.get(k) for k in ("pid", "start", "version", "port", "started"))

@@ -542,6 +542,10 @@ class Service:
                 return
             self.retired = True
             self._release_slot()
+            try:  # for doctor: another install's service still serves sessions here
+                files.write_retired(self.directory, self._record())
+            except OSError:
+                pass
         self._stop_planner()  # the successor starts its own; sessions here need none
         self._stop_fleet()  # the successor's link speaks for this machine (one link per machine)
         # The desk stays: a page open on it, or a URL printed for a session here, keeps working
@@ -706,6 +710,11 @@ class Service:
             for keeper in keepers:
                 keeper.stop.set()  # the session lives on: the next service adopts it
             self._release_slot()
+            if self.retired:
+                try:
+                    os.unlink(files.retired_path(self.directory, os.getpid()))
+                except OSError:
+                    pass
             self._stop_planner()
             self._stop_fleet()
             self.desk.stop()
