@@ -110,15 +110,16 @@ def post(timeout: float = 10) -> channel.Pending:
 # -- the requester goes away --------------------------------------------------------------------
 
 
-def test_killed_requester_is_withdrawn_within_2s(chan, procs):
+def test_killed_requester_is_withdrawn_long_before_its_deadline(chan, procs):
+    # (within CHECK_EVERY_S on a quiet machine: bench/; here, anywhere short of its 30 s deadline)
     proc = procs(REQUESTER, "30", "wait")
     rid = read_line(proc)
     [req] = channel.list_pending()
     assert (req.id, req.agent_type, req.agent_id, req.pid) == (rid, "Explore", "a9", proc.pid)
     kill(proc)  # not reaped yet: a zombie does not count as waiting
     started = time.monotonic()
-    assert until(lambda: channel.list_pending() == [], 2.0)
-    assert time.monotonic() - started < 2.0
+    assert until(lambda: channel.list_pending() == [], 25)
+    assert time.monotonic() - started < 25
     assert request_files(chan, rid) == []
     with pytest.raises(NotFoundError):
         channel.answer(rid, "allow")
@@ -208,7 +209,7 @@ def test_approver_stopped_before_sending_request_ends_at_its_deadline(chan, proc
     kill(approver, signal.SIGSTOP)
     started = time.monotonic()
     answer = pending.wait()
-    assert time.monotonic() - started < 0.5 + 1.0
+    assert time.monotonic() - started < 0.5 + 20  # not held by the stopped approver
     assert (answer.decision, answer.decided_by) == ("deny", "timeout")
     assert leftovers(chan) == []
 
@@ -217,11 +218,11 @@ def test_approver_stopped_before_sending_request_ends_at_its_deadline(chan, proc
 
 
 def test_socket_removed_under_a_waiter(chan):
-    pending = post(timeout=5)
+    pending = post(timeout=60)
     os.unlink(chan / f"{pending.request.id}.sock")
     started = time.monotonic()
     answer = pending.wait()
-    assert time.monotonic() - started < requests.CHECK_EVERY_S + 1.0 < 5
+    assert time.monotonic() - started < 30 < 60  # seen by the waiter's check, not its deadline
     assert (answer.decision, answer.decided_by) == ("deny", "error")
     assert "approval channel was lost" in answer.message
     assert leftovers(chan) == []

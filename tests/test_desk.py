@@ -352,7 +352,7 @@ def test_a_fifo_or_device_named_by_the_agent_is_not_read(tmp_path):
     os.mkfifo(fifo)
     started = time.monotonic()
     view = edit_view("Edit", {"file_path": str(fifo), "old_string": "x", "new_string": "y"}, "/")
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 30  # not blocked opening it (a FIFO's open waits for a writer)
     assert any("not a regular file" in n for n in view["notes"])
     dev = edit_view("Write", {"file_path": "/dev/zero", "content": "x"}, "/")
     assert any("not a regular file" in n for n in dev["notes"])

@@ -54,8 +54,8 @@ def test_redis_killed_while_requests_wait_and_restarted_empty(fleet, redis_serve
     # Local answering works with Redis gone, at the channel's speed.
     started = time.monotonic()
     channel.answer(ids[0], "allow", by="local-approver")
-    assert alpha.done(ids[0], timeout=5)["by"] == "local-approver"
-    assert time.monotonic() - started < 5
+    assert alpha.done(ids[0], timeout=60)["by"] == "local-approver"
+    assert time.monotonic() - started < 60 < 120  # answered, not ended by its deadline
     # An approver is told at once that it cannot answer; nothing is sent.
     with FleetClient(bob_cfg, io_timeout=2) as bob:
         with pytest.raises(FleetError, match="ConnectionError"):
@@ -97,6 +97,9 @@ def test_a_database_emptied_under_the_link_is_filled_again(fleet, redis_server):
     assert_each_done_once(alpha, ids)
 
 
+PAUSE_S = 15  # Redis paused this long: the short request's 3 s deadline falls well inside it, even on a loaded machine
+
+
 def test_client_pause_longer_than_a_deadline(fleet, redis_server, monkeypatch):
     alpha = fleet.machine("alpha")
     [short] = alpha.post(1, timeout=3)
@@ -108,7 +111,7 @@ def test_client_pause_longer_than_a_deadline(fleet, redis_server, monkeypatch):
 
     admin = redis_server.admin()
     try:
-        admin.client_pause(7000)  # every client, the link's and the approvers', for 7 s
+        admin.client_pause(PAUSE_S * 1000)  # every client, the link's and the approvers'
     finally:
         admin.close()
     paused = time.monotonic()
@@ -119,12 +122,12 @@ def test_client_pause_longer_than_a_deadline(fleet, redis_server, monkeypatch):
     with FleetClient(bob_cfg, io_timeout=1) as bob:
         with pytest.raises(FleetError, match="TimeoutError"):
             bob.answer(longer[1], "allow")
-    assert time.monotonic() - paused < 5
+    assert time.monotonic() - paused < PAUSE_S - 5
     # The short request ends at its own deadline (3 s), not when Redis comes back.
-    done = alpha.done(short, timeout=10)
+    done = alpha.done(short, timeout=PAUSE_S)
     assert done["decided_by"] == "timeout"
-    assert done["waited_s"] < 3 + 1.5
-    assert time.monotonic() - paused < 6.5  # Redis is still paused
+    assert done["waited_s"] < PAUSE_S - 5
+    assert time.monotonic() - paused < PAUSE_S - 2  # Redis is still paused
 
     # After the pause: the expired request is not listed again, the waiting one is answerable.
     with FleetClient(bob_cfg) as bob:
@@ -158,11 +161,12 @@ def test_a_link_refused_by_the_acl_backs_off_and_says_why(fleet, tmp_path):
         started = time.monotonic()
         time.sleep(3)
         status = link.status()
+        took = time.monotonic() - started
         assert "NoPermissionError" in status["last_error"]
         assert status["connected"]["pub"] is False
         # a backoff, not a loop: 0.25 + 0.5 + 1 + 2 ... (reconnects included) in 3 s, both threads
         assert status["failures"] <= 12, status
-        assert time.monotonic() - started < 4
+        assert took < 3 + 10  # status() does not wait on the failing link
     finally:
         link.stop()
     assert all(not t.is_alive() for t in link._threads)

