@@ -111,7 +111,7 @@ def post(timeout: float = 10) -> channel.Pending:
 
 
 def test_killed_requester_is_withdrawn_long_before_its_deadline(chan, procs):
-    # (within CHECK_EVERY_S on a quiet machine: bench/; here, anywhere short of its 30 s deadline)
+    # (within CHECK_EVERY_S on a quiet machine; here, anywhere well short of its 30 s deadline)
     proc = procs(REQUESTER, "30", "wait")
     rid = read_line(proc)
     [req] = channel.list_pending()

@@ -62,7 +62,7 @@ def _held() -> list:
 
 def _dialog_soon_after_the_call(s: Session, text: str) -> None:
     """The dialog appears at the call (the PreToolUse hook's tool-start event), not held for
-    anything first: within 2 s on a quiet machine (bench/), 10 s here for a loaded one."""
+    anything first: within about 2 s on a quiet machine; 10 s here leaves a loaded one its margin."""
     expect_text(s.child, DIALOG, 30)
     seen = time.time()
     starts = [e for e in s.events("tool-start") if e["tool"] == "Bash"]
