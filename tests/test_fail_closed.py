@@ -154,6 +154,7 @@ def test_accept_edits_allows_what_the_cli_would_inside_the_working_dirs(tmp_path
 
 
 def test_the_hook_allows_what_the_mode_allows_after_the_agents_own_policy(tmp_path, monkeypatch):
+    from claudeguard.gate.call import Asking, Call
     from claudeguard.gate.decide import decide_call
 
     work = tmp_path / "work"
@@ -167,8 +168,8 @@ def test_the_hook_allows_what_the_mode_allows_after_the_agents_own_policy(tmp_pa
     session = Session("s", None, snapshot)  # type: ignore[arg-type]  # a hand-made snapshot
 
     def call(tool, tool_input, agent_type):
-        return decide_call(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=None,
-                           cwd=str(work), via="hook", undecided="leave", permission_mode="default")
+        return decide_call(session, Call(tool, tool_input, agent_type, None, str(work), None, "default"),
+                           Asking("hook", "leave"))
 
     assert call("Write", {"file_path": str(work / "a.txt")}, None).decision == "allow"
     assert call("Write", {"file_path": str(work / "a.txt")}, "general-purpose").decision == "allow"

@@ -171,20 +171,20 @@ def test_an_answer_is_reused_once_by_the_second_asker_of_the_same_call(tmp_path)
 def test_the_gate_names_what_the_cli_decides_leave_and_what_the_keyboard_decided_keyboard(tmp_path, monkeypatch):
     """The gate's two silences have their own words, are not audited and post nothing; a policy
     "none" under undecided="deny" is an audited deny by default."""
+    from claudeguard.gate.call import Asking, Call
     from claudeguard.gate.decide import decide_call
     from claudeguard.gate.session import Session
 
     monkeypatch.setenv("CLAUDEGUARD_LOG_DIR", str(tmp_path / "log"))
     monkeypatch.setenv("CLAUDEGUARD_RUNTIME_DIR", str(tmp_path / "rt"))
     session = Session("s", str(tmp_path), {"policy": {"permissions": {"deny": ["Bash(rm *)"]}}})
-    call = dict(tool="Bash", tool_input={"command": "ls"}, agent_type=None, agent_id=None,
-                cwd=str(tmp_path), via="hook")
-    left = decide_call(session, undecided="leave", **call)
+    call = Call("Bash", {"command": "ls"}, None, None, str(tmp_path))
+    left = decide_call(session, call, Asking("hook", "leave"))
     assert (left.decision, left.decided_by, left.request_id) == ("leave", "default", None)
-    keyboard = decide_call(session, undecided="ask", delay_s=5.0, still_wanted=lambda: False, **call)
+    keyboard = decide_call(session, call, Asking("hook", "ask", delay_s=5.0, still_wanted=lambda: False))
     assert (keyboard.decision, keyboard.decided_by, keyboard.request_id) == ("keyboard", "keyboard", None)
     assert not (tmp_path / "log").exists() and not (tmp_path / "rt").exists()  # nothing logged, nothing posted
-    denied = decide_call(session, undecided="deny", **call)
+    denied = decide_call(session, call, Asking("hook", "deny"))
     assert (denied.decision, denied.decided_by) == ("deny", "default")
     [line] = (tmp_path / "log" / "audit.jsonl").read_text().splitlines()
     assert (json.loads(line)["decision"], json.loads(line)["decided_by"]) == ("deny", "default")

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
     from claudeguard.channel.model import Answer
     from claudeguard.channel.requests import Pending
-    from claudeguard.decision import Permission, Scope, Undecided
+    from claudeguard.decision import Permission, Scope
+    from claudeguard.gate.call import Asking, Call
     from claudeguard.policy.decide import SourcedRule
 
 # Tools the CLI runs without asking in every mode (the reading ones: inside the working folder).
@@ -163,90 +164,75 @@ def policy_decision(session: Session, tool: str, tool_input: dict[str, Any], age
                   mode=mode)
 
 
-def decide_call(
-    session: Session,
-    *,
-    tool: str,
-    tool_input: dict[str, Any],
-    agent_type: str | None,
-    agent_id: str | None,
-    cwd: str,
-    via: str,
-    undecided: Undecided,  # what the policy's "none" becomes
-    tool_use_id: str | None = None,
-    delay_s: float = 0.0,
-    still_wanted: "Callable[[], bool] | None" = None,
-    unseen_by_hook: bool = False,
-    held: bool = False,
-    permission_mode: str | None = None,
-    keyboard: bool = False,
-) -> Decision:
-    """The gate's decision: ``allow`` | ``deny``; ``prompt`` (PreToolUse answers "ask": the CLI's
-    own asker asks; for a policy ``ask`` when ``keyboard``, a session whose dialogs are routed
-    keyboard first, and for a policy "none" when ``undecided`` is "prompt"); ``leave`` (no rule
-    decides and ``undecided`` is "leave": the CLI decides without asking) or ``keyboard``
-    (answered at the keyboard first, or the caller went away). ``delay_s``: an interactive
-    dialog's head start for the person at the keyboard before the request is posted;
-    ``still_wanted``: checked while waiting (a caller gone: the request is withdrawn); ``held``:
-    the request stands for a dialog on a pty session's screen, whose router owns it: posted held,
-    released by the router when the keyboard's head start is over, dropped when the dialog was
-    answered at the keyboard (``keyboard``: audited from the router's word, keyboard_audit);
-    ``permission_mode``: the CLI's mode as the hook event names it (acceptEdits lets a Bash
-    command write inside the project)."""
+def decide_call(session: Session, call: Call, asking: Asking) -> Decision:
+    """Who answers ``call``, and with what: the policy and the session's grants first (with the
+    mode the agent asked for), then, for a call that needs a human, ``asking`` says who asks.
+
+    The answer is ``allow`` | ``deny``; ``prompt`` (PreToolUse answers "ask": the CLI's own asker
+    asks; for a policy ``ask`` when ``asking.keyboard``, a session whose dialogs are routed
+    keyboard first, and for a policy "none" when ``asking.undecided`` is "prompt"); ``leave`` (no
+    rule decides and ``undecided`` is "leave": the CLI decides without asking) or ``keyboard``
+    (answered at the keyboard first, or the caller went away). Every allow and deny is audited
+    here, once; ``prompt``, ``leave`` and ``keyboard`` are not (whoever asks audits)."""
     started = time.monotonic()
-    from claudeguard.gate.modes import effective_mode, mode_allows
-
-    # The CLI runs in a mode that allows no more than `default` (plan/argv.py): what the asked-for
-    # mode allows, for this agent, the guard allows here, after the agent's own policy.
-    mode = effective_mode(session, permission_mode, agent_type)
-    decision = policy_decision(session, tool, tool_input, agent_type, cwd, mode)
-    if decision.decision == "none":
-        decision = mode_allows(session, tool, tool_input, mode, cwd) or decision
-    if tool == "Bash":
-        from claudeguard.gate.box import leaving
-
-        decision = leaving(session, tool, tool_input, decision)  # leaving the sandbox: asked at least
-    if decision.decision == "allow" and unseen_by_hook:
+    decision = _rules_decision(session, call)
+    if decision.decision == "allow" and asking.unseen_by_hook:
         # The hook never saw this call (the service was unreachable): which agent asks is
         # unknown, and an agent's own rules may forbid what the main agent may do, so a human
         # decides (the timeout's default applies if nobody does).
-        verdict = ask_human(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
-                            cwd=cwd, via=via, rule=decision.rule, source=decision.source, tool_use_id=tool_use_id,
-                            still_wanted=still_wanted)
+        verdict = ask_human(session, call, asking, decision.rule, decision.source)
         if verdict.decision == "keyboard":
             return verdict
     elif decision.decision in PERMISSIONS:
         verdict = Decision(decision.decision, decision.reason, rule=decision.rule, source=decision.source)
-    elif (decision.decision == "ask" and keyboard) or (decision.decision == "none" and undecided == "prompt"):
+    elif (decision.decision == "ask" and asking.keyboard) or (decision.decision == "none"
+                                                              and asking.undecided == "prompt"):
         # Nothing posted, nothing audited here: whoever the CLI asks (its dialog, whose
         # PermissionRequest hook posts the request held for the keyboard's head start; its
         # prompt tool) posts and audits the one request this call makes.
-        return Decision("prompt", prompt_reason(session, tool, decision.rule, decision.source),
+        return Decision("prompt", prompt_reason(session, call.tool, decision.rule, decision.source),
                         rule=decision.rule, source=decision.source, decided_by="default")
-    elif decision.decision == "none" and undecided == "leave":
+    elif decision.decision == "none" and asking.undecided == "leave":
         return Decision("leave", "no rule decides; left to Claude Code", decided_by="default")
-    elif decision.decision == "none" and undecided == "deny":
-        verdict = Decision("deny", f"claudeguard: {tool} needs approval and subagents.background = \"deny\"",
+    elif decision.decision == "none" and asking.undecided == "deny":
+        verdict = Decision("deny", f"claudeguard: {call.tool} needs approval and subagents.background = \"deny\"",
                            decided_by="default")
     else:
-        if delay_s > 0 and not _head_start(delay_s, still_wanted):
+        if asking.delay_s > 0 and not _head_start(asking.delay_s, asking.still_wanted):
             return Decision("keyboard", "answered at the keyboard", decided_by="keyboard")
-        verdict = ask_human(session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
-                            cwd=cwd, via=via, rule=decision.rule, source=decision.source, tool_use_id=tool_use_id,
-                            still_wanted=still_wanted, held=held)
+        verdict = ask_human(session, call, asking, decision.rule, decision.source)
         if verdict.decision == "keyboard":
-            if held and verdict.request_id:
+            if asking.held and verdict.request_id:
                 verdict.waited_s = round(time.monotonic() - started, 3)
-                ask_rule = (decision.rule, decision.source) if decision.decision == "ask" else None
-                keyboard_audit(session, verdict, tool=tool, tool_input=tool_input, agent_type=agent_type,
-                               agent_id=agent_id, via=via, cwd=cwd, ask_rule=ask_rule)
+                keyboard_audit(session, verdict, call, asking.via, _ask_rule(decision))
             return verdict
     verdict.waited_s = round(time.monotonic() - started, 3)
-    ask_rule = (decision.rule, decision.source) if decision.decision == "ask" else None
-    audit(session, verdict, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
-          via=via, cwd=cwd,
-          ask_rule=ask_rule)
+    audit(session, verdict, tool=call.tool, tool_input=call.input, agent_type=call.agent_type,
+          agent_id=call.agent_id, via=asking.via, cwd=call.cwd, ask_rule=_ask_rule(decision))
     return verdict
+
+
+def _rules_decision(session: Session, call: Call) -> Decision:
+    """What the rules say of ``call``: the session's grants and policy, then the mode the agent
+    asked for, then the box (a Bash command leaving the sandbox is asked about at least)."""
+    from claudeguard.gate.modes import effective_mode, mode_allows
+
+    # The CLI runs in a mode that allows no more than `default` (plan/argv.py): what the asked-for
+    # mode allows, for this agent, the guard allows here, after the agent's own policy.
+    mode = effective_mode(session, call.permission_mode, call.agent_type)
+    decision = policy_decision(session, call.tool, call.input, call.agent_type, call.cwd, mode)
+    if decision.decision == "none":
+        decision = mode_allows(session, call.tool, call.input, mode, call.cwd) or decision
+    if call.tool == "Bash":
+        from claudeguard.gate.box import leaving
+
+        decision = leaving(session, call.tool, call.input, decision)  # leaving the sandbox: asked at least
+    return decision
+
+
+def _ask_rule(decision: Decision) -> tuple[str | None, str | None] | None:
+    """The ask rule that sent a call to a human, for its audit row (an allow rule never overrides it)."""
+    return (decision.rule, decision.source) if decision.decision == "ask" else None
 
 
 # How often a waiting request checks that its caller still wants it. Answers never wait for
@@ -266,21 +252,23 @@ def _head_start(delay_s: float, still_wanted: "Callable[[], bool] | None") -> bo
         time.sleep(min(left, SCREEN_CHECK_S))
 
 
-def ask_human(session: Session, *, tool: str, tool_input: dict[str, Any], agent_type: str | None, agent_id: str | None,
-              cwd: str, via: str, rule: str | None, source: str | None, tool_use_id: str | None,
-              still_wanted: "Callable[[], bool] | None" = None, held: bool = False) -> Decision:
+def ask_human(session: Session, call: Call, asking: Asking, rule: str | None, source: str | None) -> Decision:
+    """Post ``call`` to the approval channel and wait for a human, the deadline (its stated
+    default) or, for a held request, the keyboard; a human's answer beyond once becomes grants."""
     from claudeguard import channel
     from claudeguard.policy.decide import grant_rules_for_call, summarize_call
 
+    tool, tool_input, agent_type, cwd = call.tool, call.input, call.agent_type, call.cwd
+    held, still_wanted = asking.held, asking.still_wanted
     approval = session.approval
     timeout = float(approval.get("timeout") or APPROVAL_TIMEOUT_S)  # a snapshot written without one
     on_timeout: Permission = "allow" if approval.get("on_timeout") == "allow" else "deny"
-    extra = {"via": via, "tool_use_id": tool_use_id, "rule": rule, "rule_source": source,
+    extra = {"via": asking.via, "tool_use_id": call.tool_use_id, "rule": rule, "rule_source": source,
              "guard_pid": session.snapshot.get("pid")}
     if session.snapshot.get("cli_short_id"):  # a --bg session: the id `claude agents` shows
         extra["cli_short_id"] = session.snapshot["cli_short_id"]
     pending = channel.post(
-        session_id=session.id, agent_type=agent_type, agent_id=agent_id, tool=tool, input=tool_input,
+        session_id=session.id, agent_type=agent_type, agent_id=call.agent_id, tool=tool, input=tool_input,
         summary=summarize_call(tool, tool_input), cwd=cwd, timeout=timeout, extra=extra,
         notify=approval.get("notify") or None, held=held,
     )
@@ -454,14 +442,14 @@ def ran_while_asked(session: Session, tool: str, tool_input: dict[str, Any], age
             pass
 
 
-def keyboard_audit(session: Session, verdict: Decision, *, tool: str, tool_input: dict[str, Any],
-                   agent_type: str | None, agent_id: str | None, via: str, cwd: str,
+def keyboard_audit(session: Session, verdict: Decision, call: Call, via: str,
                    ask_rule: tuple[str | None, str | None] | None) -> None:
     """The one audit row of a call whose dialog was answered before the channel did: ``keyboard``
     only when the router read the answering keys from the person's terminal; a dialog that closed
     with no key typed there is an event, never a keyboard answer (a program that pushed input into
     the CLI's terminal, another hook, the CLI cancelling the call). A "don't ask again" option
     picked at the keyboard grants the call for the session (KEYBOARD_SESSION_CHOICE)."""
+    tool, tool_input, agent_type, agent_id, cwd = call.tool, call.input, call.agent_type, call.agent_id, call.cwd
     try:
         word = keyboard_word(session, verdict.request_id or "")
         if word is None or word.get("reason") not in ("keyboard", "no-key", "ran"):

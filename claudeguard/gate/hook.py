@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
     from claudeguard.decision import Decision, Undecided
+    from claudeguard.gate.call import Call, HookEvent, NotificationEvent, OtherEvent, SubagentEvent, ToolEvent
     from claudeguard.gate.session import Session
 
 DECISION_EVENTS = ("PreToolUse", "PermissionRequest")
@@ -46,10 +47,10 @@ def run(stdin_text: str, client_alive: "Callable[[], bool] | None" = None,
     """The hook's answer to one event. ``client_alive``: when served by the gate server, whether
     the hook process that asked is still there (a request it waits on is withdrawn otherwise);
     ``session_dir``: the session's (the hook's ``--session-dir``, or the gate server's own)."""
+    from claudeguard.gate.call import parse_event
+
     try:
-        event = json.loads(stdin_text)
-        if not isinstance(event, dict):
-            raise ValueError("not a JSON object")
+        event = parse_event(json.loads(stdin_text))
     except ValueError as exc:
         return deny_output(None, f"claudeguard: malformed hook input ({exc}); denied")
     name = event.get("hook_event_name")
@@ -74,10 +75,10 @@ def run_event(body: bytes, event_name: str, session: Session,
     """The answer to one event posted to the resident service (``claudeguard.service.http``) for
     a registered ``session``; ``event_name`` comes from the URL, so even a body that cannot be
     read is answered in the right shape (a deny for a decision event)."""
+    from claudeguard.gate.call import parse_event
+
     try:
-        event = json.loads(body)
-        if not isinstance(event, dict):
-            raise ValueError("not a JSON object")
+        event = parse_event(json.loads(body))
     except (ValueError, UnicodeDecodeError) as exc:
         return deny_output(event_name, f"claudeguard: malformed hook input ({exc}); denied")
     name = event.get("hook_event_name") or event_name
@@ -95,97 +96,137 @@ def run_event(body: bytes, event_name: str, session: Session,
         session_log.set(None)
 
 
-def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = None,
+def handle(event: HookEvent, client_alive: "Callable[[], bool] | None" = None,
            session: Session | None = None) -> dict[str, Any] | None:
-    from claudeguard.gate.session import current_session, forget_call, record_answer, record_event, remember_call
+    """One event, parsed once: a decision event's call goes to ``_pre_tool_use`` or
+    ``_permission_request``; every other event is recorded for the watchdog."""
+    from claudeguard.gate.call import call_of
+    from claudeguard.gate.session import current_session, record_event
 
     name = event.get("hook_event_name")
     cwd = event.get("cwd") or os.getcwd()
     if session is None:
         session = current_session(cwd, event.get("session_id"))
-    tool = event.get("tool_name")
-    tool_input = event.get("tool_input")
-    agent_type = event.get("agent_type")
-    agent_id = event.get("agent_id")
-    tool_use_id = event.get("tool_use_id")
-
-    if name in ("PostToolUse", "PostToolUseFailure"):
-        if session.dir is not None and tool_use_id:
-            from claudeguard.gate.freeze import resume
-
-            resume(session.dir, tool_use_id)  # the call is over: its pause ends (gate/freeze.py)
-        forget_call(session, tool_use_id)
-        record_event(session, "tool-end", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id,
-                     failed=name != "PostToolUse")
-        if session.snapshot.get("pty") and isinstance(tool, str) and isinstance(tool_input, dict):
-            from claudeguard.gate.decide import ran_while_asked
-
-            ran_while_asked(session, tool, tool_input, agent_id)
-        return None
-    if name == "UserPromptSubmit":
-        record_event(session, "prompt")
-        return None
-    if name in ("SubagentStart", "SubagentStop"):
-        record_event(session, "subagent-start" if name == "SubagentStart" else "subagent-stop", agent_id=agent_id,
-                     agent_type=agent_type)
-        return None
-    if name == "Notification":
-        record_event(session, "notification", notification_type=event.get("notification_type"),
-                     message=event.get("message"))
-        return None
     if name not in DECISION_EVENTS:
-        record_event(session, "other", hook_event_name=name)
+        recorder = _RECORDERS.get(name or "")
+        if recorder is not None:
+            recorder(session, event)
+        else:
+            record_event(session, "other", hook_event_name=name)
         return None
-    if not isinstance(tool, str) or not isinstance(tool_input, dict):
+    call = call_of(event, cwd)  # type: ignore[arg-type]  # a decision event's name says it is a ToolEvent
+    if call is None:
         return deny_output(name, "claudeguard: hook input without tool_name/tool_input; denied")
-
-    from claudeguard.decision import SILENT, Decision, permission_request_output, pre_tool_use_output
-    from claudeguard.gate.decide import answer_record, decide_call, reuse_answer
-
     if name == "PreToolUse":
-        # The transcript shows the watchdog the call's end where no PostToolUse is registered (-p).
-        record_event(session, "tool-start", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id,
-                     agent_type=agent_type, transcript=event.get("transcript_path"))
-        if session.snapshot.get("asker") != "permission-request":
-            # For our prompt tool, whose arguments name the call but not the agent. A -p run that
-            # asks through the PermissionRequest hook (whose event names the agent) never reads it.
-            remember_call(session, tool_use_id or "", {"agent_type": agent_type, "agent_id": agent_id, "tool": tool})
-        undecided: Undecided = "leave"  # what pre_tool_route says, under the pause
-        keyboard = False
+        return _pre_tool_use(session, call, event.get("transcript_path"), client_alive)
+    return _permission_request(session, call, client_alive)
 
-        def route() -> None:
-            nonlocal undecided, keyboard
-            undecided, keyboard = pre_tool_route(session, tool, tool_input, agent_type,
-                                                 event.get("permission_mode"), cwd)
 
-        verdict = held_still(session, tool, tool_input, agent_type, agent_id, cwd, event.get("permission_mode"),
-                             tool_use_id or "", lambda: undecided, route, lambda: decide_call(
-                                 session, tool=tool, tool_input=tool_input, agent_type=agent_type,
-                                 agent_id=agent_id, cwd=cwd, via="hook", undecided=undecided,
-                                 tool_use_id=tool_use_id, still_wanted=client_alive,
-                                 permission_mode=event.get("permission_mode"), keyboard=keyboard))
-        if verdict.decision == "prompt":
-            return pre_tool_use_output(verdict)  # the CLI's own asker asks (its dialog: keyboard first)
-        if verdict.decision in SILENT:
-            return None
-        if verdict.request_id:
-            # A human (or the deadline) answered this call. The CLI's own copy of the ask rule
-            # makes it ask again after an allow; that ask reuses this answer (ask once).
-            record_answer(session, tool_use_id, {"agent_type": agent_type, "agent_id": agent_id, "tool": tool},
-                          answer_record(verdict, tool_input))
-        if verdict.decision == "deny":
-            # no PostToolUse follows a denied call: tell the watchdog it is not in flight
-            forget_call(session, tool_use_id)
-            record_event(session, "tool-end", tool=tool, tool_use_id=tool_use_id, agent_id=agent_id, failed=True)
-        from claudeguard.gate.box import allowed_input
+def _tool_end(session: Session, event: ToolEvent) -> None:
+    """PostToolUse and PostToolUseFailure: the call is over (its pause ends, the watchdog is told);
+    in a pty session, a call that ran while its dialog's request was open is found."""
+    from claudeguard.gate.call import call_of
+    from claudeguard.gate.session import forget_call, record_event
 
-        return pre_tool_use_output(verdict, allowed_input(session, tool, tool_input, verdict))
+    tool_use_id, agent_id = event.get("tool_use_id"), event.get("agent_id")
+    if session.dir is not None and tool_use_id:
+        from claudeguard.gate.freeze import resume
 
+        resume(session.dir, tool_use_id)  # the call is over: its pause ends (gate/freeze.py)
+    forget_call(session, tool_use_id)
+    record_event(session, "tool-end", tool=event.get("tool_name"), tool_use_id=tool_use_id,
+                 agent_id=agent_id, failed=event.get("hook_event_name") != "PostToolUse")
+    call = call_of(event, "")
+    if session.snapshot.get("pty") and call is not None:
+        from claudeguard.gate.decide import ran_while_asked
+
+        ran_while_asked(session, call.tool, call.input, call.agent_id)
+
+
+def _prompt(session: Session, event: OtherEvent) -> None:
+    from claudeguard.gate.session import record_event
+
+    record_event(session, "prompt")
+
+
+def _subagent(session: Session, event: SubagentEvent) -> None:
+    from claudeguard.gate.session import record_event
+
+    started = event.get("hook_event_name") == "SubagentStart"
+    record_event(session, "subagent-start" if started else "subagent-stop",
+                 agent_id=event.get("agent_id"), agent_type=event.get("agent_type"))
+
+
+def _notification(session: Session, event: NotificationEvent) -> None:
+    from claudeguard.gate.session import record_event
+
+    record_event(session, "notification", notification_type=event.get("notification_type"),
+                 message=event.get("message"))
+
+
+# The events the guard only records, for the watchdog (each by its own function, which takes the
+# event's own TypedDict: the name it is listed under says which).
+_RECORDERS: dict[str, Callable[[Session, Any], None]] = {
+    "PostToolUse": _tool_end, "PostToolUseFailure": _tool_end, "UserPromptSubmit": _prompt,
+    "SubagentStart": _subagent, "SubagentStop": _subagent, "Notification": _notification,
+}
+
+
+def _pre_tool_use(session: Session, call: Call, transcript: object,
+                  client_alive: "Callable[[], bool] | None") -> dict[str, Any] | None:
+    """PreToolUse: the policy's allow and deny at once; a call that needs a human is answered
+    explicitly (``pre_tool_route``: the CLI's asker, or the channel from here); silence only
+    where the CLI decides without asking."""
+    from claudeguard.decision import SILENT, pre_tool_use_output
+    from claudeguard.gate.box import allowed_input
+    from claudeguard.gate.call import Asking
+    from claudeguard.gate.decide import answer_record, decide_call
+    from claudeguard.gate.session import forget_call, record_answer, record_event, remember_call
+
+    # The transcript shows the watchdog the call's end where no PostToolUse is registered (-p).
+    record_event(session, "tool-start", tool=call.tool, tool_use_id=call.tool_use_id, agent_id=call.agent_id,
+                 agent_type=call.agent_type, transcript=transcript)
+    if session.snapshot.get("asker") != "permission-request":
+        # For our prompt tool, whose arguments name the call but not the agent. A -p run that
+        # asks through the PermissionRequest hook (whose event names the agent) never reads it.
+        remember_call(session, call.tool_use_id or "", call.who)
+    routed: list[Asking] = []  # what pre_tool_route says, under the pause
+
+    def route() -> None:
+        undecided, keyboard = pre_tool_route(session, call)
+        routed.append(Asking("hook", undecided, keyboard=keyboard, still_wanted=client_alive))
+
+    verdict = held_still(session, call, call.tool_use_id or "", lambda: routed[0].undecided if routed else "leave",
+                         route, lambda: decide_call(session, call, routed[0]))
+    if verdict.decision == "prompt":
+        return pre_tool_use_output(verdict)  # the CLI's own asker asks (its dialog: keyboard first)
+    if verdict.decision in SILENT:
+        return None
+    if verdict.request_id:
+        # A human (or the deadline) answered this call. The CLI's own copy of the ask rule
+        # makes it ask again after an allow; that ask reuses this answer (ask once).
+        record_answer(session, call.tool_use_id, call.who, answer_record(verdict, call.input))
+    if verdict.decision == "deny":
+        # no PostToolUse follows a denied call: tell the watchdog it is not in flight
+        forget_call(session, call.tool_use_id)
+        record_event(session, "tool-end", tool=call.tool, tool_use_id=call.tool_use_id, agent_id=call.agent_id,
+                     failed=True)
+    return pre_tool_use_output(verdict, allowed_input(session, call.tool, call.input, verdict))
+
+
+def _permission_request(session: Session, call: Call,
+                        client_alive: "Callable[[], bool] | None") -> dict[str, Any] | None:
+    """PermissionRequest: the CLI is about to show (or shows) its dialog, or, in a -p run on
+    2.1.330, asks whoever answers its prompts."""
+    from claudeguard.decision import Decision, permission_request_output
+    from claudeguard.gate.box import allowed_input
+    from claudeguard.gate.call import Asking
+    from claudeguard.gate.decide import decide_call, reuse_answer
     from claudeguard.gate.proof import NO_SIGN, end_session, lifeless
 
     if lifeless(session):  # a PermissionRequest before any PreToolUse: the hooks are not all there
         assert session.dir is not None
-        why = NO_SIGN.format(what=f"a {tool} call")
+        why = NO_SIGN.format(what=f"a {call.tool} call")
         end_session(session.dir, why)
         return permission_request_output(Decision("deny", why, decided_by="default"))
     if session.snapshot.get("host"):
@@ -193,95 +234,82 @@ def handle(event: dict[str, Any], client_alive: "Callable[[], bool] | None" = No
         # channel (shim/host_prompt.py): both CLIs fire this hook beside the host's can_use_tool,
         # and an answer here would end the host's prompt before the person saw it.
         return None
-    # PermissionRequest: the CLI is about to show (or shows) its dialog, or, in a -p run on
-    # 2.1.330, asks whoever answers its prompts. In -p it is ours to answer only when no
-    # permission-prompt tool was given and the launcher made it the asker (snapshot "asker"):
-    # beside a prompt tool (ours, or the caller's, e.g. the Agent SDK's) 2.1.330 fires it in
-    # parallel, and the prompt tool owns that decision, so the hook stays out of the race.
+    key = "request-" + (call.tool_use_id or "")
     if session.snapshot.get("print_mode"):
+        # In -p it is ours to answer only when no permission-prompt tool was given and the
+        # launcher made it the asker (snapshot "asker"): beside a prompt tool (ours, or the
+        # caller's, e.g. the Agent SDK's) 2.1.330 fires it in parallel, and the prompt tool owns
+        # that decision, so the hook stays out of the race.
         if session.snapshot.get("asker") != "permission-request":
             return None
         # As the prompt tool decides (mcp_server.decide_prompt): an answer the PreToolUse hook
         # got for this call (same agent and input: the event has no tool_use_id), else policy,
         # grants, then a human. No dialog is on any screen: no head start, nothing held.
-        verdict = reuse_answer(session, tool, tool_input, agent_id, None) or held_still(
-            session, tool, tool_input, agent_type, agent_id, cwd, event.get("permission_mode"),
-            "request-" + (tool_use_id or ""), lambda: "ask", lambda: None, lambda: decide_call(
-                session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id, cwd=cwd,
-                via="permission-request", undecided="ask", still_wanted=client_alive,
-                permission_mode=event.get("permission_mode")))
+        asking = Asking("permission-request", "ask", still_wanted=client_alive)
+        verdict = reuse_answer(session, call.tool, call.input, call.agent_id, None) or held_still(
+            session, call, key, lambda: "ask", lambda: None, lambda: decide_call(session, call, asking))
         # An allow without updatedInput: 2.1.330 -p denies an allow that carries updatedInput
         # (even the unchanged input) when one of the CLI's own ask rules matches the call
         # (observed: "Claude requested permissions to use Bash, but you haven't granted it yet"):
         # only a Bash input the box must change (plan/sandbox.py) goes back.
-        from claudeguard.gate.box import allowed_input
-
-        return permission_request_output(verdict, allowed_input(session, tool, tool_input, verdict))
-    from claudeguard.gate.box import allowed_input
-
-    earlier = reuse_answer(session, tool, tool_input, agent_id, None)
+        return permission_request_output(verdict, allowed_input(session, call.tool, call.input, verdict))
+    earlier = reuse_answer(session, call.tool, call.input, call.agent_id, None)
     if earlier is not None:
-        return permission_request_output(earlier, allowed_input(session, tool, tool_input, earlier) or tool_input)
+        return permission_request_output(earlier, allowed_input(session, call.tool, call.input, earlier) or call.input)
     # In a pty session the dialog on the screen is the router's (the launcher's): the request is
     # posted held, the router releases it when the keyboard's head start is over and drops it
     # when the keyboard answered (shim/dialogs/handshake.py). Elsewhere the head start is a sleep.
     held = bool(session.snapshot.get("pty"))
-    delay = 0.0 if held else float(session.approval.get("idle_before_channel") or 0)
-    verdict = held_still(session, tool, tool_input, agent_type, agent_id, cwd, event.get("permission_mode"),
-                         "request-" + (tool_use_id or ""), lambda: "ask", lambda: None, lambda: decide_call(
-                             session, tool=tool, tool_input=tool_input, agent_type=agent_type, agent_id=agent_id,
-                             cwd=cwd, via="dialog", undecided="ask", tool_use_id=tool_use_id, delay_s=delay,
-                             still_wanted=client_alive, permission_mode=event.get("permission_mode"), held=held))
+    asking = Asking("dialog", "ask", held=held, still_wanted=client_alive,
+                    delay_s=0.0 if held else float(session.approval.get("idle_before_channel") or 0))
+    verdict = held_still(session, call, key, lambda: "ask", lambda: None, lambda: decide_call(session, call, asking))
     # None for "keyboard": the person at the keyboard answered; the CLI has moved on
-    return permission_request_output(verdict, allowed_input(session, tool, tool_input, verdict) or tool_input)
+    return permission_request_output(verdict, allowed_input(session, call.tool, call.input, verdict) or call.input)
 
 
-def held_still(session: Session, tool: str, tool_input: dict[str, Any], agent_type: str | None,
-               agent_id: str | None, cwd: str, permission_mode: str | None, call: str,
-               undecided: Callable[[], str], route: Callable[[], None],
+def held_still(session: Session, call: Call, key: str, undecided: Callable[[], str], route: Callable[[], None],
                decide: Callable[[], Decision]) -> Decision:
     """``decide()`` with the session's boxes held still from the look at the call's paths to the
     CLI's use of them (gate/freeze.py): stopped before ``route()`` and the decision look at a
     path; kept stopped when the call will run at once; let go while a human decides. A call
     allowed at once only after they were let go (a path said "ask" while held, "allow" after)
-    is looked at once more, held: still allowed, or denied (its path changed under the guard)."""
+    is looked at once more, held: still allowed, or denied (its path changed under the guard).
+    ``key``: the pause's name for this call (its tool_use_id, with the asker's prefix)."""
     from claudeguard.decision import Decision
 
-    paused = pause_for(session, tool, call)  # before anything looks at a path
+    tool = call.tool
+    paused = pause_for(session, tool, key)  # before anything looks at a path
     route()
     if paused < 0:
         return Decision("deny", "claudeguard: the session's background commands could not be paused while the guard "
                                 f"checks this {tool} call's path; denied (gate/freeze.py)", decided_by="default")
-    let_go = paused > 0 and not runs_at_once(session, tool, tool_input, agent_type, cwd, permission_mode,
-                                             undecided())
+    let_go = paused > 0 and not runs_at_once(session, call, undecided())
     if let_go:
         # A human decides (or a deny): the boxes go on meanwhile; a write a human lets run is
         # not held still (README, "The sandbox").
         from claudeguard.gate.freeze import resume
 
-        resume(session.dir or "", call)
+        resume(session.dir or "", key)
         paused = 0
     verdict = decide()
     if paused and verdict.decision not in ("allow", "leave") and session.dir is not None:
         from claudeguard.gate.freeze import resume
 
-        resume(session.dir, call)  # not run now: nothing to hold still for
+        resume(session.dir, key)  # not run now: nothing to hold still for
     if let_go and verdict.decision == "allow" and verdict.decided_by != "human":
-        again = pause_for(session, tool, call)
-        if again < 0 or (again > 0 and not runs_at_once(session, tool, tool_input, agent_type, cwd, permission_mode,
-                                                         undecided())):
+        again = pause_for(session, tool, key)
+        if again < 0 or (again > 0 and not runs_at_once(session, call, undecided())):
             from claudeguard.gate.freeze import resume
 
-            resume(session.dir or "", call)
+            resume(session.dir or "", key)
             verdict = Decision("deny", f"claudeguard: a path of this {tool} call changed while the guard looked at it "
                                        f"(a command of this session's runs in the background); denied: try again",
                                decided_by="default")
-            _audit_changed(session, tool, tool_input, verdict, agent_type, agent_id)
+            _audit_changed(session, call, verdict)
     return verdict
 
 
-def _audit_changed(session: Session, tool: str, tool_input: dict[str, Any], verdict: Decision,
-                   agent_type: str | None, agent_id: str | None) -> None:
+def _audit_changed(session: Session, call: Call, verdict: Decision) -> None:
     """The audit row of a call denied because its path changed under the guard's two looks (the
     allow row decide_call wrote before stands beside it, in order)."""
     try:
@@ -289,9 +317,9 @@ def _audit_changed(session: Session, tool: str, tool_input: dict[str, Any], verd
         from claudeguard.decision import audit_row
         from claudeguard.policy.decide import summarize_call
 
-        audit_log.record(audit_row(verdict, session_id=session.id, tool=tool, agent_type=agent_type, agent_id=agent_id,
-                                   summary=summarize_call(tool, tool_input), via="hook",
-                                   input_digest=audit_log.input_digest(tool_input)))
+        audit_log.record(audit_row(verdict, session_id=session.id, tool=call.tool, agent_type=call.agent_type,
+                                   agent_id=call.agent_id, summary=summarize_call(call.tool, call.input), via="hook",
+                                   input_digest=audit_log.input_digest(call.input)))
     except Exception:  # noqa: BLE001 - the audit log never blocks a decision
         pass
 
@@ -316,22 +344,20 @@ def pause_for(session: Session, tool: str, call: str) -> int:
     return freeze.pause(session.dir, call)
 
 
-def runs_at_once(session: Session, tool: str, tool_input: dict[str, Any], agent_type: str | None, cwd: str,
-                 permission_mode: str | None, undecided: str) -> bool:
+def runs_at_once(session: Session, call: Call, undecided: str) -> bool:
     """Will this call run without waiting for a human: the policy or the mode allows it, or the
     CLI decides it alone (a read inside the folder)? Then its pause lasts until it ended."""
     from claudeguard.gate.decide import policy_decision
     from claudeguard.gate.modes import effective_mode, mode_allows
 
-    mode = effective_mode(session, permission_mode, agent_type)
-    quick = policy_decision(session, tool, tool_input, agent_type, cwd, mode)
+    mode = effective_mode(session, call.permission_mode, call.agent_type)
+    quick = policy_decision(session, call.tool, call.input, call.agent_type, call.cwd, mode)
     if quick.decision == "none":
-        quick = mode_allows(session, tool, tool_input, mode, cwd) or quick
+        quick = mode_allows(session, call.tool, call.input, mode, call.cwd) or quick
     return quick.decision == "allow" or (quick.decision == "none" and undecided == "leave")
 
 
-def pre_tool_route(session: Session, tool: str, tool_input: dict[str, Any], agent_type: str | None,
-                   permission_mode: str | None, cwd: str) -> tuple[Undecided, bool]:
+def pre_tool_route(session: Session, call: Call) -> tuple[Undecided, bool]:
     """Who asks, at PreToolUse, about a call the policy does not decide alone: (what a policy
     "none" becomes, whether a policy "ask" is answered ``prompt``). The gate answers every call
     that needs a human explicitly (docs/notes/cli-surfaces.md section 6: silence lets another
@@ -357,9 +383,9 @@ def pre_tool_route(session: Session, tool: str, tool_input: dict[str, Any], agen
     from claudeguard.gate.decide import cli_asks, keyboard_first
 
     keyboard = keyboard_first(session)
-    if not cli_asks(tool, tool_input, permission_mode, cwd):
+    if not cli_asks(call.tool, call.input, call.permission_mode, call.cwd):
         return "leave", keyboard
-    unseen = bool(agent_type) or session.snapshot.get("kind") == "background"
+    unseen = bool(call.agent_type) or session.snapshot.get("kind") == "background"
     if unseen and session.policy_spec.get("subagents", {}).get("background", "like-foreground") == "deny":
         return "deny", keyboard
     if session.snapshot.get("host"):

@@ -157,15 +157,15 @@ def decide_prompt(args: dict[str, Any], session: Session | None = None,
 
             cwd = session.snapshot.get("cwd") or os.getcwd()
             # The boxes held still from the look at the paths to the CLI's use (gate/freeze.py).
-            verdict = held_still(session, tool, tool_input, who.get("agent_type"), who.get("agent_id"), cwd, None,
-                                 "prompt-" + str(tool_use_id or ""), lambda: "ask", lambda: None, lambda: decide_call(
-                                     session, tool=tool, tool_input=tool_input, agent_type=who.get("agent_type"),
-                                     agent_id=who.get("agent_id"), cwd=cwd, via="prompt-tool", undecided="ask",
-                                     tool_use_id=tool_use_id,
-                                     # Every call passes the PreToolUse hook first, which notes it: with
-                                     # HTTP hooks, a call without that note is one the service did not
-                                     # answer (down, or restarting).
-                                     unseen_by_hook=not who and session.snapshot.get("hooks") == "http"))
+            from claudeguard.gate.call import Asking, Call
+
+            call = Call(tool, tool_input, who.get("agent_type"), who.get("agent_id"), cwd,
+                        tool_use_id if isinstance(tool_use_id, str) else None)
+            # Every call passes the PreToolUse hook first, which notes it: with HTTP hooks, a call
+            # without that note is one the service did not answer (down, or restarting).
+            asking = Asking("prompt-tool", "ask", unseen_by_hook=not who and session.snapshot.get("hooks") == "http")
+            verdict = held_still(session, call, "prompt-" + str(tool_use_id or ""), lambda: "ask", lambda: None,
+                                 lambda: decide_call(session, call, asking))
         from claudeguard.gate.box import allowed_input
 
         run_input = allowed_input(session, tool, tool_input, verdict) or tool_input

@@ -35,6 +35,7 @@ import threading
 from claudeguard.channel import audit as audit_log
 from claudeguard.decision import Decision, audit_row, failure
 from claudeguard.gate.box import allowed_input
+from claudeguard.gate.call import Asking, Call
 from claudeguard.gate.decide import decide_call, policy_decision, reuse_answer
 from claudeguard.gate.proof import NO_SIGN, end_session, lifeless
 from claudeguard.gate.session import Session, load_session, recall_call
@@ -285,12 +286,12 @@ class HostPrompts:
             end_session(session.dir, why)
             return failure(why), asked.input
         who = self._who(session, asked)
+        call = Call(asked.tool, asked.input, who.get("agent_type"), who.get("agent_id"),
+                    str(session.snapshot.get("cwd") or os.getcwd()), asked.tool_use_id)
+        asking = Asking(HOST, "ask", delay_s=float(session.approval.get("idle_before_channel") or 0),
+                        still_wanted=lambda: not asked.settled and not self.ended)
         verdict = reuse_answer(session, asked.tool, asked.input, who.get("agent_id"), asked.tool_use_id) or decide_call(
-            session, tool=asked.tool, tool_input=asked.input, agent_type=who.get("agent_type"),
-            agent_id=who.get("agent_id"), cwd=str(session.snapshot.get("cwd") or os.getcwd()), via=HOST,
-            undecided="ask", tool_use_id=asked.tool_use_id,
-            delay_s=float(session.approval.get("idle_before_channel") or 0),
-            still_wanted=lambda: not asked.settled and not self.ended)
+            session, call, asking)
         return verdict, allowed_input(session, asked.tool, asked.input, verdict) or asked.input
 
     # -- shared --------------------------------------------------------------------------------------
