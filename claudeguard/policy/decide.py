@@ -201,17 +201,17 @@ def decide(policy: Policy, tool: str, tool_input: dict[str, Any], *, agent_type:
     writes = [p for p, _ in prot.writes]
     if tool == "Bash":
         # deferred: the policy/bash package (and the parser it loads) is needed for Bash calls only
-        from claudeguard.policy.bash.judge import decide_bash
+        from claudeguard.policy.bash.judge import BashScope, decide_bash
 
-        return _with_why(decide_bash(tool_input, deny, ask, allow, read_only_type=agent_type if read_only else None,
-                                     cwd=cwd, home=home, mode=mode, protected=protected, guard_reads=reads,
-                                     guard_writes=writes), prot)
+        scope = BashScope(read_only_type=agent_type if read_only else None, cwd=cwd, home=home, mode=mode,
+                          protected=protected, guard_reads=reads, guard_writes=writes)
+        return _with_why(decide_bash(tool_input, deny, ask, allow, scope), prot)
     if is_bash_like(tool, tool_input):
         # Another tool that runs a command (Monitor): the built-in rule reads it as Bash would.
-        from claudeguard.policy.bash.judge import decide_bash
+        from claudeguard.policy.bash.judge import BashScope, decide_bash
 
-        verdict = decide_bash(tool_input, [], [], [], read_only_type=None, cwd=cwd, home=home, mode=mode,
-                              protected=protected, guard_reads=reads, guard_writes=writes)
+        verdict = decide_bash(tool_input, [], [], [], BashScope(cwd=cwd, home=home, mode=mode, protected=protected,
+                                                                guard_reads=reads, guard_writes=writes))
         if verdict.decision == "deny":
             return _with_why(verdict, prot)
     built_in = None

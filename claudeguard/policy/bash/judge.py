@@ -91,79 +91,126 @@ class _Rules:
         self.binaries = names
 
 
+class BashScope:
+    """Where a Bash call runs and what guards it besides the rules: the read-only agent type
+    making it (None: not read-only), the cwd and home its paths are read from, the CLI's mode
+    (acceptEdits lets it write inside the project), the caller's protected paths, and the
+    guard's own (``guard_reads`` read or written, ``guard_writes`` written)."""
+
+    __slots__ = ("read_only_type", "cwd", "home", "mode", "protected", "guard_reads", "guard_writes")
+
+    def __init__(self, *, cwd: str, home: str, read_only_type: str | None = None, mode: str | None = None,
+                 protected: Sequence[str] = (), guard_reads: Sequence[str] = (),
+                 guard_writes: Sequence[str] = ()) -> None:
+        self.read_only_type = read_only_type
+        self.cwd = cwd
+        self.home = home
+        self.mode = mode
+        self.protected = protected
+        self.guard_reads = guard_reads
+        self.guard_writes = guard_writes
+
+
+class _Judged:
+    """What the rules said of each part: its ``PartDecision``, whether it is allowed, and the
+    first deny and ask hit (the text it matched, the rule)."""
+
+    __slots__ = ("parts", "allowed", "deny_hit", "ask_hit")
+
+    def __init__(self) -> None:
+        self.parts: list[PartDecision] = []
+        self.allowed: list[bool] = []
+        self.deny_hit: tuple[str, Sourced] | None = None
+        self.ask_hit: tuple[str, Sourced] | None = None
+
+
 def decide_bash(tool_input: dict[str, Any], deny: Sequence[Sourced], ask: Sequence[Sourced],
-                allow: Sequence[Sourced], *, read_only_type: str | None, cwd: str, home: str,
-                mode: str | None = None, protected: Sequence[str] = (), guard_reads: Sequence[str] = (),
-                guard_writes: Sequence[str] = ()) -> Decision:
-    """The decision for one Bash call (see the module docstring)."""
+                allow: Sequence[Sourced], scope: BashScope) -> Decision:
+    """The decision for one Bash call (see the module docstring): the parts, then the raw text,
+    then what it writes and reads; a deny, else an ask, else what cannot be read, else an allow,
+    else what no rule decides."""
     command = tool_input.get("command")
     command = command if isinstance(command, str) else ""
     split = split_command(command)
-    rules = _Rules(deny, ask, allow, protected)
-    raw = normalize_space(command)
+    rules = _Rules(deny, ask, allow, scope.protected)
+    judged = _judge_invocations(split, rules, scope)
+    _judge_text(command, split, rules, judged)
+    writes = _judge_files(split, rules, scope.cwd, scope.home, scope.mode, scope.protected, scope.guard_reads,
+                          scope.guard_writes)
     shown = _one_line(command, 80)
-    parts: list[PartDecision] = []
-    allowed: list[bool] = []
+    return (_refused(split, judged, writes, scope, shown) or _unread(split, rules, judged, writes, scope, shown)
+            or _allowed(split, rules, judged, writes, shown) or _undecided(split, rules, judged, writes, scope, shown))
+
+
+def _judge_invocations(split: Any, rules: _Rules, scope: BashScope) -> _Judged:
+    """Each invocation on the deny rules (every reading, and a copied binary a rule names), then
+    the ask rules, then the allow rules."""
+    judged = _Judged()
     table = binaries(rules.binaries) if rules.binaries and _needs_table(split) else {}
 
     def spec_hits(sr: Sourced, inv: Invocation, extra: list[str]) -> bool:
         spec = sr.rule.specifier
         return spec is None or part_denied_by(spec, inv) or any(pattern_matches(spec, t) for t in extra)
 
-    deny_hit: tuple[str, Sourced] | None = None
-    ask_hit: tuple[str, Sourced] | None = None
     for inv in split.invocations:
-        extra, copied = _binary_readings(inv, cwd, home, table)
+        extra, copied = _binary_readings(inv, scope.cwd, scope.home, table)
         hit = next((sr for sr in rules.deny if spec_hits(sr, inv, extra) or _names(sr, copied)), None)
         if hit is not None:
-            parts.append(PartDecision(inv.text, "deny", hit.rule.text, hit.source))
-            deny_hit = deny_hit or (inv.text, hit)
-            allowed.append(False)
+            judged.parts.append(PartDecision(inv.text, "deny", hit.rule.text, hit.source))
+            judged.deny_hit = judged.deny_hit or (inv.text, hit)
+            judged.allowed.append(False)
             continue
         hit = next((sr for sr in rules.ask if spec_hits(sr, inv, extra) or _names(sr, copied)), None)
         if hit is not None:
-            parts.append(PartDecision(inv.text, "ask", hit.rule.text, hit.source))
-            ask_hit = ask_hit or (inv.text, hit)
-            allowed.append(False)
+            judged.parts.append(PartDecision(inv.text, "ask", hit.rule.text, hit.source))
+            judged.ask_hit = judged.ask_hit or (inv.text, hit)
+            judged.allowed.append(False)
             continue
         hit = next((sr for sr in rules.allow if sr.rule.specifier is None
                     or part_allowed_by(sr.rule.specifier, inv)), None)
         if hit is None and inv.implicit:
-            parts.append(PartDecision(inv.text, "allow", None, None))
-            allowed.append(True)
+            judged.parts.append(PartDecision(inv.text, "allow", None, None))
+            judged.allowed.append(True)
         elif hit is not None:
-            parts.append(PartDecision(inv.text, "allow", hit.rule.text, hit.source))
-            allowed.append(True)
+            judged.parts.append(PartDecision(inv.text, "allow", hit.rule.text, hit.source))
+            judged.allowed.append(True)
         else:
-            parts.append(PartDecision(inv.text, "none", None, None))
-            allowed.append(False)
+            judged.parts.append(PartDecision(inv.text, "none", None, None))
+            judged.allowed.append(False)
+    return judged
 
-    # The raw command and, when it could not be parsed, its crude pieces: deny and ask rules are
-    # never escaped by text the walk could not read.
-    texts = [raw] + (fallback_chunks(command) if not split.ok else [])
+
+def _judge_text(command: str, split: Any, rules: _Rules, judged: _Judged) -> None:
+    """The raw command and, when it could not be parsed, its crude pieces: deny and ask rules are
+    never escaped by text the walk could not read."""
+    texts = [normalize_space(command)] + (fallback_chunks(command) if not split.ok else [])
     checks: list[tuple[PolicyOutcome, list[Sourced]]] = [("deny", rules.deny), ("ask", rules.ask)]
     for kind, found in checks:
-        if deny_hit is not None or (kind == "ask" and ask_hit is not None):
+        if judged.deny_hit is not None or (kind == "ask" and judged.ask_hit is not None):
             continue
         for text in texts:
             sr = next((r for r in found if r.rule.specifier is None or pattern_matches(r.rule.specifier, text)), None)
             if sr is not None:
-                parts.append(PartDecision(text, kind, sr.rule.text, sr.source))
+                judged.parts.append(PartDecision(text, kind, sr.rule.text, sr.source))
                 if kind == "deny":
-                    deny_hit = (text, sr)
+                    judged.deny_hit = (text, sr)
                 else:
-                    ask_hit = (text, sr)
+                    judged.ask_hit = (text, sr)
                 break
 
-    writes = _judge_files(split, rules, cwd, home, mode, protected, guard_reads, guard_writes)
-    if deny_hit is not None:
-        text, sr = deny_hit
+
+def _refused(split: Any, judged: _Judged, writes: _Files, scope: BashScope, shown: str) -> Decision | None:
+    """A deny (a part, the text, a file), a read-only agent's write, or an ask; None otherwise."""
+    parts = judged.parts
+    if judged.deny_hit is not None:
+        text, sr = judged.deny_hit
         return Decision("deny", f"claudeguard: `{_one_line(text, 60)}` is denied by {_where(sr.rule.text, sr.source)}.",
                         rule=sr.rule.text, source=sr.source, parts=parts)
     if writes.deny is not None:
         what, rule, source = writes.deny
         return Decision("deny", f"claudeguard: `{shown}` {what}, denied by {_where(rule, source)}.",
                         rule=rule, source=source, parts=parts)
+    read_only_type = scope.read_only_type
     if read_only_type is not None:
         writer = next((inv for inv in split.invocations if inv.changes), None)
         if writer is not None or split.writes:
@@ -175,26 +222,39 @@ def decide_bash(tool_input: dict[str, Any], deny: Sequence[Sourced], ask: Sequen
             return Decision("deny", f"claudeguard: {read_only_type} agents are read-only and this command cannot be "
                             f"checked for writes (it {split.reason}).", rule="Bash (writes)",
                             source=READ_ONLY_SOURCE, parts=parts)
-    if ask_hit is not None:
-        text, sr = ask_hit
+    if judged.ask_hit is not None:
+        text, sr = judged.ask_hit
         return Decision("ask", f"claudeguard: `{_one_line(text, 60)}` needs a human decision by "
                         f"{_where(sr.rule.text, sr.source)}.", rule=sr.rule.text, source=sr.source, parts=parts)
     if writes.ask is not None:
         what, rule, source = writes.ask
         return Decision("ask", f"claudeguard: `{shown}` {what}, which needs a human decision by "
                         f"{_where(rule, source)}.", rule=rule, source=source, parts=parts)
+    return None
 
+
+def _unread(split: Any, rules: _Rules, judged: _Judged, writes: _Files, scope: BashScope,
+            shown: str) -> Decision | None:
+    """What cannot be read (a part, a disguised program, a write the guard cannot name): asked
+    wherever a Bash rule or a protected path exists, unless a bare allow covers it all."""
     unread = [reason for reason, index in split.unknowns
               if not (index is not None and _allowed_explicitly(split.invocations[index], rules))]
-    unread += _disguised(split, cwd, home)
+    unread += _disguised(split, scope.cwd, scope.home)
     if unread and not rules.blanket:
         reason = f"claudeguard: `{shown}` {unread[0]}; a human decides."
         if rules.any or writes.unknown_protected:
-            return Decision("ask", reason, parts=parts)
-        return Decision("none", reason, parts=parts)
+            return Decision("ask", reason, parts=judged.parts)
+        return Decision("none", reason, parts=judged.parts)
     if writes.unknown_protected:
         return Decision("ask", f"claudeguard: `{shown}` writes a file the guard cannot name; a human decides.",
-                        parts=parts)
+                        parts=judged.parts)
+    return None
+
+
+def _allowed(split: Any, rules: _Rules, judged: _Judged, writes: _Files, shown: str) -> Decision | None:
+    """A bare allow that covers the command, or every part allowed by a rule; else the empty
+    command's "none"; None otherwise."""
+    parts, allowed = judged.parts, judged.allowed
     if rules.bare_allow is not None and (rules.blanket or all(allowed)):
         sr = rules.bare_allow
         return Decision("allow", f"claudeguard: Bash allowed by {_where(sr.rule.text, sr.source)}.",
@@ -207,8 +267,15 @@ def decide_bash(tool_input: dict[str, Any], deny: Sequence[Sourced], ask: Sequen
                         rule=first.rule, source=first.source, parts=parts)
     if not split.invocations and not split.writes:
         return Decision("none", "claudeguard: the command is empty; no rule applies.", parts=parts)
+    return None
 
-    missing = [inv for inv, ok in zip(split.invocations, allowed, strict=True) if not ok]
+
+def _undecided(split: Any, rules: _Rules, judged: _Judged, writes: _Files, scope: BashScope,
+               shown: str) -> Decision:
+    """No rule decides: "none" (the CLI asks), or "ask" where the CLI's own copy of an allow
+    rule would let the command run."""
+    parts = judged.parts
+    missing = [inv for inv, ok in zip(split.invocations, judged.allowed, strict=True) if not ok]
     # Claude Code's own rules see the outer command only: where a rule matches it, or the part no
     # rule allows is run by another command, leaving it to the CLI could let it run: ask.
     # A write of a compound command (``{ ...; } > f``): the CLI may judge only what runs inside.
@@ -218,7 +285,7 @@ def decide_bash(tool_input: dict[str, Any], deny: Sequence[Sourced], ask: Sequen
     if writes.unpermitted and (claude_would_allow or not missing):
         target, owner, _ = writes.unpermitted[0]
         reason = (f"claudeguard: `{_one_line(owner, 60)}` writes {_one_line(target, 60)}, which no Edit or Write rule "
-                  f"allows{' in this mode' if mode else ''}")
+                  f"allows{' in this mode' if scope.mode else ''}")
         if claude_would_allow:
             return Decision("ask", reason + "; a human decides.", parts=parts)
         return Decision("none", reason + ".", parts=parts)
