@@ -57,13 +57,16 @@ def run() -> None:
 
 
 def _main(argv: list[str]) -> int:
-    from claudeguard.plan.discovery import RECURSION_VAR, check_recursion, exec_passthrough, find_claude, take_cli
+    """Read argv once (the guard's options, then ``_read_start``), then one route: the guard's own --help/--version, a
+    pass-through with no config file (exec'd at once), a session the service's planner
+    prepared, else the config read here and a pass-through, a dry run, a --bg dispatch or a
+    session."""
+    from claudeguard.plan.discovery import check_recursion
 
     check_recursion()
     if os.environ.get("CLAUDEGUARD_DISABLE", "") not in ("", "0"):
         return _disabled(argv)
-
-    from claudeguard.plan.claude_args import read_args
+    from claudeguard.plan.discovery import take_cli
     from claudeguard.plan.options import split_argv
 
     opts, rest = split_argv(argv)
@@ -74,6 +77,51 @@ def _main(argv: list[str]) -> int:
         from claudeguard.shim.guard_info import guard_help, guard_version
 
         return guard_help() if opts.help else guard_version(opts.cli, os.getcwd())
+    start = _read_start(opts, rest)
+    if _unconfigured_passthrough(start):
+        _exec(start.first, start)  # the fast path of `claude --version`, `claude auth status`
+    if not start.args.passthrough and _plannable(start.args, start.opts):
+        # Prepared by the service's warm planner (service/planner.py): the config, the checks,
+        # the session file and the CLI's argv, without importing and running all of that here
+        # first. None: the planner could not answer, and this process prepares it below.
+        from claudeguard.shim.planned import ask_planner
+
+        planned = ask_planner(argv, start.cwd)
+        if planned is not None:
+            return _run_session(planned.real, start.args, None, start.cwd, planned.session_id, start.end,
+                                opts=start.opts, planned=planned)
+    cfg, real = _load(start)
+    if start.args.passthrough:
+        return _passthrough(start, cfg, real)
+    session_id = os.urandom(8).hex()  # what secrets.token_hex does, without its ~8 ms of imports
+    if start.opts.dry_run:
+        return _dry_run(start, cfg, real, session_id)
+    if start.args.has("--bg"):
+        from pathlib import Path
+
+        from claudeguard.shim.background import run_background
+
+        return run_background(real, start.args, cfg, Path(start.cwd), session_id, start.end)
+    return _run_session(real, start.args, cfg, start.cwd, session_id, start.end, opts=start.opts)
+
+
+class _Start:
+    """The launcher's argv, read once: the guard's options, the CLI's argv (``rest``) as the CLI
+    found before any config reads it (``args``), that CLI (``first``; None: a config may name
+    it), the cwd, the end-of-run options, and the environment a pass-through is exec'd with."""
+
+    __slots__ = ("opts", "rest", "first", "args", "cwd", "end", "exec_env")
+
+    def __init__(self, opts: GuardOptions, rest: list[str], first: str | None, args: ClaudeArgs, cwd: str,
+                 end: EndOptions | None, exec_env: dict[str, str]) -> None:
+        self.opts, self.rest, self.first, self.args = opts, rest, first, args
+        self.cwd, self.end, self.exec_env = cwd, end, exec_env
+
+
+def _read_start(opts: GuardOptions, rest: list[str]) -> _Start:
+    from claudeguard.plan.claude_args import read_args
+    from claudeguard.plan.discovery import RECURSION_VAR, find_claude
+
     first = opts.cli or _cli_without_config(find_claude)
     # argv as the installed CLI reads it (its version's table; load_checked reads it again when
     # the config names another CLI)
@@ -87,84 +135,90 @@ def _main(argv: list[str]) -> int:
         from claudeguard.plan.report import EndOptions
 
         end = EndOptions.parse(opts, os.environ, cwd)  # a bad value stops us before anything starts
-    exec_env = dict(os.environ, **{RECURSION_VAR: str(os.getpid())})
+    return _Start(opts, rest, first, args, cwd, end, dict(os.environ, **{RECURSION_VAR: str(os.getpid())}))
 
-    # (`agents` opens agent view, guarded below; attach/respawn are refused under lockdown only)
-    if (args.passthrough and args.subcommand != "agents" and first is not None
-            and not (opts.dry_run or opts.profile or opts.config or opts.values)):
-        from claudeguard.config.find import any_config
 
-        if not any_config(cwd):
-            # The fast path of `claude --version`, `claude auth status`: no config file, so no
-            # lockdown and no allow_unguarded; only what runs unguarded is refused.
-            from claudeguard.plan.claude_args import check_command
+def _unconfigured_passthrough(start: _Start) -> bool:
+    """A pass-through (not `agents`, which opens agent view, guarded) of a CLI found without a
+    config, with no guard option and no config file: no lockdown and no allow_unguarded apply,
+    so only what runs unguarded is refused (``check_command``, raising) and it is exec'd."""
+    opts = start.opts
+    if (not start.args.passthrough or start.args.subcommand == "agents" or start.first is None
+            or opts.dry_run or opts.profile or opts.config or opts.values):
+        return False
+    from claudeguard.config.find import any_config
 
-            check_command(args, None)
-            exec_passthrough([first, *rest], exec_env)
+    if any_config(start.cwd):
+        return False
+    from claudeguard.plan.claude_args import check_command
 
-    if not args.passthrough and _plannable(args, opts):
-        # Prepared by the service's warm planner (service/planner.py): the config, the checks,
-        # the session file and the CLI's argv, without importing and running all of that here
-        # first. None: the planner could not answer, and this process prepares it below.
-        from claudeguard.shim.planned import ask_planner
+    check_command(start.args, None)
+    return True
 
-        planned = ask_planner(argv, cwd)
-        if planned is not None:
-            return _run_session(planned.real, args, None, cwd, planned.session_id, end, opts=opts, planned=planned)
 
+def _exec(real: str | None, start: _Start) -> None:
+    """Become the CLI with the argv untouched (an exec: never returns; a GuardError if it cannot)."""
+    from claudeguard.plan.discovery import exec_passthrough
+
+    assert real is not None
+    exec_passthrough([real, *start.rest], start.exec_env)
+
+
+def _load(start: _Start) -> tuple[Config, str]:
+    """The config and the real CLI, checked (``plan.session.load_checked``). A broken config
+    stops everything that may run a tool (lockdown or not: fail closed); `--version` and
+    `--help` run nothing, so they pass through to the CLI with one line saying why."""
     from claudeguard.plan.session import load_checked
 
+    args = start.args
     try:
-        cfg, real = load_checked(opts, args, cwd)
+        return load_checked(start.opts, args, start.cwd)
     except ConfigError as exc:
-        if not (args.prints_only and first is not None and not opts.dry_run):
-            raise  # anything that may run a tool stops here, lockdown or not (fail closed)
-        # `claude --version` and `--help` run nothing: the CLI answers them, and one line says
-        # why the guard could not read its config.
+        if not (args.prints_only and start.first is not None and not start.opts.dry_run):
+            raise
         errors = str(exc).splitlines()
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         asked = "--help" if args.help else "--version"
         print(f"claudeguard: config error: {errors[0]}{more}; {asked} passed through to the real CLI "
               f"(claudeguardctl config show lists every error)", file=sys.stderr, flush=True)
-        exec_passthrough([first, *rest], exec_env)
-        return 0  # not reached: exec_passthrough became the CLI, or raised
-    if args.passthrough:
-        from claudeguard.plan.argv import check_lockdown
-        from claudeguard.plan.claude_args import check_command
-        from claudeguard.shim.session_commands import check_subcommand_lockdown
+        _exec(start.first, start)
+        raise  # not reached: exec_passthrough became the CLI, or raised
 
-        check_lockdown(args, cfg)
-        check_command(args, cfg)
-        check_subcommand_lockdown(args, cfg)
-        from claudeguard.shim.agent_view import opens_agent_view
 
-        if opens_agent_view(args):  # its dispatched sessions are guarded through the service
-            from pathlib import Path
+def _passthrough(start: _Start, cfg: Config, real: str) -> int:
+    """A CLI sub-command or flag that runs no session: lockdown's and the command's checks, then
+    agent view (guarded through the service), the plan of a dry run, or the CLI exec'd."""
+    from claudeguard.plan.argv import check_lockdown
+    from claudeguard.plan.claude_args import check_command
+    from claudeguard.shim.agent_view import opens_agent_view
+    from claudeguard.shim.session_commands import check_subcommand_lockdown
 
-            from claudeguard.shim.agent_view import run_agent_view
-
-            return run_agent_view(real, args, cfg, Path(cwd), end, dry_run=opts.dry_run)
-        if opts.dry_run:
-            return _print_plan([real, *rest], {}, guarded=False)
-        exec_passthrough([real, *rest], exec_env)
-
-    session_id = os.urandom(8).hex()  # what secrets.token_hex does, without its ~8 ms of imports
-    if opts.dry_run:
-        from claudeguard.plan.argv import build_plan
-        from claudeguard.plan.discovery import print_cli_version
-        from claudeguard.plan.hooks import HttpHooks
-
-        http = HttpHooks("PORT", "<secret made at start>") if _use_service() else None
-        plan = build_plan(real, args, cfg, session_id=session_id, session_dir=None, cwd=cwd, http=http,
-                          cli_version=print_cli_version(real, args))
-        return _print_plan(plan.argv, plan.env_additions, guarded=True)
-    if args.has("--bg"):
+    args = start.args
+    check_lockdown(args, cfg)
+    check_command(args, cfg)
+    check_subcommand_lockdown(args, cfg)
+    if opens_agent_view(args):  # its dispatched sessions are guarded through the service
         from pathlib import Path
 
-        from claudeguard.shim.background import run_background
+        from claudeguard.shim.agent_view import run_agent_view
 
-        return run_background(real, args, cfg, Path(cwd), session_id, end)
-    return _run_session(real, args, cfg, cwd, session_id, end, opts=opts)
+        return run_agent_view(real, args, cfg, Path(start.cwd), start.end, dry_run=start.opts.dry_run)
+    if start.opts.dry_run:
+        return _print_plan([real, *start.rest], {}, guarded=False)
+    _exec(real, start)
+    return 0  # not reached: exec_passthrough became the CLI, or raised
+
+
+def _dry_run(start: _Start, cfg: Config, real: str, session_id: str) -> int:
+    """``--guard-dry-run``: the CLI's argv and environment as a session would start it."""
+    from claudeguard.plan.argv import build_plan
+    from claudeguard.plan.discovery import print_cli_version
+    from claudeguard.plan.hooks import HttpHooks
+
+    http = HttpHooks("PORT", "<secret made at start>") if _use_service() else None
+    plan = build_plan(real, start.args, cfg, session_id=session_id, session_dir=None, cwd=start.cwd, http=http,
+                      cli_version=print_cli_version(real, start.args))
+    return _print_plan(plan.argv, plan.env_additions, guarded=True)
 
 
 def _cli_without_config(find_claude: Callable[..., str]) -> str | None:
