@@ -301,7 +301,8 @@ def test_a_retired_services_desk_keeps_serving_its_open_page_then_it_exits(env):
     login.close()
     page = http.client.HTTPConnection("127.0.0.1", reply["port"], timeout=10)
     page.request("GET", base + "api/events", headers={"Cookie": cookie})
-    assert page.getresponse().status == 200  # the page's event stream, held open
+    events = page.getresponse()  # the page's event stream, held open (by this reference: its socket)
+    assert events.status == 200
     try:
         guard(env, [{"event": "SubagentStop", "body": {"hook_event_name": "SubagentStop"}}])
         new = record(env)
@@ -309,10 +310,12 @@ def test_a_retired_services_desk_keeps_serving_its_open_page_then_it_exits(env):
         # retired (its slot is the successor's), and its desk still answers the page
         state = http.client.HTTPConnection("127.0.0.1", reply["port"], timeout=10)
         state.request("GET", base + "api/state", headers={"Cookie": cookie})
-        assert state.getresponse().status == 200
+        answered = state.getresponse()
+        assert answered.status == 200, answered.read()[:300]
         state.close()
         assert process_start(old["pid"]) is not None
     finally:
+        events.close()
         page.close()
     wait_until(lambda: process_start(old["pid"]) is None, what="the retired service to exit once the page closed")
     assert live_pids(env) == [new["pid"]]
