@@ -46,6 +46,11 @@ def run_session(server_factory, offline_env, real_claude, tag: str, commands: li
     config = config_for(policy)
     if path is not None:
         env["PATH"] = path + os.pathsep + env["PATH"]
+        # In the login profile too, as a user keeps it: when 2.1.197 cannot make its shell
+        # snapshot within its 10 s (a loaded machine: seen in CI), it runs commands through a
+        # login shell, whose /etc/profile resets PATH (checked: a profile slower than 10 s gives
+        # the commands /etc/profile's PATH); the snapshot keeps the environment's.
+        Path(env["HOME"], ".bash_profile").write_text(f'export PATH="{path}:$PATH"\n')
         # The stubs live in the test's /tmp, which the sandbox's box replaces with the session's
         # own (tests/test_sandbox_real.py): these sessions test the policy's decisions.
         config += '\n[security]\nsandbox = "off"\n'
