@@ -285,7 +285,12 @@ def test_real_cli_a_stalled_session_shows_as_stalled_and_is_stopped(real_claude,
         assert row.locator(".verdict").inner_text().startswith("stalled: ")
         assert "DESKSTALL go" in row.inner_text()
         row.locator("[data-stop]").click()
-        out, err = proc.communicate(timeout=60)
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # what the desk and the audit log said, for the failure's line
+            stops = [r for r in audit(env) if r.get("event") == "desk-stop"]
+            pytest.fail(f"the session did not end within 60 s of Stop; the desk said "
+                        f"{page.locator('#note').inner_text()!r}; desk-stop rows: {stops}")
     finally:
         if proc.poll() is None:  # the test failed before the stop: its whole tree, by pid
             import psutil
