@@ -30,7 +30,6 @@ from pathlib import Path
 
 from claudeguard.channel import requests as channel_requests
 from claudeguard.config.load import env_overrides, load_config
-from claudeguard.gate import grants
 from claudeguard.watchdog.status import list_sessions
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -162,6 +161,7 @@ def checked_apply(request_id: str, fields: AnswerFields, answered_by: AnsweredBy
     answering once and asking again in silence. A request no longer pending is the channel's to
     say (who won, when)."""
     from claudeguard.fleet.link import channel_apply  # noqa: PLC0415 - the optional extra, only with a fleet
+    from claudeguard.gate import grants  # noqa: PLC0415 - only with a fleet: not on every service's start
 
     if fields["scope"] != "once":
         req = next((r for r in channel_requests.list_pending() if r.id == request_id), None)

@@ -57,16 +57,15 @@ def run() -> None:
 
 
 def _main(argv: list[str]) -> int:
-    """Read argv once (the guard's options, then ``_read_start``), then one route: the guard's own --help/--version, a
-    pass-through with no config file (exec'd at once), a session the service's planner
-    prepared, else the config read here and a pass-through, a dry run, a --bg dispatch or a
-    session."""
-    from claudeguard.plan.discovery import check_recursion
+    """Read argv once (the guard's options, then ``_read_start``), then one route: the guard's
+    own --help/--version, a pass-through with no config file (exec'd at once), a session the
+    service's planner prepared, else the config read here and a pass-through, a dry run, a --bg
+    dispatch or a session."""
+    from claudeguard.plan.discovery import check_recursion, take_cli
 
     check_recursion()
     if os.environ.get("CLAUDEGUARD_DISABLE", "") not in ("", "0"):
         return _disabled(argv)
-    from claudeguard.plan.discovery import take_cli
     from claudeguard.plan.options import split_argv
 
     opts, rest = split_argv(argv)
