@@ -51,9 +51,25 @@ def services_of_homes_under(root: Path) -> list[int]:
     return pids
 
 
+STOP_WAVES = 3  # scans of stop_services: one service spawned while the last scan ran is caught by the next
+
+
 def stop_services(root: Path, timeout: float = 5.0) -> list[int]:
-    """SIGTERM each live service under ``root`` (SIGKILL after ``timeout``); the pids stopped."""
-    pids = sorted(set(live_services(root)) | set(services_of_homes_under(root)))
+    """SIGTERM each live service under ``root`` (SIGKILL after ``timeout``), then look again, until
+    a scan finds none (at most ``STOP_WAVES``): a launcher killed while it started a service
+    leaves its ``--detach`` parent, which may fork the service after the scan that found (and
+    stopped) the parent; the child exists by the time the parent is gone, so the next scan finds
+    it. The pids stopped."""
+    stopped: list[int] = []
+    for _ in range(STOP_WAVES):
+        pids = sorted((set(live_services(root)) | set(services_of_homes_under(root))) - set(stopped))
+        if not pids:
+            break
+        stopped += _stop(pids, timeout)
+    return stopped
+
+
+def _stop(pids: list[int], timeout: float) -> list[int]:
     for pid in list(pids):
         try:
             os.kill(pid, signal.SIGTERM)
