@@ -15,8 +15,8 @@ control is the same session on the bare CLI with the same rules (``--allowedTool
    status`` must run nothing of the agent's;
 6. ``xargs -I{}`` through a wrapper into a shell fed by a here-string.
 
-Class 3 (the user's trusted files) is its own test below; class 5 (a link swapped between the
-hook's check and the CLI's own write) is not closed (README, "The sandbox").
+Class 3 (the user's trusted files) and class 5 (a link swapped between the hook's check and the
+CLI's own write: at once, and while a human decides) are their own tests below.
 """
 
 from __future__ import annotations
@@ -285,3 +285,85 @@ def test_a_swap_between_the_check_and_the_write_lands_nothing_outside_in_the_box
     # and the pause may still be refused by its own late check: refused, not landed.)
     assert landed == [], landed
     assert sum(not r["is_error"] for r in results) >= 1  # and writes into the project went on
+
+
+# --- class 5 through a human's wait: the boxes run while the answer is awaited --------------------
+
+SWAP_ONCE = """\
+import os, sys, time
+os.makedirs("d/sub", exist_ok=True)
+open("ready", "w").close()
+end = time.monotonic() + 200
+while not os.path.exists("go") and time.monotonic() < end:
+    time.sleep(0.05)
+os.rename("d", "d-was")  # once, while the second Write waits for its answer
+os.symlink(sys.argv[1], "d")
+open("swapped", "w").close()
+end = time.monotonic() + 60
+while not os.path.exists("answered") and time.monotonic() < end:  # its box runs on when the answer comes
+    time.sleep(0.05)
+"""
+
+
+def _swap_while_asked(real_claude, offline_env, model_server, tmp_path, boxed: bool) -> tuple[list, list, list]:
+    """One session in which each Write waits for a human: the first is approved as it is, the
+    second once a background command swapped its directory for a link to ``victim`` (outside)
+    during the wait. (The Write results, what landed in victim's ``sub``, what in the project's.)"""
+    import psutil
+
+    from tests.shim_helpers import ctl, wait_pending, wait_until
+
+    work = offline_env.cwd
+    victim = tmp_path / f"victim-{'box' if boxed else 'off'}"
+    (victim / "sub").mkdir(parents=True)
+    (work / "swap_once.py").write_text(SWAP_ONCE)
+    writes = [{"name": "Write", "input": {"file_path": str(work / "d" / "sub" / f"w{i}.txt"), "content": "x\n"}}
+              for i in (1, 2)]
+    start = {"name": "Bash", "input": {"command": f"python3 swap_once.py {victim}", "run_in_background": True,
+                                       "description": "swap"}}
+    server = model_server([{"match": "ASKED", "turns": [{"tool_use": start}, *({"tool_use": w} for w in writes),
+                                                        {"text": "fin"}]}])
+    env = guarded_env(offline_env.use(server), real_claude)
+    write_user_config(env, '[permissions]\nallow = ["Bash(python3 *)"]\n\n[approval]\ntimeout = 200\n'
+                      + ("" if boxed else '\n[security]\nsandbox = "off"\n'))
+    mark_verified(env, real_claude)
+    proc = subprocess.Popen(GUARD + ["-p", "ASKED go"], env=env, cwd=work, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        first = wait_pending(env, lambda r: "w1.txt" in json.dumps(r), timeout=120)
+        wait_until(lambda: (work / "ready").exists(), 60, "the background command's start")
+        assert ctl(env, "approve", first["id"]).returncode == 0
+        second = wait_pending(env, lambda r: "w2.txt" in json.dumps(r), timeout=120)
+        (work / "go").touch()
+        wait_until(lambda: (work / "swapped").exists(), 60, "the swap")
+        assert ctl(env, "approve", second["id"]).returncode == 0
+        (work / "answered").touch()  # the background command may end (-p waits for it)
+        _, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        for p in psutil.process_iter(["cmdline"]):  # the swapper, should the CLI have left it running
+            if "swap_once.py" in " ".join(p.info["cmdline"] or []) and str(victim) in " ".join(p.info["cmdline"]):
+                p.kill()
+    results = [r for r in server.tool_results() if r["tool"] == "Write"]
+    assert len(results) == 2, err[-2000:]
+    return (results, sorted(p.name for p in (victim / "sub").iterdir()),
+            sorted(p.name for p in (work / "d-was" / "sub").iterdir()))
+
+
+def test_a_swap_while_a_human_decides_lands_outside_without_the_box(real_claude, offline_env, model_server,
+                                                                   tmp_path):
+    results, landed, inside = _swap_while_asked(real_claude, offline_env, model_server, tmp_path, False)
+    assert inside == ["w1.txt"]
+    # 2.1.197 writes through the link; 2.1.330 on refuses it itself, having resolved the path
+    # before it asked (its own late check): either way the guard's answer let it try.
+    assert landed == ["w2.txt"] or CHANGED_UNDER in results[1]["content"], (landed, results[1])
+
+
+def test_a_swap_while_a_human_decides_lands_nothing_in_the_box(real_claude, offline_env, model_server, tmp_path):
+    results, landed, inside = _swap_while_asked(real_claude, offline_env, model_server, tmp_path, True)
+    assert inside == ["w1.txt"] and not results[0]["is_error"]  # an approved write with nothing changed runs
+    assert landed == []
+    assert results[1]["is_error"] and "leads elsewhere than when it was asked" in results[1]["content"], results[1]

@@ -271,22 +271,25 @@ def held_still(session: Session, call: Call, key: str, undecided: Callable[[], s
                decide: Callable[[], Decision]) -> Decision:
     """``decide()`` with the session's boxes held still from the look at the call's paths to the
     CLI's use of them (gate/freeze.py): stopped before ``route()`` and the decision look at a
-    path; kept stopped when the call will run at once; let go while a human decides. A call
-    allowed at once only after they were let go (a path said "ask" while held, "allow" after)
-    is looked at once more, held: still allowed, or denied (its path changed under the guard).
+    path; kept stopped when the call will run at once; let go while a human decides, and stopped
+    again when the human allowed: the call runs only where its paths still lead where they led
+    when it was asked, else it is denied. A call allowed at once only after they were let go (a
+    path said "ask" while held, "allow" after) is looked at once more, held: still allowed, or
+    denied (its path changed under the guard).
     ``key``: the pause's name for this call (its tool_use_id, with the asker's prefix)."""
     from claudeguard.decision import Decision
 
     tool = call.tool
     paused = pause_for(session, tool, key)  # before anything looks at a path
+    seen = _reached(session, call)  # what the call's paths lead to at the look (a human may see it later)
     route()
     if paused < 0:
         return Decision("deny", "claudeguard: the session's background commands could not be paused while the guard "
                                 f"checks this {tool} call's path; denied (gate/freeze.py)", decided_by="default")
     let_go = paused > 0 and not runs_at_once(session, call, undecided())
     if let_go:
-        # A human decides (or a deny): the boxes go on meanwhile; a write a human lets run is
-        # not held still (README, "The sandbox").
+        # A human decides (or a deny): the boxes go on meanwhile, and are held again once the
+        # human allowed (below).
         from claudeguard.gate.freeze import resume
 
         resume(session.dir or "", key)
@@ -296,7 +299,20 @@ def held_still(session: Session, call: Call, key: str, undecided: Callable[[], s
         from claudeguard.gate.freeze import resume
 
         resume(session.dir, key)  # not run now: nothing to hold still for
-    if let_go and verdict.decision == "allow" and verdict.decided_by != "human":
+    if verdict.decision == "allow" and verdict.decided_by in ("human", "timeout") and seen is not None:
+        # A human (or the deadline's allow) answered after a wait in which the boxes ran: held
+        # again from here to the CLI's use, the call runs only where its paths still lead where
+        # they led when it was asked.
+        again = pause_for(session, tool, key)
+        if again < 0 or _reached(session, call) != seen:
+            from claudeguard.gate.freeze import resume
+
+            resume(session.dir or "", key)
+            verdict = Decision("deny", f"claudeguard: a path of this {tool} call leads elsewhere than when it was "
+                                       f"asked (a command of this session's changed it while the answer was awaited); "
+                                       f"denied: ask again", decided_by="default")
+            _audit_changed(session, call, verdict)
+    elif let_go and verdict.decision == "allow" and verdict.decided_by != "human":
         again = pause_for(session, tool, key)
         if again < 0 or (again > 0 and not runs_at_once(session, call, undecided())):
             from claudeguard.gate.freeze import resume
@@ -307,6 +323,22 @@ def held_still(session: Session, call: Call, key: str, undecided: Callable[[], s
                                decided_by="default")
             _audit_changed(session, call, verdict)
     return verdict
+
+
+def _reached(session: Session, call: Call) -> tuple[str, ...] | None:
+    """Where a file tool's paths lead now, links followed; None for any other tool, and in a
+    session without the box (nothing of the agent's is held there: README, "The sandbox")."""
+    from claudeguard.gate.freeze import FILE_TOOLS
+
+    if call.tool not in FILE_TOOLS or session.dir is None:
+        return None
+    from claudeguard.plan.sandbox import session_box
+
+    if session_box(session.dir) is None:
+        return None
+    from claudeguard.policy.protect import real, tool_paths
+
+    return tuple(real(p) for p in tool_paths(call.tool, call.input, call.cwd, os.path.expanduser("~")))
 
 
 def _audit_changed(session: Session, call: Call, verdict: Decision) -> None:
