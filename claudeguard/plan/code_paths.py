@@ -17,9 +17,11 @@ worktrees' and every submodule's git dir), found wherever git looks:
   made, plan/sandbox.py), what the CLI's writing tools are denied (the git dirs' code files) and
   what they are asked about (the editor's and the CLI's own, ``policy.protect``).
 
-What it cannot cover, said in the README: a nested repository the agent makes and registers as
-a submodule (its config lives in the work tree), and the project's own scripts (``Makefile``,
-``package.json``) that the user runs later.
+A repository nested in the work tree and registered in the index (its git dir in the work tree,
+not absorbed into ``modules/``) is one more git dir (``plan/nested_repos.py``); one the agent
+registers during the session has its ``.git`` moved aside by the box after the command. The CLI's
+writing tools are asked about any other ``.git`` below the project. What it cannot cover, said in
+the README: the project's own scripts (``Makefile``, ``package.json``) that the user runs later.
 
 In the paths layer with ``plan/sandbox.py``; the standard library only.
 """
@@ -30,6 +32,7 @@ import os
 
 WHY_GIT = "git runs the commands it names outside any sandbox (core.fsmonitor, core.hooksPath, aliases, hooks)"
 WHY_GITDIR = "git reads its config and hooks from the directory it names"
+WHY_NESTED = "a repository's git dir: once registered in the project, git runs what its config names"
 WHY_EDITOR = "your editor or Claude Code runs what it names later, outside any sandbox"
 # In a git dir: files whose content is code or says where code is.
 GITDIR_CODE = ("config", "hooks", "commondir", "config.worktree")
@@ -91,13 +94,14 @@ def _sub_git_dirs(base: str, limit: int = 200) -> list[str]:
 class CodePaths:
     """What of a project's code paths exists and what must not appear (absolute paths)."""
 
-    __slots__ = ("existing", "must_not_appear", "deny_writes", "ask_writes")
+    __slots__ = ("existing", "must_not_appear", "deny_writes", "ask_writes", "nested")
 
     def __init__(self) -> None:
         self.existing: list[str] = []  # read-only in the box
         self.must_not_appear: list[str] = []  # removed by the box when a command makes one
         self.deny_writes: list[tuple[str, str]] = []  # (path, why): the CLI's writing tools are denied
         self.ask_writes: list[tuple[str, str]] = []  # (path, why): the CLI's writing tools ask first
+        self.nested: list[str] = []  # registered repositories whose git dir is in the work tree
 
 
 class UnreadableGit(Exception):
@@ -124,6 +128,14 @@ def code_paths(root: str) -> CodePaths:
     _check_readable(root, dirs)
     for d in list(dirs):
         dirs += [s for s in _sub_git_dirs(d) if s not in dirs]
+    if gitdir and common:
+        from claudeguard.plan.nested_repos import embedded
+
+        nested = embedded(root, gitdir, common)
+        if nested is None:
+            raise UnreadableGit(f"git's index at {os.path.join(gitdir, 'index')} cannot be read")
+        out.nested = [repo for repo, _ in nested]
+        dirs += [inner for _, inner in nested if inner not in dirs]
     for d in dirs:
         for name in GITDIR_CODE:
             path = os.path.join(d, name)
@@ -138,6 +150,11 @@ def code_paths(root: str) -> CodePaths:
     if os.path.isfile(os.path.join(root, ".git")):
         out.existing.append(os.path.join(root, ".git"))  # a linked work tree's or submodule's pointer
         out.deny_writes.append((os.path.join(root, ".git"), WHY_GITDIR))
+    # Any other repository's git dir below the project (one the agent makes: git would enter it
+    # once it is registered): not the CLI's writing tools' to fill unasked.
+    base = "".join(f"[{c}]" if c in "*?[" else c for c in root)  # a pattern (policy.protect), root literal
+    out.ask_writes += [(os.path.join(base, "*", ".git"), WHY_NESTED),
+                       (os.path.join(base, "*", ".git", "*"), WHY_NESTED)]
     for name in WORK_TREE_CODE:
         path = os.path.join(root, name)
         out.ask_writes.append((path, WHY_EDITOR))

@@ -27,6 +27,7 @@ This module sits in the paths layer (tests/test_layers.py): the gate imports it 
 from __future__ import annotations
 
 import os
+import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -53,6 +54,8 @@ FRAME = " && pwd -P >| "
 FRAMED_VERSIONS = ((2, 1, 197), (2, 1, 332))
 BOX_FILE = "box"
 UNBOX_DIR = "unbox"
+NESTED_KNOWN, NESTED_HELD = "nested-known", "nested-held"  # plan/nested_repos.py's KNOWN_FILE, HELD_FILE
+NESTED_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nested_repos.py")
 BOXES_DIR = "boxes"  # a file per box started (its shell's pid): gate/freeze.py looks for live ones
 TMP_DIR = "tmp"
 HIDDEN_FILE = "hidden"  # an empty mode-0 file bound over each hidden file
@@ -314,7 +317,7 @@ class Layout:
     """What one session's box binds, in bwrap's order (later mounts cover earlier ones)."""
 
     __slots__ = ("writable", "read_only", "hidden_dirs", "hidden_files", "network", "unix", "notes",
-                 "must_not_appear")
+                 "must_not_appear", "git")
 
     def __init__(self) -> None:
         self.writable: list[str] = []
@@ -325,6 +328,9 @@ class Layout:
         self.unix = False
         self.notes: list[str] = []  # one line each: what of the user's rules the box cannot hold
         self.must_not_appear: list[str] = []  # code paths a command may not make (removed after it)
+        # (work tree, git dir, common dir, the registered nested repositories) of a git project:
+        # what the box checks after a command that changed the index (plan/nested_repos.py)
+        self.git: tuple[str, str, str, list[str]] | None = None
 
 
 def layout(cfg: Config, paths: GuardPaths, cwd: str, home: str | None = None,
@@ -374,6 +380,8 @@ def layout(cfg: Config, paths: GuardPaths, cwd: str, home: str | None = None,
 
     out.read_only += [p for p in in_project(root, env) if os.path.exists(p) and p not in out.read_only]
     out.must_not_appear = list(code.must_not_appear)
+    if gitdir and common:
+        out.git = (root, gitdir, common, list(code.nested))
     for d in dict.fromkeys((root, cwd)):
         claude = os.path.join(d, ".claude")
         try:
@@ -471,7 +479,8 @@ def _sh(word: str) -> str:
 
 
 def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: str, framed: bool,
-               own: list[str], session_id: str, rm: str, must_not_appear: list[str] | None = None) -> str:
+               own: list[str], session_id: str, rm: str, must_not_appear: list[str] | None = None,
+               git: tuple[str, str, str] | None = None) -> str:
     """The sh script the CLI runs as its shell prefix: ``box '<command string>'``. Every program
     it runs is named by its absolute path (``rm`` too): a settings ``env`` block may change PATH."""
     q = _sh
@@ -521,22 +530,33 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
         # Said before it starts (the box hides this dir from it): a box may be running now.
         f": > {q(os.path.join(os.path.dirname(unbox), BOXES_DIR))}/$$ 2>/dev/null",
     ]
-    if not must_not_appear:
+    if not must_not_appear and git is None:
         lines += [f"exec {boxed} \"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}", ""]
         return "\n".join(lines)
     # Files git would run code from that the command may not make (plan/code_paths.py): a mount
     # point cannot hold a file that does not exist yet, so the box removes what the command made
     # (its processes are all gone by then: its own pid namespace ended with it).
-    watched = " ".join(q(p) for p in must_not_appear)
-    lines += [
-        f"{boxed} \"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}",
-        "s=$?",
-        f"for p in {watched}; do if [ -e \"$p\" ] || [ -L \"$p\" ]; then {q(rm)} -rf -- \"$p\"; "
-        "printf 'claudeguard: removed %s, which this command made: git would take its config and hooks from "
-        "what it names, outside the sandbox\\n' \"$p\" >&2; fi; done",
-        'exit "$s"',
-        "",
-    ]
+    lines += [f"{boxed} \"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}", "s=$?"]
+    if must_not_appear:
+        watched = " ".join(q(p) for p in must_not_appear)
+        lines += [
+            f"for p in {watched}; do if [ -e \"$p\" ] || [ -L \"$p\" ]; then {q(rm)} -rf -- \"$p\"; "
+            "printf 'claudeguard: removed %s, which this command made: git would take its config and hooks from "
+            "what it names, outside the sandbox\\n' \"$p\" >&2; fi; done",
+        ]
+    if git is not None:
+        # A repository the command registered in the index (plan/nested_repos.py): looked for
+        # only when the index changed since the box started (its boxes/ file is older), or
+        # where one was moved aside before (its .git may be back); a shell test costs nothing.
+        root, gitdir, common = git
+        session_dir = os.path.dirname(unbox)
+        held = os.path.join(session_dir, NESTED_HELD)
+        lines += [
+            f"if [ {q(os.path.join(gitdir, 'index'))} -nt {q(os.path.join(session_dir, BOXES_DIR))}/$$ ] || "
+            f"[ -s {q(held)} ]; then {q(sys.executable)} -I -S {q(NESTED_SCRIPT)} {q(root)} {q(gitdir)} "
+            f"{q(common)} {q(session_dir)}; fi",
+        ]
+    lines += ['exit "$s"', ""]
     return "\n".join(lines)
 
 
@@ -611,7 +631,9 @@ def prepare(cfg: Config, env: Mapping[str, str], cwd: str, session_dir: str, *, 
                         shell=cli_shell(env), unbox=os.path.join(session_dir, UNBOX_DIR),
                         framed=framed_version(cli_version), own=own, session_id=session_id,
                         rm=find_program("rm", {"PATH": "/usr/bin:/bin"}) or find_program("rm", env) or "/bin/rm",
-                        must_not_appear=box.must_not_appear)
+                        must_not_appear=box.must_not_appear, git=box.git[:3] if box.git else None)
+    if box.git is not None:
+        write_atomic(os.path.join(session_dir, NESTED_KNOWN), "".join(r + "\n" for r in box.git[3]))
     prefix = os.path.join(session_dir, BOX_FILE)
     write_atomic(prefix, script, mode=0o700)
     notes = list(box.notes)

@@ -104,7 +104,7 @@ def real(path: str) -> str:
 
 def _inside(path: str, entry: str) -> bool:
     if "*" in entry:
-        import fnmatch  # only for the /proc/*/environ entry
+        import fnmatch  # only for the /proc/*/environ entry and nested git dirs (plan/code_paths.py)
 
         return fnmatch.fnmatchcase(path, entry)
     return path == entry or path.startswith(entry.rstrip("/") + "/")

@@ -1,0 +1,121 @@
+"""plan/nested_repos.py: the index read as git writes it, and what the box does after a command
+that registered a repository of its own (issue 32, git's code paths)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from claudeguard.plan import nested_repos
+from claudeguard.plan.code_paths import UnreadableGit, code_paths
+
+SCRIPT = nested_repos.__file__
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def _project(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    _git(work, "init", "-q")
+    (work / "deep" / "er").mkdir(parents=True)
+    (work / "deep" / "er" / ("long-" * 30 + ".txt")).write_text("x\n")
+    (work / "sp ace é.txt").write_text("y\n")
+    _git(work, "init", "-q", "vend")
+    _git(work / "vend", "commit", "-q", "--allow-empty", "-m", "v")
+    _git(work, "add", ".")
+    return work
+
+
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_every_entry_of_each_index_version_is_read_as_git_lists_it(tmp_path, version):
+    work = _project(tmp_path)
+    _git(work, "update-index", "--index-version", str(version))
+    (work / "later.txt").write_text("z\n")
+    _git(work, "add", "-N", "later.txt")  # intent to add: an extended flag (version 3 on)
+    listed = _git(work, "ls-files", "-z").split("\0")[:-1]
+    found = nested_repos.entries(str(work / ".git" / "index"))
+    assert [name for name, _ in found] == listed
+    assert nested_repos.gitlinks(str(work / ".git" / "index")) == ["vend"]
+
+
+def test_an_index_that_cannot_be_read_refuses_the_box(tmp_path):
+    work = _project(tmp_path)
+    (work / ".git" / "index").write_bytes(b"DIRC\x00\x00\x00\x09\x00\x00\x00\x01")
+    assert nested_repos.gitlinks(str(work / ".git" / "index")) is None
+    with pytest.raises(UnreadableGit, match="index"):
+        code_paths(str(work))
+
+
+def test_a_registered_repository_of_the_users_is_a_git_dir_of_the_box(tmp_path):
+    work = _project(tmp_path)
+    code = code_paths(str(work))
+    assert code.nested == [str(work / "vend")]
+    assert str(work / "vend" / ".git" / "config") in code.existing
+    assert (str(work / "vend" / ".git" / "config.worktree")) in code.must_not_appear
+
+
+def _after(work: Path, session: Path) -> subprocess.CompletedProcess:
+    """The box script's call, as it makes it: python -I -S, the standard library only."""
+    return subprocess.run([sys.executable, "-I", "-S", SCRIPT, str(work), str(work / ".git"), str(work / ".git"),
+                           str(session)], capture_output=True, text=True, timeout=60)
+
+
+def test_a_repository_registered_after_the_build_is_moved_aside_and_again_when_put_back(tmp_path):
+    work = _project(tmp_path)
+    session = tmp_path / "session"
+    session.mkdir()
+    (session / nested_repos.KNOWN_FILE).write_text(f"{work / 'vend'}\n")
+    assert _after(work, session).stderr == ""  # nothing new: nothing moved, nothing said
+    _git(work, "init", "-q", "nest")
+    _git(work / "nest", "commit", "-q", "--allow-empty", "-m", "x")
+    _git(work, "add", "nest")
+    out = _after(work, session)
+    assert out.returncode == 0
+    assert out.stderr.count(f"claudeguard: moved {work / 'nest'}/.git aside to "
+                            f"{work / 'nest'}/.git.held-by-claudeguard: ") == 1, out.stderr
+    assert not (work / "nest" / ".git").exists() and (work / "nest" / ".git.held-by-claudeguard" / "HEAD").exists()
+    assert (work / "vend" / ".git").is_dir()  # the user's is left where it is
+    # the agent puts it back: aside again, under a free name
+    os.rename(work / "nest" / ".git.held-by-claudeguard", work / "nest" / ".git")
+    (work / "nest" / ".git.held-by-claudeguard").mkdir()
+    out = _after(work, session)
+    assert out.stderr.count("aside to " + f"{work / 'nest'}/.git.held-by-claudeguard.2:") == 1, out.stderr
+    assert (session / nested_repos.HELD_FILE).read_text() == f"{work / 'nest'}\n"
+
+
+def test_a_directory_swapped_for_a_link_is_not_followed(tmp_path):
+    work = _project(tmp_path)
+    session = tmp_path / "session"
+    session.mkdir()
+    (session / nested_repos.KNOWN_FILE).write_text(f"{work / 'vend'}\n")
+    _git(work, "init", "-q", "nest")
+    _git(work / "nest", "commit", "-q", "--allow-empty", "-m", "x")
+    _git(work, "add", "nest")
+    elsewhere = tmp_path / "elsewhere"
+    os.rename(work / "nest", elsewhere)
+    os.symlink(elsewhere, work / "nest")  # the path now leads out of the project
+    out = _after(work, session)
+    assert (elsewhere / ".git").is_dir()  # nothing renamed through the link
+    assert "could not be moved aside" in out.stderr and str(work / "vend") not in out.stderr
+
+
+def test_the_clis_writing_tools_are_asked_about_another_repositorys_git_dir(tmp_path):
+    from claudeguard.policy.protect import hit
+
+    work = tmp_path / "we[ir]d*"  # the project's own path is literal in the pattern
+    work.mkdir()
+    _git(work, "init", "-q")
+    asks = code_paths(str(work)).ask_writes
+    for path in ("nest/.git", "nest/.git/config", "a/b/.git/hooks/pre-commit"):
+        assert hit(str(work / path), asks) is not None, path
+    for path in ("nest/.gitignore", "app.py", ".git/config"):  # the project's own .git: denied, not asked
+        assert hit(str(work / path), asks) is None, path
+    assert hit(str(tmp_path / "weid" / "n" / ".git"), asks) is None
