@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
     # plan/sandbox.py: the box's argv and files, which the gate needs for every Bash allow it gives;
     # box_rules.py and code_paths.py: what of the user's rules and of git's files it holds
     ("paths", "claudeguard.paths", "claudeguard.plan.sandbox", "claudeguard.plan.box_rules",
-     "claudeguard.plan.code_paths", "claudeguard.plan.nested_repos"),
+     "claudeguard.plan.code_paths", "claudeguard.plan.git_index"),
     ("channel", "claudeguard.channel"),
     ("fleet", "claudeguard.fleet"),
     ("gate", "claudeguard.gate"),

@@ -391,3 +391,44 @@ def test_a_swap_while_a_human_decides_lands_nothing_in_the_box(real_claude, offl
     assert inside == ["w1.txt"] and not results[0]["is_error"]  # an approved write with nothing changed runs
     assert landed == []
     assert results[1]["is_error"] and "leads elsewhere than when it was asked" in results[1]["content"], results[1]
+
+
+# --- class 1 in git's object store: a secret the user's Read deny hides that git tracks ----------
+
+INFLATE = ("import os, zlib; print([zlib.decompress(open(os.path.join(d, f), 'rb').read())[:80] "
+           "for d, _, fs in os.walk('.git/objects') for f in fs if len(f) == 38])")
+FROM_OBJECTS = ["git show HEAD:.env", "git log -p", f"python3 -c \"{INFLATE}\""]
+
+
+@pytest.mark.parametrize("guarded", [False, True], ids=["bare-cli", "guarded"])
+def test_a_tracked_secret_is_not_read_from_gits_object_store(real_claude, offline_env, model_server, guarded):
+    work = offline_env.cwd
+    _git(work, "init", "-q")
+    (work / ".env").write_text(SECRET_ENV + "\n")
+    _git(work, "add", ".env")
+    _git(work, "commit", "-qm", "the secret, committed")
+    calls = [{"name": "Bash", "input": {"command": c, "description": "d"}} for c in FROM_OBJECTS]
+    server = model_server([{"match": "OBJECTS", "turns": [*({"tool_use": c} for c in calls), {"text": "fin"}]}])
+    env = guarded_env(offline_env.use(server), real_claude)
+    write_user_config(env, CONFIG.replace('"Bash(python3 *)"', '"Bash(python3 *)", "Bash(git *)"'))
+    if guarded:
+        mark_verified(env, real_claude)
+        argv = GUARD + ["-p", "OBJECTS go"]
+    else:
+        argv = [str(real_claude), "-p", "OBJECTS go", *BARE[:3], BARE[3] + ",Bash(git *)", *BARE[4:]]
+    proc = subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    results = server.tool_results()
+    assert len(results) == len(calls), (proc.returncode, proc.stderr[-2000:])
+    leaked = [c for c, r in zip(FROM_OBJECTS, results, strict=True) if "s3cret" in r["content"]]
+    if not guarded:
+        assert leaked == FROM_OBJECTS, [r["content"][:200] for r in results]  # the control: each spelling reads it
+        return
+    assert leaked == [], leaked
+    objects = os.path.realpath(work / ".git" / "objects")
+    assert proc.stderr.count(f"claudeguard: git tracks {os.path.realpath(work / '.env')}, which your Read deny rule "
+                             f"hides, so its content is in git's object store too: the sandbox hides {objects}") == 1, \
+        proc.stderr
+    # outside the box, git is the user's as before
+    shown = subprocess.run(["git", "show", "HEAD:.env"], cwd=work, capture_output=True, text=True)
+    assert shown.stdout == SECRET_ENV + "\n"

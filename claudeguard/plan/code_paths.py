@@ -18,7 +18,7 @@ worktrees' and every submodule's git dir), found wherever git looks:
   what they are asked about (the editor's and the CLI's own, ``policy.protect``).
 
 A repository nested in the work tree and registered in the index (its git dir in the work tree,
-not absorbed into ``modules/``) is one more git dir (``plan/nested_repos.py``); one the agent
+not absorbed into ``modules/``) is one more git dir (``plan/git_index.py``); one the agent
 registers during the session has its ``.git`` moved aside by the box after the command. The CLI's
 writing tools are asked about any other ``.git`` below the project. What it cannot cover, said in
 the README: the project's own scripts (``Makefile``, ``package.json``) that the user runs later.
@@ -129,7 +129,7 @@ def code_paths(root: str) -> CodePaths:
     for d in list(dirs):
         dirs += [s for s in _sub_git_dirs(d) if s not in dirs]
     if gitdir and common:
-        from claudeguard.plan.nested_repos import embedded
+        from claudeguard.plan.git_index import embedded
 
         nested = embedded(root, gitdir, common)
         if nested is None:

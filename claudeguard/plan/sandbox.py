@@ -54,8 +54,8 @@ FRAME = " && pwd -P >| "
 FRAMED_VERSIONS = ((2, 1, 197), (2, 1, 332))
 BOX_FILE = "box"
 UNBOX_DIR = "unbox"
-NESTED_KNOWN, NESTED_HELD = "nested-known", "nested-held"  # plan/nested_repos.py's KNOWN_FILE, HELD_FILE
-NESTED_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nested_repos.py")
+NESTED_KNOWN, NESTED_HELD = "nested-known", "nested-held"  # plan/git_index.py's KNOWN_FILE, HELD_FILE
+NESTED_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "git_index.py")
 BOXES_DIR = "boxes"  # a file per box started (its shell's pid): gate/freeze.py looks for live ones
 TMP_DIR = "tmp"
 HIDDEN_FILE = "hidden"  # an empty mode-0 file bound over each hidden file
@@ -329,7 +329,7 @@ class Layout:
         self.notes: list[str] = []  # one line each: what of the user's rules the box cannot hold
         self.must_not_appear: list[str] = []  # code paths a command may not make (removed after it)
         # (work tree, git dir, common dir, the registered nested repositories) of a git project:
-        # what the box checks after a command that changed the index (plan/nested_repos.py)
+        # what the box checks after a command that changed the index (plan/git_index.py)
         self.git: tuple[str, str, str, list[str]] | None = None
 
 
@@ -430,7 +430,27 @@ def layout(cfg: Config, paths: GuardPaths, cwd: str, home: str | None = None,
     out.hidden_dirs = [d for d in out.hidden_dirs if not any(o != d and _inside(d, o) for o in out.hidden_dirs)]
     out.hidden_files = [f for f in out.hidden_files if not any(_inside(f, d) for d in out.hidden_dirs)]
     out.read_only = [r for r in out.read_only if not any(_inside(r, d) for d in out.hidden_dirs)]
+    if out.git is not None and (rules.hidden_dirs or rules.hidden_files):
+        _hide_objects_of_tracked(out, rules.hidden_dirs + rules.hidden_files)
     return out
+
+
+def _hide_objects_of_tracked(out: Layout, hidden: list[str]) -> None:
+    """A path the user's Read deny rules hide that git tracks is in git's object store too
+    (``git show HEAD:.env``, a program inflating the objects): the store is hidden, one line
+    says so. (A secret committed once and untracked since is not looked for: README.)"""
+    from claudeguard.plan.git_index import tracked_under
+
+    assert out.git is not None
+    root, gitdir, common, _ = out.git
+    found = tracked_under(root, gitdir, common, hidden)
+    objects = os.path.join(common, "objects")
+    if found is None or not os.path.isdir(objects):
+        return
+    out.hidden_dirs.append(objects)
+    out.notes.append(f"claudeguard: git tracks {found}, which your Read deny rule hides, so its content is in git's "
+                     f"object store too: the sandbox hides {objects}, and git commands that read objects fail in it "
+                     f"(take it out of git's history, or drop the rule, to use git there)")
 
 
 def bwrap_args(box: Layout, private_tmp: str, hidden_file: str) -> list[str]:
@@ -545,7 +565,7 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
             "what it names, outside the sandbox\\n' \"$p\" >&2; fi; done",
         ]
     if git is not None:
-        # A repository the command registered in the index (plan/nested_repos.py): looked for
+        # A repository the command registered in the index (plan/git_index.py): looked for
         # only when the index changed since the box started (its boxes/ file is older), or
         # where one was moved aside before (its .git may be back); a shell test costs nothing.
         root, gitdir, common = git

@@ -1,4 +1,9 @@
-"""Repositories nested in the project and registered in its index (issue 32, git's code paths).
+"""Git's index, read as git writes it: what it says the box must hold (issue 32).
+
+Two things: the repositories nested in the project and registered in the index (git's code
+paths, below), and whether a path the user's Read deny rules hide is tracked (its content is then
+in git's object store, where ``git show HEAD:.env`` reads it: ``tracked_under``; the box hides
+the object store then, ``plan/sandbox.layout``).
 
 A directory with its own ``.git`` that the project's index records as a gitlink (mode 160000:
 ``git add sub``, ``git submodule add`` of a local repository) is a submodule to git: the user's
@@ -96,6 +101,21 @@ def entries(index: str, hash_len: int = 20) -> list[tuple[str, int]] | None:
     except (struct.error, ValueError, IndexError):
         return None
     return out
+
+
+def tracked_under(root: str, gitdir: str, common: str, paths: list[str]) -> str | None:
+    """The first of ``paths`` (absolute) that the index of the work tree at ``root`` tracks, or
+    tracks something inside; None when none is (or the index cannot be read: the box refuses to
+    start on that, ``code_paths``)."""
+    inside = [os.path.relpath(p, root) for p in paths if (p + os.sep).startswith(root.rstrip(os.sep) + os.sep)]
+    if not inside:
+        return None
+    found = entries(os.path.join(gitdir, "index"), _hash_len(common)) or []
+    for rel in inside:
+        below = rel + "/"
+        if any(name == rel or name.startswith(below) for name, _ in found):
+            return os.path.join(root, rel)
+    return None
 
 
 def _git_dir_of(repo: str) -> str | None:
@@ -208,9 +228,9 @@ def after_command(root: str, gitdir: str, common: str, session_dir: str) -> list
 
 
 def main(argv: list[str]) -> int:
-    """``nested_repos.py ROOT GITDIR COMMONDIR SESSION_DIR``: the box script's check after a command."""
+    """``git_index.py ROOT GITDIR COMMONDIR SESSION_DIR``: the box script's check after a command."""
     if len(argv) != 4:
-        print("claudeguard: nested_repos.py ROOT GITDIR COMMONDIR SESSION_DIR", file=sys.stderr)
+        print("claudeguard: git_index.py ROOT GITDIR COMMONDIR SESSION_DIR", file=sys.stderr)
         return 2
     for line in after_command(*argv):
         print(line, file=sys.stderr)

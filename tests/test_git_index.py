@@ -1,4 +1,4 @@
-"""plan/nested_repos.py: the index read as git writes it, and what the box does after a command
+"""plan/git_index.py: the index read as git writes it, and what the box does after a command
 that registered a repository of its own (issue 32, git's code paths)."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from claudeguard.plan import nested_repos
+from claudeguard.plan import git_index
 from claudeguard.plan.code_paths import UnreadableGit, code_paths
 
-SCRIPT = nested_repos.__file__
+SCRIPT = git_index.__file__
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -41,15 +41,15 @@ def test_every_entry_of_each_index_version_is_read_as_git_lists_it(tmp_path, ver
     (work / "later.txt").write_text("z\n")
     _git(work, "add", "-N", "later.txt")  # intent to add: an extended flag (version 3 on)
     listed = _git(work, "ls-files", "-z").split("\0")[:-1]
-    found = nested_repos.entries(str(work / ".git" / "index"))
+    found = git_index.entries(str(work / ".git" / "index"))
     assert [name for name, _ in found] == listed
-    assert nested_repos.gitlinks(str(work / ".git" / "index")) == ["vend"]
+    assert git_index.gitlinks(str(work / ".git" / "index")) == ["vend"]
 
 
 def test_an_index_that_cannot_be_read_refuses_the_box(tmp_path):
     work = _project(tmp_path)
     (work / ".git" / "index").write_bytes(b"DIRC\x00\x00\x00\x09\x00\x00\x00\x01")
-    assert nested_repos.gitlinks(str(work / ".git" / "index")) is None
+    assert git_index.gitlinks(str(work / ".git" / "index")) is None
     with pytest.raises(UnreadableGit, match="index"):
         code_paths(str(work))
 
@@ -72,7 +72,7 @@ def test_a_repository_registered_after_the_build_is_moved_aside_and_again_when_p
     work = _project(tmp_path)
     session = tmp_path / "session"
     session.mkdir()
-    (session / nested_repos.KNOWN_FILE).write_text(f"{work / 'vend'}\n")
+    (session / git_index.KNOWN_FILE).write_text(f"{work / 'vend'}\n")
     assert _after(work, session).stderr == ""  # nothing new: nothing moved, nothing said
     _git(work, "init", "-q", "nest")
     _git(work / "nest", "commit", "-q", "--allow-empty", "-m", "x")
@@ -88,14 +88,14 @@ def test_a_repository_registered_after_the_build_is_moved_aside_and_again_when_p
     (work / "nest" / ".git.held-by-claudeguard").mkdir()
     out = _after(work, session)
     assert out.stderr.count("aside to " + f"{work / 'nest'}/.git.held-by-claudeguard.2:") == 1, out.stderr
-    assert (session / nested_repos.HELD_FILE).read_text() == f"{work / 'nest'}\n"
+    assert (session / git_index.HELD_FILE).read_text() == f"{work / 'nest'}\n"
 
 
 def test_a_directory_swapped_for_a_link_is_not_followed(tmp_path):
     work = _project(tmp_path)
     session = tmp_path / "session"
     session.mkdir()
-    (session / nested_repos.KNOWN_FILE).write_text(f"{work / 'vend'}\n")
+    (session / git_index.KNOWN_FILE).write_text(f"{work / 'vend'}\n")
     _git(work, "init", "-q", "nest")
     _git(work / "nest", "commit", "-q", "--allow-empty", "-m", "x")
     _git(work, "add", "nest")
@@ -119,3 +119,19 @@ def test_the_clis_writing_tools_are_asked_about_another_repositorys_git_dir(tmp_
     for path in ("nest/.gitignore", "app.py", ".git/config"):  # the project's own .git: denied, not asked
         assert hit(str(work / path), asks) is None, path
     assert hit(str(tmp_path / "weid" / "n" / ".git"), asks) is None
+
+
+def test_a_hidden_path_git_tracks_is_found_in_the_index(tmp_path):
+    work = _project(tmp_path)
+    (work / ".env").write_text("s\n")
+    (work / "secrets").mkdir()
+    (work / "secrets" / "k").write_text("k\n")
+    (work / "ignored.env").write_text("i\n")
+    _git(work, "add", ".env", "secrets")
+    g = str(work / ".git")
+    assert git_index.tracked_under(str(work), g, g, [str(work / "ignored.env")]) is None
+    assert git_index.tracked_under(str(work), g, g, [str(tmp_path / "out")]) is None  # outside the work tree
+    both = [str(work / "ignored.env"), str(work / ".env")]
+    assert git_index.tracked_under(str(work), g, g, both) == str(work / ".env")
+    assert git_index.tracked_under(str(work), g, g, [str(work / "secrets")]) == str(work / "secrets")
+    assert git_index.tracked_under(str(work), g, g, [str(work / "sec")]) is None  # a prefix is not a parent
