@@ -21,6 +21,10 @@ minima (which other work on the machine moves less). Cases:
   ``[security] sandbox = "off"``;
 - ``guarded-box``: the same with the default ``sandbox = "auto"``: every call runs in the
   session's bubblewrap box through ``CLAUDE_CODE_SHELL_PREFIX`` (plan/sandbox.py).
+- ``bare-in-box`` (with ``--cli-in-box``): the real CLI itself started in one bubblewrap box per
+  session (the session box's layout, its seccomp filter, and the CLI's own ``~/.claude``,
+  ``~/.claude.json`` and npm dir writable as it needs them), no prefix: issue 32's alternative
+  design, every tool of the CLI confined and no box started per call.
 
 Prints one JSON object (and writes it to ``--json``) with the machine's load at the start and end.
 ``--box-only``: the session's box script alone, outside the CLI, against bash running the same
@@ -78,7 +82,42 @@ def _lab_box(env: dict[str, str], work: Path) -> str:
     return prepared.box["prefix"]
 
 
-def run_version(version: str, rounds: int, calls: int) -> dict[str, Any]:
+def _cli_in_box(env: dict[str, str], work: Path, home: Path, claude: Path) -> list[str]:
+    """bwrap's argv that starts the CLI in one box for the whole session: the session box's
+    layout and seccomp filter, plus what the CLI writes of its own (``~/.claude``,
+    ``~/.claude.json``); what follows is the CLI's argv."""
+    from claudeguard.config.load import load_config
+    from claudeguard.paths import guard_paths, runtime_dir
+    from claudeguard.plan import sandbox
+
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        cfg = load_config(work)
+        box = sandbox.layout(cfg, guard_paths(env, cfg), str(work), str(home), env)
+        session_dir = runtime_dir("sessions", "bench-cli-box")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    tmp = os.path.join(session_dir, "tmp")
+    os.makedirs(tmp, exist_ok=True)
+    hidden = os.path.join(session_dir, "hidden")
+    Path(hidden).write_bytes(b"")
+    os.chmod(hidden, 0)
+    for own in (home / ".claude", home / ".claude.json"):
+        if own.exists():
+            box.writable.append(str(own))
+    seccomp = os.path.join(session_dir, "seccomp.bpf")
+    program = sandbox.seccomp_filter(os.uname().machine, unix=True)  # node's own IPC uses Unix sockets
+    assert program is not None
+    Path(seccomp).write_bytes(program)
+    bwrap = shutil.which("bwrap") or "bwrap"
+    return ["sh", "-c", f'exec {bwrap} "$@" 9< {seccomp}', "box", *sandbox.bwrap_args(box, tmp, hidden),
+            "--seccomp", "9", "--", str(claude)]
+
+
+def run_version(version: str, rounds: int, calls: int, cli_in_box: bool = False) -> dict[str, Any]:
     claude = cli_path(version)
     if claude is None:
         raise SystemExit(f"CLI {version} not installed: python -m claudeguard.testing.cli_install {version}")
@@ -91,6 +130,7 @@ def run_version(version: str, rounds: int, calls: int) -> dict[str, Any]:
     subprocess.run(["git", "init", "-q", str(work)], check=True)
     prepare_home(home, cwd=work, api_key=KEY)
     (root / "bare.json").write_text(json.dumps({"permissions": {"allow": ["Bash"]}}))
+    shutil.copy(root / "bare.json", work / ".bare.json")
     noop = root / "noop-prefix"
     noop.write_text('#!/bin/sh\nexec /bin/bash -c "$1"\n')
     noop.chmod(0o755)
@@ -104,10 +144,16 @@ def run_version(version: str, rounds: int, calls: int) -> dict[str, Any]:
             env = offline_env(home, server.url, KEY)
             env["CLAUDEGUARD_CLAUDE"] = str(claude)
             box_prefix = _lab_box(env, work)
+            in_box = _cli_in_box(env, work, home, claude) if cli_in_box else []
+            cases = CASES + (("bare-in-box",) if cli_in_box else ())
             for rnd in range(rounds + 1):  # round 0 warms up (the service starts) and is not counted
-                for case in CASES:
+                for case in cases:
                     for prompt in ("bench text", "bench calls"):
-                        if case.startswith("bare"):
+                        if case == "bare-in-box":
+                            # the box's /tmp is its own: the settings file from the project
+                            argv = [*in_box, "--settings", str(work / ".bare.json"), "-p", prompt]
+                            run_env = env
+                        elif case.startswith("bare"):
                             argv = [str(claude), "--settings", str(root / "bare.json"), "-p", prompt]
                             prefix = {"bare-prefix": str(noop), "bare-box": box_prefix}.get(case)
                             run_env = dict(env, CLAUDE_CODE_SHELL_PREFIX=prefix) if prefix else env
@@ -134,7 +180,7 @@ def run_version(version: str, rounds: int, calls: int) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
     out: dict[str, Any] = {"version": version, "rounds": rounds, "calls": calls,
                            "load_start_end": [round(x, 1) for x in load]}
-    for case in CASES:
+    for case in cases:
         text, many = times[(case, "bench text")], times[(case, "bench calls")]
         cpu_text, cpu_many = cpus[(case, "bench text")], cpus[(case, "bench calls")]
         low_many, low_text = statistics.quantiles(many, n=4)[0], statistics.quantiles(text, n=4)[0]
@@ -143,7 +189,7 @@ def run_version(version: str, rounds: int, calls: int) -> dict[str, Any]:
                      "per_call_p25_ms": round((low_many - low_text) / calls, 1),
                      "per_call_min_ms": round((min(many) - min(text)) / calls, 1),
                      "cpu_per_call_ms": round((statistics.median(cpu_many) - statistics.median(cpu_text)) / calls, 1)}
-    for case in CASES:
+    for case in cases:
         for key in ("per_call_p25_ms", "per_call_min_ms"):
             out[case][key.replace("_ms", "_over_bare_ms")] = round(out[case][key] - out["bare"][key], 1)
         out[case]["per_call_over_bare_ms"] = round(out[case]["per_call_ms"] - out["bare"]["per_call_ms"], 1)
@@ -210,12 +256,13 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--json", help="also write the result here")
     parser.add_argument("--box-only", action="store_true", help="the box script alone, outside the CLI")
+    parser.add_argument("--cli-in-box", action="store_true", help="also the CLI itself in one box per session")
     args = parser.parse_args()
     if args.box_only:
         print(json.dumps(box_only(args.rounds), indent=1))
         return 0
     result = {"machine": {"cpus": os.cpu_count(), "kernel": os.uname().release},
-              "runs": [run_version(v, args.rounds, args.calls) for v in args.versions.split(",")]}
+              "runs": [run_version(v, args.rounds, args.calls, args.cli_in_box) for v in args.versions.split(",")]}
     text = json.dumps(result, indent=1)
     if args.json:
         Path(args.json).write_text(text + "\n")

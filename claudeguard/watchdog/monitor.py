@@ -258,7 +258,7 @@ class Inputs:
             elif kind == "screen":
                 tr.screen(t, value if isinstance(value, str) else None)  # queued by set_screen_hint: a str or None
             elif kind == "messages":
-                tr.messages += value if isinstance(value, int) else 0  # queued by feed_stream: an int
+                tr.flow.messages += value if isinstance(value, int) else 0  # queued by feed_stream: an int
         self._read_events(tr)
         self._read_transcripts(tr)
         tr.pending(self.clock(), self._pending())
@@ -665,12 +665,12 @@ class Monitor:
         launcher's): a stall it reported goes on as the same episode (no second report), its
         quiet clock running from the last progress before it. Out of a stall the clock starts
         now: ``since`` may be older than progress the other monitor saw and did not tell."""
-        tr = self.tracker
-        tr.stall_count = max(tr.stall_count, int(stall_count))
+        clock = self.tracker.progress
+        clock.stall_count = max(clock.stall_count, int(stall_count))
         if in_stall:
-            if since is not None and since < tr.last_progress:
-                tr.last_progress = tr._hold = since
-            tr.in_stall = True
+            if since is not None and since < clock.last:
+                clock.last = clock.hold = since
+            clock.in_stall = True
 
     def stall_state(self) -> StallState:
         """What ``carry_stall`` of the next monitor needs."""

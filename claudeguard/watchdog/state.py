@@ -178,6 +178,10 @@ class StallVerdict:
     evidence: dict[str, Any]
 
 
+def _ago(now: float, at: float | None) -> float | None:
+    return None if at is None else round(now - at, 1)
+
+
 def _secs(x: float) -> str:
     return f"{x:.0f} s"
 
@@ -197,68 +201,157 @@ def prompt_words(prompt: str | None, words: int = 8, chars: int = 80) -> str | N
     return text[:chars] + ("..." if len(text) > chars or len(prompt.split()) > words else "")
 
 
+@dataclass
+class Progress:
+    """The stall clock: the last progress and what it was, the hold (the clock does not run while
+    a human is waited for or the session is idle), the tree's CPU then, the stall episodes."""
+
+    last: float
+    hold: float
+    what: str = "start"
+    cpu_total: float = 0.0
+    cpu_at: float = 0.0  # cpu_total at the last progress
+    in_stall: bool = False
+    stall_count: int = 0
+
+
+@dataclass
+class TreeWatch:
+    """What the samples of the process tree left: the last two, each process's CPU in the last
+    window and when it was last busy, who has been blocked reading, who waited for a CPU."""
+
+    last_dt: float
+    prev: Sample | None = None
+    last_sample: Sample | None = None
+    io_progress_at: float | None = None
+    proc_busy: dict[int, float] = field(default_factory=dict)  # pid -> last time above its floor
+    deltas: dict[int, float] = field(default_factory=dict)
+    readers: dict[tuple[int, float], int] = field(default_factory=dict)  # consecutive samples blocked reading
+    starved_at: float | None = None  # the last sample in which a process waited for a CPU
+    starved_what: str | None = None
+
+
+@dataclass
+class Flow:
+    """The CLI's output and stream: bytes, messages, tokens (per message id, the largest of each
+    count), whether a message is half streamed, its MCP servers, an SDK host's open question."""
+
+    output_bytes: int = 0
+    last_output: float | None = None
+    last_stream: float | None = None
+    last_screen: float | None = None
+    partial_open: bool = False
+    messages: int = 0
+    tokens: int = 0
+    tokens_by_msg: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
+    mcp_servers: list[dict[str, Any]] = field(default_factory=list)
+    sdk_request: str | None = None
+
+
+@dataclass
+class InFlight:
+    """The work under way: tool calls (from the stream and the hooks), background tasks, running
+    subagents, the requests waiting in the channel."""
+
+    calls: dict[str, Call] = field(default_factory=dict)
+    transcript: str | None = None  # the main agent's transcript, from the hook's tool-start events
+    tasks: dict[str, Task] = field(default_factory=dict)
+    agents: dict[str, str] = field(default_factory=dict)  # running subagents: agent_id -> agent_type
+    pending_n: int | None = None
+    pending_ids: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Shown:
+    """What the CLI shows of itself: a screen hint or dialog, waiting for its user, a first sign
+    of life, its result, its exit."""
+
+    awaiting_user: bool = False
+    screen_hint: str | None = None
+    dialog_note: str | None = None
+    sign_of_life: bool = False
+    result_at: float | None = None
+    exited_at: float | None = None
+    exit_code: int | None = None
+
+
 class Tracker:
+    """The watchdog's state of one session: its parts below, each a reader can hold alone; the
+    inputs (``output``, ``activity``, ``stream``, ``guard``, ``sample``, ...) change them, and
+    ``verdict`` reads them."""
+
     def __init__(self, limits: Limits, start: float) -> None:
         self.limits = limits
         self.start = start
-        self.last_progress = start
-        self.last_what = "start"
-        self._hold = start  # the stall clock does not run in awaiting-approval or idle
-        self.cpu_total = 0.0
-        self._cpu_at_progress = 0.0
-        self._prev: Sample | None = None
-        self._last_dt = limits.interval
-        self._io_progress_at: float | None = None
-        self._proc_busy: dict[int, float] = {}  # pid -> last time above its floor
-        self._deltas: dict[int, float] = {}
-        self._readers: dict[tuple[int, float], int] = {}  # consecutive samples blocked reading
-        self.output_bytes = 0
-        self.last_output: float | None = None
-        self.last_stream: float | None = None
-        self.last_screen: float | None = None
-        self.partial_open = False
-        self.messages = 0
-        self.tokens = 0
-        self._tokens_by_msg: dict[str, tuple[int, int, int, int]] = {}
-        self.calls: dict[str, Call] = {}
-        self.transcript: str | None = None  # the main agent's transcript, from the hook's tool-start events
-        self.tasks: dict[str, Task] = {}
-        self.agents: dict[str, str] = {}  # running subagents: agent_id -> agent_type
-        self.mcp_servers: list[dict[str, Any]] = []
-        self.pending_n: int | None = None
-        self._pending_ids: set[str] = set()
-        self.sdk_request: str | None = None
-        self.screen_hint: str | None = None
-        self.dialog_note: str | None = None
-        self.awaiting_user = limits.interactive and not limits.initial_prompt
-        self.sign_of_life = False
-        self.result_at: float | None = None
-        self.exited_at: float | None = None
-        self.exit_code: int | None = None
-        self.in_stall = False
-        self.stall_count = 0
-        self.last_sample: Sample | None = None
-        self.starved_at: float | None = None  # the last sample in which a process waited for a CPU
-        self.starved_what: str | None = None
+        self.progress = Progress(last=start, hold=start)
+        self.tree = TreeWatch(last_dt=limits.interval)
+        self.flow = Flow()
+        self.work = InFlight()
+        self.shown = Shown(awaiting_user=limits.interactive and not limits.initial_prompt)
+
+    # Read from outside (the monitor, status files, tests): the parts' fields under their old names.
+    @property
+    def last_progress(self) -> float:
+        return self.progress.last
+
+    @property
+    def stall_count(self) -> int:
+        return self.progress.stall_count
+
+    @property
+    def in_stall(self) -> bool:
+        return self.progress.in_stall
+
+    @property
+    def cpu_total(self) -> float:
+        return self.progress.cpu_total
+
+    @property
+    def calls(self) -> dict[str, Call]:
+        return self.work.calls
+
+    @property
+    def agents(self) -> dict[str, str]:
+        return self.work.agents
+
+    @property
+    def transcript(self) -> str | None:
+        return self.work.transcript
+
+    @property
+    def tokens(self) -> int:
+        return self.flow.tokens
+
+    @property
+    def messages(self) -> int:
+        return self.flow.messages
+
+    @property
+    def last_sample(self) -> Sample | None:
+        return self.tree.last_sample
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.shown.exit_code
 
     # -- progress --------------------------------------------------------------------------
     def _progress(self, t: float, what: str) -> None:
-        if t >= self.last_progress:
-            self.last_progress = t
-            self.last_what = what
-            self._cpu_at_progress = self.cpu_total
+        if t >= self.progress.last:
+            self.progress.last = t
+            self.progress.what = what
+            self.progress.cpu_at = self.progress.cpu_total
 
     def _life(self, t: float, what: str) -> None:
-        self.sign_of_life = True
+        self.shown.sign_of_life = True
         self._progress(t, what)
 
     # -- inputs ----------------------------------------------------------------------------
     def output(self, t: float, total_bytes: int) -> None:
         """The relay's running byte count and the time of its last write."""
-        if total_bytes > self.output_bytes:
-            self.output_bytes = total_bytes
-            self.last_output = t
-            self.dialog_note = None
+        if total_bytes > self.flow.output_bytes:
+            self.flow.output_bytes = total_bytes
+            self.flow.last_output = t
+            self.shown.dialog_note = None
             self._life(t, "output")
 
     def activity(self, t: float, what: str) -> None:
@@ -267,105 +360,105 @@ class Tracker:
         stream is silent; the stream itself shows in the io counters), ``at-prompt`` (the input
         box waits for its user: idle) and ``busy`` (a turn runs again)."""
         if what == "output":
-            self.sign_of_life = True
-            self.last_screen = t
+            self.shown.sign_of_life = True
+            self.flow.last_screen = t
             return
         if what == "at-prompt":
-            if self.limits.interactive and not self.awaiting_user:
-                self.awaiting_user = True
+            if self.limits.interactive and not self.shown.awaiting_user:
+                self.shown.awaiting_user = True
                 self._life(t, "at the prompt")
             return
         if what == "busy":
-            if self.awaiting_user:
-                self.awaiting_user = False
+            if self.shown.awaiting_user:
+                self.shown.awaiting_user = False
                 self._life(t, "turn started")
             return
         if what == "input":
-            self.dialog_note = None
+            self.shown.dialog_note = None
         self._life(t, what)
 
     def screen(self, t: float, hint: str | None) -> None:
-        if hint != self.screen_hint:
-            self.screen_hint = hint
+        if hint != self.shown.screen_hint:
+            self.shown.screen_hint = hint
             self._life(t, "screen: " + (hint or "dialog closed"))
 
     def exited(self, t: float, code: int | None) -> None:
         """The child is gone (seen in a sample: code None; told by the supervisor: its code)."""
-        if self.exited_at is None:
-            self.exited_at = t
+        if self.shown.exited_at is None:
+            self.shown.exited_at = t
         if code is not None:
-            self.exit_code = code
+            self.shown.exit_code = code
 
     def pending(self, t: float, n: int | None) -> None:
         """Requests waiting in the channel; None: unknown (the count from events is used)."""
-        if n != self.pending_n:
-            if n is not None and (self.pending_n is not None or n > 0):
+        if n != self.work.pending_n:
+            if n is not None and (self.work.pending_n is not None or n > 0):
                 self._progress(t, f"pending requests: {n}")
-            self.pending_n = n
+            self.work.pending_n = n
 
     @property
     def pending_count(self) -> int:
-        return self.pending_n if self.pending_n is not None else len(self._pending_ids)
+        return self.work.pending_n if self.work.pending_n is not None else len(self.work.pending_ids)
 
     def stream(self, m: StreamMsg) -> None:
         t = m.time
-        self.messages += 1
-        self.last_stream = t
-        self.dialog_note = None
+        self.flow.messages += 1
+        self.flow.last_stream = t
+        self.shown.dialog_note = None
         if m.kind != "control":
-            self.sdk_request = None
+            self.flow.sdk_request = None
         self._life(t, f"stream: {m.kind}")
         if m.tokens is not None and m.message_id:
             # The CLI repeats a message's usage on every content block (and partial events give
             # it in pieces): keep the largest of each count per message id.
-            old = self._tokens_by_msg.get(m.message_id, (0, 0, 0, 0))
+            old = self.flow.tokens_by_msg.get(m.message_id, (0, 0, 0, 0))
             got = m.tokens
             new = (max(old[0], got[0]), max(old[1], got[1]), max(old[2], got[2]), max(old[3], got[3]))
-            self._tokens_by_msg[m.message_id] = new
-            self.tokens += (new[0] + new[1]) - (old[0] + old[1])
+            self.flow.tokens_by_msg[m.message_id] = new
+            self.flow.tokens += (new[0] + new[1]) - (old[0] + old[1])
         if m.kind == "partial":
-            self.partial_open = m.partial_event not in ("message_stop", None)
+            self.flow.partial_open = m.partial_event not in ("message_stop", None)
             return
         if m.kind == "assistant":
-            self.partial_open = False
+            self.flow.partial_open = False
             for call_id, name, detail in m.tool_uses:
-                known = self.calls.get(call_id)
+                known = self.work.calls.get(call_id)
                 if known is None:
-                    self.calls[call_id] = Call(call_id, name, t, detail, agent=m.parent_tool_use_id)
+                    self.work.calls[call_id] = Call(call_id, name, t, detail, agent=m.parent_tool_use_id)
                 elif not known.detail:
                     known.detail = detail
         elif m.kind == "user":
             for call_id in m.tool_results:
-                self.calls.pop(call_id, None)
+                self.work.calls.pop(call_id, None)
         elif m.kind == "result":
-            self.result_at = t
+            self.shown.result_at = t
             if m.tokens is not None:
-                self.tokens = max(self.tokens, m.tokens[0] + m.tokens[1])
+                self.flow.tokens = max(self.flow.tokens, m.tokens[0] + m.tokens[1])
             # The turn is over: whatever the stream still shows in flight has ended.
-            for call_id in [c.id for c in self.calls.values() if c.via == "stream"]:
-                del self.calls[call_id]
+            for call_id in [c.id for c in self.work.calls.values() if c.via == "stream"]:
+                del self.work.calls[call_id]
             if self.limits.interactive:
-                self.awaiting_user = True
+                self.shown.awaiting_user = True
         elif m.kind == "task-start" and m.task_id:
             info = m.task or {}
-            self.tasks[m.task_id] = Task(m.task_id, str(info.get("description") or ""), t,
+            self.work.tasks[m.task_id] = Task(m.task_id, str(info.get("description") or ""), t,
                                          info.get("subagent_type"), info.get("tool_use_id"))
         elif m.kind == "task-end" and m.task_id:
-            self.tasks.pop(m.task_id, None)
+            self.work.tasks.pop(m.task_id, None)
         elif m.kind == "tasks" and m.tasks is not None:
             fresh: dict[str, Task] = {}
             for info in m.tasks:
                 tid = str(info.get("task_id") or "")
                 if not tid:
                     continue
-                old_task = self.tasks.get(tid)
+                old_task = self.work.tasks.get(tid)
                 fresh[tid] = old_task or Task(tid, str(info.get("description") or ""), t,
                                               info.get("subagent_type"), info.get("tool_use_id"))
-            self.tasks = fresh
+            self.work.tasks = fresh
         elif m.kind == "init" and m.mcp_servers is not None:
-            self.mcp_servers = m.mcp_servers
+            self.flow.mcp_servers = m.mcp_servers
         elif m.kind == "control" and m.request == "can_use_tool":
-            self.sdk_request = m.request
+            self.flow.sdk_request = m.request
 
     def guard(self, t: float, ev: dict[str, Any]) -> None:
         """One record of the hook's events.jsonl (its time already converted to ours)."""
@@ -379,82 +472,83 @@ class Tracker:
             ntype = ev.get("notification_type")
             self._life(t, f"hook notification {ntype}")
             if ntype == "permission_prompt":
-                self.dialog_note = str(ev.get("message") or "a permission dialog is on screen")
+                self.shown.dialog_note = str(ev.get("message") or "a permission dialog is on screen")
             elif ntype == "idle_prompt" and self.limits.interactive:
-                self.awaiting_user = True
+                self.shown.awaiting_user = True
             return
-        self.dialog_note = None
+        self.shown.dialog_note = None
         if kind == "approval-wait":
-            self._pending_ids.add(str(ev.get("request_id")))
+            self.work.pending_ids.add(str(ev.get("request_id")))
         elif kind == "approval-done":
-            self._pending_ids.discard(str(ev.get("request_id")))
+            self.work.pending_ids.discard(str(ev.get("request_id")))
         self._life(t, f"hook {kind}" + (f" {ev.get('tool')}" if ev.get("tool") else ""))
         if kind == "tool-start" and tool_use_id:
-            self.awaiting_user = False
+            self.shown.awaiting_user = False
             if isinstance(ev.get("transcript"), str) and ev["transcript"]:
-                self.transcript = ev["transcript"]
-            call = self.calls.get(tool_use_id)
+                self.work.transcript = ev["transcript"]
+            call = self.work.calls.get(tool_use_id)
             agent = ev.get("agent_type") or (f"agent {agent_id}" if agent_id else None)
             if call is None:
-                self.calls[tool_use_id] = Call(tool_use_id, str(ev.get("tool") or "?"), t, "", agent, agent_id, "hook")
+                self.work.calls[tool_use_id] = Call(tool_use_id, str(ev.get("tool") or "?"), t, "", agent, agent_id,
+                                                    "hook")
             else:
                 call.agent = call.agent or agent
                 call.agent_id = call.agent_id or agent_id
         elif kind in ("tool-end", "tool-denied", "tool-failed") and tool_use_id:
-            self.calls.pop(tool_use_id, None)
+            self.work.calls.pop(tool_use_id, None)
         elif kind == "subagent-start" and agent_id:
-            self.agents[str(agent_id)] = str(ev.get("agent_type") or "?")
+            self.work.agents[str(agent_id)] = str(ev.get("agent_type") or "?")
         elif kind == "subagent-stop" and agent_id:
-            self.agents.pop(str(agent_id), None)
-            for call_id in [c.id for c in self.calls.values() if c.agent_id == agent_id]:
-                del self.calls[call_id]
+            self.work.agents.pop(str(agent_id), None)
+            for call_id in [c.id for c in self.work.calls.values() if c.agent_id == agent_id]:
+                del self.work.calls[call_id]
         elif kind == "prompt":
-            self.awaiting_user = False
-            self.result_at = None
+            self.shown.awaiting_user = False
+            self.shown.result_at = None
         elif kind == "stop":
             # The main agent's turn ended: its hook-tracked calls are over (PostToolUse does not
             # fire for a call that failed or was denied), and an interactive CLI waits for its user.
-            for call_id in [c.id for c in self.calls.values() if c.via == "hook" and c.agent_id is None]:
-                del self.calls[call_id]
+            for call_id in [c.id for c in self.work.calls.values() if c.via == "hook" and c.agent_id is None]:
+                del self.work.calls[call_id]
             if self.limits.interactive:
-                self.awaiting_user = True
+                self.shown.awaiting_user = True
 
     def transcripts_to_read(self) -> list[str]:
         """The transcripts that would show the end of a hook-tracked call still in flight: the
         main agent's, and each calling subagent's (watchdog/transcript.py)."""
-        if not self.transcript:
+        if not self.work.transcript:
             return []
         from claudeguard.watchdog.transcript import subagent_transcript
 
         paths: list[str] = []
-        for c in self.calls.values():
+        for c in self.work.calls.values():
             if c.via != "hook":
                 continue
-            path = subagent_transcript(self.transcript, c.agent_id) if c.agent_id else self.transcript
+            path = subagent_transcript(self.work.transcript, c.agent_id) if c.agent_id else self.work.transcript
             if path and path not in paths:
                 paths.append(path)
         return paths
 
     def calls_ended(self, ended: dict[str, float]) -> None:
         """Hook-tracked calls whose result the transcript shows (``ended``: id -> time, ours)."""
-        for c in [c for c in self.calls.values() if c.via == "hook" and c.id in ended]:
-            del self.calls[c.id]
+        for c in [c for c in self.work.calls.values() if c.via == "hook" and c.id in ended]:
+            del self.work.calls[c.id]
             self._life(max(c.started, ended[c.id]), f"transcript tool-end {c.name}")
 
     # -- samples ---------------------------------------------------------------------------
     def sample(self, s: Sample) -> StallVerdict:
         lim = self.limits
-        prev = self._prev
+        prev = self.tree.prev
         dt = max(1e-3, s.time - prev.time) if prev is not None else lim.interval
-        self._last_dt = dt
+        self.tree.last_dt = dt
         deltas: dict[int, float] = {}
         io_delta = 0.0
         if prev is None:
             # The baseline: start-up CPU is counted in the total but is not judged.
             for pid, p in s.procs.items():
                 deltas[pid] = 0.0
-                self.cpu_total += p.cpu + p.cpu_children
-            self._cpu_at_progress = self.cpu_total
+                self.progress.cpu_total += p.cpu + p.cpu_children
+            self.progress.cpu_at = self.progress.cpu_total
         else:
             credit: dict[int, float] = {}
             for pid, q in prev.procs.items():
@@ -473,22 +567,22 @@ class Tracker:
                     proc_io = max(0, p.io - before.io) if p.io is not None and before.io is not None else 0
                 # With a dialog on the screen the CLI's own io is its redraw (2.1.330 repaints
                 # about 2 KB a second while it waits), not progress.
-                if not (pid == s.root_pid and self.screen_hint):
+                if not (pid == s.root_pid and self.shown.screen_hint):
                     io_delta += proc_io
                 deltas[pid] = d
-            self.cpu_total += sum(deltas.values())
-        self._deltas = deltas
-        self._prev = s
-        self.last_sample = s
+            self.progress.cpu_total += sum(deltas.values())
+        self.tree.deltas = deltas
+        self.tree.prev = s
+        self.tree.last_sample = s
 
         root_d = deltas.get(s.root_pid, 0.0)
         desc = {pid: d for pid, d in deltas.items() if pid != s.root_pid}
         root_floor, desc_floor = lim.root_cpu_floor(dt), lim.desc_cpu_floor(dt)
         for pid, d in deltas.items():
             if d > (root_floor if pid == s.root_pid else desc_floor):
-                self._proc_busy[pid] = s.time
-        for pid in [pid for pid in self._proc_busy if pid not in s.procs]:
-            del self._proc_busy[pid]
+                self.tree.proc_busy[pid] = s.time
+        for pid in [pid for pid in self.tree.proc_busy if pid not in s.procs]:
+            del self.tree.proc_busy[pid]
         if prev is not None:
             busy = max(desc.items(), key=lambda kv: kv[1], default=(0, 0.0))
             starved = self._starved(prev, s, dt)
@@ -504,10 +598,11 @@ class Tracker:
                                        f"of {dt:.2f} s, of which {waited:.2f} s on a run queue"
                                        + (f" (load {s.load:.1f})" if s.load is not None else ""))
             if starved is not None:
-                self.starved_at = s.time
-                self.starved_what = f"{self._pname(s, starved[0])} waited {starved[2]:.2f} s for a CPU in {dt:.2f} s"
+                self.tree.starved_at = s.time
+                self.tree.starved_what = (f"{self._pname(s, starved[0])} waited {starved[2]:.2f} s for a CPU in "
+                                          f"{dt:.2f} s")
             if io_delta > lim.io_floor(dt):
-                self._io_progress_at = s.time
+                self.tree.io_progress_at = s.time
                 self._progress(s.time, f"io: {int(io_delta)} bytes")
 
         live = set()
@@ -515,8 +610,8 @@ class Tracker:
             if p.reading and deltas.get(pid, 0.0) <= desc_floor and p.status != "Z":
                 key = (pid, p.start)
                 live.add(key)
-                self._readers[key] = self._readers.get(key, 0) + 1
-        self._readers = {k: v for k, v in self._readers.items() if k in live}
+                self.tree.readers[key] = self.tree.readers.get(key, 0) + 1
+        self.tree.readers = {k: v for k, v in self.tree.readers.items() if k in live}
         if not s.root_alive:
             self.exited(s.time, None)
         return self.verdict(s.time)
@@ -545,18 +640,18 @@ class Tracker:
 
     # -- evaluation ------------------------------------------------------------------------
     def _blocked_readers(self) -> list[ProcInfo]:
-        s = self.last_sample
+        s = self.tree.last_sample
         if s is None:
             return []
         out = []
-        for (pid, start), n in self._readers.items():
+        for (pid, start), n in self.tree.readers.items():
             p = s.procs.get(pid)
             if p is not None and p.start == start and n >= 2:
                 out.append(p)
         return out
 
     def _tty_readers(self) -> list[ProcInfo]:
-        s = self.last_sample
+        s = self.tree.last_sample
         out = []
         for p in self._blocked_readers():
             if not (p.reading or "").startswith("/dev/"):
@@ -568,47 +663,47 @@ class Tracker:
 
     def _base(self, now: float) -> tuple[str, str | None]:
         lim = self.limits
-        if self.exited_at is not None:
-            return EXITED, None if self.exit_code is None else f"exit code {self.exit_code}"
+        if self.shown.exited_at is not None:
+            return EXITED, None if self.shown.exit_code is None else f"exit code {self.shown.exit_code}"
         if self.pending_count > 0:
             n = self.pending_count
             return AWAITING, f"{n} request{'s' if n != 1 else ''} waiting in the channel"
-        if self.sdk_request:
+        if self.flow.sdk_request:
             return AWAITING, "the SDK host was asked (can_use_tool)"
-        if self.screen_hint:
-            return BLOCKED, self.screen_hint
-        if self.dialog_note:
-            return BLOCKED, self.dialog_note
+        if self.shown.screen_hint:
+            return BLOCKED, self.shown.screen_hint
+        if self.shown.dialog_note:
+            return BLOCKED, self.shown.dialog_note
         readers = self._tty_readers()
         if readers:
             p = readers[0]
             return BLOCKED, f"{p.name} (pid {p.pid}) reads {p.reading}"
-        tools = [c for c in self.calls.values() if c.name not in AGENT_TOOLS]
+        tools = [c for c in self.work.calls.values() if c.name not in AGENT_TOOLS]
         if tools:
             c = max(tools, key=lambda c: c.started)
             return TOOL, c.name
-        shells = [tk for tk in self.tasks.values() if not tk.subagent_type]
-        agents = [c for c in self.calls.values() if c.name in AGENT_TOOLS]
-        if lim.interactive and self.awaiting_user and not agents and not self.tasks:
+        shells = [tk for tk in self.work.tasks.values() if not tk.subagent_type]
+        agents = [c for c in self.work.calls.values() if c.name in AGENT_TOOLS]
+        if lim.interactive and self.shown.awaiting_user and not agents and not self.work.tasks:
             return IDLE, None
-        if agents or self.tasks:
-            if shells and not agents and len(shells) == len(self.tasks):
+        if agents or self.work.tasks:
+            if shells and not agents and len(shells) == len(self.work.tasks):
                 return TOOL, f"background task: {shells[0].description or shells[0].id}"
             if agents:
                 c = max(agents, key=lambda c: c.started)
                 return THINKING, f"subagent via {c.name} ({c.id}){': ' + c.detail if c.detail else ''}"
-            tk = max(self.tasks.values(), key=lambda tk: tk.started)
+            tk = max(self.work.tasks.values(), key=lambda tk: tk.started)
             return THINKING, f"background {tk.subagent_type or 'task'}: {tk.description or tk.id}"
-        if self.result_at is not None and not lim.interactive:
+        if self.shown.result_at is not None and not lim.interactive:
             return FINISHING, None
-        if not self.sign_of_life and now - self.start < lim.startup_grace:
+        if not self.shown.sign_of_life and now - self.start < lim.startup_grace:
             return STARTING, None
-        recent = 2 * max(lim.interval, self._last_dt)
-        if (self.last_output is not None and now - self.last_output <= recent) or (
-            self._io_progress_at is not None and now - self._io_progress_at <= recent
-        ) or (self.last_stream is not None and self.partial_open and now - self.last_stream <= recent):
+        recent = 2 * max(lim.interval, self.tree.last_dt)
+        if (self.flow.last_output is not None and now - self.flow.last_output <= recent) or (
+            self.tree.io_progress_at is not None and now - self.tree.io_progress_at <= recent
+        ) or (self.flow.last_stream is not None and self.flow.partial_open and now - self.flow.last_stream <= recent):
             return STREAMING, None
-        if not self.sign_of_life:
+        if not self.shown.sign_of_life:
             return STARTING, None
         return THINKING, None
 
@@ -623,13 +718,13 @@ class Tracker:
         base, detail = self._base(now)
         threshold = self.threshold(base)
         if threshold is None:
-            self._hold = now
-        quiet = max(0.0, now - max(self.last_progress, self._hold))
+            self.progress.hold = now
+        quiet = max(0.0, now - max(self.progress.last, self.progress.hold))
         stalled = threshold is not None and quiet >= threshold
-        new_stall = stalled and not self.in_stall
+        new_stall = stalled and not self.progress.in_stall
         if new_stall:
-            self.stall_count += 1
-        self.in_stall = stalled
+            self.progress.stall_count += 1
+        self.progress.in_stall = stalled
         diagnosis = self._diagnose(base, detail, quiet, now) if stalled else None
         return StallVerdict(
             time=now,
@@ -646,14 +741,15 @@ class Tracker:
 
     # -- words -----------------------------------------------------------------------------
     def stream_silent(self, now: float) -> float:
-        marks = [self.start] + [x for x in (self.last_output, self.last_stream, self._io_progress_at) if x is not None]
+        seen = (self.flow.last_output, self.flow.last_stream, self.tree.io_progress_at)
+        marks = [self.start] + [x for x in seen if x is not None]
         return max(0.0, now - max(marks))
 
     def window_cpu(self) -> float:
-        return max(0.0, self.cpu_total - self._cpu_at_progress)
+        return max(0.0, self.progress.cpu_total - self.progress.cpu_at)
 
     def _odd_states(self) -> list[str]:
-        s = self.last_sample
+        s = self.tree.last_sample
         if s is None:
             return []
         out = []
@@ -666,21 +762,21 @@ class Tracker:
     def _load_note(self) -> str | None:
         """The machine's load, when a sample knew it: a stall on a loaded machine is still one
         (no process of the tree wanted the CPU), but the reader should know."""
-        s = self.last_sample
+        s = self.tree.last_sample
         if s is None or s.load is None or not s.cpus or s.load <= s.cpus:
             return None
         return f"machine load {s.load:.1f} on {s.cpus} CPUs"
 
     def _stdin_note(self) -> str | None:
         # Only the CLI's own stdin: MCP stdio servers and many tools wait on theirs by design.
-        root = self.last_sample.root_pid if self.last_sample else None
+        root = self.tree.last_sample.root_pid if self.tree.last_sample else None
         for p in self._blocked_readers():
             if p.pid == root and not (p.reading or "").startswith("/dev/"):
                 return f"the CLI is blocked reading its {p.reading}"
         return None
 
     def _tree_words(self, pids: set[int] | None = None) -> str:
-        s = self.last_sample
+        s = self.tree.last_sample
         if s is None:
             return ""
         procs = [p for p in s.procs.values() if pids is None or p.pid in pids]
@@ -691,7 +787,7 @@ class Tracker:
         extra = [x for x in [self._stdin_note(), *self._odd_states(), self._load_note()] if x]
         tail = ("; " + "; ".join(extra)) if extra else ""
         if base == TOOL:
-            tools = [c for c in self.calls.values() if c.name not in AGENT_TOOLS]
+            tools = [c for c in self.work.calls.values() if c.name not in AGENT_TOOLS]
             if tools:
                 c = max(tools, key=lambda c: c.started)
                 who = f" in {c.agent}" if c.agent and not c.agent.startswith("toolu_") else ""
@@ -699,14 +795,14 @@ class Tracker:
                     server = c.name.split("__")[1] if c.name.count("__") >= 2 else c.name
                     return (f"stalled: tool {c.name} ({c.id}){who} for {_secs(quiet)}: MCP server {server} idle "
                             f"with a request outstanding, {cpu}{tail}")
-                last = self.last_sample
+                last = self.tree.last_sample
                 procs = self._tree_words({p for p in last.procs if p != last.root_pid}) if last else ""
                 return (f"stalled: tool {c.name} ({c.id}){who} for {_secs(quiet)} with no CPU in its processes"
                         f" ({procs or 'none left'}), {cpu}{tail}")
             return f"stalled: {detail} for {_secs(quiet)} with no CPU in its processes, {cpu}{tail}"
         if base == BLOCKED:
             readers = self._tty_readers()
-            if self.screen_hint or self.dialog_note or not readers:
+            if self.shown.screen_hint or self.shown.dialog_note or not readers:
                 return (f"stalled: blocked reading its terminal: a prompt is waiting ({detail}) for {_secs(quiet)}, "
                         f"{cpu}{tail}")
             return f"stalled: blocked reading its terminal: {detail} for {_secs(quiet)}, {cpu}{tail}"
@@ -715,52 +811,52 @@ class Tracker:
         if base == FINISHING:
             left = self._tree_words()
             return (f"stalled: finishing for {_secs(quiet)}: the result came "
-                    f"{_secs(now - (self.result_at or now))} ago "
+                    f"{_secs(now - (self.shown.result_at or now))} ago "
                     f"but the CLI has not exited ({left}), {cpu}{tail}")
         silent = self.stream_silent(now)
-        mid = " mid-answer" if self.partial_open else ""
+        mid = " mid-answer" if self.flow.partial_open else ""
         sub = f" ({detail})" if detail else ""
         return f"stalled: {base}{sub} for {_secs(quiet)}: model stream silent{mid} {_secs(silent)}, {cpu}{tail}"
 
     def evidence(self, now: float, quiet: float, threshold: float | None) -> dict[str, Any]:
-        s = self.last_sample
+        s = self.tree.last_sample
         procs = []
         if s is not None:
             for p in list(s.procs.values())[:12]:
-                busy = self._proc_busy.get(p.pid)
+                busy = self.tree.proc_busy.get(p.pid)
                 procs.append({
                     "pid": p.pid, "name": p.name, "state": p.status,
                     "cpu_s": round(p.cpu + p.cpu_children, 2),
-                    "cpu_delta_s": round(self._deltas.get(p.pid, 0.0), 3),
+                    "cpu_delta_s": round(self.tree.deltas.get(p.pid, 0.0), 3),
                     "busy_ago_s": None if busy is None else round(now - busy, 1),
                     **({"reading": p.reading} if p.reading else {}),
                 })
         ev: dict[str, Any] = {
             "quiet_s": round(quiet, 1),
             "threshold_s": threshold,
-            "last_progress": self.last_what,
-            "last_progress_ago_s": round(max(0.0, now - self.last_progress), 1),
-            "tree_cpu_s": round(self.cpu_total, 2),
+            "last_progress": self.progress.what,
+            "last_progress_ago_s": round(max(0.0, now - self.progress.last), 1),
+            "tree_cpu_s": round(self.progress.cpu_total, 2),
             "quiet_cpu_s": round(self.window_cpu(), 3),
-            "output_bytes": self.output_bytes,
-            "last_output_ago_s": None if self.last_output is None else round(now - self.last_output, 1),
-            "last_screen_output_ago_s": None if self.last_screen is None else round(now - self.last_screen, 1),
+            "output_bytes": self.flow.output_bytes,
+            "last_output_ago_s": _ago(now, self.flow.last_output),
+            "last_screen_output_ago_s": _ago(now, self.flow.last_screen),
             "stream_silent_s": round(self.stream_silent(now), 1),
-            "messages": self.messages,
-            "tokens": self.tokens,
+            "messages": self.flow.messages,
+            "tokens": self.flow.tokens,
             "tools": [
                 {"id": c.id, "name": c.name, "age_s": round(now - c.started, 1), "agent": c.agent, "detail": c.detail}
-                for c in sorted(self.calls.values(), key=lambda c: c.started)
+                for c in sorted(self.work.calls.values(), key=lambda c: c.started)
             ][:10],
             "tasks": [{"id": tk.id, "description": tk.description, "type": tk.subagent_type,
-                       "age_s": round(now - tk.started, 1)} for tk in self.tasks.values()][:10],
+                       "age_s": round(now - tk.started, 1)} for tk in self.work.tasks.values()][:10],
             "pending": self.pending_count,
             "procs": procs,
         }
-        if self.screen_hint:
-            ev["screen"] = self.screen_hint
-        if self.dialog_note:
-            ev["dialog"] = self.dialog_note
+        if self.shown.screen_hint:
+            ev["screen"] = self.shown.screen_hint
+        if self.shown.dialog_note:
+            ev["dialog"] = self.shown.dialog_note
         readers = self._blocked_readers()
         if readers:
             ev["blocked_reading"] = [{"pid": p.pid, "name": p.name, "reading": p.reading} for p in readers]
@@ -769,11 +865,12 @@ class Tracker:
             ev["odd"] = odd
         if s is not None and s.load is not None:
             ev["load"] = round(s.load, 2)
-        if self.starved_at is not None and now - self.starved_at <= 2 * max(self.limits.interval, self._last_dt):
-            ev["waiting_for_cpu"] = self.starved_what
-        failed = [m.get("name") for m in self.mcp_servers if m.get("status") not in (None, "connected")]
+        starved_at = self.tree.starved_at
+        if starved_at is not None and now - starved_at <= 2 * max(self.limits.interval, self.tree.last_dt):
+            ev["waiting_for_cpu"] = self.tree.starved_what
+        failed = [m.get("name") for m in self.flow.mcp_servers if m.get("status") not in (None, "connected")]
         if failed:
             ev["mcp_not_connected"] = failed
-        if self.agents:
-            ev["subagents"] = dict(list(self.agents.items())[:10])
+        if self.work.agents:
+            ev["subagents"] = dict(list(self.work.agents.items())[:10])
         return ev
