@@ -28,7 +28,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "claudeguard"
 LAYERS: list[tuple[str, ...]] = [
     ("base", "claudeguard", "claudeguard.errors", "claudeguard.home"),
     ("tools", "claudeguard.files", "claudeguard.procs", "claudeguard.sockets", "claudeguard.decision",
-     "claudeguard.cli_tables", "claudeguard.ancestry", "claudeguard.tcp_owner"),
+     "claudeguard.events", "claudeguard.cli_tables", "claudeguard.ancestry", "claudeguard.tcp_owner"),
     ("policy", "claudeguard.policy"),
     ("config", "claudeguard.config"),
     # plan/sandbox.py: the box's argv and files, which the gate needs for every Bash allow it gives;

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from typing import Any, TypedDict
 
     from claudeguard.config.schema import ApprovalSettings, PolicySpec
+    from claudeguard.events import GuardEventKind
 
     class Snapshot(TypedDict, total=False):
         """``session.json``: what the launcher (or the service's planner) wrote for the session's
@@ -108,8 +109,9 @@ def _append(path: str, record: dict[str, Any]) -> None:
     append_line(path, (json.dumps(record, separators=(",", ":")) + "\n").encode())
 
 
-def record_event(session: Session, event: str, **fields: object) -> None:
-    """One JSON line in ``events.jsonl`` for the watchdog; never fails the callback."""
+def record_event(session: Session, event: GuardEventKind, **fields: object) -> None:
+    """One JSON line in ``events.jsonl`` for the watchdog (``claudeguard.events``: the record's
+    type, shared with its reader); never fails the callback."""
     if session.dir is None:
         return
     try:

@@ -331,7 +331,7 @@ class Inputs:
                 continue
             when = ev.get("time")
             t = mono - (wall - when) if isinstance(when, (int, float)) else mono
-            tr.guard(min(mono, max(t, mono - 86400.0)), ev)
+            tr.guard(min(mono, max(t, mono - 86400.0)), ev)  # type: ignore[arg-type]  # the gate's GuardEvent (events.py); kind_of reads an unknown kind as "other"
 
     def _read_transcripts(self, tr: Tracker) -> None:
         """Ends of hook-tracked calls, from the CLI's transcripts (a -p session has no PostToolUse

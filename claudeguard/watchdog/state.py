@@ -45,6 +45,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import Any
 
+    from claudeguard.events import GuardEvent
+
 STARTING = "starting"
 THINKING = "thinking"
 STREAMING = "streaming"
@@ -460,12 +462,11 @@ class Tracker:
         elif m.kind == "control" and m.request == "can_use_tool":
             self.flow.sdk_request = m.request
 
-    def guard(self, t: float, ev: dict[str, Any]) -> None:
+    def guard(self, t: float, ev: GuardEvent) -> None:
         """One record of the hook's events.jsonl (its time already converted to ours)."""
-        kind = str(ev.get("event") or "")
-        if kind == "other":
-            kind = {"Stop": "stop", "UserPromptSubmit": "prompt", "PostToolUseFailure": "tool-end",
-                    "SessionEnd": "stop"}.get(str(ev.get("hook_event_name")), "other")
+        from claudeguard.events import kind_of
+
+        kind = kind_of(ev)
         tool_use_id = ev.get("tool_use_id")
         agent_id = ev.get("agent_id")
         if kind == "notification":
@@ -494,7 +495,7 @@ class Tracker:
             else:
                 call.agent = call.agent or agent
                 call.agent_id = call.agent_id or agent_id
-        elif kind in ("tool-end", "tool-denied", "tool-failed") and tool_use_id:
+        elif kind == "tool-end" and tool_use_id:
             self.work.calls.pop(tool_use_id, None)
         elif kind == "subagent-start" and agent_id:
             self.work.agents[str(agent_id)] = str(ev.get("agent_type") or "?")
