@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from claudeguard.watchdog import unguarded as ug
-from claudeguard.watchdog.state import ProcInfo, Sample
+from claudeguard.watchdog.signals import ProcInfo, Sample
 from claudeguard.watchdog.status import list_sessions, process_start, write_status
 
 from test_watchdog_sampler import wait_until

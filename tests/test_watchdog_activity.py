@@ -12,7 +12,7 @@ import time
 import pytest
 
 from claudeguard.shim.activity import Feed, compact
-from claudeguard.watchdog.state import StreamMsg
+from claudeguard.watchdog.signals import StreamMsg
 
 from test_watchdog_monitor import env, session_dir, sleeper  # noqa: F401 - fixtures and helpers
 from test_watchdog_sampler import wait_until

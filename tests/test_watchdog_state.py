@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from claudeguard.watchdog.state import (
+from claudeguard.watchdog.signals import (
     AWAITING, BLOCKED, EXITED, FINISHING, IDLE, STALLED, STARTING, STREAMING, THINKING, TOOL,
-    Limits, ProcInfo, Sample, StreamMsg, Tracker,
+    Limits, ProcInfo, Sample, StreamMsg,
 )
+from claudeguard.watchdog.state import Tracker
 
 ROOT = 100
 

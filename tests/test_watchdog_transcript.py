@@ -7,7 +7,8 @@ import json
 import os
 
 from claudeguard.watchdog import transcript
-from claudeguard.watchdog.state import Limits, Tracker
+from claudeguard.watchdog.signals import Limits
+from claudeguard.watchdog.state import Tracker
 from claudeguard.watchdog.transcript import TranscriptEnds, subagent_transcript
 
 

@@ -42,6 +42,12 @@ if TYPE_CHECKING:
         prefix: str  # the box script: CLAUDE_CODE_SHELL_PREFIX
         unbox: str  # the dir of one-time marks that let one human-approved call out of the box
 
+    class AfterCommand(TypedDict):
+        """What the box script checks once a command's box has ended (``box_script``)."""
+
+        must_not_appear: list[str]  # git's code paths a command may not make: removed
+        git: tuple[str, str, str] | None  # (work tree, git dir, common dir): a repository registered
+
 
 PREFIX_VAR = "CLAUDE_CODE_SHELL_PREFIX"
 LEAVE_FLAG = "dangerouslyDisableSandbox"  # the Bash input's request to run outside the sandbox
@@ -340,13 +346,27 @@ def layout(cfg: Config, paths: GuardPaths, cwd: str, home: str | None = None,
     project's ``.claude/`` (made when missing: an empty dir git ignores), ``.git/hooks``,
     ``.git/config``, ``.mcp.json``, and, in each writable root, the first dir on the way to a
     guard path inside it (renaming it would reopen the path); hidden the guard's own dirs (made
-    when missing: a path that does not exist yet cannot be hidden) and files."""
+    when missing: a path that does not exist yet cannot be hidden) and files; then what the
+    user's deny rules keep from the box."""
     settings = cfg.sandbox()
     out = Layout()
     out.network = settings["network"]
     out.unix = settings["allow_unix_sockets"]
     cwd = os.path.abspath(cwd)
     root = project_root(cwd)
+    from claudeguard.plan.code_paths import git_dirs
+
+    gitdir, common = git_dirs(root)
+    _project_writable(out, root, cwd, (gitdir, common), settings["allow_write"])
+    _code_read_only(out, root, cwd, (gitdir, common), env)
+    _guard_hidden(out, paths)
+    _user_rules(out, cfg, cwd, home or os.path.expanduser("~"))
+    return out
+
+
+def _project_writable(out: Layout, root: str, cwd: str, git: tuple[str | None, str | None],
+                      allow_write: list[str]) -> None:
+    """The project and each dir down to ``cwd``, its git dirs, the user's ``allow_write``."""
     if root != "/":  # a session started in / has no project to write: only its /tmp
         out.writable.append(root)
     if root != "/" and _inside(cwd, root):
@@ -356,18 +376,23 @@ def layout(cfg: Config, paths: GuardPaths, cwd: str, home: str | None = None,
                 continue
             step = os.path.join(step, part)
             out.writable.append(step)
-    from claudeguard.plan.code_paths import code_paths, git_dirs
-
-    gitdir, common = git_dirs(root)
-    for d in dict.fromkeys((gitdir, common)):
+    for d in dict.fromkeys(git):
         if d and d not in out.writable and os.path.isdir(d):
             out.writable.append(d)
-    for entry in settings["allow_write"]:
+    for entry in allow_write:
         path = os.path.abspath(os.path.expanduser(entry))
         if os.path.exists(path) and path not in out.writable:
             out.writable.append(path)
-    # The files git, the editor or the CLI run code from later: read-only where they exist, and
-    # removed after the call where a command made one that must not appear (plan/code_paths.py).
+
+
+def _code_read_only(out: Layout, root: str, cwd: str, git: tuple[str | None, str | None],
+                    env: Mapping[str, str] | None) -> None:
+    """The files git, the editor or the CLI run code from later: read-only where they exist, and
+    removed after the call where a command made one that must not appear (plan/code_paths.py);
+    the project files the user trusted; the project's ``.claude/`` and ``.mcp.json``."""
+    from claudeguard.plan.code_paths import code_paths
+
+    gitdir, common = git
     if common and os.path.isdir(common):
         try:
             os.makedirs(os.path.join(common, "hooks"), exist_ok=True)  # so that it can be bound
@@ -391,6 +416,11 @@ def layout(cfg: Config, paths: GuardPaths, cwd: str, home: str | None = None,
         for p in (claude, os.path.join(d, ".mcp.json")):
             if os.path.lexists(p) and p not in out.read_only:
                 out.read_only.append(p)
+
+
+def _guard_hidden(out: Layout, paths: GuardPaths) -> None:
+    """The guard's own dirs and files hidden; in a writable root, the first dir on the way to one
+    read-only (a mount point cannot be renamed, nor anything in it changed)."""
     from claudeguard.files import make_dirs
 
     for what, _ in guard_dirs_and_files(paths):
@@ -409,20 +439,21 @@ def layout(cfg: Config, paths: GuardPaths, cwd: str, home: str | None = None,
     # mount point inside a mode-0 tmpfs could not be made.
     out.hidden_dirs = [d for d in out.hidden_dirs if not any(o != d and _inside(d, o) for o in out.hidden_dirs)]
     out.hidden_files = [f for f in out.hidden_files if not any(_inside(f, d) for d in out.hidden_dirs)]
-    # A guard path inside a writable root: the first dir on the way there becomes read-only
-    # (a mount point cannot be renamed, nor anything in it changed).
     for w in list(out.writable):
         for g in out.hidden_dirs + out.hidden_files:
             if g != w and _inside(g, w):
                 first = os.path.join(w, os.path.relpath(g, w).split(os.sep)[0])
                 if first != g and first not in out.read_only and os.path.isdir(first):
                     out.read_only.append(first)
-    # The user's own deny rules (plan/box_rules.py). A path of theirs inside the project moves
-    # with its mount if its directory is renamed, and stays hidden: no directory is made
-    # read-only for it.
+
+
+def _user_rules(out: Layout, cfg: Config, cwd: str, home: str) -> None:
+    """The user's own deny rules (plan/box_rules.py). A path of theirs inside the project moves
+    with its mount if its directory is renamed, and stays hidden: no directory is made read-only
+    for it. A hidden path git tracks hides git's object store too."""
     from claudeguard.plan.box_rules import resolve
 
-    rules = resolve(cfg, cwd, home or os.path.expanduser("~"))
+    rules = resolve(cfg, cwd, home)
     out.notes += rules.notes
     out.read_only += [p for p in rules.read_only if p not in out.read_only]
     out.hidden_dirs += [d for d in rules.hidden_dirs if d not in out.hidden_dirs]
@@ -432,7 +463,6 @@ def layout(cfg: Config, paths: GuardPaths, cwd: str, home: str | None = None,
     out.read_only = [r for r in out.read_only if not any(_inside(r, d) for d in out.hidden_dirs)]
     if out.git is not None and (rules.hidden_dirs or rules.hidden_files):
         _hide_objects_of_tracked(out, rules.hidden_dirs + rules.hidden_files)
-    return out
 
 
 def _hide_objects_of_tracked(out: Layout, hidden: list[str]) -> None:
@@ -499,8 +529,7 @@ def _sh(word: str) -> str:
 
 
 def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: str, framed: bool,
-               own: list[str], session_id: str, rm: str, must_not_appear: list[str] | None = None,
-               git: tuple[str, str, str] | None = None) -> str:
+               own: list[str], session_id: str, rm: str, after: AfterCommand | None = None) -> str:
     """The sh script the CLI runs as its shell prefix: ``box '<command string>'``. Every program
     it runs is named by its absolute path (``rm`` too): a settings ``env`` block may change PATH."""
     q = _sh
@@ -550,6 +579,8 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
         # Said before it starts (the box hides this dir from it): a box may be running now.
         f": > {q(os.path.join(os.path.dirname(unbox), BOXES_DIR))}/$$ 2>/dev/null",
     ]
+    must_not_appear = after["must_not_appear"] if after else []
+    git = after["git"] if after else None
     if not must_not_appear and git is None:
         lines += [f"exec {boxed} \"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}", ""]
         return "\n".join(lines)
@@ -651,7 +682,8 @@ def prepare(cfg: Config, env: Mapping[str, str], cwd: str, session_dir: str, *, 
                         shell=cli_shell(env), unbox=os.path.join(session_dir, UNBOX_DIR),
                         framed=framed_version(cli_version), own=own, session_id=session_id,
                         rm=find_program("rm", {"PATH": "/usr/bin:/bin"}) or find_program("rm", env) or "/bin/rm",
-                        must_not_appear=box.must_not_appear, git=box.git[:3] if box.git else None)
+                        after={"must_not_appear": box.must_not_appear,
+                               "git": (box.git[0], box.git[1], box.git[2]) if box.git else None})
     if box.git is not None:
         write_atomic(os.path.join(session_dir, NESTED_KNOWN), "".join(r + "\n" for r in box.git[3]))
     prefix = os.path.join(session_dir, BOX_FILE)

@@ -37,7 +37,7 @@ from claudeguard.procs import process_start
 from claudeguard.service import files
 from claudeguard.service.files import bound_sends
 from claudeguard.watchdog.monitor import Monitor, Schedule, WatchConfig
-from claudeguard.watchdog.state import StallVerdict, StreamMsg
+from claudeguard.watchdog.signals import StallVerdict, StreamMsg
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from claudeguard.service.client import Registration
     from claudeguard.plan.claude_args import ClaudeArgs
     from claudeguard.watchdog.monitor import Monitor
-    from claudeguard.watchdog.state import StreamMsg
+    from claudeguard.watchdog.signals import StreamMsg
 
 END_WAIT_S = 2.0  # how long the launcher waits for the service's final status at exit
 ANSWER_WAIT_S = 5.0  # a service that has not answered ``watch`` by then: the launcher watches
@@ -316,7 +316,7 @@ class Feed:
 
     # -- acting on the service's verdict ---------------------------------------------------
     def _act(self, msg: Received) -> None:
-        from claudeguard.watchdog.state import stall_line
+        from claudeguard.watchdog.signals import stall_line
 
         diagnosis, action = str(msg.get("diagnosis") or "stalled"), str(msg.get("action") or "warn")
         try:

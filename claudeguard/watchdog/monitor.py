@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable
 from claudeguard.config.schema import KILL_GRACE_S, SAMPLE_INTERVAL_S, STALL_AFTER_S, TOOL_STALL_AFTER_S
 from claudeguard.files import read_json
 from claudeguard.watchdog import sampler
-from claudeguard.watchdog.state import TOOL, Limits, StallVerdict, StreamMsg, Tracker, prompt_words, stall_line
+from claudeguard.watchdog.signals import TOOL, Limits, StallVerdict, StreamMsg, prompt_words, stall_line
+from claudeguard.watchdog.state import Tracker
 from claudeguard.procs import fill, process_start, spawn_detached
 from claudeguard.watchdog.status import write_status
 

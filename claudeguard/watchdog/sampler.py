@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Callable, Iterable
 
-from claudeguard.watchdog.state import ProcInfo, Sample
+from claudeguard.watchdog.signals import ProcInfo, Sample
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from claudeguard.watchdog.state import StreamMsg
+from claudeguard.watchdog.signals import StreamMsg
 
 PARSE_MAX = 1 << 20
 YIELD_S = 0.0001

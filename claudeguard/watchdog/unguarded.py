@@ -38,14 +38,14 @@ from claudeguard.ancestry import cli_executable
 from claudeguard.config.schema import STALL_AFTER_S, TOOL_STALL_AFTER_S
 from claudeguard.watchdog.bg_sessions import background_rows, component
 from claudeguard.watchdog.sampler import TreeSampler
-from claudeguard.watchdog.state import Limits, prompt_words
+from claudeguard.watchdog.signals import Limits, prompt_words
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from typing import Any
 
 
-    from claudeguard.watchdog.state import Sample
+    from claudeguard.watchdog.signals import Sample
 
 CLI_NAMES = ("claude", "claude.exe")
 RUNTIMES = ("node", "bun", "nodejs")
