@@ -44,7 +44,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from claudeguard.watchdog.monitor import Monitor, WatchConfig  # noqa: E402 - after the sys.path set-up above
+from claudeguard.watchdog.monitor import Monitor  # noqa: E402 - after the sys.path set-up above
+from claudeguard.watchdog.signals import WatchConfig  # noqa: E402 - after the sys.path set-up above
 
 PY = sys.executable
 IDLE_CHILD = r"""

@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from claudeguard.testing.load import BUSY, cpu_hog  # noqa: E402 - after the sys.path set-up above
-from claudeguard.watchdog.monitor import Monitor, WatchConfig  # noqa: E402 - after the sys.path set-up above
+from claudeguard.watchdog.monitor import Monitor  # noqa: E402 - after the sys.path set-up above
+from claudeguard.watchdog.signals import WatchConfig  # noqa: E402 - after the sys.path set-up above
 
 BURSTS = [sys.executable, "-c", "import time\nwhile True:\n    t = time.process_time()\n"
           "    while time.process_time() - t < 0.05: pass\n    time.sleep(0.2)\n"]

@@ -13,7 +13,8 @@ import psutil
 import pytest
 
 from claudeguard.testing.load import BUSY, cpu_hog
-from claudeguard.watchdog.monitor import Monitor, WatchConfig
+from claudeguard.watchdog.monitor import Monitor
+from claudeguard.watchdog.signals import WatchConfig
 from claudeguard.watchdog.status import list_sessions, read_status
 
 from test_watchdog_sampler import gone, start_tree, wait_until

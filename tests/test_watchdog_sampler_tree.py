@@ -14,9 +14,11 @@ import time
 import psutil
 import pytest
 
+from claudeguard.watchdog import acts as acts_mod
 from claudeguard.watchdog import monitor as monitor_mod
 from claudeguard.watchdog import sampler
-from claudeguard.watchdog.monitor import Monitor, Schedule, WatchConfig
+from claudeguard.watchdog.monitor import Monitor, Schedule
+from claudeguard.watchdog.signals import WatchConfig
 from claudeguard.watchdog.status import read_status
 
 from test_watchdog_sampler import gone, start_tree, wait_until
@@ -245,10 +247,10 @@ def test_schedule_samples_on_a_common_grid(env, procs):
 
 # -- what an idle sample no longer does ----------------------------------------------------------
 def test_status_is_rewritten_on_change_and_every_status_every_s(env, procs, monkeypatch):
-    monkeypatch.setattr(monitor_mod, "STATUS_EVERY_S", 1.0)
+    monkeypatch.setattr(acts_mod, "STATUS_EVERY_S", 1.0)
     writes: list[tuple[float, dict]] = []  # (when, status)
-    real = monitor_mod.write_status
-    monkeypatch.setattr(monitor_mod, "write_status",
+    real = acts_mod.write_status
+    monkeypatch.setattr(acts_mod, "write_status",
                         lambda d, st: (writes.append((time.monotonic(), st)), real(d, st))[1])
     child = sleeper(procs)
     m = make("w", child.pid, [], stall_after=60, sample_interval=0.1)

@@ -36,7 +36,8 @@ from claudeguard.plan.sandbox import kept_files, restore_box
 from claudeguard.plan.report import EndOptions, Run, fail_on_hits, write_report as write_report_file
 from claudeguard.procs import process_start
 from claudeguard.service.watch import SCHEDULE
-from claudeguard.watchdog.monitor import Monitor, WatchConfig
+from claudeguard.watchdog.monitor import Monitor
+from claudeguard.watchdog.signals import WatchConfig
 from claudeguard.watchdog.sampler import kill_tree
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")

@@ -36,7 +36,8 @@ import threading
 from claudeguard.procs import process_start
 from claudeguard.service import files
 from claudeguard.service.files import bound_sends
-from claudeguard.watchdog.monitor import Monitor, Schedule, WatchConfig
+from claudeguard.watchdog.monitor import Monitor, Schedule
+from claudeguard.watchdog.signals import WatchConfig
 from claudeguard.watchdog.signals import StallVerdict, StreamMsg
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -130,18 +131,17 @@ def start(reg: Registered, msg: Received, link: Link) -> Watching:
     if not isinstance(config, dict):
         config = {}
     known = {k: v for k, v in config.items()
-             if k in WatchConfig.__dataclass_fields__ and k not in ("notify", "writes_are_screen")}
+             if k in WatchConfig.__dataclass_fields__ and k not in ("notify", "writes_are_screen", "tap_stream")}
     session = reg.session
     if session.dir is None:
         return {"event": "watching", "ok": False, "error": "the session has no directory"}
     argv = msg.get("argv")
     try:
         monitor = ServiceMonitor(child_pid=child, session_id=session.id,
-                                 session_dir=session.dir, config=WatchConfig(**known),
+                                 session_dir=session.dir, config=WatchConfig(**known, tap_stream=False),
                                  output_format=_text(msg.get("output_format")),
                                  prompt=_text(msg.get("prompt")), cwd=str(msg.get("cwd") or "/"),
-                                 argv=[str(a) for a in argv] if isinstance(argv, list) else [], on_stall=lambda d: None,
-                                 stream_tap=False)
+                                 argv=[str(a) for a in argv] if isinstance(argv, list) else [], on_stall=lambda d: None)
     except Exception as exc:  # noqa: BLE001 - one line back; the launcher watches itself
         return {"event": "watching", "ok": False, "error": f"{type(exc).__name__}: {exc}"}
     monitor.link = link

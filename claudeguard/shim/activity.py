@@ -351,7 +351,7 @@ class Feed:
 
     def _reap(self) -> None:
         if self._notifiers:  # only after a stall: the monitor's module is loaded by then
-            from claudeguard.watchdog.monitor import reap
+            from claudeguard.watchdog.acts import reap
 
             self._notifiers = reap(self._notifiers)
 
@@ -360,15 +360,16 @@ class Feed:
         """Watch from this process (under the lock)."""
         self.mode = "local"
         try:
-            from claudeguard.watchdog.monitor import Monitor, WatchConfig
+            from claudeguard.watchdog.monitor import Monitor
+            from claudeguard.watchdog.signals import WatchConfig
         except ImportError:
             return
         from pathlib import Path
 
         mon = Monitor(child_pid=self.child_pid, session_id=self.session_id, session_dir=Path(self.session_dir),
-                      config=WatchConfig(**self.config), output_format=self.output_format,
+                      config=WatchConfig(**self.config, tap_stream=False), output_format=self.output_format,
                       prompt=self.prompt, cwd=self.cwd,
-                      argv=self.argv, on_stall=lambda diagnosis: None, stream_tap=False)
+                      argv=self.argv, on_stall=lambda diagnosis: None)
         mon.extra_status = {"watcher": "launcher"}
         if self.say_waiting:
             mon.inputs.on_waiting = lambda r: self._waiting(r.id, r.summary, r.agent_type, r.agent_id, r.deadline_s,

@@ -24,7 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from claudeguard import channel
 from claudeguard.paths import runtime_dir
 from claudeguard.policy.decide import summarize_call
-from claudeguard.watchdog.monitor import Monitor, WatchConfig
+from claudeguard.watchdog.monitor import Monitor
+from claudeguard.watchdog.signals import WatchConfig
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:

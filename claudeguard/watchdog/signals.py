@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from claudeguard.config.schema import SAMPLE_INTERVAL_S, STALL_AFTER_S, TOOL_STALL_AFTER_S
+from claudeguard.config.schema import KILL_GRACE_S, SAMPLE_INTERVAL_S, STALL_AFTER_S, TOOL_STALL_AFTER_S
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -161,3 +161,22 @@ def prompt_words(prompt: str | None, words: int = 8, chars: int = 80) -> str | N
         return None
     text = " ".join(prompt.split()[:words])
     return text[:chars] + ("..." if len(text) > chars or len(prompt.split()) > words else "")
+
+
+@dataclass
+class WatchConfig:
+    stall_after: float = STALL_AFTER_S
+    tool_stall_after: float = TOOL_STALL_AFTER_S
+    on_stall: str = "warn"
+    sample_interval: float = SAMPLE_INTERVAL_S
+    kill_grace: float = KILL_GRACE_S
+    interactive: bool = False
+    # The notify command (config ``approval.notify``; "{summary}" becomes the diagnosis). None:
+    # read it from the session's ``session.json`` snapshot.
+    notify: list[str] | None = None
+    # The CLI draws on a pty nobody reads (a --bg session): its writes are not progress.
+    writes_are_screen: bool = False
+    # A tap thread reads the stream-json the relay feeds (``feed_stdout``); False where the
+    # launcher's relay sends the stream's summaries itself (``feed_stream``: the service's and
+    # the launcher's local monitor).
+    tap_stream: bool = True
