@@ -26,249 +26,20 @@ from claudeguard.config import schema
 from claudeguard.errors import ConfigError
 
 from claudeguard.config.find import PROJECT_FILE
+from claudeguard.config.model import Config, Layer, Overrides, RuleEntry, Sourced
+
+# The records live in config.model; they are named here too, where every caller has found them.
+__all__ = ["Config", "Layer", "Overrides", "RuleEntry", "Sourced", "load_config", "env_overrides", "parse_value",
+           "parse_seconds", "read_layer", "validate", "mode_rank", "MODE_ORDER", "ENV_VALUES"]
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from collections.abc import Mapping
     from typing import Any
 
     from claudeguard.config.lines import KeyPath
     from claudeguard.config.schema import (
-        AgentSpec, ApprovalSettings, PolicySpec, RuleSpec, SandboxSettings, SecuritySettings, SubagentsSettings, Value,
-        WatchdogSettings,
+        Value,
     )
-
-
-class Sourced:
-    """A value and where it came from: "path:line", "default", "--guard-x", "env NAME"."""
-
-    __slots__ = ("value", "source")
-
-    def __init__(self, value: Value, source: str) -> None:
-        self.value = value
-        self.source = source
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Sourced and (self.value, self.source) == (other.value, other.source)
-
-    def __repr__(self) -> str:
-        return f"Sourced(value={self.value!r}, source={self.source!r})"
-
-
-class RuleEntry:
-    __slots__ = ("rule", "source", "root")
-
-    def __init__(self, rule: str, source: str, root: str) -> None:
-        self.rule = rule
-        self.source = source
-        self.root = root  # anchors "/p" path rules
-
-    def __eq__(self, other: object) -> bool:
-        return (type(other) is RuleEntry
-                and (self.rule, self.source, self.root) == (other.rule, other.source, other.root))
-
-    def __repr__(self) -> str:
-        return f"RuleEntry(rule={self.rule!r}, source={self.source!r}, root={self.root!r})"
-
-    def as_spec(self) -> RuleSpec:
-        return {"rule": self.rule, "source": self.source, "root": self.root}
-
-
-class Layer:
-    def __init__(self, name: str, path: Path, data: dict[str, object], lines: dict[KeyPath, int],
-                 prefix: KeyPath = (), trusted: bool = False, owner: str = "user", root: str | None = None) -> None:
-        self.root = root  # anchors its "/p" path rules when not its own directory (a trusted copy)
-        self.binding = False  # a trusted copy of a file that changed or went: it only tightens
-        self.name = name  # "user", "project", "profile NAME", "CLAUDEGUARD_CONFIG", "--guard-config"
-        self.path = path
-        self.data = data
-        self.lines = lines
-        self.prefix = prefix  # where `data` sits in the file: ("profiles", NAME) for a profile layer
-        self.trusted = trusted  # may set [security]
-        # Who wrote it (module docstring): "user", "caller" or "project"; and, for the project's,
-        # whether the user trusted this content (config.trust).
-        self.owner = owner
-        self.content_trusted = False
-
-    def where(self, keypath: KeyPath, value: str | None = None, index: int | None = None) -> str:
-        from claudeguard.config.lines import line_of
-
-        line = line_of(self.lines, self.prefix + keypath, value, index)
-        return f"{self.path}:{line}" if line else str(self.path)
-
-
-class Overrides:
-    """What the command line (or its environment variables) asked for."""
-
-    def __init__(self, profile: Sourced | None = None, extra_files: list[Sourced] | None = None,
-                 values: dict[str, Sourced] | None = None) -> None:
-        self.profile = profile
-        self.extra_files: list[Sourced] = extra_files if extra_files is not None else []
-        self.values: dict[str, Sourced] = values if values is not None else {}  # "watchdog.stall_after" -> ...
-
-
-class Config:
-    def __init__(self, values: dict[str, Sourced], rules: dict[str, list[RuleEntry]], agent_replace: dict[str, Sourced],
-                 searched: list[tuple[str, Path, bool]], profile: str | None, lockdown: Sourced,
-                 project_root: Path) -> None:
-        self.values = values
-        self.rules = rules  # "permissions.allow", "agents.Explore.deny", ...
-        self.agent_replace = agent_replace
-        self.searched = searched  # (layer, path, exists)
-        self.profile = profile
-        self.lockdown = lockdown
-        self.project_root = project_root
-        # Files whose loosening was left out because the user has not trusted their content:
-        # (file, what was left out); `untrusted_notes` gives the one line per file.
-        self.untrusted: list[tuple[str, list[str]]] = []
-        # (layer, file, owner, content trusted) of every layer read, for `config show` and doctor.
-        self.layer_trust: list[tuple[str, str, str, bool]] = []
-        # Project files changed or removed since the user trusted them, whose trusted deny and
-        # ask rules still bind (``_binding_layers``): one line each.
-        self.binding: list[str] = []
-
-    def untrusted_notes(self) -> list[str]:
-        """One line per file whose loosening was ignored: what, and the command that trusts it;
-        and one per trusted file that changed or went, whose trusted rules still bind."""
-        from claudeguard.config.trust import command_for
-
-        return [f"claudeguard: {path}: not trusted, so its loosening is ignored ({'; '.join(what)}); "
-                f"after reviewing it: {command_for(path)}" for path, what in self.untrusted] + self.binding
-
-    def get(self, key: str) -> Value:
-        """The value of ``section.key`` (its default if no layer set it); the sections' typed
-        accessors below are what the package reads."""
-        hit = self.values.get(key)
-        return hit.value if hit else None
-
-    def _number(self, key: str) -> float:
-        value = self.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{key} ({self.source(key)}): not a number")  # the schema's check held this off
-        return value  # as the file wrote it (an int stays an int in session.json)
-
-    def _text(self, key: str) -> str | None:
-        value = self.get(key)
-        return value if isinstance(value, str) else None
-
-    def _texts(self, key: str) -> list[str]:
-        value = self.get(key)
-        return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-    def claude_path(self) -> str | None:
-        """``claude.path``: the real CLI, if the config names it."""
-        return self._text("claude.path")
-
-    def permission_mode(self) -> str | None:
-        """``permissions.mode``: injected unless the caller chose a mode."""
-        return self._text("permissions.mode")
-
-    def approval(self, *, interactive: bool = True) -> ApprovalSettings:
-        """``[approval]`` as the hooks read it (``session.json``): built here alone. A run
-        nobody watches (not ``interactive``) gives its dialogs no head start."""
-        return {
-            "timeout": self._number("approval.timeout"),
-            "on_timeout": self._text("approval.on_timeout") or "deny",
-            "notify": self._texts("approval.notify"),
-            "idle_before_channel": self._number("approval.idle_before_channel") if interactive else 0,
-        }
-
-    def watchdog(self) -> WatchdogSettings:
-        """``[watchdog]``."""
-        return {
-            "stall_after": self._number("watchdog.stall_after"),
-            "tool_stall_after": self._number("watchdog.tool_stall_after"),
-            "on_stall": self._text("watchdog.on_stall") or "warn",
-            "sample_interval": self._number("watchdog.sample_interval"),
-            "kill_grace": self._number("watchdog.kill_grace"),
-        }
-
-    def subagents(self) -> SubagentsSettings:
-        """``[subagents]``."""
-        return {
-            "blocked_tools": self._texts("subagents.blocked_tools"),
-            "read_only_types": self._texts("subagents.read_only_types"),
-            "background": self._text("subagents.background") or "like-foreground",
-        }
-
-    def security(self) -> SecuritySettings:
-        """``[security]`` (lockdown is ``lockdown``, with where it was set)."""
-        return {
-            "disable_bypass_permissions": bool(self.lockdown.value),
-            "allow_settings_override": self.get("security.allow_settings_override") is True,
-            "allow_unguarded": self.get("security.allow_unguarded") is True and not self.lockdown.value,
-            "require_verified_cli": self.get("security.require_verified_cli") is True,
-            # lockdown needs the box (load_config refuses "off" beside it)
-            "sandbox": "require" if self.lockdown.value else (self._text("security.sandbox") or "auto"),
-        }
-
-    def sandbox(self) -> SandboxSettings:
-        """``[sandbox]``: the box's widenings (``plan.sandbox``), as written (``~`` not expanded)."""
-        return {
-            "allow_write": self._texts("sandbox.allow_write"),
-            "network": self._text("sandbox.network") or "host",
-            "allow_unix_sockets": self.get("sandbox.allow_unix_sockets") is True,
-            "bwrap": self._text("sandbox.bwrap"),
-        }
-
-    def fleet_password_file(self) -> str | None:
-        """``fleet.password_file``, ``~`` expanded (a path no tool may read), without the fleet's
-        package (nothing imports redis for it)."""
-        value = self._text("fleet.password_file")
-        return os.path.abspath(os.path.expanduser(value)) if value else None
-
-    def fleet_approver_password_file(self) -> str | None:
-        """``fleet.approver_password_file`` (the service's desk answers with it), as ``fleet_password_file``."""
-        value = self._text("fleet.approver_password_file")
-        return os.path.abspath(os.path.expanduser(value)) if value else None
-
-    def fleet_password_env(self) -> str | None:
-        """``fleet.password_env`` as written (stripped from the CLI's environment, with the default name)."""
-        return self._text("fleet.password_env")
-
-    def fleet_approver_password_env(self) -> str | None:
-        """``fleet.approver_password_env`` as written (stripped like ``fleet_password_env``)."""
-        return self._text("fleet.approver_password_env")
-
-    def fleet_table(self) -> dict[str, str] | None:
-        """``[fleet]`` as merged (only the user's own files may set it), None when no file does.
-        ``claudeguard.fleet.config.from_config`` checks it with ``CLAUDEGUARD_FLEET_URL``."""
-        names = [k for k in schema.SECTIONS["fleet"] if f"fleet.{k}" in self.values]
-        return {k: str(self.values[f"fleet.{k}"].value) for k in names} if names else None
-
-    def fleet_configured(self, environ: Mapping[str, str] | None = None) -> bool:
-        """Whether this machine is in a fleet (``[fleet]`` or ``CLAUDEGUARD_FLEET_URL``), without
-        importing the fleet's package (nor redis)."""
-        env = os.environ if environ is None else environ
-        return self.fleet_table() is not None or bool(env.get("CLAUDEGUARD_FLEET_URL"))
-
-    def source(self, key: str) -> str:
-        hit = self.values.get(key)
-        return hit.source if hit else "default"
-
-    def agent_types(self) -> list[str]:
-        names = {k.split(".")[1] for k in self.rules if k.startswith("agents.")}
-        names |= set(self.agent_replace)
-        return sorted(names)
-
-    def policy_spec(self) -> PolicySpec:
-        """The JSON-able policy description that ``claudeguard.policy`` builds a Policy from."""
-        agents: dict[str, AgentSpec] = {}
-        for agent in self.agent_types():
-            rep = self.agent_replace.get(agent)
-            rules = {k: [r.as_spec() for r in self.rules.get(f"agents.{agent}.{k}", [])] for k in schema.RULE_KINDS}
-            agents[agent] = {"replace": bool(rep.value) if rep else False,
-                             "allow": rules["allow"], "deny": rules["deny"], "ask": rules["ask"]}
-        return {
-            "permissions": {k: [r.as_spec() for r in self.rules.get(f"permissions.{k}", [])]
-                            for k in schema.RULE_KINDS},
-            "agents": agents,
-            "subagents": self.subagents(),
-        }
-
-
-# ---------------------------------------------------------------------------------------------
-# Finding and reading files
 
 
 def _loads(text: str) -> dict[str, Any]:
@@ -581,15 +352,59 @@ def _merge_rules(cfg: Config, layer: Layer, path: tuple[Any, ...], table: dict[s
 
 def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> Config:
     """Read every layer, validate it, and merge. Raises ConfigError with ``path:line: what``."""
-    from claudeguard.config.find import project_config_file, project_root, user_config_file
-
     cwd = cwd or Path.cwd()
     overrides = overrides or Overrides()
-    searched: list[tuple[str, Path, bool]] = []
-    layers: list[Layer] = []
+    read = _read_layers(cwd, overrides)
+    lockdown = _lockdown(read.layers)
+    profile = overrides.profile
+    profile_name = str(profile.value) if profile else None
+    profile_layers = _profile_layers(read.layers, profile_name, profile.source if profile else "")
+    cfg = Config(
+        values={k: Sourced(v, "default") for k, v in schema.default_values().items()},
+        rules={},
+        agent_replace={},
+        searched=read.searched,
+        profile=profile_name,
+        lockdown=lockdown,
+        project_root=read.root,
+    )
+    cfg.binding = read.binding_notes
+    ordered = [lay for lay in (read.user, read.project) if lay is not None] + read.binding + profile_layers \
+        + read.extras
+    _merge_layers(cfg, ordered, read, lockdown)
+    for key, value in overrides.values.items():
+        cfg.values[key] = value
+    cfg.values["security.disable_bypass_permissions"] = lockdown
+    if lockdown.value and cfg.get("security.sandbox") == "off":
+        raise ConfigError(f"{cfg.source('security.sandbox')}: lockdown ({lockdown.source}) needs the sandbox: "
+                          f"security.sandbox = \"off\" is refused")
+    return cfg
 
-    # Every mistake of every file at once (file:line each), before anything is merged: a file
-    # with six mistakes takes one run to fix, not six.
+
+class _Read:
+    """Every layer read and validated: the user's, the project's, the extra files, the trusted
+    copies that bind; what was searched."""
+
+    __slots__ = ("user", "project", "extras", "binding", "binding_notes", "layers", "searched", "root")
+
+    def __init__(self, root: Path) -> None:
+        self.user: Layer | None = None
+        self.project: Layer | None = None
+        self.extras: list[Layer] = []
+        self.binding: list[Layer] = []
+        self.binding_notes: list[str] = []
+        self.layers: list[Layer] = []  # in order, each validated
+        self.searched: list[tuple[str, Path, bool]] = []
+        self.root = root
+
+
+def _read_layers(cwd: Path, overrides: Overrides) -> _Read:
+    """Read the user file, the project file, the extra files and the trusted copies that bind,
+    and validate each. Every mistake of every file at once (file:line each), before anything is
+    merged: a file with six mistakes takes one run to fix, not six."""
+    from claudeguard.config.find import project_config_file, project_root, user_config_file
+
+    out = _Read(Path(project_root(str(cwd))))
     errors: list[str] = []
 
     def read(name: str, path: Path, *, required: bool, trusted: bool = False) -> Layer | None:
@@ -600,16 +415,14 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
             return None
 
     user_path = Path(user_config_file())
-    user = read("user", user_path, required=False, trusted=True)
-    searched.append(("user", user_path, user is not None))
+    out.user = read("user", user_path, required=False, trusted=True)
+    out.searched.append(("user", user_path, out.user is not None))
     found = project_config_file(str(cwd))
     proj_path = Path(found) if found else None
-    project = read("project", proj_path, required=False) if proj_path else None
-    searched.append(("project", proj_path or cwd / PROJECT_FILE, project is not None))
-    extras: list[Layer] = []
-    root = Path(project_root(str(cwd)))
-    if project is not None:
-        project.owner = "project"
+    out.project = read("project", proj_path, required=False) if proj_path else None
+    out.searched.append(("project", proj_path or cwd / PROJECT_FILE, out.project is not None))
+    if out.project is not None:
+        out.project.owner = "project"
     for item in overrides.extra_files:
         trusted = item.source == "env CLAUDEGUARD_CONFIG"
         name = "CLAUDEGUARD_CONFIG" if trusted else "--guard-config"
@@ -617,28 +430,31 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
         if layer is None:
             continue
         # A file inside the project is the repository's, whoever names it; outside it, the caller's.
-        layer.owner = "project" if _inside_project(layer.path, root, cwd) else "caller"
-        extras.append(layer)
-        searched.append((name, Path(str(item.value)), True))
-    if any(lay.owner == "project" for lay in [project, *extras] if lay is not None):
+        layer.owner = "project" if _inside_project(layer.path, out.root, cwd) else "caller"
+        out.extras.append(layer)
+        out.searched.append((name, Path(str(item.value)), True))
+    present = [lay for lay in [out.project, *out.extras] if lay is not None]
+    if any(lay.owner == "project" for lay in present):
         from claudeguard.config.trust import load as load_trust
 
         records = load_trust()
-        for lay in [project, *extras]:
-            if lay is not None and lay.owner == "project":
+        for lay in present:
+            if lay.owner == "project":
                 lay.content_trusted = records.trusted(str(lay.path))
-
-    binding, binding_notes = _binding_layers(cwd, root, [lay for lay in [project, *extras] if lay is not None])
-    for layer in [user, project, *binding, *extras]:
+    out.binding, out.binding_notes = _binding_layers(cwd, out.root, present)
+    for layer in [out.user, out.project, *out.binding, *out.extras]:
         if layer is not None:
             found_here: list[str] = []
             validate(layer, allow_profiles=True, errors=found_here)
             errors += sorted(found_here, key=_line_number)
-            layers.append(layer)
+            out.layers.append(layer)
     if errors:
         raise ConfigError("\n".join(errors))
+    return out
 
-    # Lockdown is decided by the trusted layers alone; nothing after them may turn it off.
+
+def _lockdown(layers: list[Layer]) -> Sourced:
+    """Lockdown, as the trusted layers decide it: nothing after them may turn it off."""
     lockdown = Sourced(False, "default")
     for layer in layers:
         sec = _table(layer.data, "security")
@@ -649,59 +465,48 @@ def load_config(cwd: Path | None = None, overrides: Overrides | None = None) -> 
                                   f"turned off once on")
             if value:
                 lockdown = Sourced(True, layer.where(("security", "disable_bypass_permissions")))
+    return lockdown
 
-    profile = overrides.profile
-    profile_name = str(profile.value) if profile else None
-    profile_layers: list[Layer] = []
-    if profile and profile_name:
-        for layer in layers:
-            sub = _table(layer.data, "profiles").get(profile_name)
-            if sub is not None:
-                # A profile is as trusted as the file it is in, but chosen by whoever runs the
-                # session (--guard-profile, CLAUDEGUARD_PROFILE): the user file's is the caller's
-                # (lockdown refuses its loosening).
-                prof = Layer(f"profile {profile_name}", layer.path, sub, layer.lines, ("profiles", profile_name),
-                             owner="caller" if layer.owner == "user" else layer.owner)
-                prof.content_trusted = layer.content_trusted
-                profile_layers.append(prof)
-        if not profile_layers:
-            files = ", ".join(str(lay.path) for lay in layers) or "no config file found"
-            raise ConfigError(f"profile '{profile_name}' ({profile.source}) is not defined in any config "
-                              f"file ({files})")
 
-    cfg = Config(
-        values={k: Sourced(v, "default") for k, v in schema.default_values().items()},
-        rules={},
-        agent_replace={},
-        searched=searched,
-        profile=profile_name,
-        lockdown=lockdown,
-        project_root=root,
-    )
-    cfg.binding = binding_notes
-    ordered = [lay for lay in (user, project) if lay is not None] + binding + profile_layers + extras
+def _profile_layers(layers: list[Layer], name: str | None, chosen_by: str) -> list[Layer]:
+    """The ``[profiles.NAME]`` tables of every file, as layers; a name no file defines is an error."""
+    if not name:
+        return []
+    out: list[Layer] = []
+    for layer in layers:
+        sub = _table(layer.data, "profiles").get(name)
+        if sub is not None:
+            # A profile is as trusted as the file it is in, but chosen by whoever runs the
+            # session (--guard-profile, CLAUDEGUARD_PROFILE): the user file's is the caller's
+            # (lockdown refuses its loosening).
+            prof = Layer(f"profile {name}", layer.path, sub, layer.lines, ("profiles", name),
+                         owner="caller" if layer.owner == "user" else layer.owner)
+            prof.content_trusted = layer.content_trusted
+            out.append(prof)
+    if not out:
+        files = ", ".join(str(lay.path) for lay in layers) or "no config file found"
+        raise ConfigError(f"profile '{name}' ({chosen_by}) is not defined in any config file ({files})")
+    return out
+
+
+def _merge_layers(cfg: Config, ordered: list[Layer], read: _Read, lockdown: Sourced) -> None:
+    """Each layer into ``cfg`` in order; what an untrusted layer's loosening left out, and the
+    refusals under lockdown (one error naming each line)."""
     ignored: dict[str, list[str]] = {}
     refused: list[str] = []
     for layer in ordered:
-        layer_root = layer.root or (str(layer.path.parent) if layer.name != "user" else str(root))
+        layer_root = layer.root or (str(layer.path.parent) if layer.name != "user" else str(read.root))
         left_out = _merge(cfg, layer, layer_root, lockdown, refused)
-        if left_out and layer not in binding:  # a trusted copy's loosening: cfg.binding says why
+        if left_out and layer not in read.binding:  # a trusted copy's loosening: cfg.binding says why
             ignored.setdefault(str(layer.path), []).extend(left_out)
         cfg.layer_trust.append((layer.name, str(layer.path), layer.owner, layer.owner != "project"
                                 or layer.content_trusted))
     cfg.untrusted = list(ignored.items())
     if refused:
         raise ConfigError("\n".join(refused))
-    if binding and lockdown.value:  # after the layers' own refusals, which name a line
-        raise ConfigError(f"{binding_notes[0].removeprefix('claudeguard: ')}; lockdown ({lockdown.source}) "
+    if read.binding and lockdown.value:  # after the layers' own refusals, which name a line
+        raise ConfigError(f"{read.binding_notes[0].removeprefix('claudeguard: ')}; lockdown ({lockdown.source}) "
                           f"refuses to start until you trust the new content or revoke the trust")
-    for key, value in overrides.values.items():
-        cfg.values[key] = value
-    cfg.values["security.disable_bypass_permissions"] = lockdown
-    if lockdown.value and cfg.get("security.sandbox") == "off":
-        raise ConfigError(f"{cfg.source('security.sandbox')}: lockdown ({lockdown.source}) needs the sandbox: "
-                          f"security.sandbox = \"off\" is refused")
-    return cfg
 
 
 def _line_number(error: str) -> int:
