@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from claudeguard import channel
-from claudeguard.channel import requests, wire
+from claudeguard.channel import answers, requests, wire
 from claudeguard.errors import NotFoundError
 from claudeguard.procs import process_start
 from tests.shim_helpers import wait_until
@@ -144,7 +144,7 @@ def test_requester_alive_but_not_listening_is_refused_and_withdrawn(chan, procs)
 
 
 def test_stopped_requester_past_deadline_is_removed_then_ends_with_timeout(chan, procs, monkeypatch):
-    monkeypatch.setattr(requests, "GRACE_S", 0.2)
+    monkeypatch.setattr(answers, "GRACE_S", 0.2)
     proc = procs(REQUESTER, "0.5", "wait")
     rid = read_line(proc)
     kill(proc, signal.SIGSTOP)

@@ -2,9 +2,9 @@
 answers them, and every decision goes to the audit log.
 
 - ``model``    the ``Request`` and ``Answer`` records and request ids.
-- ``requests`` ``post`` / ``Pending`` (the waiting side), ``list_pending``, ``answer``,
-               ``wait_for_new`` and ``Doorbell`` (the answering side), ``tell_waiter`` (the
-               owner of a held request's dialog).
+- ``requests`` ``post`` / ``Pending`` (the waiting side), ``tell_waiter`` (the owner of a
+               held request's dialog).
+- ``answers``  ``list_pending``, ``answer``, ``wait_for_new`` and ``Doorbell`` (the answering side).
 - ``store``    the private channel directory and the files of one request.
 - ``fifo``     the one-line answer on the pipe, bounded locking, console doorbells.
 - ``notify``   ``[approval].notify`` commands.
@@ -18,12 +18,14 @@ from __future__ import annotations
 
 __all__ = ["Answer", "Doorbell", "Pending", "Request", "answer", "list_pending", "post", "tell_waiter", "wait_for_new"]
 
-_HOMES = {"Answer": "model", "Request": "model"}
+_HOMES = {"Answer": "model", "Request": "model", "Doorbell": "answers", "answer": "answers", "list_pending": "answers",
+          "wait_for_new": "answers"}
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from claudeguard.channel.model import Answer, Request
-    from claudeguard.channel.requests import Doorbell, Pending, answer, list_pending, post, wait_for_new
+    from claudeguard.channel.answers import Doorbell, answer, list_pending, wait_for_new
+    from claudeguard.channel.requests import Pending, post
 
 
 def __getattr__(name: str) -> object:

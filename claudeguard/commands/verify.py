@@ -54,7 +54,7 @@ from pathlib import Path
 import tomlkit
 
 from claudeguard import __version__
-from claudeguard.channel.requests import list_pending
+from claudeguard.channel.answers import list_pending
 from claudeguard.config.load import env_overrides, load_config
 from claudeguard.errors import GuardError, run_main
 from claudeguard.paths import guard_paths, private_dir, state_dir_text

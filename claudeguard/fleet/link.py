@@ -30,7 +30,7 @@ import threading
 import time
 
 from claudeguard.channel import audit
-from claudeguard.channel.requests import answer
+from claudeguard.channel.answers import answer
 from claudeguard.errors import GuardError, NotFoundError
 from claudeguard.fleet.conn import FAILURES, connect, describe_failure
 from claudeguard.fleet.keys import Keys, is_user

@@ -408,7 +408,8 @@ def ran_while_asked(session: Session, tool: str, tool_input: dict[str, Any], age
     a program of its session, or another hook. Its waiter is told (``keyboard_audit`` writes the
     event: never a keyboard row) and the request withdrawn: nobody may answer a call that ran."""
     from claudeguard.channel.audit import input_digest
-    from claudeguard.channel.requests import list_pending, tell_waiter
+    from claudeguard.channel.answers import list_pending
+    from claudeguard.channel.requests import tell_waiter
     from claudeguard.files import write_atomic
 
     digest = input_digest(tool_input)

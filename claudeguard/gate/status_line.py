@@ -79,7 +79,7 @@ def waiting_requests(session_dir: str) -> list[Request]:
             return []
     except OSError:
         return []
-    from claudeguard.channel.requests import list_pending
+    from claudeguard.channel.answers import list_pending
     from claudeguard.files import read_json
 
     snapshot = read_json(os.path.join(session_dir, "session.json"))

@@ -29,6 +29,7 @@ import threading
 from pathlib import Path
 
 from claudeguard.channel import requests as channel_requests
+from claudeguard.channel.answers import list_pending
 from claudeguard.config.load import env_overrides, load_config
 from claudeguard.watchdog.status import list_sessions
 
@@ -164,7 +165,7 @@ def checked_apply(request_id: str, fields: AnswerFields, answered_by: AnsweredBy
     from claudeguard.gate import grants  # noqa: PLC0415 - only with a fleet: not on every service's start
 
     if fields["scope"] != "once":
-        req = next((r for r in channel_requests.list_pending() if r.id == request_id), None)
+        req = next((r for r in list_pending() if r.id == request_id), None)
         if req is not None:
             refused = grants.refusal(req, fields["decision"], fields["scope"], grants.grant_rules(req), None)
             if refused is not None:
