@@ -12,7 +12,8 @@ import json
 import pytest
 
 from claudeguard.plan import claude_args as ca
-from claudeguard.plan.claude_args import parse_claude_args, refusal, table_for, table_note
+from claudeguard.plan.claude_args import parse_claude_args, table_for, table_note
+from claudeguard.plan.may_run import refusal
 
 OLD, NEW, NEWEST = "2.1.197", "2.1.330", "2.1.332"
 

@@ -149,7 +149,8 @@ def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config
     cfg = load_config(opts, cwd)
     real = find_claude(cfg.claude_path(), configured_source=f"claude.path ({cfg.source('claude.path')})",
                        given=opts.cli)
-    from claudeguard.plan.claude_args import UNKNOWN, check_command, reread
+    from claudeguard.plan.claude_args import UNKNOWN, reread
+    from claudeguard.plan.may_run import check_command
 
     reread(args, real)  # the CLI the config names may be another version: its table reads argv
     if args.kind == UNKNOWN:

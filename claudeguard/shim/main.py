@@ -149,7 +149,7 @@ def _unconfigured_passthrough(start: _Start) -> bool:
 
     if any_config(start.cwd):
         return False
-    from claudeguard.plan.claude_args import check_command
+    from claudeguard.plan.may_run import check_command
 
     check_command(start.args, None)
     return True
@@ -188,7 +188,7 @@ def _passthrough(start: _Start, cfg: Config, real: str) -> int:
     """A CLI sub-command or flag that runs no session: lockdown's and the command's checks, then
     agent view (guarded through the service), the plan of a dry run, or the CLI exec'd."""
     from claudeguard.plan.argv import check_lockdown
-    from claudeguard.plan.claude_args import check_command
+    from claudeguard.plan.may_run import check_command
     from claudeguard.shim.agent_view import opens_agent_view
     from claudeguard.shim.session_commands import check_subcommand_lockdown
 
