@@ -27,7 +27,7 @@ import unicodedata
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
 SCREEN_FILE = "screen.json"
 # Private modes a program may leave on if it dies: mouse reports, focus events, bracketed paste,
@@ -302,23 +302,8 @@ class Screen:
     def _csi(self, params: str, inter: str, final: str) -> None:
         if inter:
             return  # DECSCUSR and friends: cursor shape, nothing on the grid
-        private = params[:1] in ("?", ">", "<", "=")
-        if private:
-            if params[0] == "?" and final in "hl":
-                for p in params[1:].split(";"):
-                    if final == "h":
-                        self.modes.add(p)
-                    else:
-                        self.modes.discard(p)
-                    if p == "25":
-                        self.cursor_hidden = final == "l"
-                    elif p in ("1049", "1047", "47"):
-                        self._alternate(final == "h", save_cursor=p == "1049")
-            elif final == "u" and params[0] == ">":
-                self.kitty_pushes += 1
-            elif final == "u" and params[0] == "<":
-                pops = params[1:]
-                self.kitty_pushes = max(0, self.kitty_pushes - (int(pops) if pops.isdigit() and int(pops) else 1))
+        if params[:1] in ("?", ">", "<", "="):
+            self._csi_private(params, final)
             return
         args = [int(p) if p.isdigit() else 0 for p in params.split(";")] if params else []
 
@@ -327,58 +312,12 @@ class Screen:
             return v if v else default
 
         self._wrap_next = False
-        if final in "AF":
-            self.y = max(self.top if self.y >= self.top else 0, self.y - arg())
-            if final == "F":
-                self.x = 0
-        elif final in "BE":
-            self.y = min(self.bottom if self.y <= self.bottom else self.rows - 1, self.y + arg())
-            if final == "E":
-                self.x = 0
-        elif final in "Ca":
-            self.x = min(self.cols - 1, self.x + arg())
-        elif final == "D":
-            self.x = max(0, self.x - arg())
-        elif final in "G`":
-            self.x = min(self.cols - 1, arg() - 1)
-        elif final in "Hf":
-            self.y = min(self.rows - 1, arg(0) - 1)
-            self.x = min(self.cols - 1, arg(1) - 1)
-        elif final == "d":
-            self.y = min(self.rows - 1, arg() - 1)
-        elif final == "J":
-            mode = arg(0, 0)
-            if mode == 0:
-                self._erase_row(self.y, self.x, self.cols)
-                for y in range(self.y + 1, self.rows):
-                    self._erase_row(y, 0, self.cols)
-            elif mode == 1:
-                for y in range(0, self.y):
-                    self._erase_row(y, 0, self.cols)
-                self._erase_row(self.y, 0, self.x + 1)
-            else:
-                for y in range(self.rows):
-                    self._erase_row(y, 0, self.cols)
-        elif final == "K":
-            mode = arg(0, 0)
-            if mode == 0:
-                self._erase_row(self.y, self.x, self.cols)
-            elif mode == 1:
-                self._erase_row(self.y, 0, self.x + 1)
-            else:
-                self._erase_row(self.y, 0, self.cols)
-        elif final == "X":
-            self._erase_row(self.y, self.x, self.x + arg())
-        elif final == "P":
-            row = self.grid[self.y]
-            n = min(arg(), self.cols - self.x)
-            del row[self.x:self.x + n]
-            row.extend(" " * n)
-        elif final == "@":
-            row = self.grid[self.y]
-            n = min(arg(), self.cols - self.x)
-            row[self.x:self.x] = " " * n
-            del row[self.cols:]
+        if final in "AFBECaDG`Hfd":
+            self._move(final, arg)
+        elif final in "JK":
+            self._erase(final, arg(0, 0))
+        elif final in "XP@":
+            self._edit(final, arg())
         elif final in "LM":
             if self.top <= self.y <= self.bottom:
                 saved_top, self.top = self.top, self.y
@@ -400,6 +339,83 @@ class Screen:
         elif final == "u":
             self.x, self.y = self._saved
         # SGR (m), modes (h/l), reports (n, c) and the rest leave the grid alone
+
+    def _csi_private(self, params: str, final: str) -> None:
+        """``CSI ? ... h/l`` (modes: the cursor, the alternate screen) and the kitty keyboard
+        protocol's push and pop (``CSI > u``, ``CSI < u``)."""
+        if params[0] == "?" and final in "hl":
+            for p in params[1:].split(";"):
+                if final == "h":
+                    self.modes.add(p)
+                else:
+                    self.modes.discard(p)
+                if p == "25":
+                    self.cursor_hidden = final == "l"
+                elif p in ("1049", "1047", "47"):
+                    self._alternate(final == "h", save_cursor=p == "1049")
+        elif final == "u" and params[0] == ">":
+            self.kitty_pushes += 1
+        elif final == "u" and params[0] == "<":
+            pops = params[1:]
+            self.kitty_pushes = max(0, self.kitty_pushes - (int(pops) if pops.isdigit() and int(pops) else 1))
+
+    def _move(self, final: str, arg: Callable[..., int]) -> None:
+        """The cursor moves: up, down, forward, back, to a column, a row or a place."""
+        if final in "AF":
+            self.y = max(self.top if self.y >= self.top else 0, self.y - arg())
+            if final == "F":
+                self.x = 0
+        elif final in "BE":
+            self.y = min(self.bottom if self.y <= self.bottom else self.rows - 1, self.y + arg())
+            if final == "E":
+                self.x = 0
+        elif final in "Ca":
+            self.x = min(self.cols - 1, self.x + arg())
+        elif final == "D":
+            self.x = max(0, self.x - arg())
+        elif final in "G`":
+            self.x = min(self.cols - 1, arg() - 1)
+        elif final in "Hf":
+            self.y = min(self.rows - 1, arg(0) - 1)
+            self.x = min(self.cols - 1, arg(1) - 1)
+        elif final == "d":
+            self.y = min(self.rows - 1, arg() - 1)
+
+    def _erase(self, final: str, mode: int) -> None:
+        """Erase in display (J) or in line (K): from the cursor on (0), up to it (1), all (2)."""
+        if final == "J":
+            if mode == 0:
+                self._erase_row(self.y, self.x, self.cols)
+                for y in range(self.y + 1, self.rows):
+                    self._erase_row(y, 0, self.cols)
+            elif mode == 1:
+                for y in range(0, self.y):
+                    self._erase_row(y, 0, self.cols)
+                self._erase_row(self.y, 0, self.x + 1)
+            else:
+                for y in range(self.rows):
+                    self._erase_row(y, 0, self.cols)
+        elif final == "K":
+            if mode == 0:
+                self._erase_row(self.y, self.x, self.cols)
+            elif mode == 1:
+                self._erase_row(self.y, 0, self.x + 1)
+            else:
+                self._erase_row(self.y, 0, self.cols)
+
+    def _edit(self, final: str, count: int) -> None:
+        """Erase (X), delete (P) or insert (@) ``count`` characters at the cursor."""
+        if final == "X":
+            self._erase_row(self.y, self.x, self.x + count)
+            return
+        row = self.grid[self.y]
+        n = min(count, self.cols - self.x)
+        if final == "P":
+            del row[self.x:self.x + n]
+            row.extend(" " * n)
+        else:
+            row[self.x:self.x] = " " * n
+            del row[self.cols:]
 
     def _alternate(self, on: bool, *, save_cursor: bool) -> None:
         if on and self._alt is None:
