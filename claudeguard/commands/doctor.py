@@ -475,7 +475,7 @@ def probe(real: str, cfg: Config, version: str | None = None) -> bool:
         with ModelServer(scenario) as server:
             try:
                 plan = build_plan(real, args, cfg, session_id=session_id, session_dir=str(session_dir), cwd=str(work),
-                                  cli_version=version)
+                                  run={"cli_version": version})
             except InsecurePathError:
                 raise  # a dir private_dirs found open: said there with its chmod (_step)
             except GuardError as exc:  # a session would be refused here (lockdown without the sandbox)

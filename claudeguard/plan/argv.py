@@ -34,13 +34,19 @@ from claudeguard.plan.hooks import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypedDict
 
     from claudeguard.config.load import Config
     from claudeguard.plan.claude_args import ClaudeArgs
     from collections.abc import Mapping
 
     from claudeguard.plan.hooks import GuardSettings, HttpHooks
+
+    class RunFacts(TypedDict, total=False):
+        """What is known of the run when its plan is built."""
+
+        cli_version: str | None  # the real CLI's (plan.cli_version); in -p it decides who asks (print_asker)
+        status_line: bool  # a person is at the session's terminal: the guard's status line says what waits
 
 DROPPED = "\0dropped\0"  # an argv word the guard leaves out (no real argv word holds a NUL)
 BYPASS_FLAGS = ("--dangerously-skip-permissions", "--allow-dangerously-skip-permissions")
@@ -240,32 +246,20 @@ def repo_code_argv(rest: list[str], args: ClaudeArgs, ours: GuardSettings, cwd: 
 
 def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str, session_dir: str | None, cwd: str,
                http: HttpHooks | None = None, settings_file: str | None = None, exec_pid: int | None = None,
-               cli_version: str | None = None, status_line: bool = False) -> Plan:
+               run: RunFacts | None = None) -> Plan:
     """The final argv (real CLI first) and the environment additions for a guarded session.
     ``exec_pid``: the launcher's pid when another process (the service's planner) builds it.
-    ``cli_version``: the real CLI's (``plan.cli_version``), None when unknown; in -p it
-    decides who asks (``print_asker``). ``status_line``: a person is at the session's terminal
-    (the session file's ``pty`` and ``interactive``): the guard's part of the status line says
-    what waits in the channel (``plan/status_line.py``)."""
+    ``run``: what is known of the run (``RunFacts``)."""
     check_lockdown(args, cfg)
     if args.errors:
         # an option at the end that wants a value: the CLI refuses it, and would take the word the
         # guard puts last (its --settings) as that value
         raise UsageError(f"{args.errors[0]}: the CLI refuses this command line")
+    facts: RunFacts = run or {}
     ctl = ctl_command()
     front, rest = cli_flags(args, cfg, cwd)
-    allow = cli_allow_rules(cfg, cwd)
-    deny = [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.deny", [])]
-    from claudeguard.plan.settings_sources import protected_rules
-
-    deny += protected_rules(args, cfg, cwd)  # no tool may switch the guard off through a settings file
-    # Comma-joined in one word: a rule may contain spaces (`Bash(git diff *)`).
-    if allow:
-        front.append("--allowedTools=" + ",".join(allow))
-    if deny:
-        front.append("--disallowedTools=" + ",".join(deny))
-
-    asker = print_asker(args, cli_version)
+    front += _rule_flags(args, cfg, cwd)
+    asker = print_asker(args, facts.get("cli_version"))
     ours = guard_settings(cfg, ctl, cwd, http, session_id, print_mode=args.print_mode, asker=asker,
                           one_prompt=args.print_mode and args.last("--input-format") != "stream-json",
                           transcript_kept=args.print_mode and keeps_transcript(args, cwd), session_dir=session_dir)
@@ -274,38 +268,17 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     box_env = sandbox_env(real_cli, args, cfg, cwd=cwd, session_dir=session_dir, session_id=session_id, ctl=ctl)
     if box_env:
         ours["env"] = box_env  # wins over every project, local and user env block (plan/sandbox.py)
-    if status_line and session_dir:
+    if facts.get("status_line") and session_dir:
         from claudeguard.plan.status_line import status_line_setting
 
         # the statusLine of a settings source left out as untrusted repository code never runs
         ours["statusLine"] = status_line_setting(args, cwd, session_dir, ctl,
                                                  applies=lambda src: src.name not in dropped)
-    # The CLI keeps the last --settings: the caller's last one (as the CLI reads it) is merged
-    # with ours into one word that stands last among the options, for every reader of argv the
-    # CLI has (2.1.197's early settings loader steps over fewer options than commander: a
-    # `--workload --settings={}` gives it `{}`, and the last word it finds is ours).
-    caller: dict[str, Any] = {}
-    found = args.options.get("--settings", [])
-    if found and found[-1][1]:
-        caller = load_settings_value(found[-1][1][-1])
-    for index, vals in found:
-        _drop(rest, index, vals)
-    merged = merge_settings(caller, ours)
     files: dict[str, str] = {}
     if settings_file is None and http is not None and session_dir:
         # The HTTP hooks hold the secret: into a 0600 file, never argv (every user reads argv).
         settings_file = os.path.join(session_dir, SETTINGS_FILE)
-    if settings_file is not None:
-        # one 0600 file (it holds the secret)
-        from claudeguard.files import write_atomic
-
-        text = json.dumps(merged, separators=(",", ":"))
-        write_atomic(Path(settings_file), text)
-        if session_dir and os.path.dirname(settings_file) == session_dir:
-            files[os.path.basename(settings_file)] = text
-        last = "--settings=" + settings_file
-    else:
-        last = "--settings=" + json.dumps(merged, separators=(",", ":"))
+    last = _settings_word(args, rest, ours, settings_file, session_dir, files)
     end = args.end_of_options if args.end_of_options is not None else len(rest)
     rest[end:end] = [last]
 
@@ -316,28 +289,77 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     env_add.update(box_env)
     # The fleet's credential never reaches the CLI (nor, so, any tool or hook it starts).
     env_add.update({name: DROPPED for name in secret_env(cfg) if name in os.environ})
-
     if asker == "prompt-tool":
-        if http is not None:
-            # The service answers the prompt tool too (MCP over HTTP, both pinned CLIs): no
-            # server process for the CLI to start and wait for (~90 ms of every run). The
-            # header holds the secret, so the config goes in a 0600 file, not in argv.
-            server: dict[str, Any] = {"type": "http", "url": f"http://127.0.0.1:{http.port}/mcp/{session_id}",
-                            "headers": {"Authorization": f"Bearer {http.token}"}}
-            config = json.dumps({"mcpServers": {MCP_SERVER_NAME: server}}, separators=(",", ":"))
-            if session_dir:
-                from claudeguard.files import write_atomic
-
-                write_atomic(Path(session_dir) / "mcp.json", config)
-                files["mcp.json"] = config
-                front.append("--mcp-config=" + str(Path(session_dir) / "mcp.json"))
-            else:
-                front.append("--mcp-config=" + config)  # a dry run: no secret exists yet
-        else:
-            server = {"command": ctl[0], "args": ctl[1:] + ctl_args("mcp-serve", session_dir)}
-            front.append("--mcp-config=" + json.dumps({"mcpServers": {MCP_SERVER_NAME: server}}, separators=(",", ":")))
-        front.append(f"--permission-prompt-tool={PROMPT_TOOL}")
+        front += _prompt_tool_flags(http, session_id, session_dir, ctl, files)
     return Plan([real_cli, *front, *(w for w in rest if w != DROPPED)], env_add, session_id, files)
+
+
+def _rule_flags(args: ClaudeArgs, cfg: Config, cwd: str) -> list[str]:
+    """The policy's allow and deny rules as the CLI's own flags, the built-in protected paths'
+    denies among them (no tool may switch the guard off through a settings file)."""
+    from claudeguard.plan.settings_sources import protected_rules
+
+    allow = cli_allow_rules(cfg, cwd)
+    deny = [absolute_rule(r.rule, r.root, cwd) for r in cfg.rules.get("permissions.deny", [])]
+    deny += protected_rules(args, cfg, cwd)
+    # Comma-joined in one word: a rule may contain spaces (`Bash(git diff *)`).
+    out = []
+    if allow:
+        out.append("--allowedTools=" + ",".join(allow))
+    if deny:
+        out.append("--disallowedTools=" + ",".join(deny))
+    return out
+
+
+def _settings_word(args: ClaudeArgs, rest: list[str], ours: GuardSettings, settings_file: str | None,
+                   session_dir: str | None, files: dict[str, str]) -> str:
+    """The one ``--settings`` word: the caller's last one (as the CLI reads it) merged with ours
+    and standing last among the options, for every reader of argv the CLI has (2.1.197's early
+    settings loader steps over fewer options than commander: a ``--workload --settings={}`` gives
+    it ``{}``, and the last word it finds is ours). The caller's own words are dropped from
+    ``rest``; in ``settings_file`` (0600: it may hold the secret) when one is given."""
+    caller: dict[str, Any] = {}
+    found = args.options.get("--settings", [])
+    if found and found[-1][1]:
+        caller = load_settings_value(found[-1][1][-1])
+    for index, vals in found:
+        _drop(rest, index, vals)
+    merged = merge_settings(caller, ours)
+    if settings_file is None:
+        return "--settings=" + json.dumps(merged, separators=(",", ":"))
+    from claudeguard.files import write_atomic
+
+    text = json.dumps(merged, separators=(",", ":"))
+    write_atomic(Path(settings_file), text)
+    if session_dir and os.path.dirname(settings_file) == session_dir:
+        files[os.path.basename(settings_file)] = text
+    return "--settings=" + settings_file
+
+
+def _prompt_tool_flags(http: HttpHooks | None, session_id: str, session_dir: str | None, ctl: list[str],
+                       files: dict[str, str]) -> list[str]:
+    """The guard's prompt tool: its MCP server and ``--permission-prompt-tool``."""
+    out = []
+    if http is not None:
+        # The service answers the prompt tool too (MCP over HTTP, both pinned CLIs): no server
+        # process for the CLI to start and wait for (~90 ms of every run). The header holds the
+        # secret, so the config goes in a 0600 file, not in argv.
+        server: dict[str, Any] = {"type": "http", "url": f"http://127.0.0.1:{http.port}/mcp/{session_id}",
+                                  "headers": {"Authorization": f"Bearer {http.token}"}}
+        config = json.dumps({"mcpServers": {MCP_SERVER_NAME: server}}, separators=(",", ":"))
+        if session_dir:
+            from claudeguard.files import write_atomic
+
+            write_atomic(Path(session_dir) / "mcp.json", config)
+            files["mcp.json"] = config
+            out.append("--mcp-config=" + str(Path(session_dir) / "mcp.json"))
+        else:
+            out.append("--mcp-config=" + config)  # a dry run: no secret exists yet
+    else:
+        server = {"command": ctl[0], "args": ctl[1:] + ctl_args("mcp-serve", session_dir)}
+        out.append("--mcp-config=" + json.dumps({"mcpServers": {MCP_SERVER_NAME: server}}, separators=(",", ":")))
+    out.append(f"--permission-prompt-tool={PROMPT_TOOL}")
+    return out
 
 
 # Modes the CLI is given as they are: they allow nothing `default` does not (plan asks before

@@ -66,7 +66,8 @@ MAX_REQUEST = 4 << 20
 WARM = ("claudeguard.plan.options", "claudeguard.plan.claude_args", "claudeguard.plan.discovery",
         "claudeguard.plan.session", "claudeguard.plan.argv", "claudeguard.plan.hooks",
         "claudeguard.plan.settings_sources", "claudeguard.plan.sandbox", "claudeguard.plan.box_rules",
-        "claudeguard.plan.code_paths", "claudeguard.plan.verified", "claudeguard.plan.cli_version", "mmap",
+        "claudeguard.plan.code_paths", "claudeguard.plan.git_index", "claudeguard.plan.may_run",
+        "claudeguard.plan.verified", "claudeguard.plan.cli_version", "mmap",
         "claudeguard.plan.repo_code", "claudeguard.config.trust", "hashlib", "claudeguard.config.load",
         "claudeguard.config.find", "claudeguard.config.lines", "claudeguard.config.schema", "claudeguard.policy.rules",
         "claudeguard.policy.pathrules", "claudeguard.paths", "claudeguard.files", "claudeguard.gate", "json", "io",
@@ -231,9 +232,10 @@ def _prepare(request: PlanRequest, port: int) -> PlanAnswer:
         written = write_session(cfg, args, session_dir, session_id=session_id, cwd=cwd,
                                 stdin_tty=bool(request["stdin_tty"]), exec_pid=pid, cli_version=version,
                                 prepared_by="planner")
+        at_terminal = bool(written.snapshot.get("pty") and written.snapshot.get("interactive"))
         plan = build_plan(real, args, cfg, session_id=session_id, session_dir=session_dir, cwd=cwd,
-                          http=HttpHooks(port, request["token"]), exec_pid=pid, cli_version=version,
-                          status_line=bool(written.snapshot.get("pty") and written.snapshot.get("interactive")))
+                          http=HttpHooks(port, request["token"]), exec_pid=pid,
+                          run={"cli_version": version, "status_line": at_terminal})
         return {"argv": plan.argv, "env": plan.env_additions, "port": port, "real": real, "session_dir": session_dir,
                 "snapshot": written.text, "files": plan.files}
     except GuardError as exc:

@@ -216,7 +216,7 @@ def _dry_run(start: _Start, cfg: Config, real: str, session_id: str) -> int:
 
     http = HttpHooks("PORT", "<secret made at start>") if _use_service() else None
     plan = build_plan(real, start.args, cfg, session_id=session_id, session_dir=None, cwd=start.cwd, http=http,
-                      cli_version=print_cli_version(real, start.args))
+                      run={"cli_version": print_cli_version(real, start.args)})
     return _print_plan(plan.argv, plan.env_additions, guarded=True)
 
 
@@ -359,8 +359,8 @@ def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planne
         written.write("command")
     launch.snapshot_text = written.text
     plan = build_plan(real, args, cfg, session_id=launch.session_id, session_dir=session_dir, cwd=cwd, http=http,
-                      cli_version=version,
-                      status_line=bool(written.snapshot.get("pty") and written.snapshot.get("interactive")))
+                      run={"cli_version": version,
+                           "status_line": bool(written.snapshot.get("pty") and written.snapshot.get("interactive"))})
     launch.argv, launch.env_add, launch.files = plan.argv, plan.env_additions, plan.files
     launch.port_token = (int(http.port), http.token) if http is not None else None
 
