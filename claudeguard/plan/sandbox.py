@@ -588,6 +588,15 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
     # point cannot hold a file that does not exist yet, so the box removes what the command made
     # (its processes are all gone by then: its own pid namespace ended with it).
     lines += [f"{boxed} \"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}", "s=$?"]
+    lines += _after_lines(must_not_appear, git, rm, os.path.dirname(unbox))
+    lines += ['exit "$s"', ""]
+    return "\n".join(lines)
+
+
+def _after_lines(must_not_appear: list[str], git: tuple[str, str, str] | None, rm: str, session_dir: str) -> list[str]:
+    """The box script's checks once a command's box has ended (its processes all gone)."""
+    q = _sh
+    lines: list[str] = []
     if must_not_appear:
         watched = " ".join(q(p) for p in must_not_appear)
         lines += [
@@ -600,15 +609,13 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
         # only when the index changed since the box started (its boxes/ file is older), or
         # where one was moved aside before (its .git may be back); a shell test costs nothing.
         root, gitdir, common = git
-        session_dir = os.path.dirname(unbox)
         held = os.path.join(session_dir, NESTED_HELD)
         lines += [
             f"if [ {q(os.path.join(gitdir, 'index'))} -nt {q(os.path.join(session_dir, BOXES_DIR))}/$$ ] || "
             f"[ -s {q(held)} ]; then {q(sys.executable)} -I -S {q(NESTED_SCRIPT)} {q(root)} {q(gitdir)} "
             f"{q(common)} {q(session_dir)}; fi",
         ]
-    lines += ['exit "$s"', ""]
-    return "\n".join(lines)
+    return lines
 
 
 def cli_shell(env: Mapping[str, str]) -> str:
