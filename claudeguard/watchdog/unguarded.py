@@ -285,7 +285,60 @@ def diagnosis(ev: Evidence, quiet: float, window_s: float, cpu: float) -> str:
 # -- the scan ----------------------------------------------------------------------------------
 def unguarded_sessions(guarded: list[dict[str, Any]], *, stall_after: float = STALL_AFTER_S,
                        tool_stall_after: float = TOOL_STALL_AFTER_S, window_s: float = 1.0) -> list[dict[str, Any]]:
+    """The Claude Code processes of this user that no guarded session runs, each as a ``ps``
+    row; one quiet past its threshold is looked at for ``window_s`` and said suspect-hung when
+    nothing in its tree moved. The CLI's own background daemon, pty hosts and spares are listed
+    as the sessions they host (``bg_sessions``)."""
     skip = {r.get("pid") for r in guarded} | {r.get("child_pid") for r in guarded}
+    parents, candidates = _claude_processes()
+    machinery = [(p, cmdline, part) for p, cmdline in candidates if (part := component(cmdline))]
+    cand_pids = {p.pid for p, _ in candidates}
+    candidates = [(p, cmdline) for p, cmdline in candidates if not component(cmdline)]
+
+    def outside(pid: int) -> bool:
+        seen = set()
+        cur = parents.get(pid, 0)
+        while cur and cur not in seen:
+            if cur in skip or cur in cand_pids:
+                return False
+            seen.add(cur)
+            cur = parents.get(cur, 0)
+        return True
+
+    rows, probes = [], []
+    listings: dict[str, list[tuple[float, str]] | None] = {}
+    now = time.time()
+    for p, cmdline in candidates:
+        if p.pid in skip or p.pid == os.getpid() or not outside(p.pid):
+            continue
+        found = _row_of(p, cmdline, listings, now, stall_after, tool_stall_after)
+        if found is None:
+            continue
+        row, ev, look, quiet = found
+        rows.append(row)
+        if look:
+            sampler = TreeSampler(p.pid, clock=time.monotonic, check_reads=False)
+            probes.append((row, ev, quiet, sampler, sampler.sample()))
+    if probes:
+        # The quiet time is the suspicion; nothing moving while we look confirms it.
+        time.sleep(window_s)
+        for row, ev, quiet, sampler, first in probes:
+            second = sampler.sample()
+            if not second.root_alive:
+                continue
+            moved, cpu, io = window_moved(first, second)
+            row["evidence"].update(window_s=window_s, window_cpu_s=cpu, window_io=io)
+            if not moved:
+                row["suspect_hung"] = True
+                row["state"] = "suspect-hung"
+                row["diagnosis"] = diagnosis(ev, quiet, window_s, cpu)
+    if machinery:
+        rows.extend(background_rows(machinery, skip))
+    return rows
+
+
+def _claude_processes() -> tuple[dict[int, int], list[tuple[Any, list[str]]]]:
+    """Every process's parent, and this user's Claude Code processes with their command lines."""
     uid = os.getuid() if hasattr(os, "getuid") else None
     parents: dict[int, int] = {}
     found: list[Any] = []
@@ -308,75 +361,40 @@ def unguarded_sessions(guarded: list[dict[str, Any]], *, stall_after: float = ST
                 candidates.append((p, cmdline))
         except psutil.Error:
             continue
-    # Claude Code's own background daemon, its pty hosts and spares are listed as the sessions
-    # they host (bg_sessions), never as sessions themselves.
+    return parents, candidates
 
-    machinery = [(p, cmdline, part) for p, cmdline in candidates if (part := component(cmdline))]
-    cand_pids = {p.pid for p, _ in candidates}
-    candidates = [(p, cmdline) for p, cmdline in candidates if not component(cmdline)]
 
-    def outside(pid: int) -> bool:
-        seen = set()
-        cur = parents.get(pid, 0)
-        while cur and cur not in seen:
-            if cur in skip or cur in cand_pids:
-                return False
-            seen.add(cur)
-            cur = parents.get(cur, 0)
-        return True
-
-    rows, probes = [], []
-    listings: dict[str, list[tuple[float, str]] | None] = {}
-    now = time.time()
-    for p, cmdline in candidates:
-        if p.pid in skip or p.pid == os.getpid() or not outside(p.pid):
-            continue
+def _row_of(p: Any, cmdline: list[str], listings: dict[str, list[tuple[float, str]] | None], now: float,
+            stall_after: float, tool_stall_after: float) -> tuple[dict[str, Any], Evidence, bool, float] | None:
+    """One unguarded CLI's ``ps`` row, its evidence, whether to look at it and its quiet time;
+    None when it is gone."""
+    try:
+        with p.oneshot():
+            t = p.cpu_times()
+            started = p.create_time()
+            tty = terminal(p)
         try:
-            with p.oneshot():
-                t = p.cpu_times()
-                started = p.create_time()
-                tty = terminal(p)
-            try:
-                cwd = p.cwd()
-            except psutil.Error:
-                cwd = None
-            try:
-                environ = p.environ()
-            except psutil.Error:
-                environ = {}
+            cwd = p.cwd()
         except psutil.Error:
-            continue
-        ev = gather(p.pid, cmdline, cwd, environ, started, listings)
-        interactive = tty is not None and not print_mode(cmdline)
-        look, quiet, threshold = judge(ev, now, interactive=interactive, stall_after=stall_after,
-                                       tool_stall_after=tool_stall_after)
-        row = {"pid": p.pid, "child_pid": None, "guarded": False, "cwd": cwd, "state": "unguarded",
-               "cpu_s": round(t.user + t.system, 2), "tokens": None, "last_activity_s": round(quiet, 1),
-               "pending": None,
-               "prompt": prompt_words(prompt_of(cmdline)), "tty": tty, "interactive": interactive,
-               "age_s": round(max(0.0, now - started), 1), "suspect_hung": False,
-               "evidence": {"transcript": ev.transcript,
-                            "transcript_write_s": None
-                            if ev.transcript_write is None else round(now - ev.transcript_write, 1),
-                            "output_write_s": None if ev.output_write is None else round(now - ev.output_write, 1),
-                            "tool_in_flight": ev.tool, "threshold_s": threshold, "notes": ev.notes}}
-        rows.append(row)
-        if look:
-            sampler = TreeSampler(p.pid, clock=time.monotonic, check_reads=False)
-            probes.append((row, ev, quiet, sampler, sampler.sample()))
-    if probes:
-        # The quiet time is the suspicion; nothing moving while we look confirms it.
-        time.sleep(window_s)
-        for row, ev, quiet, sampler, first in probes:
-            second = sampler.sample()
-            if not second.root_alive:
-                continue
-            moved, cpu, io = window_moved(first, second)
-            row["evidence"].update(window_s=window_s, window_cpu_s=cpu, window_io=io)
-            if not moved:
-                row["suspect_hung"] = True
-                row["state"] = "suspect-hung"
-                row["diagnosis"] = diagnosis(ev, quiet, window_s, cpu)
-    if machinery:
-        rows.extend(background_rows(machinery, skip))
-    return rows
+            cwd = None
+        try:
+            environ = p.environ()
+        except psutil.Error:
+            environ = {}
+    except psutil.Error:
+        return None
+    ev = gather(p.pid, cmdline, cwd, environ, started, listings)
+    interactive = tty is not None and not print_mode(cmdline)
+    look, quiet, threshold = judge(ev, now, interactive=interactive, stall_after=stall_after,
+                                   tool_stall_after=tool_stall_after)
+    row = {"pid": p.pid, "child_pid": None, "guarded": False, "cwd": cwd, "state": "unguarded",
+           "cpu_s": round(t.user + t.system, 2), "tokens": None, "last_activity_s": round(quiet, 1),
+           "pending": None,
+           "prompt": prompt_words(prompt_of(cmdline)), "tty": tty, "interactive": interactive,
+           "age_s": round(max(0.0, now - started), 1), "suspect_hung": False,
+           "evidence": {"transcript": ev.transcript,
+                        "transcript_write_s": None
+                        if ev.transcript_write is None else round(now - ev.transcript_write, 1),
+                        "output_write_s": None if ev.output_write is None else round(now - ev.output_write, 1),
+                        "tool_in_flight": ev.tool, "threshold_s": threshold, "notes": ev.notes}}
+    return row, ev, look, quiet
