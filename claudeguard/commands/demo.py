@@ -129,45 +129,11 @@ def main(argv: list[str]) -> int:
                 out, err = proc.communicate(timeout=30)
                 print(f"the request never reached the channel; claudeguard said: {err.strip()[-400:]}")
                 return 1
-            _step("A background subagent is waiting for approval in the channel (claudeguardctl pending):")
-            print(f"    id       {request.id}\n    session  {request.session_id}\n    agent    {request.agent_type} "
-                  f"({request.agent_id})\n"
-                  f"    tool     {request.tool}\n    summary  {request.summary}\n    deadline "
-                  f"{request.deadline_s:.0f} s")
-            print(f"    answer it here, or from another shell: claudeguardctl approve {request.id} "
-                  f"(or deny, the console, the desk)")
-            decision = _ask(request, args.auto_after, args.deny)
-            if decision is not None:
-                try:
-                    answer_request(request.id, decision, scope="once",
-                                   message="not in the demo" if decision == "deny" else None,
-                                   file=None, by="claudeguardctl demo", quiet=True)
-                    print(f"    answered: {'approve' if decision == 'allow' else 'deny'} (claudeguardctl "
-                          f"{'approve' if decision == 'allow' else 'deny'} {request.id})")
-                except NotFoundError:
-                    decision = None  # answered elsewhere in the same moment: said below
-            if decision is None:
-                decision = _answered_elsewhere(request.id)
+            decision = _show_and_answer(request, args.auto_after, args.deny)
             out, err = proc.communicate(timeout=120)
         _step("What happened")
-        results = [m
-                   for m in (json.loads(line) for line in out.splitlines() if line.startswith("{"))
-                   if m.get("type") == "result"]
-        report = work / REPORT
-        print(f"    claude exited {proc.returncode}; final answer: {results[-1].get('result') if results else '?'}")
-        if report.exists():
-            print(f"    the subagent's command ran: {REPORT} says {report.read_text().strip()!r}")
-        else:
-            print(f"    the subagent's command did not run ({REPORT} was not written)")
-        session = request.session_id
-        events = [e for e in audit.read_events() if e.get("session_id") == session]
-        print(f"    audit log: {audit.audit_path()}, the demo's own ({len(events)} decisions for this session; "
-              f"`CLAUDEGUARD_LOG_DIR={log_dir} claudeguardctl audit`): your sessions' log and "
-              f"`claudeguardctl audit --suggest` never see it")
-        for event in events:
-            print(f"      {event.get('decision'):5} by {event.get('decided_by'):7} "
-                  f"{event.get('agent_type') or 'main':16} {event.get('summary')}")
-        ok = proc.returncode == 0 and (report.exists() == (decision == "allow"))
+        report_ran = _what_happened(out, proc.returncode, work, request.session_id, log_dir)
+        ok = proc.returncode == 0 and (report_ran == (decision == "allow"))
         return 0 if ok else 1
     finally:
         if proc is not None and proc.poll() is None:
@@ -180,6 +146,53 @@ def main(argv: list[str]) -> int:
         if env is not None:
             _stop_service(env)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _show_and_answer(request: Request, auto_after: float, deny: bool) -> str | None:
+    """Show the waiting request, answer it (the person at the terminal, or on its own after
+    ``auto_after``); the decision that was taken, here or elsewhere."""
+    _step("A background subagent is waiting for approval in the channel (claudeguardctl pending):")
+    print(f"    id       {request.id}\n    session  {request.session_id}\n    agent    {request.agent_type} "
+          f"({request.agent_id})\n"
+          f"    tool     {request.tool}\n    summary  {request.summary}\n    deadline "
+          f"{request.deadline_s:.0f} s")
+    print(f"    answer it here, or from another shell: claudeguardctl approve {request.id} "
+          f"(or deny, the console, the desk)")
+    decision = _ask(request, auto_after, deny)
+    if decision is not None:
+        try:
+            answer_request(request.id, decision, scope="once",
+                           message="not in the demo" if decision == "deny" else None,
+                           file=None, by="claudeguardctl demo", quiet=True)
+            print(f"    answered: {'approve' if decision == 'allow' else 'deny'} (claudeguardctl "
+                  f"{'approve' if decision == 'allow' else 'deny'} {request.id})")
+        except NotFoundError:
+            decision = None  # answered elsewhere in the same moment: said below
+    if decision is None:
+        decision = _answered_elsewhere(request.id)
+    return decision
+
+
+def _what_happened(out: str, code: int | None, work: Path, session: str, log_dir: str) -> bool:
+    """Say how the run ended, whether the subagent's command ran, and the audit log's decisions;
+    whether the command ran."""
+    results = [m
+               for m in (json.loads(line) for line in out.splitlines() if line.startswith("{"))
+               if m.get("type") == "result"]
+    report = work / REPORT
+    print(f"    claude exited {code}; final answer: {results[-1].get('result') if results else '?'}")
+    if report.exists():
+        print(f"    the subagent's command ran: {REPORT} says {report.read_text().strip()!r}")
+    else:
+        print(f"    the subagent's command did not run ({REPORT} was not written)")
+    events = [e for e in audit.read_events() if e.get("session_id") == session]
+    print(f"    audit log: {audit.audit_path()}, the demo's own ({len(events)} decisions for this session; "
+          f"`CLAUDEGUARD_LOG_DIR={log_dir} claudeguardctl audit`): your sessions' log and "
+          f"`claudeguardctl audit --suggest` never see it")
+    for event in events:
+        print(f"      {event.get('decision'):5} by {event.get('decided_by'):7} "
+              f"{event.get('agent_type') or 'main':16} {event.get('summary')}")
+    return report.exists()
 
 
 def _stop_service(env: dict[str, str]) -> None:
