@@ -45,6 +45,29 @@ PASSWORD_MAX = 4096
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
 
 
+class Server:
+    """Where the fleet's Redis is: its URL as given and where it was given, parsed, and the CA."""
+
+    __slots__ = ("url", "url_source", "tls", "host", "port", "db", "ca_file")
+
+    def __init__(self, url: str, url_source: str, tls: bool, host: str, port: int, db: int,
+                 ca_file: str | None) -> None:
+        self.url, self.url_source, self.tls, self.host, self.port, self.db = url, url_source, tls, host, port, db
+        self.ca_file = ca_file
+
+
+class Credential:
+    """Who connects: the ACL user, and where its password is read from (never the password)."""
+
+    __slots__ = ("username", "password_env", "password_env_explicit", "password_file", "key_prefix")
+
+    def __init__(self, username: str | None, password_env: str | None, password_env_explicit: bool,
+                 password_file: str | None, key_prefix: str = "") -> None:
+        self.username, self.password_env, self.password_file = username, password_env, password_file
+        self.password_env_explicit = password_env_explicit
+        self.key_prefix = key_prefix
+
+
 class FleetConfig:
     """A checked fleet config. Holds no secret: ``password()`` reads it when a connection is made."""
 
@@ -52,27 +75,21 @@ class FleetConfig:
                  "password_file", "machine", "prefix", "ca_file", "url_source", "approver",
                  "key_prefix")
 
-    def __init__(self, *, url: str, tls: bool, host: str, port: int, db: int, username: str | None,
-                 password_env: str | None, password_env_explicit: bool, password_file: str | None, machine: str,
-                 prefix: str, ca_file: str | None, url_source: str,
-                 approver: FleetConfig | None = None, key_prefix: str = "") -> None:
-        self.url = url
-        self.tls = tls
-        self.host = host
-        self.port = port
-        self.db = db
-        self.username = username
-        self.password_env = password_env
-        self.password_env_explicit = password_env_explicit
-        self.password_file = password_file
+    def __init__(self, server: Server, credential: Credential, *, machine: str, prefix: str,
+                 approver: FleetConfig | None = None) -> None:
+        self.url, self.url_source = server.url, server.url_source  # url_source: "path:line" or "env ..."
+        self.tls, self.host, self.port, self.db, self.ca_file = server.tls, server.host, server.port, server.db, \
+            server.ca_file
+        self.username = credential.username
+        self.password_env = credential.password_env
+        self.password_env_explicit = credential.password_env_explicit
+        self.password_file = credential.password_file
+        self.key_prefix = credential.key_prefix  # "approver_" for the approver's: its keys' names in errors
         self.machine = machine
         self.prefix = prefix
-        self.ca_file = ca_file
-        self.url_source = url_source  # "path:line" or "env CLAUDEGUARD_FLEET_URL"
         # The approver the service's desk answers other machines' requests as ([fleet] approver):
         # the same server, machine and prefix, its own ACL user and credential. None: no desk answers.
         self.approver = approver
-        self.key_prefix = key_prefix  # "approver_" for the approver's: its keys' names in errors
 
     @property
     def acl_user(self) -> str:
@@ -167,7 +184,16 @@ def fleet_settings(table: Mapping[str, Any] | None, *, where: Callable[[tuple[st
         ca_file = os.path.expanduser(ca_file)
         if not os.path.isfile(ca_file):
             raise ConfigError(f"{at('ca_file')}: fleet.ca_file {ca_file}: no such file")
-    approver_cfg = None
+    server = Server(url, url_source, tls, host, port, db, ca_file)
+    approver_cfg = _approver(table, at, server, username, machine, prefix)
+    return FleetConfig(server, Credential(username, password_env, explicit, password_file), machine=machine,
+                       prefix=prefix, approver=approver_cfg)
+
+
+def _approver(table: Mapping[str, Any], at: Callable[..., str], server: Server, username: str | None, machine: str,
+              prefix: str) -> FleetConfig | None:
+    """``[fleet] approver``: the ACL user the service's desk answers other machines' requests as
+    (its own credential); None without one."""
     approver = table.get("approver")
     if approver is None:
         for key in ("approver_password_env", "approver_password_file"):
@@ -182,13 +208,9 @@ def fleet_settings(table: Mapping[str, Any] | None, *, where: Callable[[tuple[st
                               "member's credentials cannot answer: name the approver's own ACL user")
         a_env, a_file, a_explicit = _credential(table, at, "approver_", table.get("approver_password_env"),
                                                 table.get("approver_password_file"), APPROVER_PASSWORD_ENV)
-        approver_cfg = FleetConfig(url=url, tls=tls, host=host, port=port, db=db, username=approver,
-                                   password_env=a_env, password_env_explicit=a_explicit, password_file=a_file,
-                                   machine=machine, prefix=prefix, ca_file=ca_file, url_source=url_source,
-                                   key_prefix="approver_")
-    return FleetConfig(url=url, tls=tls, host=host, port=port, db=db, username=username, password_env=password_env,
-                       password_env_explicit=explicit, password_file=password_file, machine=machine, prefix=prefix,
-                       ca_file=ca_file, url_source=url_source, approver=approver_cfg)
+        return FleetConfig(server, Credential(approver, a_env, a_explicit, a_file, key_prefix="approver_"),
+                           machine=machine, prefix=prefix)
+    return None
 
 
 def _credential(table: Mapping[str, Any], at: Callable[[str], str], role: str, password_env: str | None,
