@@ -345,11 +345,8 @@ def test_wait_wakes_at_once_from_another_thread(chan):
 
 
 def test_dialog_choice(chan):
-    with pytest.raises(UsageError):
-        post(kind="dialog")
-    with pytest.raises(UsageError):
-        post(kind="menu")
-    pending = post(kind="dialog", choices=["1. Yes", "2. Yes, and always", "3. No"])
+    pending = post(choices=["1. Yes", "2. Yes, and always", "3. No"])  # with choices: a dialog's request
+    assert pending.request.kind == "dialog" and post().request.kind == "permission"
     with pytest.raises(UsageError, match="not one of"):
         channel.answer(pending.request.id, "allow", choice="4. Maybe")
     assert channel.list_pending()[0].choices == ["1. Yes", "2. Yes, and always", "3. No"]

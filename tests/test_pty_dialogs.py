@@ -510,7 +510,7 @@ def test_a_dialog_waits_idle_then_is_posted_and_the_answer_is_typed(rig, tmp_pat
     clock.advance(0.2)
     router.step()
     [(kw, pending)] = channel.posted
-    assert kw["kind"] == "dialog" and kw["tool"] == "dialog:trust"
+    assert "kind" not in kw and kw["tool"] == "dialog:trust"  # a dialog by its choices
     assert kw["choices"] == ["Yes, I trust this folder", "No, exit"]
     assert kw["input"]["title"] == "Trust this folder?" and "/home/user/new-folder" in kw["input"]["text"]
     assert kw["extra"] == {"via": "screen", "dialog": "trust"} and kw["session_id"] == "s1"

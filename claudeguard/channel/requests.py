@@ -26,7 +26,7 @@ from claudeguard import ancestry
 # module (tests/test_layers.py)
 from claudeguard.channel.audit import record as audit_record
 from claudeguard.channel.fifo import ring_all
-from claudeguard.channel.model import DECISIONS, KINDS, Answer, Request, is_id_text, new_id
+from claudeguard.channel.model import DECISIONS, Answer, Request, is_id_text, new_id
 from claudeguard.channel.notify import run_notify
 from claudeguard.channel.store import ChannelDir
 from claudeguard.channel.wire import LINE_MAX, decode_answer, encode_reply
@@ -37,7 +37,20 @@ from claudeguard.sockets import peer_creds
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
+    from typing import Any, NotRequired, TypedDict, Unpack
+
+    class PostedCall(TypedDict):
+        """What a request asks about (``post``'s keywords): the call and who makes it."""
+
+        session_id: str
+        agent_type: str | None  # None: the main agent
+        agent_id: str | None
+        tool: str
+        input: Mapping[str, object]
+        summary: str  # one line for listings (policy.decide.summarize_call)
+        cwd: str
+        choices: NotRequired[list[str] | None]  # a dialog's labels: the request is a "dialog" then
+        extra: NotRequired[Mapping[str, object] | None]  # kept with the request: via, rule, ...
 
 RECORD_VERSION = 2  # 1: answered through a FIFO (claudeguard 0.2 and earlier)
 CHECK_EVERY_S = 1.0  # how often a waiter verifies its files are still in place (not for answers)
@@ -84,27 +97,25 @@ REFUSALS = {
 }
 
 
-def post(*, session_id: str, agent_type: str | None, agent_id: str | None, tool: str, input: Mapping[str, object],
-         summary: str, cwd: str, timeout: float, kind: str = "permission", choices: list[str] | None = None,
-         extra: Mapping[str, object] | None = None, notify: list[str] | None = None, held: bool = False) -> "Pending":
-    """Publish a request and return the handle to wait on. The socket listens before the
-    request becomes visible, so no answerer can find it without a listener.
+def post(*, timeout: float, notify: list[str] | None = None, held: bool = False,
+         **call: Unpack[PostedCall]) -> "Pending":
+    """Publish a request about ``call`` and return the handle to wait on. The socket listens
+    before the request becomes visible, so no answerer can find it without a listener. A call
+    with ``choices`` is a dialog's request (``kind`` "dialog"), else a permission request.
 
     ``held``: published for the owner of the dialog it stands for (a pty session's router, which
     lists it with ``list_pending(held=True)``) but not for approvers, who neither list nor answer
     it until that owner says "go" (``tell_waiter``) and the waiter ``release``s it; "drop" tells
     the waiter to withdraw it (the dialog was answered at the keyboard)."""
-    if kind not in KINDS:
-        raise UsageError(f"request kind {kind!r}: expected one of {', '.join(KINDS)}")
-    if kind == "dialog" and not choices:
-        raise UsageError("a dialog request needs its choices")
+    choices = call.get("choices")
     ch = ChannelDir()
     now = time.time()
     request = Request(
-        id=new_id(), session_id=session_id, agent_type=agent_type, agent_id=agent_id, tool=tool,
-        input=dict(input), summary=summary, cwd=cwd, created=now,
+        id=new_id(), session_id=call["session_id"], agent_type=call["agent_type"], agent_id=call["agent_id"],
+        tool=call["tool"], input=dict(call["input"]), summary=call["summary"], cwd=call["cwd"], created=now,
         deadline=now + max(0.0, float(timeout)) + (HELD_MAX_S if held else 0.0),
-        pid=os.getpid(), kind=kind, choices=list(choices) if choices else None, extra=dict(extra or {}),
+        pid=os.getpid(), kind="dialog" if choices else "permission", choices=list(choices) if choices else None,
+        extra=dict(call.get("extra") or {}),
     )
     try:
         listener, sock_id = _publish(ch, request, held)

@@ -191,8 +191,8 @@ def _post_and_wait(link: Any, machine: str, tag: str, k: int, command: dict[str,
         tool_input["k"] = k  # each call its own (and so its own call_sha256)
     pending = channel.post(session_id=f"{machine}-session", agent_type=None, agent_id=None, tool=command["tool"],
                            input=tool_input, summary=f"{command['tool']}: {json.dumps(tool_input)[:80]}",
-                           cwd=os.environ["HOME"], timeout=float(command["timeout"]), kind=command.get("kind") or
-                           "permission", choices=command.get("choices"))
+                           cwd=os.environ["HOME"], timeout=float(command["timeout"]),
+                           choices=command.get("choices"))  # with choices: a dialog's request
     view = request_view(pending.request, machine)
     link.request_posted(view)
     _emit({"ev": "posted", "tag": tag, "id": pending.request.id, "sha": view["call_sha256"], "t": time.time()})

@@ -216,7 +216,7 @@ class DialogRouter:
             self._pending = self.channel.post(
                 session_id=self.s.session_id, agent_type=None, agent_id=None, tool=f"dialog:{d.kind}",
                 input={"title": d.title, "text": d.text, "choices": d.labels}, summary=d.summary(),
-                cwd=self.s.cwd, timeout=self.s.timeout, kind="dialog", choices=d.labels,
+                cwd=self.s.cwd, timeout=self.s.timeout, choices=d.labels,
                 extra={"via": "screen", "dialog": d.kind}, notify=self.s.notify or None,
             )
         except Exception as exc:  # noqa: BLE001 - the person at the terminal can still answer
