@@ -77,14 +77,15 @@ def compact(msgs: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-class Feed:
+class FeedSession:
+    """The session a feed watches, as its monitor (the service's or the launcher's own) is told it."""
+
+    __slots__ = ("child_pid", "session_id", "session_dir", "config", "output_format", "prompt", "cwd", "argv",
+                 "interval")
+
     def __init__(self, *, child_pid: int, session_id: str, session_dir: str, cfg: Config, args: ClaudeArgs, cwd: str,
-                 argv: list[str], registration: Registration | None = None, say_waiting: bool = False) -> None:
+                 argv: list[str]) -> None:
         self.child_pid = child_pid
-        # Say each request that waits for a human in one stderr line: a session on pipes (a
-        # pty session's screen is the CLI's, and its status line says what waits).
-        self.say_waiting = say_waiting
-        self._said: set[str] = set()  # request ids said (a new service's monitor tells them again)
         self.session_id = session_id
         self.session_dir = session_dir
         watchdog = cfg.watchdog()
@@ -96,8 +97,39 @@ class Feed:
         self.prompt = args.prompt
         self.cwd = cwd
         self.argv = list(argv)
-        self.registration = registration
         self.interval = max(0.05, self.config["sample_interval"])
+
+
+class Outbox:
+    """What the relay and tap threads write and the flush thread takes (under the feed's lock):
+    output counts, stream summaries, activity notes, the screen's tail."""
+
+    __slots__ = ("out_bytes", "out_last", "sent_bytes", "msgs", "calls", "tail", "tail_sent")
+
+    def __init__(self) -> None:
+        self.out_bytes = 0
+        self.out_last = 0.0
+        self.sent_bytes = 0
+        self.msgs: collections.deque[StreamMsg] = collections.deque()
+        self.calls: collections.deque[tuple[str, float, object]] = collections.deque()
+        self.tail: list[str] | None = None
+        self.tail_sent: list[str] | None = None
+
+
+class Feed:
+    """The launcher's side of a session's watchdog: what the relay sees goes to the service's
+    monitor (or to a monitor of its own when there is no service); the verdicts come back."""
+
+    def __init__(self, *, child_pid: int, session_id: str, session_dir: str, cfg: Config, args: ClaudeArgs, cwd: str,
+                 argv: list[str], registration: Registration | None = None, say_waiting: bool = False) -> None:
+        self.s = FeedSession(child_pid=child_pid, session_id=session_id, session_dir=session_dir, cfg=cfg, args=args,
+                             cwd=cwd, argv=argv)
+        self.out = Outbox()
+        # Say each request that waits for a human in one stderr line: a session on pipes (a
+        # pty session's screen is the CLI's, and its status line says what waits).
+        self.say_waiting = say_waiting
+        self._said: set[str] = set()  # request ids said (a new service's monitor tells them again)
+        self.registration = registration
         self.lock = threading.RLock()
         self.mode = "off"  # local | pending (watch asked) | service | ended
         self.monitor: Monitor | None = None  # the local one, in mode "local"
@@ -108,20 +140,16 @@ class Feed:
         self._notifiers: list[int] = []
         self._killer: threading.Thread | None = None
         self._asked = 0.0
-        # Written by the relay and tap threads, taken by the flush thread.
-        self._out_bytes = 0
-        self._out_last = 0.0
-        self._sent_bytes = 0
-        self._msgs: collections.deque[StreamMsg] = collections.deque()
-        self._calls: collections.deque[tuple[str, float, object]] = collections.deque()
-        self._tail: list[str] | None = None
-        self._tail_sent: list[str] | None = None
         self._stop = threading.Event()
         self.tap = None
-        if self.output_format == "stream-json":
+        if self.s.output_format == "stream-json":
             from claudeguard.watchdog.stream import StreamTap
 
             self.tap = StreamTap(self._stream)
+
+    @property
+    def output_format(self) -> str | None:
+        return self.s.output_format
 
     # -- start and stop --------------------------------------------------------------------
     def start(self) -> "Feed":
@@ -157,21 +185,21 @@ class Feed:
                 self._stop_local(exit_code, final=True)
             elif mode in ("service", "pending") and self.registration is not None:
                 self._flush()
-                told = self.registration.send({"op": "watch-end", "session_id": self.session_id, "code": exit_code})
+                told = self.registration.send({"op": "watch-end", "session_id": self.s.session_id, "code": exit_code})
         if told:
             self._ended.wait(END_WAIT_S)  # the service's last status is written before the dir goes
         if self._killer is not None:  # the tree's stragglers get their SIGKILL before we exit
-            self._killer.join(self.config["kill_grace"] + 5.0)
+            self._killer.join(self.s.config["kill_grace"] + 5.0)
         self._reap()
 
     # -- the relay's side: counts and appends only -----------------------------------------
     def feed_stdout(self, data: bytes) -> None:
         t = time.monotonic()
-        self._out_bytes += len(data)
-        self._out_last = t
+        self.out.out_bytes += len(data)
+        self.out.out_last = t
         mon = self.monitor
         if mon is not None:
-            mon.output_seen(self._out_bytes, t)
+            mon.output_seen(self.out.out_bytes, t)
         if self.tap is not None:
             self.tap.feed(data, t)
 
@@ -180,7 +208,7 @@ class Feed:
         if mon is not None:
             mon.feed_stream(m)
         else:
-            self._msgs.append(m)
+            self.out.msgs.append(m)
 
     def note_activity(self, what: str) -> None:
         self._call("activity", what)
@@ -194,10 +222,10 @@ class Feed:
         if mon is not None:
             _replay(mon, kind, t, value)
         else:
-            self._calls.append((kind, t, value))
+            self.out.calls.append((kind, t, value))
 
     def set_screen_tail(self, lines: list[str] | None) -> None:
-        self._tail = list(lines)[-20:] if lines else None
+        self.out.tail = list(lines)[-20:] if lines else None
         mon = self.monitor
         if mon is not None:
             mon.set_screen_tail(lines)
@@ -212,15 +240,16 @@ class Feed:
         if reg is None:  # nothing to ask: watch here
             self._go_local()
             return
+        s = self.s
         ok = reg.send({
-            "op": "watch", "session_id": self.session_id, "pid": os.getpid(), "child_pid": self.child_pid,
-            "child_start": process_start(self.child_pid), "config": self.config, "output_format": self.output_format,
-            "prompt": self.prompt, "cwd": self.cwd, "argv": self.argv, "carry": self.carry})
+            "op": "watch", "session_id": s.session_id, "pid": os.getpid(), "child_pid": s.child_pid,
+            "child_start": process_start(s.child_pid), "config": s.config, "output_format": s.output_format,
+            "prompt": s.prompt, "cwd": s.cwd, "argv": s.argv, "carry": self.carry})
         if not ok:
             self._go_local()
 
     def _flush_loop(self) -> None:
-        while not self._stop.wait(self.interval):
+        while not self._stop.wait(self.s.interval):
             with self.lock:
                 if self.mode == "service":
                     self._flush()
@@ -230,18 +259,18 @@ class Feed:
 
     def _flush(self) -> None:
         """One ``activity`` line with what happened since the last one; nothing when nothing did."""
-        msg: Activity = {"op": "activity", "session_id": self.session_id}
-        if self._out_bytes != self._sent_bytes:
-            self._sent_bytes = self._out_bytes
-            msg["out"] = [self._sent_bytes, self._out_last]
+        msg: Activity = {"op": "activity", "session_id": self.s.session_id}
+        if self.out.out_bytes != self.out.sent_bytes:
+            self.out.sent_bytes = self.out.out_bytes
+            msg["out"] = [self.out.sent_bytes, self.out.out_last]
         msgs = []
-        while self._msgs:
-            msgs.append(self._msgs.popleft())
+        while self.out.msgs:
+            msgs.append(self.out.msgs.popleft())
         if msgs:
             msg["msgs"] = compact(msgs)
         calls: list[list[object]] = []
-        while self._calls:
-            kind, t, value = self._calls.popleft()
+        while self.out.calls:
+            kind, t, value = self.out.calls.popleft()
             if (calls and kind == "activity" and value == "output" and calls[-1][0] == "activity"
                     and calls[-1][2] == "output"):
                 calls[-1] = [kind, t, value]  # screen output: only the latest sign of life counts
@@ -249,9 +278,9 @@ class Feed:
                 calls.append([kind, t, value])
         if calls:
             msg["calls"] = calls
-        if self._tail != self._tail_sent:
-            self._tail_sent = self._tail
-            msg["tail"] = self._tail
+        if self.out.tail != self.out.tail_sent:
+            self.out.tail_sent = self.out.tail
+            msg["tail"] = self.out.tail
         if len(msg) > 2 and self.registration is not None:
             self.registration.send(msg)  # lost with a broken connection: the local monitor starts anew
 
@@ -262,7 +291,7 @@ class Feed:
             if event == "watching":
                 if self.mode != "pending":
                     if msg.get("ok") and self.registration is not None:  # too late: this process watches
-                        self.registration.send({"op": "watch-end", "session_id": self.session_id, "final": False})
+                        self.registration.send({"op": "watch-end", "session_id": self.s.session_id, "final": False})
                 else:
                     if msg.get("ok"):
                         self.mode = "service"
@@ -337,15 +366,15 @@ class Feed:
                 print(f"claudeguard: watchdog: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         if action == "interrupt":
             try:
-                os.kill(self.child_pid, 2)  # SIGINT to the CLI alone, as a user pressing Ctrl-C
+                os.kill(self.s.child_pid, 2)  # SIGINT to the CLI alone, as a user pressing Ctrl-C
             except (ProcessLookupError, PermissionError):
                 pass
         elif action == "kill":
             self.killed = True
             from claudeguard.watchdog.sampler import kill_tree
 
-            grace = self.config["kill_grace"]
-            self._killer = threading.Thread(target=kill_tree, args=(self.child_pid, grace),
+            grace = self.s.config["kill_grace"]
+            self._killer = threading.Thread(target=kill_tree, args=(self.s.child_pid, grace),
                                             name="claudeguard-kill", daemon=True)
             self._killer.start()
 
@@ -366,10 +395,10 @@ class Feed:
             return
         from pathlib import Path
 
-        mon = Monitor(child_pid=self.child_pid, session_id=self.session_id, session_dir=Path(self.session_dir),
-                      config=WatchConfig(**self.config, tap_stream=False), output_format=self.output_format,
-                      prompt=self.prompt, cwd=self.cwd,
-                      argv=self.argv, on_stall=lambda diagnosis: None)
+        mon = Monitor(child_pid=self.s.child_pid, session_id=self.s.session_id, session_dir=Path(self.s.session_dir),
+                      config=WatchConfig(**self.s.config, tap_stream=False), output_format=self.s.output_format,
+                      prompt=self.s.prompt, cwd=self.s.cwd,
+                      argv=self.s.argv, on_stall=lambda diagnosis: None)
         mon.extra_status = {"watcher": "launcher"}
         if self.say_waiting:
             mon.inputs.on_waiting = lambda r: self._waiting(r.id, r.summary, r.agent_type, r.agent_id, r.deadline_s,
@@ -378,15 +407,15 @@ class Feed:
         mon.carry_stall(bool(carry.get("in_stall")), int(carry.get("stall_count") or 0), carry.get("since"))
         self.monitor = mon  # the relay's calls go to it from now on
         # What the service has not been sent yet goes to the local monitor.
-        if self._out_bytes:
-            mon.output_seen(self._out_bytes, self._out_last)
-        while self._msgs:
-            mon.feed_stream(self._msgs.popleft())
-        while self._calls:
-            kind, t, value = self._calls.popleft()
+        if self.out.out_bytes:
+            mon.output_seen(self.out.out_bytes, self.out.out_last)
+        while self.out.msgs:
+            mon.feed_stream(self.out.msgs.popleft())
+        while self.out.calls:
+            kind, t, value = self.out.calls.popleft()
             _replay(mon, kind, t, value)
-        if self._tail:
-            mon.set_screen_tail(self._tail)
+        if self.out.tail:
+            mon.set_screen_tail(self.out.tail)
         mon.start()
 
     def _stop_local(self, exit_code: int | None, *, final: bool) -> None:
