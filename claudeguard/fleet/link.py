@@ -73,6 +73,34 @@ def forever_refusal(machine: str) -> str:
             f"answer with --scope session, or on {machine} itself")
 
 
+class Outgoing:
+    """What this machine publishes: the requests waiting (what ``m:<machine>:reqs`` must hold),
+    those ended (kept ``DONE_KEEP_S``), which changed since the last publish, the verdicts on
+    answers, the sessions, and whether everything is to be published again."""
+
+    __slots__ = ("requests", "done", "dirty", "verdicts", "sessions", "resync")
+
+    def __init__(self) -> None:
+        self.requests: dict[str, RequestView] = {}
+        self.done: dict[str, Done] = {}
+        self.dirty: set[str] = set()  # request ids
+        self.verdicts: list[Verdict] = []
+        self.sessions: list[dict[str, Any]] = []
+        self.resync = True
+
+
+class AnswerBook:
+    """The fleet's answers this machine has seen: those that lost (told so, until they give up),
+    the one the channel took per request, and each answer's validity (every one is read once)."""
+
+    __slots__ = ("losers", "applied", "processed")
+
+    def __init__(self) -> None:
+        self.losers: dict[str, list[tuple[str, float, str]]] = {}  # id -> [(answer ref, give up at, reason)]
+        self.applied: dict[str, AnsweredBy] = {}  # id -> the fleet answer the channel took
+        self.processed: dict[str, int] = {}  # answer ref -> its valid_until_ms
+
+
 class FleetLink:
     """One machine's link to the fleet (see the module docstring). ``start()`` starts its two
     threads, ``stop()`` ends them and takes this machine's requests and heartbeat down."""
@@ -90,15 +118,8 @@ class FleetLink:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._requests: dict[str, RequestView] = {}  # waiting: what m:<machine>:reqs must hold
-        self._done: dict[str, Done] = {}  # ended, for DONE_KEEP_S
-        self._dirty: set[str] = set()  # request ids whose state changed since the last publish
-        self._verdicts: list[Verdict] = []  # to publish
-        self._losers: dict[str, list[tuple[str, float, str]]] = {}  # id -> [(answer ref, give up at, reason)]
-        self._applied: dict[str, AnsweredBy] = {}  # id -> the fleet answer the channel took
-        self._processed: dict[str, int] = {}  # answer ref -> its valid_until_ms (each is read once)
-        self._sessions: list[dict[str, Any]] = []
-        self._resync = True
+        self.pub = Outgoing()  # what the pub thread publishes (under _lock)
+        self.book = AnswerBook()  # the fleet answers seen (under _lock)
         self._threads: list[threading.Thread] = []
         self.connected = {"pub": False, "inbox": False}
         self.last_error: str | None = None
@@ -124,8 +145,8 @@ class FleetLink:
     def request_posted(self, view: RequestView) -> None:
         """A request started waiting in the channel (``model.request_view`` of its Request)."""
         with self._lock:
-            self._requests[view["id"]] = view
-            self._dirty.add(view["id"])
+            self.pub.requests[view["id"]] = view
+            self.pub.dirty.add(view["id"])
         self._wake.set()
 
     def request_done(self, request_id: str, done: Done) -> None:
@@ -134,11 +155,11 @@ class FleetLink:
         done = dict(done)  # type: ignore[assignment]  # a copy of the same TypedDict
         done.setdefault("at", time.time())
         with self._lock:
-            self._requests.pop(request_id, None)
-            self._done[request_id] = done
-            self._dirty.add(request_id)
-            for ref, _, _ in self._losers.pop(request_id, []):
-                self._verdicts.append(self._lost_verdict(request_id, ref, done))
+            self.pub.requests.pop(request_id, None)
+            self.pub.done[request_id] = done
+            self.pub.dirty.add(request_id)
+            for ref, _, _ in self.book.losers.pop(request_id, []):
+                self.pub.verdicts.append(self._lost_verdict(request_id, ref, done))
         self._wake.set()
 
     def heartbeat(self, sessions: list[dict[str, Any]]) -> None:
@@ -148,12 +169,12 @@ class FleetLink:
         for row in sessions[:SESSIONS_MAX]:
             rows.append({k: (v[:300] if isinstance(v, str) else v) for k, v in row.items() if k in SESSION_KEYS})
         with self._lock:
-            self._sessions = rows
+            self.pub.sessions = rows
 
     def status(self) -> LinkStatus:
         """For ``service status`` and ``doctor``: connected, the last failure, counts."""
         with self._lock:
-            pending = len(self._requests)
+            pending = len(self.pub.requests)
         counts = self.counts
         return {"machine": self.machine, "redis": self.cfg.describe(), "connected": dict(self.connected),
                 "last_error": self.last_error, "pending": pending, "applied": counts["applied"],
@@ -187,7 +208,7 @@ class FleetLink:
                 next_beat = 0.0
                 self._connected("pub")
                 with self._lock:
-                    self._resync = True
+                    self.pub.resync = True
             try:
                 now = time.monotonic()
                 if now >= next_beat:
@@ -196,7 +217,7 @@ class FleetLink:
                 if now >= next_resync:
                     next_resync = now + RESYNC_S
                     with self._lock:
-                        self._resync = True
+                        self.pub.resync = True
                 self._flush(conn)
                 backoff = 0.0  # the backoff grows until a round goes through (NOPERM after a good PING too)
             except Exception as exc:  # noqa: BLE001 - Redis's failures, and a bug must not end the thread either
@@ -215,7 +236,7 @@ class FleetLink:
         with self._lock:
             payload = {"v": VERSION, "machine": self.machine, "uid": os.getuid(), "user": self._user,
                        "pid": os.getpid(), "time": time.time(), "interval_s": self._heartbeat_s,
-                       "pending": len(self._requests), "sessions": list(self._sessions)}
+                       "pending": len(self.pub.requests), "sessions": list(self.pub.sessions)}
         ttl = self._ttl
         pipe = conn.pipeline(transaction=False)
         pipe.set(self.keys.heartbeat(self.machine), json.dumps(payload, default=str), ex=ttl, get=True)
@@ -226,21 +247,22 @@ class FleetLink:
         previous = pipe.execute()[0]
         if previous is None:  # first beat, expired, or the database was emptied: publish everything
             with self._lock:
-                self._resync = True
+                self.pub.resync = True
 
     def _flush(self, conn: Conn) -> None:
         now = time.time()
         with self._lock:
             self._drop_stale(now)
-            resync, self._resync = self._resync, False
-            dirty, self._dirty = self._dirty, set()
-            verdicts, self._verdicts = self._verdicts, []
+            resync, self.pub.resync = self.pub.resync, False
+            dirty, self.pub.dirty = self.pub.dirty, set()
+            verdicts, self.pub.verdicts = self.pub.verdicts, []
             if resync:
-                views = dict(self._requests)
-                ended = dict(self._done)
+                views = dict(self.pub.requests)
+                ended = dict(self.pub.done)
             else:
-                views = {rid: self._requests[rid] for rid in dirty if rid in self._requests}
-                ended = {rid: self._done[rid] for rid in dirty if rid in self._done and rid not in self._requests}
+                pub = self.pub
+                views = {rid: pub.requests[rid] for rid in dirty if rid in pub.requests}
+                ended = {rid: pub.done[rid] for rid in dirty if rid in pub.done and rid not in pub.requests}
         if not (resync or views or ended or verdicts):
             return
         reqs, done, results = (self.keys.requests(self.machine), self.keys.done(self.machine),
@@ -263,21 +285,22 @@ class FleetLink:
             pipe.execute()
         except BaseException:
             with self._lock:  # published again after the reconnect
-                self._dirty |= dirty
-                self._verdicts[:0] = verdicts
-                self._resync = self._resync or resync
+                self.pub.dirty |= dirty
+                self.pub.verdicts[:0] = verdicts
+                self.pub.resync = self.pub.resync or resync
             raise
 
     def _drop_stale(self, now: float) -> None:
         """Under the lock: forget ended requests after DONE_KEEP_S, and treat a request the
         service never reported done, long past its deadline, as timed out."""
-        for rid in [rid for rid, view in self._requests.items() if view.get("deadline", now) + EXPIRED_GRACE_S < now]:
-            self._requests.pop(rid)
-            self._done[rid] = {"status": "timeout", "at": now}
-            self._dirty.add(rid)
-        for rid in [rid for rid, d in self._done.items() if d.get("at", now) + DONE_KEEP_S < now]:
-            self._done.pop(rid)
-            self._applied.pop(rid, None)
+        late = [rid for rid, view in self.pub.requests.items() if view.get("deadline", now) + EXPIRED_GRACE_S < now]
+        for rid in late:
+            self.pub.requests.pop(rid)
+            self.pub.done[rid] = {"status": "timeout", "at": now}
+            self.pub.dirty.add(rid)
+        for rid in [rid for rid, d in self.pub.done.items() if d.get("at", now) + DONE_KEEP_S < now]:
+            self.pub.done.pop(rid)
+            self.book.applied.pop(rid, None)
 
     # -- answers -------------------------------------------------------------------------------------
 
@@ -326,7 +349,7 @@ class FleetLink:
                         try:
                             self._take(user, entry_id, fields, now_ms)
                         except Exception as exc:  # noqa: BLE001 - one odd answer must not stop the others
-                            self._processed.setdefault(f"{user}/{entry_id}", now_ms)
+                            self.book.processed.setdefault(f"{user}/{entry_id}", now_ms)
                             self._verdict(f"{user}/{entry_id}", None, False, f"refused: {describe_failure(exc)}")
                     self._forget_processed(now_ms)
                 backoff = 0.0
@@ -351,7 +374,7 @@ class FleetLink:
     def _take(self, user: str, entry_id: str, fields: dict[str, str], now_ms: int) -> None:
         """One answer from ``user``'s stream: check it, apply it, say what became of it."""
         ref = f"{user}/{entry_id}"
-        if ref in self._processed:
+        if ref in self.book.processed:
             return
         try:
             answer = json.loads(fields.get("a") or "")
@@ -361,10 +384,10 @@ class FleetLink:
             if not isinstance(valid_until, int):
                 raise ValueError("no valid_until_ms")
         except ValueError:
-            self._processed[ref] = now_ms
+            self.book.processed[ref] = now_ms
             self._verdict(ref, None, False, "refused: unreadable answer")
             return
-        self._processed[ref] = valid_until
+        self.book.processed[ref] = valid_until
         rid = answer.get("request_id")
         sender = answer.get("sender")
         if not isinstance(sender, dict):
@@ -398,28 +421,29 @@ class FleetLink:
         self._audit(rid, fields_ok, answered_by, outcome)
         if outcome.get("applied"):
             with self._lock:
-                self._applied[rid] = answered_by
+                self.book.applied[rid] = answered_by
                 self.counts["applied"] += 1
-                self._verdicts.append({"answer": ref, "request_id": rid, "applied": True, "message": "applied",
+                self.pub.verdicts.append({"answer": ref, "request_id": rid, "applied": True, "message": "applied",
                                        "winner": who(answered_by, self.machine), "at": time.time()})
             self._wake.set()
             return
         with self._lock:
             self.counts["refused"] += 1
-            done = self._done.get(rid)
+            done = self.pub.done.get(rid)
             if outcome.get("refused"):  # the answer itself was refused: the request still waits
-                self._verdicts.append({"answer": ref, "request_id": rid, "applied": False,
+                self.pub.verdicts.append({"answer": ref, "request_id": rid, "applied": False,
                                        "message": f"refused: {outcome.get('reason') or 'by the owner'}",
                                        "winner": None, "at": time.time()})
             elif done is not None:
-                self._verdicts.append(self._lost_verdict(rid, ref, done))
+                self.pub.verdicts.append(self._lost_verdict(rid, ref, done))
             elif outcome.get("winner"):
-                self._verdicts.append({"answer": ref, "request_id": rid, "applied": False, "winner": outcome["winner"],
-                                       "message": f"already answered by {outcome['winner']} at "
-                                                  f"{clock(outcome.get('at'))}", "at": time.time()})
+                self.pub.verdicts.append({"answer": ref, "request_id": rid, "applied": False,
+                                          "winner": outcome["winner"],
+                                          "message": f"already answered by {outcome['winner']} at "
+                                                     f"{clock(outcome.get('at'))}", "at": time.time()})
             else:  # the channel said no: request_done will say who won (or LOSER_WAIT_S passes)
                 reason = outcome.get("reason") or "not applied"
-                self._losers.setdefault(rid, []).append((ref, time.monotonic() + LOSER_WAIT_S, reason))
+                self.book.losers.setdefault(rid, []).append((ref, time.monotonic() + LOSER_WAIT_S, reason))
         self._wake.set()
 
     def _check(self, answer: dict[str, Any], rid: object) -> tuple[str | None, AnswerFields | None]:
@@ -431,8 +455,8 @@ class FleetLink:
         if not isinstance(rid, str):
             return "refused: no request id", None
         with self._lock:
-            view = self._requests.get(rid)
-            done = self._done.get(rid)
+            view = self.pub.requests.get(rid)
+            done = self.pub.done.get(rid)
         if view is None:
             if done is not None:
                 return describe_done(done, self.machine), None
@@ -473,35 +497,35 @@ class FleetLink:
             self._audit(rid, None, answered_by, {"applied": applied, "reason": message})
         with self._lock:
             self.counts["refused"] += 0 if applied else 1
-            self._verdicts.append({"answer": ref, "request_id": rid if isinstance(rid, str) else "",
+            self.pub.verdicts.append({"answer": ref, "request_id": rid if isinstance(rid, str) else "",
                                    "applied": applied, "message": message, "winner": None, "at": time.time()})
         self._wake.set()
 
     def _expire_losers(self) -> None:
         now = time.monotonic()
         with self._lock:
-            for rid in list(self._losers):
+            for rid in list(self.book.losers):
                 keep = []
-                for ref, give_up, reason in self._losers[rid]:
+                for ref, give_up, reason in self.book.losers[rid]:
                     if now < give_up:
                         keep.append((ref, give_up, reason))
                     else:
-                        self._verdicts.append({"answer": ref, "request_id": rid, "applied": False,
+                        self.pub.verdicts.append({"answer": ref, "request_id": rid, "applied": False,
                                                "message": f"not applied: {reason}", "winner": None,
                                                "at": time.time()})
                 if keep:
-                    self._losers[rid] = keep
+                    self.book.losers[rid] = keep
                 else:
-                    del self._losers[rid]
+                    del self.book.losers[rid]
 
     def _forget_processed(self, now_ms: int) -> None:
         """Forget refs well past their validity (Redis's clock, as they are checked): read again
         after a reconnect, they are skipped as stale."""
-        if len(self._processed) < 1024:
+        if len(self.book.processed) < 1024:
             return
         horizon = now_ms - 2 * STALE_MS
-        for ref in [ref for ref, until in self._processed.items() if until < horizon]:
-            del self._processed[ref]
+        for ref in [ref for ref, until in self.book.processed.items() if until < horizon]:
+            del self.book.processed[ref]
 
     def _audit(self, rid: str, fields: AnswerFields | None, answered_by: AnsweredBy, outcome: Outcome) -> None:
         """The owner's record of every answer from the fleet: who (the ACL user from the key, the
