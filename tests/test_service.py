@@ -390,8 +390,8 @@ def test_a_retired_service_does_not_publish_its_slot_again(tmp_path, monkeypatch
     monkeypatch.setattr(os, "dup2", lambda fd, fd2: done.append(f"dup2 to {fd2}"))
     directory = files.service_dir()
     service = Service(directory)
-    service.run_lock = os.open(os.path.join(directory, files.RUN_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(service.run_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    service.slot.run_lock = os.open(os.path.join(directory, files.RUN_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(service.slot.run_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     service._bind_control()
     files.write_record(directory, {"pid": os.getpid(), "start": files.process_start(os.getpid()), "version": "old",
                                    "port": 1})

@@ -97,6 +97,21 @@ MAX_FDS = 4  # descriptors a control message may carry (one listening socket, in
 
 
 @dataclass
+class Slot:
+    """What holds this home's service slot: the control socket we bound (and its file's inode:
+    fstat of a socket says another), the flocked ``run.lock``, and the lock ``retire`` and the
+    main loop's ``_keep_slot`` take around them."""
+
+    control: socket.socket | None = None
+    run_lock: int | None = None  # fd of run.lock, flocked while this service holds the slot
+    control_ino: int = 0
+    # Held by ``retire`` (a control thread) and ``_keep_slot`` (the main loop): without it a
+    # retire that lands while the main loop checks the slot finds its socket gone, publishes
+    # it again and keeps the slot its successor is about to take. Re-entered: _keep_slot may retire.
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+
+@dataclass
 class Service:
     directory: str
     idle_exit: float = DEFAULT_IDLE_EXIT
@@ -107,9 +122,7 @@ class Service:
     port: int = 0
     version: str = ""
     started: float = field(default_factory=time.time)
-    control: socket.socket | None = None
-    run_lock: int | None = None  # fd of run.lock, flocked while this service holds the slot
-    control_ino: int = 0  # the inode of the socket file we bound (fstat of a socket says another)
+    slot: Slot = field(default_factory=Slot)  # the control socket and the lock that hold this home's slot
     registered: threading.Condition = field(init=False)  # notified at each register (on ``lock``)
     waiters: int = 0  # requests waiting in ``lookup`` for their session's registration
     planner: Planner | None = None  # the process that prepares launchers' sessions (service/planner.py)
@@ -117,10 +130,6 @@ class Service:
     listeners: dict[int, HookServer] = field(default_factory=dict)  # port -> the socket answering on it
     verifications: Verifications | None = None  # the CLIs being verified in the background (service/verify.py)
     fleet: Fleet | None = None  # this machine's link to the fleet, when the user's config names one (service/fleet.py)
-    # Held by ``retire`` (a control thread) and ``_keep_slot`` (the main loop): without it a
-    # retire that lands while the main loop checks the slot finds its socket gone, publishes
-    # it again and keeps the slot its successor is about to take.
-    slot_lock: threading.RLock = field(default_factory=threading.RLock)  # re-entered: _keep_slot may retire
     # The approval desk, served on a port of its own from the first ``desk`` op (service/desk.py).
     # Its ``fleet`` (``desk_fleet``: the fleet's ``desk.source.FleetView``, or None) shows the other
     # machines' requests when the fleet names an approver; without it, this machine's only.
@@ -398,7 +407,7 @@ class Service:
         first = self.desk.port is None
         reply = self.desk.url(link.peer_pid if link is not None else None)
         if first and self.desk.port is not None:
-            with self.slot_lock:
+            with self.slot.lock:
                 if not self.retired:
                     files.write_record(self.directory, self._record())  # status readers see desk_port
         return reply
@@ -537,7 +546,7 @@ class Service:
         """Give up the slot (record and control socket) to a service of another version; the
         sessions registered here keep being served until they end, and its desk while they do
         or a page is open on it (then the main loop ends it)."""
-        with self.slot_lock:
+        with self.slot.lock:
             if self.retired:
                 return
             self.retired = True
@@ -558,14 +567,14 @@ class Service:
                 os.unlink(os.path.join(self.directory, files.RECORD))
             except OSError:
                 pass
-        run_lock, self.run_lock = self.run_lock, None
+        run_lock, self.slot.run_lock = self.slot.run_lock, None
         if run_lock is not None:
             os.close(run_lock)  # the slot is free for a successor (after the record is gone)
-        control, self.control = self.control, None
+        control, self.slot.control = self.slot.control, None
         if control is not None:
             try:
                 # Only our own socket file: a successor may have bound a new one there already.
-                if os.stat(os.path.join(self.directory, files.CONTROL)).st_ino == self.control_ino:
+                if os.stat(os.path.join(self.directory, files.CONTROL)).st_ino == self.slot.control_ino:
                     os.unlink(os.path.join(self.directory, files.CONTROL))
             except OSError:
                 pass
@@ -580,14 +589,14 @@ class Service:
         its socket and record are then gone, and the next launcher would start a second
         service. Publish them again, under a new run lock; if another service took the slot
         meanwhile, retire (serve the sessions here until they end)."""
-        with self.slot_lock:
+        with self.slot.lock:
             if not self.retired:
                 self._publish_again()
 
     def _publish_again(self) -> None:
         path = os.path.join(self.directory, files.CONTROL)
         try:
-            if os.stat(path).st_ino == self.control_ino and files.read_record(self.directory) is not None:
+            if os.stat(path).st_ino == self.slot.control_ino and files.read_record(self.directory) is not None:
                 return
         except OSError:
             pass
@@ -611,10 +620,10 @@ class Service:
             os.close(log)
         except OSError:
             pass
-        old_lock, self.run_lock = self.run_lock, run_lock
+        old_lock, self.slot.run_lock = self.slot.run_lock, run_lock
         if old_lock is not None:
             os.close(old_lock)
-        old_control = self.control
+        old_control = self.slot.control
         self._bind_control()
         if old_control is not None:
             old_control.close()
@@ -655,9 +664,9 @@ class Service:
                 control.bind(path)
         finally:
             os.umask(old)
-        self.control_ino = os.stat(control_path).st_ino
+        self.slot.control_ino = os.stat(control_path).st_ino
         control.listen(64)
-        self.control = control
+        self.slot.control = control
         threading.Thread(target=self._accept_control, args=(control,), name="claudeguard-control-accept",
                          daemon=True).start()
 
@@ -670,7 +679,7 @@ class Service:
         except BlockingIOError:
             os.close(run_lock)
             return 0  # a live service holds the slot
-        self.run_lock = run_lock
+        self.slot.run_lock = run_lock
 
         self.version = files.fingerprint()
         # The socket of the service before us, held by a launcher while no service lived (the
