@@ -134,8 +134,9 @@ def test_a_restarted_service_adopts_agent_view_and_its_sessions(bg_claude, offli
                what="the first call's decision")
     assert ctl(env, "service", "stop").returncode == 0
     assert ctl(env, "service", "start").returncode == 0
-    again = wait_until(lambda: [s for s in service_sessions(env) if s["agent_view"]], timeout=60,
-                       what="the session adopted")
+    # adopted whole: the restarted service names the session first, its CLI once it found its record
+    again = wait_until(lambda: [s for s in service_sessions(env) if s["agent_view"] and s["cli_pid"]
+                                and s["short_id"]], timeout=60, what="the session adopted")
     def why() -> str:
         jobs = {p.parent.name: json.loads(p.read_text()).get("sessionId") for p in (cfg / "jobs").glob("*/state.json")}
         log = (Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "service" / "service.log").read_text()[-1500:]
