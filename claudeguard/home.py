@@ -91,14 +91,14 @@ def key(ident: Mapping[str, object]) -> str:
 def read_marker(root: str) -> dict[str, object] | None:
     """The ``home.json`` of runtime dir ``root``, or None (missing, unreadable, not ours to trust:
     a link is not followed)."""
-    import json
+    from claudeguard.json_read import parse  # not json: the launcher's start path keeps ``re`` out
 
     try:
         fd = os.open(os.path.join(root, MARKER), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
-        data = json.loads(os.read(fd, 8192) or b"null")
+        data = parse(os.read(fd, 8192) or b"null")
     except (OSError, ValueError):
         return None
     finally:

@@ -132,7 +132,7 @@ def test_the_checked_in_table_is_what_the_installed_cli_says(version):
 
 
 def test_the_scanner_reads_what_json_reads_and_refuses_what_json_refuses():
-    from claudeguard.cli_tables.load import parse as _parse
+    from claudeguard.json_read import parse as _parse
 
     for text in ['{"a": [1, 2.5, "x\\u00e9", true, null, {"b": {}}]}', '  {"a": 1}\n', "[]"]:
         assert _parse(text) == json.loads(text)

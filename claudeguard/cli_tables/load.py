@@ -3,12 +3,14 @@ by ``derive``). It sits on the launcher's start path: ``os`` and the JSON scanne
 read. ``import json`` would cost ~8 ms there (``json.decoder`` compiles regular expressions, so it
 pulls in ``re``, which the launcher keeps out); CPython's C scanner behind it (``_json``) reads
 the same JSON in ~0.6 ms for the largest table, with ~0.3 ms to import and read the file
-(``bench/cli_tables_load.py``, bench/RESULTS.md). Elsewhere (no ``_json``) it is ``json.loads``.
+(``bench/cli_tables_load.py``, bench/RESULTS.md): ``claudeguard.json_read``.
 """
 
 from __future__ import annotations
 
 import os
+
+from claudeguard.json_read import parse
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -38,43 +40,10 @@ def load(version: str) -> dict[str, Any] | None:
             raw = fh.read()
     except FileNotFoundError:
         return None
-    table = parse(raw.decode("utf-8"))
+    table = parse(raw.decode("utf-8"))  # claudeguard.json_read: no ``re``
     if not isinstance(table, dict):
         raise ValueError(f"{path}: not a JSON object")
     return table
-
-
-class _Context:
-    # what the C scanner reads from its json.JSONDecoder (strict, no hooks, plain numbers)
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    memo: dict[str, str] = {}
-
-    @staticmethod
-    def parse_constant(name: str) -> float:
-        raise ValueError(f"not JSON: {name}")
-
-
-def parse(text: str) -> Any:
-    """JSON text as ``json.loads`` reads it (strict), without importing ``json`` on CPython."""
-    try:
-        from _json import make_scanner
-    except ImportError:  # not CPython: the pure decoder
-        import json
-
-        return json.loads(text)
-    try:
-        start = len(text) - len(text.lstrip())
-        scan = make_scanner(_Context())  # type: ignore[arg-type]  # the stub wants a JSONDecoder; it reads only these
-        value, end = scan(text, start)
-    except StopIteration as exc:
-        raise ValueError(f"not JSON at offset {exc.value}") from None
-    if text[end:].strip():
-        raise ValueError(f"not JSON: extra data at offset {end}")
-    return value
 
 
 def versions() -> list[str]:

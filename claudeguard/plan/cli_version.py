@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-from claudeguard.cli_tables.load import parse
+from claudeguard.json_read import parse
 
 PACKAGES = ("@anthropic-ai/claude-code", "@anthropic-ai/claude-code-")  # the CLI, and its platform packages
 VERSIONS_FILE = "cli-versions.json"

@@ -47,25 +47,49 @@ def _hash_len(common: str) -> int:
     return 32 if "objectformat" in text and "sha256" in text else 20
 
 
+# A gitlink's mode as the index stores it (big-endian): an index without these four bytes has none.
+_GITLINK_BYTES = struct.pack(">I", GITLINK)
+
+
+def _read(index: str) -> bytes | None:
+    """The index's bytes; b"" when there is none, None when it cannot be read or is no index."""
+    try:
+        with open(index, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return b""
+    except OSError:
+        return None
+    return data if len(data) >= 12 and data[:4] == b"DIRC" else None
+
+
 def gitlinks(index: str, hash_len: int = 20) -> list[str] | None:
     """The paths the index at ``index`` records as gitlinks; [] when there is no index, None when
-    it cannot be read."""
-    found = entries(index, hash_len)
+    it cannot be read. An index with no gitlink's mode anywhere in it is not walked: ~1 ms for
+    20,000 entries, against ~30 for the walk (a session's box is built at every start)."""
+    data = _read(index)
+    if data is None:
+        return None
+    if not data or (_GITLINK_BYTES not in data and _valid_header(data)):
+        return []
+    found = _entries(data, hash_len)
     return None if found is None else [name for name, mode in found if mode == GITLINK]
+
+
+def _valid_header(data: bytes) -> bool:
+    return struct.unpack(">I", data[4:8])[0] in (2, 3, 4)
 
 
 def entries(index: str, hash_len: int = 20) -> list[tuple[str, int]] | None:
     """(path, mode) of every entry of the index at ``index``; [] when there is none, None when
     it cannot be read."""
-    try:
-        with open(index, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        return []
-    except OSError:
+    data = _read(index)
+    if data is None:
         return None
-    if len(data) < 12 or data[:4] != b"DIRC":
-        return None
+    return _entries(data, hash_len) if data else []
+
+
+def _entries(data: bytes, hash_len: int) -> list[tuple[str, int]] | None:
     version, count = struct.unpack(">II", data[4:12])
     if version not in (2, 3, 4):
         return None
@@ -110,7 +134,13 @@ def tracked_under(root: str, gitdir: str, common: str, paths: list[str]) -> str 
     inside = [os.path.relpath(p, root) for p in paths if (p + os.sep).startswith(root.rstrip(os.sep) + os.sep)]
     if not inside:
         return None
-    found = entries(os.path.join(gitdir, "index"), _hash_len(common)) or []
+    data = _read(os.path.join(gitdir, "index"))
+    if not data:
+        return None
+    if data[4:8] != b"\0\0\0\4" and not any(rel.encode() + b"\0" in data or rel.encode() + b"/" in data
+                                            for rel in inside):
+        return None  # versions 2 and 3 keep whole names: one that is nowhere in it is not tracked
+    found = _entries(data, _hash_len(common)) or []
     for rel in inside:
         below = rel + "/"
         if any(name == rel or name.startswith(below) for name, _ in found):
