@@ -19,9 +19,14 @@ def live_services(root: Path) -> list[int]:
     """Pids of live services whose record lies under ``root`` (in any home's slot: ``service``,
     ``service-<key>``)."""
     pids = []
-    for record in root.rglob("service*/service.json"):
+    # os.walk, not Path.rglob: a dir that goes while it is walked (a CLI's lock dir, a session's)
+    # is skipped, where rglob raises (run 18's teardown, and the service it then left running).
+    for here, _dirs, files in os.walk(root):
+        if "service.json" not in files or not os.path.basename(here).startswith("service"):
+            continue
         try:
-            data = json.loads(record.read_text())
+            with open(os.path.join(here, "service.json"), encoding="utf-8") as fh:
+                data = json.load(fh)
         except (OSError, ValueError):
             continue
         pid = data.get("pid")
