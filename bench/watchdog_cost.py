@@ -110,7 +110,7 @@ def bench_idle(tmp: Path, seconds: float) -> None:
         time.sleep(seconds)
         c1, w1 = cpu_s(), time.monotonic()
         pct = 100 * (c1 - c0) / (w1 - w0)
-        procs = len(m.tracker.last_sample.procs) if m.tracker.last_sample else 0
+        procs = len(m.tracker.tree.last_sample.procs) if m.tracker.tree.last_sample else 0
         print(f"idle watch: {pct:.2f} % of one core over {w1 - w0:.0f} s at 1 s samples ({procs} processes, "
               f"17 threads in the CLI); RSS {rss_mb():.1f} MB (Python + watchdog; {before_rss:.1f} MB before the "
               f"Monitor)  [goal < 1 %, < 30 MB]")

@@ -130,7 +130,7 @@ def test_lost_service_the_local_monitor_carries_the_stall_on(env, procs, capfd):
         # Three stall thresholds of samples: the episode goes on, it is not news.
         started = time.monotonic()
         wait_until(lambda: mon.last_verdict is not None and mon.last_verdict.time >= started + 3.0, 60)
-        assert mon.tracker.in_stall and mon.tracker.stall_count == 1 and mon.stalls == []
+        assert mon.tracker.progress.in_stall and mon.tracker.progress.stall_count == 1 and mon.stalls == []
         # A new service took the session: the local monitor stops before it asks the service.
         link.up = True
         f.registered()
@@ -148,7 +148,7 @@ def test_without_a_service_the_launcher_watches_and_reports_once(env, procs, cap
     f = feed(child.pid, None).start()
     try:
         assert f.monitor is not None
-        wait_until(lambda: f.monitor.tracker.stall_count == 1, 60)
+        wait_until(lambda: f.monitor.tracker.progress.stall_count == 1, 60)
     finally:
         f.stop(None)
     assert capfd.readouterr().err.count("claudeguard: ") == 1

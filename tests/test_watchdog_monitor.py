@@ -169,7 +169,7 @@ def test_hook_events_name_the_tool_and_use_its_threshold(env, procs, monitors):
     # tool_stall_after
     # (status.json is rewritten when it changes, not for its clocks: the monitor's own verdict)
     assert wait_until(lambda: m.last_verdict is not None
-                      and m.last_verdict.time - m.tracker.last_progress >= 1.5, timeout=60)
+                      and m.last_verdict.time - m.tracker.progress.last >= 1.5, timeout=60)
     st = read_status(m.session_dir)
     assert st["state"] == "tool" and not hits
     with events.open("a") as fh:
@@ -193,7 +193,7 @@ def test_a_calls_end_in_the_transcript_ends_it_and_its_note(env, procs, monitors
          "agent_id": None, "agent_type": None, "transcript": str(transcript)}) + "\n")
     m.start()
     assert wait_until(lambda: m.last_verdict is not None
-                      and m.last_verdict.time - m.tracker.last_progress >= 1.5, timeout=60)
+                      and m.last_verdict.time - m.tracker.progress.last >= 1.5, timeout=60)
     assert read_status(m.session_dir)["state"] == "tool" and not hits
     assert (m.session_dir / "calls" / "toolu_1").exists()
     result = {"type": "user", "message": {"role": "user", "content": [
@@ -238,7 +238,7 @@ def test_pending_requests_mean_awaiting_approval(env, procs, monitors, monkeypat
     # quiet for twice stall_after, as the monitor judged it (its verdict: status.json is
     # rewritten when it changes, not for its clocks)
     assert wait_until(lambda: m.last_verdict is not None
-                      and m.last_verdict.time - m.tracker.last_progress >= 1.0, timeout=60)
+                      and m.last_verdict.time - m.tracker.progress.last >= 1.0, timeout=60)
     st = read_status(m.session_dir)
     assert not hits and st["pending"] == 1 and st["state"] == "awaiting-approval"
     assert told == [waiting]  # told once, however many samples saw it

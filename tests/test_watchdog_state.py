@@ -158,9 +158,9 @@ def test_short_lived_children_are_credited_once():
     # git ran 0.7 s more and exited; the CLI reaped it (its children time grew by all 0.9 s).
     del run.procs[500]
     run.procs[ROOT]["cpu_children"] = 0.9
-    before = run.tracker.cpu_total
+    before = run.tracker.progress.cpu_total
     v = run.step()
-    assert abs(run.tracker.cpu_total - before - 0.7) < 1e-6
+    assert abs(run.tracker.progress.cpu_total - before - 0.7) < 1e-6
     assert v.evidence["last_progress"].startswith("CPU:")
 
 
@@ -274,7 +274,7 @@ def test_stall_episodes_are_reported_once_each():
             run.tracker.output(run.t, 2)  # progress ends the first episode
         v = run.step()
         news.append(v.new_stall)
-    assert sum(news) == 2 and run.tracker.stall_count == 2
+    assert sum(news) == 2 and run.tracker.progress.stall_count == 2
 
 
 def test_tokens_are_counted_once_per_message():
@@ -283,9 +283,9 @@ def test_tokens_are_counted_once_per_message():
     run.stream("assistant", message_id="m1", tokens=(100, 1, 0, 0), tool_uses=[("b", "Bash", "")])
     run.stream("partial", partial_event="message_delta", message_id="m1", tokens=(0, 40, 0, 0))
     run.stream("assistant", message_id="m2", tokens=(150, 3, 5, 7))
-    assert run.tracker.tokens == 100 + 40 + 150 + 3
+    assert run.tracker.flow.tokens == 100 + 40 + 150 + 3
     run.stream("result", tokens=(200, 50, 0, 0))
-    assert run.tracker.tokens == 293
+    assert run.tracker.flow.tokens == 293
 
 
 def test_subagent_and_background_task_states():
@@ -319,11 +319,11 @@ def test_hook_calls_end_with_their_subagent_and_with_stop():
     run.guard("subagent-start", agent_id="ag1", agent_type="Explore")
     run.guard("tool-start", tool="Bash", tool_use_id="t1", agent_id="ag1", agent_type="Explore")
     run.guard("tool-start", tool="Read", tool_use_id="t2")
-    assert set(run.tracker.calls) == {"t1", "t2"}
+    assert set(run.tracker.work.calls) == {"t1", "t2"}
     run.guard("subagent-stop", agent_id="ag1", agent_type="Explore")
-    assert set(run.tracker.calls) == {"t2"}
+    assert set(run.tracker.work.calls) == {"t2"}
     run.guard("other", hook_event_name="Stop")
-    assert run.tracker.calls == {}
+    assert run.tracker.work.calls == {}
 
 
 def test_sdk_permission_request_is_awaiting_approval():

@@ -103,7 +103,7 @@ def test_the_tracker_reads_only_while_a_hook_call_is_in_flight_and_drops_the_end
     assert tr.verdict(2.0).base == "tool"
     tr.calls_ended({"m1": 2.5})
     assert tr.transcripts_to_read() == ["/h/p/s1/subagents/agent-ag.jsonl"]
-    assert tr.last_progress == 2.5
+    assert tr.progress.last == 2.5
     tr.calls_ended({"s1": 3.0, "other": 3.0})
-    assert tr.calls == {} and tr.transcripts_to_read() == []
+    assert tr.work.calls == {} and tr.transcripts_to_read() == []
     assert tr.verdict(4.0).base != "tool"

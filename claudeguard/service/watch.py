@@ -91,9 +91,9 @@ class ServiceMonitor(Monitor):
     link: Link
 
     def _tick(self) -> StallVerdict | None:
-        was = self.tracker.in_stall
+        was = self.tracker.progress.in_stall
         verdict = super()._tick()
-        if was and not self.tracker.in_stall:
+        if was and not self.tracker.progress.in_stall:
             self.link.send({"event": "calm", "session_id": self.session_id, "carry": self.stall_state()})
         return verdict
 

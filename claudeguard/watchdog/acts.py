@@ -102,9 +102,9 @@ class StatusWriter:
         OSError when it cannot be written."""
         # What the status below says apart from its clocks and what never changes (a field added
         # below that can change belongs here too, or it is written only every STATUS_EVERY_S).
-        key = (tr.last_progress, v.state, v.base, v.detail, v.stalled, v.diagnosis, diagnosis, tr.tokens,
-               tr.pending_count, tr.stall_count, tr.exit_code, self.screen_tail, dict(self.extra), skipped,
-               _steady(v.evidence))
+        key = (tr.progress.last, v.state, v.base, v.detail, v.stalled, v.diagnosis, diagnosis, tr.flow.tokens,
+               tr.pending_count, tr.progress.stall_count, tr.shown.exit_code, self.screen_tail, dict(self.extra),
+               skipped, _steady(v.evidence))
         now = self.clock()
         if not force and key == self._key and now - self._at < STATUS_EVERY_S:
             return
@@ -119,10 +119,10 @@ class StatusWriter:
             "state": v.state,
             "base_state": v.base,
             "detail": v.detail,
-            "cpu_s": round(tr.cpu_total, 2),
-            "tokens": tr.tokens,
-            "last_activity": round(self._wall(tr.last_progress), 3),
-            "last_activity_s": round(max(0.0, v.time - tr.last_progress), 1),
+            "cpu_s": round(tr.progress.cpu_total, 2),
+            "tokens": tr.flow.tokens,
+            "last_activity": round(self._wall(tr.progress.last), 3),
+            "last_activity_s": round(max(0.0, v.time - tr.progress.last), 1),
             "pending": tr.pending_count,
             "prompt": prompt_words(self.prompt),
             "started": round(self.started_wall, 3),
@@ -132,13 +132,13 @@ class StatusWriter:
             "interactive": bool(self.config.interactive),
             "on_stall": self.config.on_stall,
             "stalled": v.stalled,
-            "stall_count": tr.stall_count,
+            "stall_count": tr.progress.stall_count,
             "diagnosis": v.diagnosis or diagnosis,
             "evidence": v.evidence,
         }
         status.update(self.extra)
-        if tr.exit_code is not None:
-            status["exit_code"] = tr.exit_code
+        if tr.shown.exit_code is not None:
+            status["exit_code"] = tr.shown.exit_code
         if self.screen_tail:
             status["screen_tail"] = self.screen_tail
         if skipped:

@@ -176,7 +176,7 @@ class Inputs:
         from claudeguard.gate.freeze import PAUSED_DIR, resume_others
 
         if os.path.isdir(os.path.join(self.session_dir, PAUSED_DIR)):
-            resume_others(str(self.session_dir), expired_only=True, in_flight=set(tr.calls))
+            resume_others(str(self.session_dir), expired_only=True, in_flight=set(tr.work.calls))
 
     def drain(self, tr: Tracker) -> None:
         if self._out_bytes:
@@ -282,7 +282,7 @@ class Inputs:
 
         mono, wall = self.clock(), time.time()
         seen = self._transcripts.ended
-        ended = {k: mono - max(0.0, wall - seen[k]) for k in tr.calls if k in seen}
+        ended = {k: mono - max(0.0, wall - seen[k]) for k in tr.work.calls if k in seen}
         tr.calls_ended(ended)
         for call_id in ended:
             # What the PostToolUse hook did: a long -p run would otherwise keep a note a call.
@@ -352,7 +352,7 @@ class Monitor:
 
     @property
     def stalled(self) -> bool:
-        return self.tracker.in_stall
+        return self.tracker.progress.in_stall
 
     @property
     def killed(self) -> bool:
@@ -437,7 +437,7 @@ class Monitor:
     def stall_state(self) -> StallState:
         """What ``carry_stall`` of the next monitor needs."""
         tr = self.tracker
-        return {"in_stall": tr.in_stall, "stall_count": tr.stall_count, "since": tr.last_progress}
+        return {"in_stall": tr.progress.in_stall, "stall_count": tr.progress.stall_count, "since": tr.progress.last}
 
     # -- the thread ------------------------------------------------------------------------
     def _run(self) -> None:

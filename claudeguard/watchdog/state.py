@@ -147,51 +147,6 @@ class Tracker:
         self.work = InFlight()
         self.shown = Shown(awaiting_user=limits.interactive and not limits.initial_prompt)
 
-    # Read from outside (the monitor, status files, tests): the parts' fields under their old names.
-    @property
-    def last_progress(self) -> float:
-        return self.progress.last
-
-    @property
-    def stall_count(self) -> int:
-        return self.progress.stall_count
-
-    @property
-    def in_stall(self) -> bool:
-        return self.progress.in_stall
-
-    @property
-    def cpu_total(self) -> float:
-        return self.progress.cpu_total
-
-    @property
-    def calls(self) -> dict[str, Call]:
-        return self.work.calls
-
-    @property
-    def agents(self) -> dict[str, str]:
-        return self.work.agents
-
-    @property
-    def transcript(self) -> str | None:
-        return self.work.transcript
-
-    @property
-    def tokens(self) -> int:
-        return self.flow.tokens
-
-    @property
-    def messages(self) -> int:
-        return self.flow.messages
-
-    @property
-    def last_sample(self) -> Sample | None:
-        return self.tree.last_sample
-
-    @property
-    def exit_code(self) -> int | None:
-        return self.shown.exit_code
-
     # -- progress --------------------------------------------------------------------------
     def _progress(self, t: float, what: str) -> None:
         if t >= self.progress.last:
