@@ -299,29 +299,42 @@ def held_still(session: Session, call: Call, key: str, undecided: Callable[[], s
         from claudeguard.gate.freeze import resume
 
         resume(session.dir, key)  # not run now: nothing to hold still for
-    if verdict.decision == "allow" and verdict.decided_by in ("human", "timeout") and seen is not None:
+    if verdict.decision != "allow":
+        return verdict
+    if verdict.decided_by in ("human", "timeout") and seen is not None:
         # A human (or the deadline's allow) answered after a wait in which the boxes ran: held
         # again from here to the CLI's use, the call runs only where its paths still lead where
         # they led when it was asked.
         again = pause_for(session, tool, key)
         if again < 0 or _reached(session, call) != seen:
-            from claudeguard.gate.freeze import resume
-
-            resume(session.dir or "", key)
-            verdict = Decision("deny", f"claudeguard: a path of this {tool} call leads elsewhere than when it was "
-                                       f"asked (a command of this session's changed it while the answer was awaited); "
-                                       f"denied: ask again", decided_by="default")
-            _audit_changed(session, call, verdict)
-    elif let_go and verdict.decision == "allow" and verdict.decided_by != "human":
+            return _changed(session, call, key, "leads elsewhere than when it was asked (a command of this "
+                                                "session's changed it while the answer was awaited); denied: ask again")
+    elif let_go and verdict.decided_by != "human":
         again = pause_for(session, tool, key)
         if again < 0 or (again > 0 and not runs_at_once(session, call, undecided())):
-            from claudeguard.gate.freeze import resume
+            return _changed(session, call, key, "changed while the guard looked at it (a command of this session's "
+                                                "runs in the background); denied: try again")
+    return verdict
 
-            resume(session.dir or "", key)
-            verdict = Decision("deny", f"claudeguard: a path of this {tool} call changed while the guard looked at it "
-                                       f"(a command of this session's runs in the background); denied: try again",
-                               decided_by="default")
-            _audit_changed(session, call, verdict)
+
+def _changed(session: Session, call: Call, key: str, what: str) -> Decision:
+    """The deny of a call whose path changed under the guard's two looks: the boxes let go, the
+    audit row written beside the allow row decide_call wrote before."""
+    from claudeguard.decision import Decision
+    from claudeguard.gate.freeze import resume
+
+    resume(session.dir or "", key)
+    verdict = Decision("deny", f"claudeguard: a path of this {call.tool} call {what}", decided_by="default")
+    try:
+        from claudeguard.channel import audit as audit_log
+        from claudeguard.decision import audit_row
+        from claudeguard.policy.decide import summarize_call
+
+        audit_log.record(audit_row(verdict, session_id=session.id, tool=call.tool, agent_type=call.agent_type,
+                                   agent_id=call.agent_id, summary=summarize_call(call.tool, call.input), via="hook",
+                                   input_digest=audit_log.input_digest(call.input)))
+    except Exception:  # noqa: BLE001 - the audit log never blocks a decision
+        pass
     return verdict
 
 
@@ -339,21 +352,6 @@ def _reached(session: Session, call: Call) -> tuple[str, ...] | None:
     from claudeguard.policy.protect import real, tool_paths
 
     return tuple(real(p) for p in tool_paths(call.tool, call.input, call.cwd, os.path.expanduser("~")))
-
-
-def _audit_changed(session: Session, call: Call, verdict: Decision) -> None:
-    """The audit row of a call denied because its path changed under the guard's two looks (the
-    allow row decide_call wrote before stands beside it, in order)."""
-    try:
-        from claudeguard.channel import audit as audit_log
-        from claudeguard.decision import audit_row
-        from claudeguard.policy.decide import summarize_call
-
-        audit_log.record(audit_row(verdict, session_id=session.id, tool=call.tool, agent_type=call.agent_type,
-                                   agent_id=call.agent_id, summary=summarize_call(call.tool, call.input), via="hook",
-                                   input_digest=audit_log.input_digest(call.input)))
-    except Exception:  # noqa: BLE001 - the audit log never blocks a decision
-        pass
 
 
 def pause_for(session: Session, tool: str, call: str) -> int:
