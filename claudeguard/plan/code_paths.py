@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import os
 
+from claudeguard.plan.git_index import embedded, git_dir_of
+
 WHY_GIT = "git runs the commands it names outside any sandbox (core.fsmonitor, core.hooksPath, aliases, hooks)"
 WHY_GITDIR = "git reads its config and hooks from the directory it names"
 WHY_NESTED = "a repository's git dir: once registered in the project, git runs what its config names"
@@ -57,14 +59,9 @@ def git_dirs(root: str) -> tuple[str | None, str | None]:
     """(git dir, common dir) of the work tree at ``root``: ``.git`` itself or, for a ``.git``
     file (``gitdir: ...``), the dir it names; the common dir is what that dir's ``commondir``
     names, else the git dir."""
-    dot = os.path.join(root, ".git")
-    if os.path.isdir(dot) and not os.path.islink(dot):
-        gitdir = dot
-    else:
-        line = _read_line(dot)
-        if not line or not line.startswith("gitdir:"):
-            return None, None
-        gitdir = os.path.normpath(os.path.join(root, line[len("gitdir:"):].strip()))
+    gitdir = git_dir_of(root)
+    if gitdir is None:
+        return None, None
     common = _read_line(os.path.join(gitdir, "commondir"))
     return gitdir, os.path.normpath(os.path.join(gitdir, common)) if common else gitdir
 
@@ -129,8 +126,6 @@ def code_paths(root: str) -> CodePaths:
     for d in list(dirs):
         dirs += [s for s in _sub_git_dirs(d) if s not in dirs]
     if gitdir and common:
-        from claudeguard.plan.git_index import embedded
-
         nested = embedded(root, gitdir, common)
         if nested is None:
             raise UnreadableGit(f"git's index at {os.path.join(gitdir, 'index')} cannot be read")

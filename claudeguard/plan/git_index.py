@@ -51,29 +51,52 @@ def _hash_len(common: str) -> int:
 _GITLINK_BYTES = struct.pack(">I", GITLINK)
 
 
+# The last index read, by its file's identity and change time: a session's plan asks for it three
+# times (the box's layout, and the protected paths for the session file and for the CLI's flags),
+# and a repository's index may be megabytes.
+_last: tuple[tuple[str, int, int, int, int], bytes] | None = None
+_last_links: tuple[bytes, int, list[str]] | None = None  # gitlinks' answer for _last's bytes
+
+
 def _read(index: str) -> bytes | None:
     """The index's bytes; b"" when there is none, None when it cannot be read or is no index."""
+    global _last
     try:
         with open(index, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            key = (index, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+            if _last is not None and _last[0] == key:
+                return _last[1]
             data = fh.read()
     except FileNotFoundError:
         return b""
     except OSError:
         return None
-    return data if len(data) >= 12 and data[:4] == b"DIRC" else None
+    if len(data) < 12 or data[:4] != b"DIRC":
+        return None
+    _last = (key, data)
+    return data
 
 
 def gitlinks(index: str, hash_len: int = 20) -> list[str] | None:
     """The paths the index at ``index`` records as gitlinks; [] when there is no index, None when
     it cannot be read. An index with no gitlink's mode anywhere in it is not walked: ~1 ms for
     20,000 entries, against ~30 for the walk (a session's box is built at every start)."""
+    global _last_links
     data = _read(index)
     if data is None:
         return None
+    if _last_links is not None and _last_links[0] is data and _last_links[1] == hash_len:
+        return list(_last_links[2])  # the same index as the last call's (``_read``'s cache)
     if not data or (_GITLINK_BYTES not in data and _valid_header(data)):
-        return []
-    found = _entries(data, hash_len)
-    return None if found is None else [name for name, mode in found if mode == GITLINK]
+        links: list[str] = []
+    else:
+        found = _entries(data, hash_len)
+        if found is None:
+            return None
+        links = [name for name, mode in found if mode == GITLINK]
+    _last_links = (data, hash_len, links)
+    return list(links)
 
 
 def _valid_header(data: bytes) -> bool:
@@ -148,7 +171,7 @@ def tracked_under(root: str, gitdir: str, common: str, paths: list[str]) -> str 
     return None
 
 
-def _git_dir_of(repo: str) -> str | None:
+def git_dir_of(repo: str) -> str | None:
     """The git dir of the repository at ``repo``: its ``.git`` dir, or the dir a ``.git`` file names."""
     dot = os.path.join(repo, ".git")
     if os.path.isdir(dot) and not os.path.islink(dot):
@@ -174,7 +197,7 @@ def embedded(root: str, gitdir: str, common: str) -> list[tuple[str, str]] | Non
     out = []
     for link in links:
         repo = os.path.normpath(os.path.join(root, link))
-        inner = _git_dir_of(repo)
+        inner = git_dir_of(repo)
         if inner is not None and not (inner + os.sep).startswith(modules):
             out.append((repo, inner))
     return out
