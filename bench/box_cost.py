@@ -34,6 +34,7 @@ framed command: what the box itself costs a call.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -44,7 +45,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from claudeguard.testing.cli_install import cli_path
 from claudeguard.testing.model_server import ModelServer
@@ -62,22 +63,29 @@ def _stats(values: list[float]) -> dict[str, float]:
             "min": round(min(values)), "max": round(max(values))}
 
 
+@contextlib.contextmanager
+def _environ(env: dict[str, str]) -> Iterator[None]:
+    """This process's environment is ``env`` meanwhile (the guard's paths are read from it)."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def _lab_box(env: dict[str, str], work: Path) -> str:
     """A session's box for the lab's project, built as a session's plan builds it; its prefix."""
     from claudeguard.config.load import load_config
     from claudeguard.paths import runtime_dir
     from claudeguard.plan import sandbox
 
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
-    try:
+    with _environ(env):
         session_dir = str(runtime_dir("sessions", "bench-box"))
         prepared = sandbox.prepare(load_config(work), env, str(work), session_dir, session_id="bench-box",
                                    cli_version=None, own=[])
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
     assert prepared.box is not None, prepared.notes
     return prepared.box["prefix"]
 
@@ -90,16 +98,10 @@ def _cli_in_box(env: dict[str, str], work: Path, home: Path, claude: Path) -> li
     from claudeguard.paths import guard_paths, runtime_dir
     from claudeguard.plan import sandbox
 
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
-    try:
+    with _environ(env):
         cfg = load_config(work)
         box = sandbox.layout(cfg, guard_paths(env, cfg), str(work), str(home), env)
         session_dir = runtime_dir("sessions", "bench-cli-box")
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
     tmp = os.path.join(session_dir, "tmp")
     os.makedirs(tmp, exist_ok=True)
     hidden = os.path.join(session_dir, "hidden")
@@ -214,17 +216,11 @@ def box_only(rounds: int) -> dict[str, Any]:
                    XDG_STATE_HOME=str(home / ".local" / "state"), CLAUDEGUARD_RUNTIME_DIR=str(runtime))
         env.pop("CLAUDEGUARD_CONFIG", None)
         env.pop("CLAUDEGUARD_LOG_DIR", None)
-        saved = dict(os.environ)
-        os.environ.clear()
-        os.environ.update(env)
-        try:
+        with _environ(env):
             session_dir = runtime / "sessions" / "bench"
             session_dir.mkdir(parents=True, mode=0o700)
             prepared = sandbox.prepare(load_config(work), env, str(work), str(session_dir), session_id="bench",
                                        cli_version="2.1.332", own=[])
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
         assert prepared.box is not None, prepared.notes
         framed = f"eval true < /dev/null{sandbox.FRAME}{work}/x-cwd"
         variants = {"bash (no prefix)": ["/bin/bash", "-c", framed], "the box": [prepared.box["prefix"], framed]}

@@ -60,8 +60,6 @@ FRAME = " && pwd -P >| "
 FRAMED_VERSIONS = ((2, 1, 197), (2, 1, 332))
 BOX_FILE = "box"
 UNBOX_DIR = "unbox"
-NESTED_KNOWN, NESTED_HELD = "nested-known", "nested-held"  # plan/git_index.py's KNOWN_FILE, HELD_FILE
-NESTED_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "git_index.py")
 BOXES_DIR = "boxes"  # a file per box started (its shell's pid): gate/freeze.py looks for live ones
 TMP_DIR = "tmp"
 HIDDEN_FILE = "hidden"  # an empty mode-0 file bound over each hidden file
@@ -609,10 +607,12 @@ def _after_lines(must_not_appear: list[str], git: tuple[str, str, str] | None, r
         # only when the index changed since the box started (its boxes/ file is older), or
         # where one was moved aside before (its .git may be back); a shell test costs nothing.
         root, gitdir, common = git
-        held = os.path.join(session_dir, NESTED_HELD)
+        from claudeguard.plan import git_index
+
+        held = os.path.join(session_dir, git_index.HELD_FILE)
         lines += [
             f"if [ {q(os.path.join(gitdir, 'index'))} -nt {q(os.path.join(session_dir, BOXES_DIR))}/$$ ] || "
-            f"[ -s {q(held)} ]; then {q(sys.executable)} -I -S {q(NESTED_SCRIPT)} {q(root)} {q(gitdir)} "
+            f"[ -s {q(held)} ]; then {q(sys.executable)} -I -S {q(git_index.__file__)} {q(root)} {q(gitdir)} "
             f"{q(common)} {q(session_dir)}; fi",
         ]
     return lines
@@ -692,7 +692,9 @@ def prepare(cfg: Config, env: Mapping[str, str], cwd: str, session_dir: str, *, 
                         after={"must_not_appear": box.must_not_appear,
                                "git": (box.git[0], box.git[1], box.git[2]) if box.git else None})
     if box.git is not None:
-        write_atomic(os.path.join(session_dir, NESTED_KNOWN), "".join(r + "\n" for r in box.git[3]))
+        from claudeguard.plan.git_index import KNOWN_FILE
+
+        write_atomic(os.path.join(session_dir, KNOWN_FILE), "".join(r + "\n" for r in box.git[3]))
     prefix = os.path.join(session_dir, BOX_FILE)
     write_atomic(prefix, script, mode=0o700)
     notes = list(box.notes)
