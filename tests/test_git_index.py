@@ -135,3 +135,21 @@ def test_a_hidden_path_git_tracks_is_found_in_the_index(tmp_path):
     assert git_index.tracked_under(str(work), g, g, both) == str(work / ".env")
     assert git_index.tracked_under(str(work), g, g, [str(work / "secrets")]) == str(work / "secrets")
     assert git_index.tracked_under(str(work), g, g, [str(work / "sec")]) is None  # a prefix is not a parent
+
+
+def test_a_gitlink_written_by_hand_that_leads_out_of_the_tree_moves_nothing(tmp_path):
+    work = _project(tmp_path)
+    session = tmp_path / "session"
+    session.mkdir()
+    (session / git_index.KNOWN_FILE).write_text(f"{work / 'vend'}\n")
+    _git(work, "init", "-q", "nest")
+    _git(work / "nest", "commit", "-q", "--allow-empty", "-m", "x")
+    _git(work, "add", "nest")
+    _git(tmp_path, "init", "-q", "v")  # a repository of the user's beside the project
+    index = work / ".git" / "index"
+    data = index.read_bytes()
+    assert data.count(b"nest\0") == 1
+    index.write_bytes(data.replace(b"nest\0", b"../v\0"))  # git refuses such a path; python writes it
+    assert git_index.gitlinks(str(index)) == ["../v", "vend"]
+    out = _after(work, session)
+    assert (tmp_path / "v" / ".git").is_dir() and out.stderr == ""

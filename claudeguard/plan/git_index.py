@@ -196,6 +196,8 @@ def embedded(root: str, gitdir: str, common: str) -> list[tuple[str, str]] | Non
     modules = os.path.join(common, "modules") + os.sep
     out = []
     for link in links:
+        if link.startswith("/") or ".." in link.split("/"):
+            continue  # git refuses such a path in its index; one written by hand names no repository of the tree
         repo = os.path.normpath(os.path.join(root, link))
         inner = git_dir_of(repo)
         if inner is not None and not (inner + os.sep).startswith(modules):
@@ -211,6 +213,8 @@ def _open_dir(root: str, relative: str) -> int:
         for part in relative.split(os.sep):
             if part in ("", "."):
                 continue
+            if part == "..":
+                raise OSError(f"{relative}: outside the project")
             nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             os.close(fd)
             fd = nxt
