@@ -34,6 +34,7 @@ import sys
 
 GITLINK = 0o160000
 HELD_SUFFIX = ".git.held-by-claudeguard"
+SCRIPT = os.path.abspath(__file__)  # what the box script runs after a command (plan/sandbox.py)
 KNOWN_FILE = "nested-known"
 HELD_FILE = "nested-held"
 

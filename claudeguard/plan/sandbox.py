@@ -607,12 +607,12 @@ def _after_lines(must_not_appear: list[str], git: tuple[str, str, str] | None, r
         # only when the index changed since the box started (its boxes/ file is older), or
         # where one was moved aside before (its .git may be back); a shell test costs nothing.
         root, gitdir, common = git
-        from claudeguard.plan import git_index
+        from claudeguard.plan.git_index import HELD_FILE, SCRIPT
 
-        held = os.path.join(session_dir, git_index.HELD_FILE)
+        held = os.path.join(session_dir, HELD_FILE)
         lines += [
             f"if [ {q(os.path.join(gitdir, 'index'))} -nt {q(os.path.join(session_dir, BOXES_DIR))}/$$ ] || "
-            f"[ -s {q(held)} ]; then {q(sys.executable)} -I -S {q(git_index.__file__)} {q(root)} {q(gitdir)} "
+            f"[ -s {q(held)} ]; then {q(sys.executable)} -I -S {q(SCRIPT)} {q(root)} {q(gitdir)} "
             f"{q(common)} {q(session_dir)}; fi",
         ]
     return lines
