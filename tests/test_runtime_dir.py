@@ -300,6 +300,75 @@ def test_removed_runtime_dir_request_is_listed_and_answerable_again(chan):
     assert sorted(os.listdir(chan)) in ([], ["bells"])
 
 
+def _failing_channel_dirs(monkeypatch, times: int | None) -> list[int]:
+    """The waiter's ChannelDir() fails ``times`` times (None: always) as a removal or a making
+    racing it would make it fail; the list counts the calls."""
+    from claudeguard.channel import requests
+    from claudeguard.errors import GuardError
+
+    real, calls = requests.ChannelDir, []
+
+    def flaky():  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if times is None or len(calls) <= times:
+            raise GuardError("approval channel runtime dir: No such file or directory")
+        return real()
+
+    monkeypatch.setattr(requests, "ChannelDir", flaky)
+    return calls
+
+
+def test_a_dir_that_cannot_be_made_again_at_once_is_tried_again(chan, monkeypatch):
+    pending_, thread, result = _waiting()
+    rid = pending_.request.id
+    calls = _failing_channel_dirs(monkeypatch, 2)
+    remove_at_once(chan.parent)
+    _listed_again(rid, 60)
+    assert len(calls) == 3 and thread.is_alive() and result == []  # two failed, the third made it
+    channel.answer(rid[:8], "allow", by="test")
+    thread.join(60)
+    assert [(a.decision, a.decided_by) for a in result] == [("allow", "human")]
+
+
+def test_a_dir_that_cannot_be_made_again_ends_the_request_denied(chan, monkeypatch):
+    from claudeguard.channel.requests import REPUBLISH_TRIES
+
+    pending_, thread, result = _waiting()
+    calls = _failing_channel_dirs(monkeypatch, None)
+    remove_at_once(chan.parent)
+    thread.join(60)
+    assert not thread.is_alive() and len(calls) == REPUBLISH_TRIES
+    [answer] = result
+    assert (answer.decision, answer.decided_by) == ("deny", "error")
+    assert answer.message == ("claudeguard: the approval channel was lost and could not be made again (request "
+                              f"{pending_.request.id}: approval channel runtime dir: No such file or directory); "
+                              "denied")
+
+
+def test_a_dir_removed_between_its_check_and_its_files_is_published_again(chan, monkeypatch):
+    # The removal lands after the waiter saw its dir in place and before it looked for its
+    # socket (seen under load): the files are gone because the dir is, not a lost channel.
+    from claudeguard.channel.requests import Pending
+
+    pending_, thread, result = _waiting()
+    rid, real, removed = pending_.request.id, Pending._dir_lost, []
+
+    def lost_after_the_check(self):  # type: ignore[no-untyped-def]
+        answer = real(self)
+        if not removed:
+            removed.append(1)
+            remove_at_once(chan.parent)
+        return answer
+
+    monkeypatch.setattr(Pending, "_dir_lost", lost_after_the_check)
+    wait_until(lambda: removed, 60, "the waiter's next check")
+    _listed_again(rid, 60)
+    assert removed == [1] and thread.is_alive() and result == []
+    channel.answer(rid[:8], "deny", by="test")
+    thread.join(60)
+    assert [(a.decision, a.decided_by) for a in result] == [("deny", "human")]
+
+
 def test_an_answer_in_flight_when_the_dir_goes_is_not_lost(chan):
     import socket
 

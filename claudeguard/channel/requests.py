@@ -54,6 +54,10 @@ if TYPE_CHECKING:
 
 RECORD_VERSION = 2  # 1: answered through a FIFO (claudeguard 0.2 and earlier)
 CHECK_EVERY_S = 1.0  # how often a waiter verifies its files are still in place (not for answers)
+# A channel dir found gone and not made again at once is tried this many times, this far apart,
+# before the request ends denied: about 1 s in all, a race with its removal or making ends in it.
+REPUBLISH_TRIES = 5
+REPUBLISH_RETRY_S = 0.25
 CONN_READ_S = 2.0  # an answerer that has not sent its whole line by then is dropped
 MAX_CONNS = 16  # answerers a waiter hears at once; more are told it is busy
 ANSWER_TIMEOUT_S = 10.0  # longest an answerer waits to connect and for the waiter's reply
@@ -232,6 +236,8 @@ class Pending:
         self._poller.register(listener.fileno(), select.EPOLLIN)
         self._answer: Answer | None = None
         self._next_check = time.monotonic() + CHECK_EVERY_S
+        self._republish_failures = 0  # checks in a row that found the dir gone and could not make it again
+        self._republish_error = ""
         self.held = False  # see ``post``
         self.owned = False  # posted held: the owner of its dialog may still say "drop"
         self._on_release: tuple[float, list[str] | None] = (0.0, None)  # (timeout, notify)
@@ -260,7 +266,7 @@ class Pending:
                 remaining = self.request.deadline - time.time()
                 if remaining <= 0:
                     return self._end_at_deadline(on_timeout)
-                answer = self._serve(min(remaining, CHECK_EVERY_S))
+                answer = self._serve(max(0.0, min(remaining, self._next_check - time.monotonic())))
                 if answer is not None:
                     return answer
                 if time.monotonic() >= self._next_check and time.time() < self.request.deadline:
@@ -497,21 +503,45 @@ class Pending:
         """The socket or the .json was removed or replaced under us: nobody can answer any more.
         The whole channel directory gone (systemd removing the runtime dir at logout, a tmp
         cleaner, ``rm -rf``) is not that: the request is published again, same id and deadline."""
-        ch, rid = self._ch, self.request.id
-        if self._dir_lost():
-            answer = self._republish()
-            if answer is not None or self._answer is not None:
-                return answer or self._answer
-            ch = self._ch
-        try:
-            st = os.stat(f"{rid}.sock", dir_fd=ch.fd, follow_symlinks=False)
-            intact = (st.st_dev, st.st_ino) == self._sock_id and ch.exists(f"{rid}.json")
-        except FileNotFoundError:
-            intact = False
-        if intact:
-            return None
+        rid = self.request.id
+        for _ in range(3):  # a dir removed between its check and its files' is one removed: again
+            if self._dir_lost():
+                answer = self._republish_or_retry()
+                if answer is not None or self._dir_lost():
+                    return answer  # None: tried again at the next check
+            try:
+                st = os.stat(f"{rid}.sock", dir_fd=self._ch.fd, follow_symlinks=False)
+                intact = (st.st_dev, st.st_ino) == self._sock_id and self._ch.exists(f"{rid}.json")
+            except FileNotFoundError:
+                intact = False
+            if intact:
+                return None
+            if not self._dir_lost():
+                break
         message = (f"claudeguard: the approval channel was lost (request {rid}: its socket or request file was "
                    "removed); denied")
+        return self._end_without("error", Answer("deny", message=message, decided_by="error"))
+
+    def _republish_or_retry(self) -> Answer | None:
+        """The dir is gone: publish the request again. An answer when the request ended (one that
+        reached the old socket first, or denied after the last try); None when republished or
+        to be tried again."""
+        before = self._ch
+        answer = self._republish()
+        if answer is not None or self._answer is not None:
+            return answer or self._answer
+        if self._ch is not before:
+            self._republish_failures = 0
+            return None
+        # Not republished: the dir could not be made or used. Often a race (its removal still
+        # under way, another process making it at that instant): tried again soon, a few times,
+        # then the request ends denied like any other lost channel.
+        self._republish_failures += 1
+        if self._republish_failures < REPUBLISH_TRIES:
+            self._next_check = time.monotonic() + REPUBLISH_RETRY_S
+            return None
+        message = (f"claudeguard: the approval channel was lost and could not be made again (request "
+                   f"{self.request.id}: {self._republish_error}); denied")
         return self._end_without("error", Answer("deny", message=message, decided_by="error"))
 
     def _dir_lost(self) -> bool:
@@ -521,22 +551,24 @@ class Pending:
         except OSError:
             return True
         mine = os.fstat(self._ch.fd)
-        return (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino)
+        return (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino) or mine.st_nlink == 0
 
     def _republish(self) -> Answer | None:
         """Make the channel again and publish this request in it (a new socket and .json, made in
         the same order as ``post``). Returns an answer that reached the old socket first; None
-        when republished, or when that failed (then the request is ended with ``error`` by the
-        usual check: the new directory has none of its files)."""
+        when republished, or when that failed (``_check_channel`` then tries again a few times
+        before it ends the request with ``error``)."""
         old_ch, old_listener = self._ch, self._listener
         try:
             ch = ChannelDir()
-        except GuardError:
+        except GuardError as exc:
+            self._republish_error = str(exc)
             return None
         try:
             listener, sock_id = _publish(ch, self.request, self.held, republished=time.time())
-        except OSError:
+        except OSError as exc:
             ch.close()
+            self._republish_error = f"publishing it again: {exc.strerror or exc}"
             return None
         # An answerer that connected to the old socket before it went is heard, then the old
         # socket closes: one that connects to it later reaches nothing.
