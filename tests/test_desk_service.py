@@ -288,7 +288,16 @@ def test_real_cli_a_stalled_session_shows_as_stalled_and_is_stopped(real_claude,
         # row says stalled again; so does the test, at most three times.
         refused: list[str] = []
         while True:
-            row.wait_for(timeout=45000)
+            from playwright.sync_api import TimeoutError as BrowserTimeout
+
+            try:
+                row.wait_for(timeout=45000)
+            except BrowserTimeout:  # what the watchdog and the desk said, for the failure's line
+                statuses = [json.loads(p.read_text()) for p in
+                            Path(env["CLAUDEGUARD_RUNTIME_DIR"]).glob("sessions/*/status.json")]
+                pytest.fail(f"no stalled row within 45 s (refused before: {refused}); status files: "
+                            f"{[(st.get('state'), st.get('evidence')) for st in statuses]}; the desk's rows: "
+                            f"{page.locator('#sessions').inner_text()!r}; the launcher exited: {proc.poll()}")
             assert row.locator(".verdict").inner_text().startswith("stalled: ")
             assert "DESKSTALL go" in row.inner_text()
             page.evaluate("document.querySelector('#note').textContent = ''")
