@@ -26,7 +26,8 @@ import psutil
 import pytest
 
 from claudeguard.testing import bg_daemon as bg
-from claudeguard.testing.cli_install import bg_version_under_test, cli_path, install_cli, versions_under_test
+from claudeguard.testing.cli_install import (bg_version_under_test, cli_path, install_cli, newest_under_test,
+                                             version_key, versions_under_test)
 from claudeguard.testing.model_server import ModelServer
 from claudeguard.testing.offline_home import offline_env as _offline_env, prepare_home
 from claudeguard.testing.runner import run_claude as _run_claude
@@ -152,18 +153,39 @@ def page(browser: Any) -> Any:
     p.close()
 
 
+# The version a test marked ``one_cli`` runs on: the newest under test (2.1.330 of the pinned ones;
+# the newest published CLI in .ci/run's extra run). Such a test's subject is the guard's own
+# machinery (the desk, the fleet, two homes or installs, the audit's suggestions) with the CLI
+# only driving it; what differs between CLIs (hooks, argv, dialogs, the box, the watchdog's
+# reading of the stream) is tested on every version by the tests that are not marked.
+ONE_CLI_VERSION = newest_under_test(min(versions_under_test(), key=version_key))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``cli_version`` (and with it ``real_claude``): each version under test, or ONE_CLI_VERSION
+    for a test marked ``one_cli``; a test that parametrizes it itself keeps its own."""
+    if "cli_version" not in metafunc.fixturenames:
+        return
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", "")
+        if "cli_version" in ([n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)):
+            return
+    one = metafunc.definition.get_closest_marker("one_cli") is not None
+    metafunc.parametrize("cli_version", [ONE_CLI_VERSION] if one else list(versions_under_test()), indirect=True)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if {"real_claude", "bg_claude"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.real_cli)
 
 
-@pytest.fixture(params=versions_under_test())
+@pytest.fixture
 def cli_version(request: pytest.FixtureRequest) -> str:
     """Each pinned Claude Code version in turn (or each of CLAUDEGUARD_TEST_CLI_VERSIONS, e.g. the
-    newest published CLI: cli_install.versions_under_test); tests opt in by using this (or
-    ``real_claude``)."""
-    return request.param
+    newest published CLI: cli_install.versions_under_test), parametrized by pytest_generate_tests
+    above; tests opt in by using this (or ``real_claude``)."""
+    return str(request.param)
 
 
 @pytest.fixture

@@ -223,6 +223,7 @@ def bash(command: str) -> dict:
     return {"name": "Bash", "input": {"command": command, "description": "run it"}}
 
 
+@pytest.mark.one_cli
 def test_real_run_learns_a_rule_and_the_next_run_is_not_asked(real_claude, offline_env, model_server):
     """A -p run asks for two commands (no rule decides them): one approved, one left to time out.
     --suggest proposes an allow and a deny; --apply writes them; the same run again asks nobody."""

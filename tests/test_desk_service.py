@@ -156,6 +156,7 @@ def edit(path: Path, old: str, new: str) -> dict:
     return {"name": "Edit", "input": {"file_path": str(path), "old_string": old, "new_string": new}}
 
 
+@pytest.mark.one_cli
 def test_real_cli_a_background_subagent_answered_on_the_service_desk(real_claude, cli_version, offline_env,
                                                                       model_server, page, monkeypatch):
     notes = offline_env.cwd / "notes.py"
@@ -242,6 +243,7 @@ print(" | ".join(out))
 """
 
 
+@pytest.mark.one_cli
 def test_real_cli_a_tool_cannot_get_or_use_the_desk(real_claude, offline_env, model_server, page):
     env = guarded_env(offline_env, real_claude)
     url = desk_url(env)  # as if the URL leaked to the agent: it still gets nothing
@@ -269,6 +271,7 @@ def test_real_cli_a_tool_cannot_get_or_use_the_desk(real_claude, offline_env, mo
     open_desk(page, desk_url(env))
 
 
+@pytest.mark.one_cli
 def test_real_cli_a_stalled_session_shows_as_stalled_and_is_stopped(real_claude, offline_env, model_server, page):
     server = model_server([{"match": "DESKSTALL", "turns": [{"stall_after_text": "Let me think about th"}]}])
     env = guarded_env(offline_env.use(server), real_claude)

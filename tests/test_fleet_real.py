@@ -70,6 +70,7 @@ def _audit(env: dict[str, str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
+@pytest.mark.one_cli
 @pytest.mark.newest_cli
 def test_a_background_subagents_call_is_approved_from_another_machine(real_claude, offline_env, model_server, fleet,
                                                                      tmp_path):
@@ -148,6 +149,7 @@ def test_a_background_subagents_call_is_approved_from_another_machine(real_claud
                       "the fleet listing to empty")
 
 
+@pytest.mark.one_cli
 @pytest.mark.parametrize("box", ["box", "no-box"])
 def test_no_tool_in_a_members_session_can_answer_through_the_fleet(real_claude, offline_env, model_server, fleet,
                                                                     tmp_path, box):

@@ -14,6 +14,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from claudeguard import home
 from claudeguard.testing.offline_home import offline_env as make_env
 from claudeguard.testing.offline_home import prepare_home
@@ -45,6 +47,7 @@ def _get(url: str) -> int:
         conn.close()
 
 
+@pytest.mark.one_cli
 def test_a_second_home_neither_takes_over_nor_ends_the_first_home_s_session(real_claude, offline_env, model_server,
                                                                              tmp_path):
     server = model_server([
@@ -104,6 +107,7 @@ def test_a_second_home_neither_takes_over_nor_ends_the_first_home_s_session(real
     assert not any(r.exists() for r in roots)
 
 
+@pytest.mark.one_cli
 def test_two_homes_sharing_one_runtime_dir_each_run_their_own_service(real_claude, offline_env, model_server,
                                                                       tmp_path):
     """CLAUDEGUARD_RUNTIME_DIR set to one dir from two homes (as the demo does): one channel, two

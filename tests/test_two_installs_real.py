@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from claudeguard.service.files import process_start
 from claudeguard.testing.wait import wait_until
 from tests.shim_helpers import GUARD, ctl, guarded_env, pending, wait_pending, write_user_config
@@ -42,6 +44,7 @@ def _login_status(url: str) -> int:
         conn.close()
 
 
+@pytest.mark.one_cli
 def test_two_installs_in_one_home_keep_each_others_session_and_desk(real_claude, offline_env, model_server, tmp_path):
     older = tmp_path / "older-install"
     shutil.copytree(REPO / "claudeguard", older / "claudeguard", ignore=shutil.ignore_patterns("__pycache__"))

@@ -51,7 +51,7 @@ def newest_under_test(first: str) -> str:
     ``versions_under_test`` that has it, else ``first``."""
     floor = tuple(int(p) for p in first.split("."))
     having = [v for v in versions_under_test() if version_at_least(v, floor)]
-    return max(having, key=_version_key) if having else first
+    return max(having, key=version_key) if having else first
 
 
 def bg_version_under_test() -> str:
@@ -59,7 +59,7 @@ def bg_version_under_test() -> str:
     return newest_under_test(BG_FIRST)
 
 
-def _version_key(version: str) -> tuple[int, ...]:
+def version_key(version: str) -> tuple[int, ...]:
     return tuple(int("".join(ch for ch in part if ch.isdigit()) or 0) for part in version.split("-")[0].split("."))
 
 
