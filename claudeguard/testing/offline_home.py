@@ -85,6 +85,10 @@ def offline_env(home: Path, base_url: str, api_key: str, *, base: dict[str, str]
         "DISABLE_AUTOUPDATER": "1",
         "DISABLE_TELEMETRY": "1",
         "DISABLE_ERROR_REPORTING": "1",
+        # Else a first run clones the official plugin marketplace from GitHub (git over https,
+        # then ssh; `ssh -T git@github.com` first), which the traffic switch above does not stop
+        # (2.1.197 to 2.1.332, seen with strace in `doctor --verify`'s runs).
+        "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
         # The CLI keeps task output under $CLAUDE_CODE_TMPDIR (else the system temp dir).
         "TMPDIR": str(tmp),
         "CLAUDE_CODE_TMPDIR": str(tmp),
