@@ -9,6 +9,8 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from tests.shim_helpers import GUARD, ctl, guarded_env, pending, write_user_config
 
 POLICY = '[permissions]\nallow = ["Bash(echo rule *)"]\ndeny = ["Bash(rm *)"]\nask = ["Bash(echo ask *)"]\n'
@@ -96,6 +98,7 @@ def test_report_counts_every_kind_of_decision_and_fail_on_exits_3(real_claude, c
                     "--json for details)"]
 
 
+@pytest.mark.one_cli
 def test_a_clean_run_exits_0_with_every_fail_on_word_from_the_environment(real_claude, offline_env, model_server):
     server = model_server([{"match": "REPORTCLEAN", "turns": [bash("echo rule two"), {"text": "fin"}]}])
     env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_REPORT="clean.json",
@@ -111,6 +114,7 @@ def test_a_clean_run_exits_0_with_every_fail_on_word_from_the_environment(real_c
     assert "claudeguard:" not in proc.stderr
 
 
+@pytest.mark.one_cli
 def test_a_denied_call_fails_only_when_asked_to(real_claude, offline_env, model_server):
     server = model_server([{"match": "REPORTDENY", "turns": [bash("rm -rf junk"), {"text": "fin"}]}])
     env = guarded_env(offline_env.use(server), real_claude)
@@ -145,6 +149,7 @@ def test_a_warned_stall_is_reported_and_fails_with_stall(real_claude, offline_en
                                             "exit 3 (--guard-fail-on stall) (claudeguardctl audit --json for details)")
 
 
+@pytest.mark.one_cli
 def test_a_killed_stall_writes_the_report_and_keeps_124(real_claude, offline_env, model_server):
     server = model_server([{"match": "REPORTHUNG", "turns": [{"stall_after_text": "Let me th"}]}])
     env = guarded_env(offline_env.use(server), real_claude)

@@ -12,6 +12,8 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.shim_helpers import ctl, guarded_env, wait_until, write_user_config
 from tests.test_watchdog_real import INTERVAL, STALL, alive, finish, start, tree
 
@@ -109,6 +111,7 @@ def test_long_tool_within_tool_stall_after_is_not_reported_by_the_service(real_c
     assert [json.loads(line) for line in out.splitlines() if '"type":"result"' in line][-1]["result"] == "slept"
 
 
+@pytest.mark.one_cli
 def test_service_killed_mid_session_the_launcher_reports_the_stall_once(real_claude, offline_env, model_server):
     server, env, proc = stalling_session(offline_env, model_server, real_claude, "kill")
     lock = None
