@@ -481,13 +481,31 @@ def worktree_patterns(cwd: str) -> list[str]:
 SETTINGS_WHY = "a Claude Code settings file the session reads again when it changes"
 
 
+# The last protected_spec of this process's environment, with the very objects it was made for
+# (kept alive, so no later args or config can have their ids): a plan asks twice, for the CLI's
+# deny rules (plan/argv.py) and for the session's snapshot (plan/session.py), ~0.3 ms each.
+_LAST_SPEC: list[tuple[ClaudeArgs, str, Config | None, ProtectedSpec]] = []
+
+
 def protected_spec(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None,
                    cfg: Config | None = None) -> ProtectedSpec:
     """The built-in protected paths of a run (``policy.protect``): the guard's own files
     (``paths.guard_paths``), the Claude Code settings files the session re-reads, the files git
     runs code from (``plan.code_paths``) and the project files the user trusted (``config.trust``:
     what the user trusted is not the agent's to rewrite); asked: the files the user's editor
-    and tools run code from later."""
+    and tools run code from later. Made once per plan (the same ``args`` and ``cfg`` objects)."""
+    if env is None and _LAST_SPEC and _LAST_SPEC[0][0] is args and _LAST_SPEC[0][1] == cwd \
+            and _LAST_SPEC[0][2] is cfg:
+        spec = _LAST_SPEC[0][3]
+        return {"reads": list(spec["reads"]), "writes": list(spec["writes"]), "asks": list(spec["asks"])}
+    made = _protected_spec(args, cwd, env, cfg)
+    if env is None:
+        _LAST_SPEC[:] = [(args, cwd, cfg, made)]
+        return {"reads": list(made["reads"]), "writes": list(made["writes"]), "asks": list(made["asks"])}
+    return made
+
+
+def _protected_spec(args: ClaudeArgs, cwd: str, env: dict[str, str] | None, cfg: Config | None) -> ProtectedSpec:
     from claudeguard.paths import guard_paths
     from claudeguard.config.trust import in_project
     from claudeguard.plan.code_paths import code_paths
