@@ -105,25 +105,37 @@ def pending(env: dict) -> list[dict]:
     return json.loads(out.stdout)
 
 
-def wait_pending(env: dict, predicate=lambda r: True, timeout: float = 60) -> dict:  # type: ignore[no-untyped-def]
-    """The first pending request matching ``predicate``, as `claudeguardctl pending --json` lists
-    it. ctl runs when the channel dir's request files changed (or every 2 s), not at each poll:
-    a Python start each (~110 ms of CPU) was 6.5 % of the suite's CPU when it ran every 0.2 s."""
-    channel_dir = Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "channel" if env.get("CLAUDEGUARD_RUNTIME_DIR") else None
-    asked: list = [None, 0.0]  # the request files ctl last listed, and when
+class PendingLook:
+    """`claudeguardctl pending --json` for a poll loop: ctl runs when the channel dir's request
+    files changed since it last ran (or 2 s later), not at every poll. A Python start each (~110
+    ms of CPU) was 6.7 % of the suite's CPU when the tests ran it every 0.2 s while they waited."""
 
-    def matching() -> dict | None:
-        if channel_dir is not None:
+    def __init__(self, env: dict) -> None:
+        root = env.get("CLAUDEGUARD_RUNTIME_DIR")
+        self.env, self.channel_dir = env, (Path(root) / "channel" if root else None)
+        self.names: list[str] | None = None
+        self.at = 0.0
+
+    def __call__(self, force: bool = False) -> list[dict] | None:
+        """What ctl lists now; None when nothing can have changed since it last ran."""
+        if self.channel_dir is not None and not force:
             try:
-                names = sorted(n for n in os.listdir(channel_dir) if n.endswith(".json"))
+                names = sorted(n for n in os.listdir(self.channel_dir) if n.endswith(".json"))
             except OSError:
                 names = []
-            if not names or (names == asked[0] and time.monotonic() - asked[1] < 2.0):
+            if names == self.names and time.monotonic() - self.at < 2.0:
                 return None
-            asked[:] = [names, time.monotonic()]
-        return next((req for req in pending(env) if predicate(req)), None)
+            self.names, self.at = names, time.monotonic()
+            if not names:
+                return []
+        return pending(self.env)
 
-    return wait_until(matching, timeout, "a matching pending request", interval=0.1)
+
+def wait_pending(env: dict, predicate=lambda r: True, timeout: float = 60) -> dict:  # type: ignore[no-untyped-def]
+    """The first pending request matching ``predicate``, as `claudeguardctl pending --json` lists it."""
+    look = PendingLook(env)
+    return wait_until(lambda: next((req for req in (look() or []) if predicate(req)), None), timeout,
+                      "a matching pending request", interval=0.1)
 
 
 def ctl(env: dict, *args: str) -> subprocess.CompletedProcess:
@@ -156,13 +168,15 @@ class Approver(threading.Thread):
 
     def _next(self) -> dict | None:
         """The next request not answered yet; None once the run is over and none is left."""
+        listed = PendingLook(self.env)
+
         def look() -> dict | None:
             over = self.run_over.is_set()  # first: a request made before the run ended is in this look
             seen = {s["id"] for s in self.seen}
-            req = next((r for r in pending(self.env) if r["id"] not in seen), None)
+            req = next((r for r in (listed(force=over) or []) if r["id"] not in seen), None)
             return req or (_NONE_LEFT if over else None)
 
-        found = wait_until(look, self.timeout, "a new pending request", interval=0.2)
+        found = wait_until(look, self.timeout, "a new pending request", interval=0.1)
         return None if found is _NONE_LEFT else found
 
     def run(self) -> None:

@@ -41,7 +41,7 @@ def test_an_ask_rule_asks_once_per_call_main_fg_and_bg(real_claude, offline_env,
     write_user_config(env, '[permissions]\nask = ["Bash(echo *)"]\n')
     # Four approvals offered; only three calls exist, so a fourth request would be answered too and
     # show up in approver.seen.
-    approver = Approver(env, [("approve", [])] * 4, timeout=25)
+    approver = Approver(env, [("approve", [])] * 4)
     approver.start()
     proc = run_guarded(env, offline_env.cwd, "ASKONCE go")
     approver.finish()
@@ -68,7 +68,7 @@ def test_a_callers_own_ask_rule_asks_once_main_and_fg(real_claude, cli_version, 
         {"match": "CFGONE", "turns": [{"tool_use": echo("fg")}, {"text": "fg done"}]},
     ])
     env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="20")
-    approver = Approver(env, [("approve", [])] * 3, timeout=20)  # a third would take a second request
+    approver = Approver(env, [("approve", [])] * 3)  # a third would take a second request
     approver.start()
     proc = run_guarded(env, offline_env.cwd, "CALLERASK go", "--settings",
                        json.dumps({"permissions": {"ask": ["Bash(echo *)"]}}))

@@ -231,7 +231,7 @@ def test_real_run_learns_a_rule_and_the_next_run_is_not_asked(real_claude, offli
                                                         {"tool_use": bash("touch nope.txt")}, {"text": "fin"}]}])
     env = guarded_env(offline_env.use(server), real_claude, CLAUDEGUARD_APPROVAL_TIMEOUT="6")
     config = write_user_config(env, "# mine\n[permissions]\nallow = []  # empty for now\n")
-    approver = Approver(env, [("approve", [])], timeout=30)
+    approver = Approver(env, [("approve", [])])
     approver.start()
     proc = run_guarded(env, offline_env.cwd, "LEARN go")
     approver.join(timeout=60)
