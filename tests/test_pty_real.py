@@ -53,10 +53,10 @@ class Tui:
     def flat(self) -> str:
         return " ".join(self.screen.text().split())
 
-    def wait(self, what: str, timeout: float = 15) -> None:
+    def wait(self, what: str, timeout: float = 60) -> None:
         self.until(lambda: what in self.flat(), timeout, what)
 
-    def until(self, predicate, timeout: float = 15, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
+    def until(self, predicate, timeout: float = 60, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
         deadline = time.monotonic() + timeout
         while not predicate():
             if time.monotonic() > deadline:
@@ -73,13 +73,13 @@ class Tui:
         for attempt in range(3):
             self.child.send("\x03")
             try:
-                self.wait("again to exit", 5)
+                self.wait("again to exit", 10)
                 break
             except AssertionError:
                 if attempt == 2:
                     raise
         self.child.send("\x03")
-        self.child.expect(pexpect.EOF, timeout=10)
+        self.child.expect(pexpect.EOF, timeout=60)
         self.child.close()
         return self.child.exitstatus
 
@@ -113,7 +113,7 @@ def guard(real_claude, model_server, offline_env, monkeypatch):
         tui.close()
 
 
-def _pending(tui: Tui, predicate=lambda r: True, timeout: float = 12):  # type: ignore[no-untyped-def]
+def _pending(tui: Tui, predicate=lambda r: True, timeout: float = 60):  # type: ignore[no-untyped-def]
     found: list = []
 
     def check() -> bool:
@@ -142,7 +142,7 @@ def test_permission_dialog_answered_from_the_channel(guard, offline_env, decisio
         tui.wait("made it")
         assert (offline_env.cwd / "out.txt").read_text() == "hello\n"
     else:
-        tui.until(lambda: "Do you want to proceed?" not in tui.flat(), 10, "the dialog to close")
+        tui.until(lambda: "Do you want to proceed?" not in tui.flat(), 60, "the dialog to close")
         assert not (offline_env.cwd / "out.txt").exists()
         assert server.tool_results() == [] or all(r["is_error"] for r in server.tool_results())
     assert channel.list_pending() == []
@@ -194,7 +194,7 @@ def test_trust_dialog_for_a_new_folder(guard, offline_env, tmp_path, decision):
     assert set(req.choices) == {"Yes, I trust this folder", "No, exit"}
     channel.answer(req.id, decision)
     if decision == "allow":
-        tui.until(lambda: re.search(r"^\s*❯\s*$", tui.screen.text(), re.M) is not None, 15, "the prompt")
+        tui.until(lambda: re.search(r"^\s*❯\s*$", tui.screen.text(), re.M) is not None, 60, "the prompt")
         state = json.loads((offline_env.home / ".claude.json").read_text())
         assert state["projects"][str(folder)]["hasTrustDialogAccepted"] is True
         assert tui.leave() == 0
@@ -228,9 +228,9 @@ def test_several_new_mcp_servers_are_one_request(guard, offline_env, decision):
         except (OSError, ValueError):
             return None  # not yet, or half written
 
-    tui.until(lambda: written() is not None, 15, "the CLI to write the choice")
+    tui.until(lambda: written() is not None, 60, "the CLI to write the choice")
     assert sorted(written()[key]) == ["one", "two"] and len(written()) == 1
-    tui.until(lambda: re.search(r"^\s*❯\s*$", tui.screen.text(), re.M) is not None, 15, "the prompt")
+    tui.until(lambda: re.search(r"^\s*❯\s*$", tui.screen.text(), re.M) is not None, 60, "the prompt")
     assert tui.leave() == 0
 
 
@@ -239,7 +239,7 @@ def test_bypass_permissions_is_the_guards_to_give_not_the_clis(guard, offline_en
     # the CLI (no "Bypass Permissions mode" dialog: the CLI starts in default mode), and the
     # guard's hook allows every call no rule decides, as bypass would.
     tui, _, _ = guard(_bash_turns(), "--dangerously-skip-permissions", "run it", extra_env={"IS_SANDBOX": "1"})
-    tui.wait("made it", 30)
+    tui.wait("made it", 60)
     assert "Bypass Permissions mode" not in tui.text()
     assert (offline_env.cwd / "out.txt").read_text() == "hello\n"
     assert channel.list_pending() == []
@@ -269,7 +269,7 @@ def test_keyboard_wins_against_the_hooks_request_which_is_withdrawn(guard, offli
     tui.child.send("\r")  # Enter on the highlighted "Yes"
     tui.wait("made it")
     try:
-        tui.until(lambda: channel.list_pending() == [], 5, "the hook to withdraw its request")
+        tui.until(lambda: channel.list_pending() == [], 60, "the hook to withdraw its request")
     except AssertionError:
         rt = Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions"
         raise AssertionError([(p.name, p.read_text()[:600]) for p in rt.glob("*/*.json*")]) from None
@@ -284,22 +284,22 @@ def test_keyboard_wins_against_the_hooks_request_which_is_withdrawn(guard, offli
 
 def test_resize_reaches_the_cli(guard):
     tui, _, _ = guard(None, rows=40, cols=120)
-    tui.until(lambda: "─" * 120 in tui.screen.text(), 15, "the prompt box")
+    tui.until(lambda: "─" * 120 in tui.screen.text(), 60, "the prompt box")
     tui.raw = b""
     tui.resize(30, 90)
     # The CLI redraws its rules at the new width: a run of exactly 90.
-    tui.until(lambda: re.search("(?<!─)─{90}(?!─)", tui.raw.decode(errors="replace")) is not None, 10,
+    tui.until(lambda: re.search("(?<!─)─{90}(?!─)", tui.raw.decode(errors="replace")) is not None, 60,
               "a redraw at 90 columns")
     assert tui.leave() == 0
 
 
 def test_ctrl_z_stops_and_fg_resumes(guard):
     tui, _, _ = guard(None)
-    tui.until(lambda: "─" * 120 in tui.screen.text(), 15, "the prompt box")
+    tui.until(lambda: "─" * 120 in tui.screen.text(), 60, "the prompt box")
     tui.child.send("\x1a")
-    tui.until(lambda: _state(tui.child.pid) == "T", 10, "claudeguard to stop with the CLI")
+    tui.until(lambda: _state(tui.child.pid) == "T", 60, "claudeguard to stop with the CLI")
     os.kill(tui.child.pid, signal.SIGCONT)  # fg
-    tui.until(lambda: _state(tui.child.pid) in "SR", 10, "claudeguard running again")
+    tui.until(lambda: _state(tui.child.pid) in "SR", 60, "claudeguard running again")
     tui.child.send("still here")
     tui.wait("still here")
     assert tui.leave() == 0
@@ -386,7 +386,7 @@ def test_unanswered_dialog_is_diagnosed_as_blocked_on_its_terminal(guard, offlin
         return bool(stalls)
 
     try:
-        tui.until(stalled, 15, "the watchdog's stall report")
+        tui.until(stalled, 60, "the watchdog's stall report")
     except AssertionError:
         rt = Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions"
         raise AssertionError([(p.name, p.read_text()[:3000]) for p in rt.glob("*/status.json")]) from None
