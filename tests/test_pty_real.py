@@ -199,7 +199,7 @@ def test_trust_dialog_for_a_new_folder(guard, offline_env, tmp_path, decision):
         assert state["projects"][str(folder)]["hasTrustDialogAccepted"] is True
         assert tui.leave() == 0
     else:
-        tui.child.expect(pexpect.EOF, timeout=15)  # "No, exit"
+        tui.child.expect(pexpect.EOF, timeout=60)  # "No, exit"
         tui.child.close()
         assert tui.child.exitstatus is not None
         state = json.loads((offline_env.home / ".claude.json").read_text())
