@@ -68,15 +68,26 @@ def _after(work: Path, session: Path) -> subprocess.CompletedProcess:
                            str(session)], capture_output=True, text=True, timeout=60)
 
 
-def test_a_repository_registered_after_the_build_is_moved_aside_and_again_when_put_back(tmp_path):
-    work = _project(tmp_path)
+def _session(tmp_path: Path, work: Path) -> Path:
+    """A session dir whose box was built knowing the project's ``vend`` repository."""
     session = tmp_path / "session"
     session.mkdir()
     (session / git_index.KNOWN_FILE).write_text(f"{work / 'vend'}\n")
-    assert _after(work, session).stderr == ""  # nothing new: nothing moved, nothing said
+    return session
+
+
+def _register_nest(work: Path) -> None:
+    """A repository ``nest`` made in the project and registered in its index (``git add nest``)."""
     _git(work, "init", "-q", "nest")
     _git(work / "nest", "commit", "-q", "--allow-empty", "-m", "x")
     _git(work, "add", "nest")
+
+
+def test_a_repository_registered_after_the_build_is_moved_aside_and_again_when_put_back(tmp_path):
+    work = _project(tmp_path)
+    session = _session(tmp_path, work)
+    assert _after(work, session).stderr == ""  # nothing new: nothing moved, nothing said
+    _register_nest(work)
     out = _after(work, session)
     assert out.returncode == 0
     assert out.stderr.count(f"claudeguard: moved {work / 'nest'}/.git aside to "
@@ -93,12 +104,8 @@ def test_a_repository_registered_after_the_build_is_moved_aside_and_again_when_p
 
 def test_a_directory_swapped_for_a_link_is_not_followed(tmp_path):
     work = _project(tmp_path)
-    session = tmp_path / "session"
-    session.mkdir()
-    (session / git_index.KNOWN_FILE).write_text(f"{work / 'vend'}\n")
-    _git(work, "init", "-q", "nest")
-    _git(work / "nest", "commit", "-q", "--allow-empty", "-m", "x")
-    _git(work, "add", "nest")
+    session = _session(tmp_path, work)
+    _register_nest(work)
     elsewhere = tmp_path / "elsewhere"
     os.rename(work / "nest", elsewhere)
     os.symlink(elsewhere, work / "nest")  # the path now leads out of the project
@@ -139,12 +146,8 @@ def test_a_hidden_path_git_tracks_is_found_in_the_index(tmp_path):
 
 def test_a_gitlink_written_by_hand_that_leads_out_of_the_tree_moves_nothing(tmp_path):
     work = _project(tmp_path)
-    session = tmp_path / "session"
-    session.mkdir()
-    (session / git_index.KNOWN_FILE).write_text(f"{work / 'vend'}\n")
-    _git(work, "init", "-q", "nest")
-    _git(work / "nest", "commit", "-q", "--allow-empty", "-m", "x")
-    _git(work, "add", "nest")
+    session = _session(tmp_path, work)
+    _register_nest(work)
     _git(tmp_path, "init", "-q", "v")  # a repository of the user's beside the project
     index = work / ".git" / "index"
     data = index.read_bytes()
