@@ -494,15 +494,12 @@ def protected_spec(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None
     runs code from (``plan.code_paths``) and the project files the user trusted (``config.trust``:
     what the user trusted is not the agent's to rewrite); asked: the files the user's editor
     and tools run code from later. Made once per plan (the same ``args`` and ``cfg`` objects)."""
-    if env is None and _LAST_SPEC and _LAST_SPEC[0][0] is args and _LAST_SPEC[0][1] == cwd \
-            and _LAST_SPEC[0][2] is cfg:
-        spec = _LAST_SPEC[0][3]
-        return {"reads": list(spec["reads"]), "writes": list(spec["writes"]), "asks": list(spec["asks"])}
-    made = _protected_spec(args, cwd, env, cfg)
-    if env is None:
-        _LAST_SPEC[:] = [(args, cwd, cfg, made)]
-        return {"reads": list(made["reads"]), "writes": list(made["writes"]), "asks": list(made["asks"])}
-    return made
+    if env is not None:
+        return _protected_spec(args, cwd, env, cfg)
+    if not (_LAST_SPEC and _LAST_SPEC[0][0] is args and _LAST_SPEC[0][1] == cwd and _LAST_SPEC[0][2] is cfg):
+        _LAST_SPEC[:] = [(args, cwd, cfg, _protected_spec(args, cwd, None, cfg))]
+    spec = _LAST_SPEC[0][3]  # each caller gets lists of its own
+    return {"reads": list(spec["reads"]), "writes": list(spec["writes"]), "asks": list(spec["asks"])}
 
 
 def _protected_spec(args: ClaudeArgs, cwd: str, env: dict[str, str] | None, cfg: Config | None) -> ProtectedSpec:
