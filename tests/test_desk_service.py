@@ -289,10 +289,16 @@ def test_real_cli_a_stalled_session_shows_as_stalled_and_is_stopped(real_claude,
         # threshold the first stall can end for a second between the row shown and the click,
         # and the desk then refuses ("not stalled"), as it should. A user clicks again once the
         # row says stalled again; so does the test, at most three times.
+        from playwright.sync_api import TimeoutError as BrowserTimeout
+
+        def ended_or_refused() -> str | None:
+            if proc.poll() is not None:
+                return "ended"
+            note = page.locator("#note").inner_text()
+            return note if "not stalled" in note else None
+
         refused: list[str] = []
         while True:
-            from playwright.sync_api import TimeoutError as BrowserTimeout
-
             try:
                 row.wait_for(timeout=45000)
             except BrowserTimeout:  # what the watchdog and the desk said, for the failure's line
@@ -305,9 +311,7 @@ def test_real_cli_a_stalled_session_shows_as_stalled_and_is_stopped(real_claude,
             assert "DESKSTALL go" in row.inner_text()
             page.evaluate("document.querySelector('#note').textContent = ''")
             row.locator("[data-stop]").click()
-            said = wait_until(lambda: "ended" if proc.poll() is not None else (
-                page.locator("#note").inner_text() if "not stalled" in page.locator("#note").inner_text() else None),
-                60, "the session to end or the desk to refuse the stop")
+            said = wait_until(ended_or_refused, 60, "the session to end or the desk to refuse the stop")
             if said == "ended":
                 break
             refused.append(said)
