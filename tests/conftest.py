@@ -53,6 +53,25 @@ atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, True)
 # HOME. The tests of that feature set it back (tests/test_verify.py).
 os.environ["CLAUDEGUARD_AUTO_VERIFY"] = "0"
 
+# The session box's entry (plan/box_enter.py), built once per test process and named to every
+# session the tests start: else each test's throwaway state dir would build its own (~0.2 s of
+# CPU each). Where no compiler is found it stays unset, and the tests that need it fail under CI.
+_BOX_ENTER_DIR = tempfile.mkdtemp(prefix="claudeguard-box-enter-")
+atexit.register(shutil.rmtree, _BOX_ENTER_DIR, True)
+
+
+def _build_box_enter() -> str | None:
+    from claudeguard.plan.box_enter import PROGRAM_VAR, build
+
+    program = os.path.join(_BOX_ENTER_DIR, "box-enter")
+    if build(program, os.environ) is not None:
+        return None
+    os.environ[PROGRAM_VAR] = program
+    return program
+
+
+BOX_ENTER = _build_box_enter()
+
 
 @pytest.fixture(autouse=True)
 def _clean_signals() -> Any:

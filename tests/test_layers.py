@@ -32,9 +32,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("policy", "claudeguard.policy"),
     ("config", "claudeguard.config"),
     # plan/sandbox.py: the box's argv and files, which the gate needs for every Bash allow it gives;
-    # box_rules.py and code_paths.py: what of the user's rules and of git's files it holds
+    # box_rules.py and code_paths.py: what of the user's rules and of git's files it holds;
+    # box_enter.py: the session's box those calls run in
     ("paths", "claudeguard.paths", "claudeguard.plan.sandbox", "claudeguard.plan.box_rules",
-     "claudeguard.plan.code_paths", "claudeguard.plan.git_index"),
+     "claudeguard.plan.code_paths", "claudeguard.plan.git_index", "claudeguard.plan.box_enter"),
     ("channel", "claudeguard.channel"),
     ("fleet", "claudeguard.fleet"),
     ("gate", "claudeguard.gate"),

@@ -24,8 +24,8 @@ from claudeguard.errors import ConfigError, UsageError
 from claudeguard.gate.box import LEAVE_RULE, allowed_input, leaving
 from claudeguard.gate.session import Session
 from claudeguard.paths import guard_paths
-from claudeguard.plan import sandbox
-from tests.conftest import in_ci
+from claudeguard.plan import box_enter, sandbox
+from tests.conftest import BOX_ENTER, in_ci
 
 GUARD = [sys.executable, "-m", "claudeguard"]
 HAVE_BWRAP = shutil.which("bwrap") is not None
@@ -88,13 +88,27 @@ def test_x32_code_is_killed_and_other_machines_have_no_filter():
 # --- the box script, run as the CLI runs its shell prefix ----------------------------------------------
 
 
-@pytest.fixture
-def lab(tmp_path, monkeypatch):
-    """A user (HOME, XDG dirs, runtime dir under tmp_path) with a git project ``work``."""
+_SESSION_BOXES: list[box_enter.SessionBox] = []
+
+
+@pytest.fixture(params=["call-box", "session-box"])
+def lab(tmp_path, monkeypatch, request):
+    """A user (HOME, XDG dirs, runtime dir under tmp_path) with a git project ``work``. Every box
+    test runs twice: "call-box", the box script with the session box's entry there but no session
+    box live (each call falls back to a bwrap box of its own), and "session-box", the session's
+    box started as the launcher starts it (plan/box_enter.py) and each call run in it."""
+    if request.param == "session-box":
+        assert BOX_ENTER or not in_ci(), "the session box's entry did not build (no C compiler?)"
+        if not BOX_ENTER:
+            pytest.skip("no C compiler to build the session box's entry (under CI=true this fails instead)")
+        monkeypatch.setattr(sys.modules[__name__], "_START_SESSION_BOX", True)
+    request.addfinalizer(_stop_session_boxes)
     home = tmp_path / "home"
     env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_STATE_HOME": str(home / ".local/state"),
            "CLAUDEGUARD_RUNTIME_DIR": str(tmp_path / "rt"), "CLAUDEGUARD_LOG_DIR": str(home / ".local/state/cg/log"),
-           "PATH": os.environ["PATH"], "SHELL": "/bin/bash"}
+           "PATH": os.environ["PATH"], "SHELL": "/bin/bash",
+           # where the CLI would keep background output (the session box shows it): in the lab
+           "CLAUDE_CODE_TMPDIR": str(tmp_path / "clitmp")}
     for key in ("CLAUDEGUARD_CONFIG", "CLAUDE_CODE_SHELL_PREFIX", "CLAUDE_CODE_TMPDIR", "TMPDIR", "CLAUDE_CODE_SHELL"):
         monkeypatch.delenv(key, raising=False)
     for key, value in env.items():
@@ -113,6 +127,14 @@ def _config(lab: Path, text: str) -> Path:
     return path
 
 
+_START_SESSION_BOX = False
+
+
+def _stop_session_boxes() -> None:
+    while _SESSION_BOXES:
+        _SESSION_BOXES.pop().stop()
+
+
 def _box(lab: Path, cwd: Path | None = None, version: str | None = "2.1.330") -> sandbox.BoxSpec:
     cfg = load_config(cwd or lab / "work")
     session_dir = lab / "rt" / "sessions" / "s1"
@@ -120,6 +142,10 @@ def _box(lab: Path, cwd: Path | None = None, version: str | None = "2.1.330") ->
     prepared = sandbox.prepare(cfg, dict(os.environ), str(cwd or lab / "work"), str(session_dir), session_id="s1",
                                cli_version=version, own=["/own/hook"])
     assert prepared.box is not None
+    if _START_SESSION_BOX:
+        started = box_enter.start(str(session_dir), dict(os.environ))
+        _SESSION_BOXES.append(started)
+        assert started.reason is None and (session_dir / box_enter.LIVE_FILE).exists(), started.reason
     return prepared.box
 
 
@@ -153,6 +179,87 @@ def test_a_boxed_command_sees_no_guard_path_and_keeps_its_work(lab):
     assert config.read_text() == "[approval]\ntimeout = 30\n"
     assert not (work / ".claude" / "settings.local.json").exists()
     assert (work / "x-cwd").read_text().strip() == f"{work}/.git"  # where the CLI reads the next cwd from
+
+
+def _leftovers(marker: str) -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if marker.encode() in fh.read():
+                    found.append(int(pid))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+@needs_bwrap
+@pytest.mark.parametrize("lab", ["session-box"], indirect=True)
+def test_a_call_runs_in_the_session_box_and_what_it_left_ends_with_it(lab):
+    """The call's pid 1 is the session box's entry (no bwrap of its own); its command has what
+    bwrap gave it (no capabilities, no new privileges, the seccomp filter, its own pid namespace
+    and /proc); its status comes back, a death by signal as 128+N; and a process it left running
+    ends with it."""
+    box = _box(lab)
+    work = lab / "work"
+    marker = f"cg-left-{os.getpid()}-{os.urandom(4).hex()}"
+    proc = _run(box, f"cat /proc/1/cmdline; echo; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; "
+                     f"ls /proc | grep -c '^[0-9]'; (exec -a {marker} sleep 60) & exit 7", work)
+    assert proc.returncode == 7, proc.stderr
+    lines = proc.stdout.rsplit("\0", 1)[1].split("\n")
+    assert os.path.basename(proc.stdout.split("\0")[0]).startswith("box-enter"), proc.stdout
+    status = dict(line.split(":\t") for line in lines[1:5])
+    assert status == {"CapEff": "0000000000000000", "CapBnd": "0000000000000000", "NoNewPrivs": "1", "Seccomp": "2"}
+    assert int(lines[5]) <= 6  # pid 1, the shell, ls, grep, the sleeper: none of another call's
+    assert _leftovers(marker) == []  # ended with the call's pid namespace, before the call returned
+    proc = _run(box, "kill -TERM $$", work)
+    assert proc.returncode == 128 + 15
+
+
+@needs_bwrap
+@pytest.mark.parametrize("lab", ["session-box"], indirect=True)
+def test_a_session_box_not_as_the_launcher_left_it_is_never_entered(lab):
+    """The entry takes the call's own bwrap box (never no box) when the live file names a box
+    that ended, a process that is not a box (this test's own: the host's namespaces), a start
+    time that is not the process's, or is a link."""
+    (lab / "rt" / "secret").write_text("s3cret")
+    box = _box(lab)
+    work = lab / "work"
+    session_dir = Path(box["prefix"]).parent
+    live = session_dir / box_enter.LIVE_FILE
+    good = live.read_text()
+    fields = good.split()
+
+    def pid1_and_secret() -> tuple[str, str]:
+        proc = _run(box, f"cat /proc/1/cmdline; echo; cat {lab}/rt/secret; true", work)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.split("\0")[0], proc.stdout
+
+    assert os.path.basename(pid1_and_secret()[0]).startswith("box-enter")
+    me = os.getpid()
+    with open(f"/proc/{me}/stat", "rb") as fh:
+        my_start = fh.read().rsplit(b")", 1)[1].split()[19].decode()
+    mine = [str(os.stat(f"/proc/self/ns/{n}").st_ino) for n in box_enter.NAMESPACES]
+    forged = {
+        "this process": f"{me} {my_start} {' '.join(mine)} -\n",
+        "another start": " ".join([fields[0], str(int(fields[1]) + 1), *fields[2:]]) + "\n",
+        "other inodes": " ".join([*fields[:2], *mine, fields[-1]]) + "\n",
+    }
+    for what, text in forged.items():
+        live.write_text(text)
+        pid1, out = pid1_and_secret()
+        assert pid1.endswith("bwrap") and "s3cret" not in out, (what, out)
+    live.unlink()
+    (session_dir / "elsewhere").write_text(good)
+    live.symlink_to(session_dir / "elsewhere")
+    pid1, out = pid1_and_secret()
+    assert pid1.endswith("bwrap") and "s3cret" not in out
+    live.unlink()
+    live.write_text(good)
+    assert os.path.basename(pid1_and_secret()[0]).startswith("box-enter")
+    _stop_session_boxes()  # the box ended: its pid is gone (or another process's)
+    pid1, out = pid1_and_secret()
+    assert pid1.endswith("bwrap") and "s3cret" not in out
 
 
 @needs_bwrap

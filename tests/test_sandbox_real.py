@@ -26,7 +26,8 @@ import pytest
 
 from claudeguard.testing.tui import expect_text
 from claudeguard.testing.wait import wait_until
-from tests.conftest import in_ci
+from claudeguard.plan import box_enter
+from tests.conftest import BOX_ENTER, in_ci
 from tests.shim_helpers import GUARD, Approver, guarded_env, mark_verified, results_of, write_user_config
 
 PROBE = Path(__file__).parent / "data" / "box_probe.py"
@@ -201,6 +202,38 @@ OUT_OF_REACH = ["read_runtime", "read_session_file", "cat_runtime", "read_config
 ORDINARY = ["write_project", "run_tests", "git_commit", "git_checkout", "http_loopback"]
 
 
+def test_a_call_runs_in_the_sessions_own_box(real_claude, offline_env, model_server):
+    """Issue 34: the launcher keeps one box for the session (plan/box_enter.py), and a call made
+    once it is live runs in it: its pid 1 is the session box's entry, not a bwrap of its own,
+    and the runtime dir is out of its reach. (The call waits in the channel until the box is
+    live, so that the test does not hang on the launcher's timing.)"""
+    if in_ci():
+        _need_bwrap()
+        assert BOX_ENTER, "the session box's entry did not build (no C compiler?)"
+    elif not BOX_ENTER:
+        pytest.skip("no C compiler to build the session box's entry")
+    server = model_server(_scenario(WHO))
+    env = guarded_env(offline_env.use(server), real_claude)
+    write_user_config(env, '[permissions]\nask = ["Bash(python3 box_probe.py *)"]\n')
+    sessions = Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions"
+
+    class AfterLive(Approver):
+        def _next(self) -> Any:
+            found = super()._next()
+            if found is not None:
+                wait_until(lambda: list(sessions.glob(f"*/{box_enter.LIVE_FILE}")), 60, "the session box live")
+            return found
+
+    approver = AfterLive(env, [("approve", [])])
+    approver.start()
+    proc, found, _ = _run_probe(env, offline_env.cwd, real_claude, server, WHO, {})
+    approver.finish()
+    assert approver.error is None and len(approver.seen) == 1, approver.error
+    assert proc.returncode == 0, proc.stderr
+    assert os.path.basename(found["pid1"]).startswith("box-enter"), found
+    assert found["read_runtime"].startswith("no"), found
+
+
 @pytest.mark.newest_cli
 def test_a_boxed_call_reaches_none_of_the_guard_and_ordinary_work_goes_on(real_claude, offline_env, model_server,
                                                                           tmp_path):
@@ -277,8 +310,13 @@ WHO = ["pid1", "read_runtime"]
 
 
 def _boxed(found: dict[str, str]) -> bool:
-    """The call ran in the box: bwrap is its pid 1, and the runtime dir is out of its reach."""
-    return found["pid1"].endswith("/bwrap") and found["read_runtime"].startswith("no")
+    """The call ran in the box: its pid 1 is bwrap (a box of the call's own) or the session box's
+    entry (plan/box_enter.py), and the runtime dir is out of its reach."""
+    return _pid1_boxed(found["pid1"]) and found["read_runtime"].startswith("no")
+
+
+def _pid1_boxed(pid1: str) -> bool:
+    return pid1.endswith("/bwrap") or os.path.basename(pid1).startswith("box-enter")
 
 
 def _audit(env: dict[str, str]) -> list[dict[str, Any]]:
@@ -331,8 +369,8 @@ def test_leaving_the_box_is_asked_even_under_an_allow_rule_and_a_humans_yes_lets
     assert seen["input"]["dangerouslyDisableSandbox"] is True, seen
     assert proc.returncode == 0, proc.stderr
     first, second = (_checks(r["content"]) for r in server.tool_results())
-    assert not first["pid1"].endswith("/bwrap") and first["read_runtime"].startswith("YES")  # out of the box, once
-    assert second["pid1"].endswith("/bwrap")  # the next call is boxed again
+    assert not _pid1_boxed(first["pid1"]) and first["read_runtime"].startswith("YES")  # out of the box, once
+    assert _pid1_boxed(second["pid1"])  # the next call is boxed again
     rows = [r for r in _audit(env) if r["tool"] == "Bash"]
     assert [(r["decided_by"], r.get("ask_rule")) for r in rows] == [
         ("human", "Bash(dangerouslyDisableSandbox)"), ("rule", None)], rows

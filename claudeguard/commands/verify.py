@@ -470,14 +470,16 @@ def check_sandbox(bed: Bed, cfg: Config | None) -> list[CheckResult]:
     except OSError:
         said = []
     escaped = [line for line in said if line != "end" and not line.startswith("pid 1: ")]
+    # bwrap: a box of the call's own; box-enter: the call ran in the session's box (plan/box_enter.py)
+    in_box = bool(said) and (said[0] == "pid 1: bwrap" or said[0].startswith("pid 1: box-enter"))
     if outside.exists():
         escaped.insert(0, f"wrote {outside}")
-    if said[-1:] == ["end"] and said[0] != "pid 1: bwrap":
+    if said[-1:] == ["end"] and not in_box:
         return [_check(name, False, f"the probe call ran outside the box ({said[0]}, not bwrap): the CLI did not run "
                                     "it through the guard's shell prefix" + "".join(f"; it {e}" for e in escaped))]
     if escaped:
         return [_check(name, False, "a Bash call of a boxed session " + "; ".join(escaped))]
-    if said != ["pid 1: bwrap", "end"]:
+    if not (in_box and said[1:] == ["end"]):
         refused = _refused(*ran)
         results = bed.results_for("CGV-BOX")
         if refused or not results:

@@ -9,10 +9,11 @@ gate stops every process of the session's boxes (SIGSTOP: it cannot be caught) b
 at the path, and lets them go on (SIGCONT) once the call has ended; meanwhile nothing the agent
 runs can change a path.
 
-- Who: the processes of the session's boxes, found as the ``bwrap`` processes whose command line
-  names the session's private /tmp, and everything below them (their own pid namespace), from
-  one scan of /proc; stopped until a rescan finds no new one (a stopped process forks nothing),
-  and each seen stopped (state ``T``) before the gate decides, within ``STOP_WAIT_S``.
+- Who: the processes of the session's boxes, found as the ``bwrap`` and ``box-enter``
+  (plan/box_enter.py) processes whose command line names the session's private /tmp, and
+  everything below them (their own pid namespace), from one scan of /proc; stopped until a
+  rescan finds no new one (a stopped process forks nothing), and each seen stopped (state
+  ``T``) before the gate decides, within ``STOP_WAIT_S``.
 - Until when: the call's PostToolUse or PostToolUseFailure; else its end as the watchdog learns
   it (the call-end event, the CLI's transcript); else the next decision of the session; at the
   latest ``MAX_PAUSE_S`` after the pause (the monitor's sample resumes it). A call the gate does
@@ -59,7 +60,7 @@ def _scan(marker: bytes) -> dict[int, str]:
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(ppid, []).append(pid)
-        if b"(bwrap)" not in stat:
+        if b"(bwrap)" not in stat and b"(box-enter" not in stat:  # a call's own box, or one run in the session's
             continue
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:

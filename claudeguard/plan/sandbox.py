@@ -63,6 +63,7 @@ UNBOX_DIR = "unbox"
 BOXES_DIR = "boxes"  # a file per box started (its shell's pid): gate/freeze.py looks for live ones
 TMP_DIR = "tmp"
 HIDDEN_FILE = "hidden"  # an empty mode-0 file bound over each hidden file
+LIVE_FILE = "live"  # plan/box_enter.py's: the session's box, once the launcher started it
 PROBE_FILE = "sandbox-probe.json"  # in the user's state dir (hidden from the box): the probe's cached answer
 # The environment a boxed command never gets (the box script unsets them before bwrap starts:
 # bwrap's own pid 1 keeps its environment, readable inside).
@@ -527,9 +528,13 @@ def _sh(word: str) -> str:
 
 
 def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: str, framed: bool,
-               own: list[str], session_id: str, rm: str, after: AfterCommand | None = None) -> str:
+               own: list[str], session_id: str, rm: str, after: AfterCommand | None = None,
+               enter: str | None = None) -> str:
     """The sh script the CLI runs as its shell prefix: ``box '<command string>'``. Every program
-    it runs is named by its absolute path (``rm`` too): a settings ``env`` block may change PATH."""
+    it runs is named by its absolute path (``rm`` too): a settings ``env`` block may change PATH.
+    ``enter``: the session box's entry (plan/box_enter.py): a call runs through it when it is
+    there, and it falls back to the call's own bwrap box (the same argv) whenever the session's
+    box is not live."""
     q = _sh
     boxed = f"{q(bwrap)} {' '.join(q(a) for a in args)}"
     # The hidden dirs (and the session dir, with the box's /tmp in it) as case patterns.
@@ -559,7 +564,7 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
         f"  if [ \"${{#t}}\" -eq 32 ] && {q(rm)} -- {q(unbox)}/\"$t\" 2>/dev/null; then",
         f"    exec {q(shell)} -c \"$c\"; fi ;;",
         "esac; done",
-        "set --",
+        "set --; fc=; bd=",
         # The CLI records the command's last directory in this file: bound in so that a cd carries over.
         f"f=${{c##*{q(FRAME)}}}",
         "case $f in \\'*\\') f=${f#\\'}; f=${f%\\'} ;; esac",
@@ -568,24 +573,32 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
         # the box's own /tmp, where a command could plant one).
         f"case $f in {hidden_cases}) f= ;; esac",
         "if [ -n \"$f\" ] && [ ! -L \"$f\" ] && { [ -f \"$f\" ] || : >> \"$f\"; } 2>/dev/null; then",
-        "  set -- --bind \"$f\" \"$f\"; fi",
+        "  set -- --bind \"$f\" \"$f\"; fc=$f; fi",
         # Background commands' output the CLI keeps under /tmp: readable, as outside the box.
         f"d=${{CLAUDE_CODE_TMPDIR:-${{TMPDIR:-/tmp}}}}/claude-{os.getuid()}",
         f"case $d in {hidden_cases}|*/../*) ;; /tmp/*) if [ -d \"$d\" ] && [ ! -L \"$d\" ]; then",
-        "  set -- \"$@\" --ro-bind \"$d\" \"$d\"; fi ;; esac",
+        "  set -- \"$@\" --ro-bind \"$d\" \"$d\"; bd=$d; fi ;; esac",
         f"unset {' '.join(SECRET_VARS)}",
         # Said before it starts (the box hides this dir from it): a box may be running now.
         f": > {q(os.path.join(os.path.dirname(unbox), BOXES_DIR))}/$$ 2>/dev/null",
     ]
+    if enter:
+        # The session's box, entered (plan/box_enter.py); its entry runs the call's own box
+        # (what follows ``--``) whenever the session's box is not live.
+        live = os.path.join(os.path.dirname(unbox), LIVE_FILE)
+        lines += [f"if [ -x {q(enter)} ]; then set -- {q(enter)} {q(live)} \"$fc\" \"$bd\" \"$c\" -- {boxed} \"$@\"; "
+                  f"else set -- {boxed} \"$@\"; fi"]
+    else:
+        lines += [f"set -- {boxed} \"$@\""]
     must_not_appear = after["must_not_appear"] if after else []
     git = after["git"] if after else None
     if not must_not_appear and git is None:
-        lines += [f"exec {boxed} \"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}", ""]
+        lines += [f"exec \"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}", ""]
         return "\n".join(lines)
     # Files git would run code from that the command may not make (plan/code_paths.py): a mount
     # point cannot hold a file that does not exist yet, so the box removes what the command made
     # (its processes are all gone by then: its own pid namespace ended with it).
-    lines += [f"{boxed} \"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}", "s=$?"]
+    lines += [f"\"$@\" --seccomp 9 -- {q(shell)} -c \"$c\" 9< {q(seccomp)}", "s=$?"]
     lines += _after_lines(must_not_appear, git, rm, os.path.dirname(unbox))
     lines += ['exit "$s"', ""]
     return "\n".join(lines)
@@ -685,7 +698,13 @@ def prepare(cfg: Config, env: Mapping[str, str], cwd: str, session_dir: str, *, 
     write_atomic(seccomp, program)
     os.makedirs(os.path.join(session_dir, UNBOX_DIR), mode=0o700, exist_ok=True)
     os.makedirs(os.path.join(session_dir, BOXES_DIR), mode=0o700, exist_ok=True)
-    script = box_script(bwrap=found.bwrap, args=bwrap_args(box, private_tmp, hidden), seccomp=seccomp,
+    from claudeguard.plan.box_enter import ARGS_FILE, program_path
+
+    args = bwrap_args(box, private_tmp, hidden)
+    enter = program_path(paths.state_dir, env)
+    # What the launcher starts the session's box from: the entry, then bwrap's argv.
+    write_atomic(os.path.join(session_dir, ARGS_FILE), "\0".join([enter, found.bwrap, *args]), mode=0o600)
+    script = box_script(bwrap=found.bwrap, args=args, seccomp=seccomp, enter=enter,
                         shell=cli_shell(env), unbox=os.path.join(session_dir, UNBOX_DIR),
                         framed=framed_version(cli_version), own=own, session_id=session_id,
                         rm=find_program("rm", {"PATH": "/usr/bin:/bin"}) or find_program("rm", env) or "/bin/rm",

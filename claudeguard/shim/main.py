@@ -402,6 +402,7 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
     from claudeguard.gate.proof import record_cli
 
     record_cli(session_dir, child_pid)  # the process an asker stops when no hook ever fired (proof of life)
+    _start_session_box(session_dir, launch.env_add, undo)
     if launch.port_token is not None and launch.registration is None:
         launch.registration = _register_started(session_id, session_dir, *launch.port_token, child_pid,
                                                 _to_verify(real))
@@ -448,6 +449,38 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
             from claudeguard.shim.host_prompt import HostPrompts
 
             sup.host = HostPrompts(session_dir, sup.cli_in).start()
+
+
+def _start_session_box(session_dir: str, env_add: dict[str, str], undo: ExitStack) -> None:
+    """The session's box (plan/box_enter.py), started beside the CLI's own start (in a thread:
+    bwrap and the entry's first call take ~10-20 ms, a first build of the entry ~0.2 s) and ended
+    with the session. Until it is live, and where it cannot start, every Bash call has a bwrap
+    box of its own."""
+    from claudeguard.plan.box_enter import ARGS_FILE
+
+    if not os.path.exists(os.path.join(session_dir, ARGS_FILE)):
+        return  # no sandbox in this session
+    import threading
+
+    from claudeguard.plan.box_enter import start
+
+    ended = threading.Event()
+
+    def run() -> None:
+        # This thread lives as long as the box: bwrap dies with the thread that started it
+        # (--die-with-parent is the kernel's parent-death signal, which is per thread).
+        box = start(session_dir, dict(os.environ, **env_add))
+        ended.wait()
+        box.stop()
+
+    thread = threading.Thread(target=run, name="claudeguard-session-box", daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        ended.set()
+        thread.join(5.0)
+
+    undo.callback(stop)
 
 
 def _supervise(launch: _Launch) -> int:

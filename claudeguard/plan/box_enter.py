@@ -1,0 +1,253 @@
+"""The session's box kept for the whole session, and the small program that runs each Bash call
+in it (docs/design.md, "The session's box").
+
+A ``bwrap`` per Bash call costs ~5 ms of its own start over bash (bench/RESULTS.md, issue 34),
+most of it the mounts it makes again for every call. So the launcher starts one box per session
+(``start``: bwrap with the call box's own argv, around a sleeping process) once the CLI runs, and
+the box script runs each call through ``box-enter`` (``box_enter.c``, built once per machine into
+the user's state dir, which the box hides): it joins that box's namespaces and makes a pid and
+mount namespace of the call's own inside them, with its own /proc, then gives the command what
+bwrap gave it (a new session, no capabilities, no new privileges, the seccomp filter). Anything
+not as the launcher left it (no ``live`` file yet, the box ended, its pid reused, a namespace
+that is the caller's own) and it runs the call exactly as before, in a bwrap box of its own:
+never outside a box.
+
+Where no C compiler is found the program is not built, and every call has its own bwrap box as
+before (one line in ``claudeguardctl doctor``). ``CLAUDEGUARD_BOX_ENTER`` names a program built
+elsewhere (a packager's, the test suite's), used instead of the state dir's.
+
+This module sits in the paths layer beside plan/sandbox.py and imports nothing above it.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    import subprocess
+    from typing import Mapping
+
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "box_enter.c")
+PROGRAM_VAR = "CLAUDEGUARD_BOX_ENTER"
+LIVE_FILE = "live"  # in the session dir: "pid start user mnt pid ipc net bgdir" of the session's box
+# (box-enter LIVE_FILE CWD_FILE BG_DIR COMMAND -- FALLBACK...: box_enter.c)
+ARGS_FILE = "box-args"  # in the session dir: the call box's bwrap argv, NUL-separated (plan/sandbox.py)
+NAMESPACES = ("user", "mnt", "pid", "ipc", "net")
+START_WAIT_S = 10.0
+BUILD_WAIT_S = 60.0
+
+
+def program_path(state_dir: str, env: Mapping[str, str]) -> str:
+    """Where the session's box script looks for ``box-enter``: ``CLAUDEGUARD_BOX_ENTER``, else
+    a build of this very source in the state dir (its size and change time in the name: a new
+    version of the source is built again)."""
+    given = env.get(PROGRAM_VAR)
+    if given:
+        return os.path.abspath(given)
+    try:
+        st = os.stat(SOURCE)
+    except OSError:
+        return os.path.join(state_dir, "box-enter-missing")
+    return os.path.join(state_dir, f"box-enter-{st.st_size}-{st.st_mtime_ns}")
+
+
+def find_compiler(env: Mapping[str, str]) -> str | None:
+    """A C compiler: ``cc``, ``gcc`` or ``clang``, first in the system's dirs, then on PATH."""
+    import shutil
+
+    for name in ("cc", "gcc", "clang"):
+        for path in (f"/usr/bin/{name}", f"/bin/{name}"):
+            if os.access(path, os.X_OK):
+                return path
+    for name in ("cc", "gcc", "clang"):
+        found = shutil.which(name, path=env.get("PATH") or os.defpath)
+        if found:
+            return os.path.abspath(found)
+    return None
+
+
+def build(program: str, env: Mapping[str, str]) -> str | None:
+    """Build ``box-enter`` at ``program`` (in the state dir) when it is not there yet: None when it
+    is there after, else why not, in one line. Never raises: a session without it boxes each
+    call with bwrap."""
+    if os.access(program, os.X_OK):
+        return None
+    compiler = find_compiler(env)
+    if compiler is None:
+        return "no C compiler (cc, gcc or clang) to build the session box's entry: each Bash call starts its own box"
+    import subprocess
+
+    from claudeguard.paths import private_dir
+
+    directory = os.path.dirname(program)
+    private_dir(directory)
+    temporary = f"{program}.{os.getpid()}.tmp"
+    try:
+        proc = subprocess.run([compiler, "-O2", "-o", temporary, SOURCE], stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=BUILD_WAIT_S,
+                              env={"PATH": "/usr/bin:/bin", "LANG": "C"})
+        if proc.returncode != 0:
+            said = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[0]
+            return f"the session box's entry did not build ({compiler}): {said}"
+        os.chmod(temporary, 0o700)
+        os.replace(temporary, program)
+        return None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"the session box's entry did not build ({compiler}): {exc}"
+    finally:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+
+
+def background_dir(env: Mapping[str, str]) -> str | None:
+    """The dir where the CLI keeps background commands' output (readable in the box), as the box
+    script finds it: made here (mode 0700) when missing, so that the session's box can show it;
+    None when it is not a dir of ours under /tmp."""
+    base = env.get("CLAUDE_CODE_TMPDIR") or env.get("TMPDIR") or "/tmp"
+    path = f"{base}/claude-{os.getuid()}"
+    if not path.startswith("/tmp/") or "/../" in path:
+        return None
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return path if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() else None
+
+
+class SessionBox:
+    """The session's box once started: its bwrap (``proc``), and ``reason`` when it did not
+    start (one line; the calls then have a box each)."""
+
+    __slots__ = ("proc", "reason")
+
+    def __init__(self, proc: subprocess.Popen[bytes] | None, reason: str | None) -> None:
+        self.proc = proc
+        self.reason = reason
+
+    def stop(self) -> None:
+        """End the box (its bwrap, and with it everything in it): by its pid, then reaped."""
+        import signal
+
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            os.kill(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+def start(session_dir: str, env: Mapping[str, str]) -> SessionBox:
+    """Start the session's box from ``box-args`` (the entry's path, then the call box's bwrap
+    argv): build the entry when it is missing, start the box, see that a call runs in it through
+    the entry, then write the ``live`` file that lets the calls in. The box dies with this
+    process (bwrap's --die-with-parent) and with ``stop``."""
+    import json
+    import subprocess
+
+    try:
+        with open(os.path.join(session_dir, ARGS_FILE), "rb") as fh:
+            program, *argv = [a.decode() for a in fh.read().split(b"\0")]
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return SessionBox(None, f"no box argv in the session dir: {exc}")
+    if not argv:
+        return SessionBox(None, "no box argv in the session dir")
+    reason = build(program, env) if PROGRAM_VAR not in env else None
+    if reason or not os.access(program, os.X_OK):
+        return SessionBox(None, reason or f"no session box entry at {program}")
+    bg = background_dir(env)
+    extra = ["--ro-bind", bg, bg] if bg else []
+    sleeper = "/bin/sleep" if os.access("/bin/sleep", os.X_OK) else "/usr/bin/sleep"
+    # bwrap tells the first process's pid (--info-fd) before it has made the mounts and the
+    # last user namespace: the box is ready once its own command runs, and says so on a pipe.
+    info_read, info_write = os.pipe()
+    ready_read, ready_write = os.pipe()
+    command = ["/bin/sh", "-c", f'echo ready > /dev/fd/{ready_write} && exec "$0" 2147483647', sleeper]
+    try:
+        # Its own session: a Ctrl-C at the terminal is the CLI's, not the box's.
+        proc = subprocess.Popen(argv + extra + ["--info-fd", str(info_write), "--", *command],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                pass_fds=(info_write, ready_write), start_new_session=True)
+    except OSError as exc:
+        for fd in (info_read, info_write, ready_read, ready_write):
+            os.close(fd)
+        return SessionBox(None, f"the session's box did not start: {exc}")
+    os.close(info_write)
+    os.close(ready_write)
+    box = SessionBox(proc, None)
+    try:
+        info = _read_until(info_read, b"}")
+        if _read_until(ready_read, b"\n") != b"ready\n":
+            raise ValueError("its first command did not run")
+        pid = int(json.loads(info)["child-pid"])
+        with open(f"/proc/{pid}/stat", "rb") as stat_fh:
+            stat = stat_fh.read()
+        started = stat[stat.rfind(b")") + 2:].split()[19].decode()
+        inodes = [str(os.stat(f"/proc/{pid}/ns/{name}").st_ino) for name in NAMESPACES]
+        live = f"{pid} {started} {' '.join(inodes)} {bg or '-'}\n"
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        box.stop()
+        return SessionBox(None, f"the session's box did not start: {exc}")
+    reason = _try(session_dir, program, live)
+    if reason:
+        box.stop()
+        return SessionBox(None, reason)
+    from claudeguard.files import write_atomic
+
+    write_atomic(os.path.join(session_dir, LIVE_FILE), live, mode=0o600)
+    return box
+
+
+def _read_until(fd: int, end: bytes) -> bytes:
+    """What comes on ``fd`` up to the first ``end`` (or its writers closing it, or ``START_WAIT_S``
+    passing); closes it."""
+    import select
+    import time
+
+    out = b""
+    deadline = time.monotonic() + START_WAIT_S
+    try:
+        while end not in out and select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(fd)
+    return out
+
+
+def _try(session_dir: str, program: str, live: str) -> str | None:
+    """One call through ``program`` into the box ``live`` describes, before any real one: None
+    when it ran in it; else why not (a kernel that refuses a step: the calls keep a box each)."""
+    import subprocess
+
+    from claudeguard.files import write_atomic
+
+    trial = os.path.join(session_dir, f"{LIVE_FILE}.try")
+    write_atomic(trial, live, mode=0o600)
+    # The command exits 0 in the box; the fallback (which a call would get) exits 1.
+    argv = ["/bin/sh", "-c", 'exec "$@" 9< "$0"', os.path.join(session_dir, "seccomp.bpf"),
+            program, trial, "", "", "exit 0", "--", "/bin/sh", "-c", "exit 1"]
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=START_WAIT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"the session's box could not be entered: {exc}"
+    finally:
+        os.unlink(trial)
+    if proc.returncode != 0:
+        said = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[0]
+        return f"the session's box could not be entered: {said}"
+    return None
