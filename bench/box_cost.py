@@ -16,11 +16,15 @@ minima (which other work on the machine moves less). Cases:
 - ``bare-prefix``: the same with ``CLAUDE_CODE_SHELL_PREFIX`` naming a script that only runs its
   argument with bash (what the prefix itself costs the CLI, without bwrap);
 - ``bare-box``: the same with a session's box (``plan.sandbox.prepare`` for the lab's project) as
-  the prefix: what the box costs the raw CLI, the guard's hooks aside;
+  the prefix, a bwrap box of each call's own: what that box costs the raw CLI, the guard's hooks
+  aside (the design before issue 34's session box, and its fallback);
+- ``bare-session-box``: the same with the session's box started as the launcher starts it
+  (``plan.box_enter``): each call enters one box kept for the session;
 - ``guarded``: ``claudeguard -p`` with the resident service warm, ``allow = ["Bash(true)"]``,
   ``[security] sandbox = "off"``;
 - ``guarded-box``: the same with the default ``sandbox = "auto"``: every call runs in the
-  session's bubblewrap box through ``CLAUDE_CODE_SHELL_PREFIX`` (plan/sandbox.py).
+  session's bubblewrap box through ``CLAUDE_CODE_SHELL_PREFIX`` (plan/sandbox.py), the one the
+  launcher keeps for the session (plan/box_enter.py) once it is live.
 - ``bare-in-box`` (with ``--cli-in-box``): the real CLI itself started in one bubblewrap box per
   session (the session box's layout, its seccomp filter, and the CLI's own ``~/.claude``,
   ``~/.claude.json`` and npm dir writable as it needs them), no prefix: issue 32's alternative
@@ -53,7 +57,7 @@ from claudeguard.testing.offline_home import offline_env, prepare_home
 from claudeguard.testing.services import stop_services
 
 KEY = "sk-ant-bench-0123456789abcdefghijklmnopqrstuv"
-CASES = ("bare", "bare-prefix", "bare-box", "guarded", "guarded-box")
+CASES = ("bare", "bare-prefix", "bare-box", "bare-session-box", "guarded", "guarded-box")
 GUARD = [sys.executable, str(Path(__file__).resolve().parent.parent / "bin" / "claudeguard")]
 
 
@@ -76,17 +80,28 @@ def _environ(env: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def _lab_box(env: dict[str, str], work: Path) -> str:
-    """A session's box for the lab's project, built as a session's plan builds it; its prefix."""
+def _lab_box(env: dict[str, str], work: Path, name: str, started: list[Any]) -> str:
+    """A session's box for the lab's project, built as a session's plan builds it; its prefix.
+    ``bench-box``: a box of each call's own (no session box entry: as before issue 34);
+    ``bench-session-box``: the session's box started as the launcher starts it (``started``
+    gets it, to be stopped)."""
     from claudeguard.config.load import load_config
     from claudeguard.paths import runtime_dir
-    from claudeguard.plan import sandbox
+    from claudeguard.plan import box_enter, sandbox
 
+    env = dict(env)
+    if name == "bench-box":
+        env[box_enter.PROGRAM_VAR] = str(work.parent / "no-entry")
     with _environ(env):
-        session_dir = str(runtime_dir("sessions", "bench-box"))
-        prepared = sandbox.prepare(load_config(work), env, str(work), session_dir, session_id="bench-box",
+        session_dir = str(runtime_dir("sessions", name))
+        prepared = sandbox.prepare(load_config(work), env, str(work), session_dir, session_id=name,
                                    cli_version=None, own=[])
     assert prepared.box is not None, prepared.notes
+    if name == "bench-session-box":
+        box = box_enter.start(session_dir, env)
+        started.append(box)
+        if box.reason:
+            raise SystemExit(box.reason)
     return prepared.box["prefix"]
 
 
@@ -141,11 +156,13 @@ def run_version(version: str, rounds: int, calls: int, cli_in_box: bool = False)
     times: dict[tuple[str, str], list[float]] = {}
     cpus: dict[tuple[str, str], list[float]] = {}
     load = [os.getloadavg()[0]]
+    boxes: list[Any] = []
     try:
         with ModelServer(scenario) as server:
             env = offline_env(home, server.url, KEY)
             env["CLAUDEGUARD_CLAUDE"] = str(claude)
-            box_prefix = _lab_box(env, work)
+            box_prefix = _lab_box(env, work, "bench-box", boxes)
+            session_prefix = _lab_box(env, work, "bench-session-box", boxes)
             in_box = _cli_in_box(env, work, home, claude) if cli_in_box else []
             cases = CASES + (("bare-in-box",) if cli_in_box else ())
             for rnd in range(rounds + 1):  # round 0 warms up (the service starts) and is not counted
@@ -157,7 +174,8 @@ def run_version(version: str, rounds: int, calls: int, cli_in_box: bool = False)
                             run_env = env
                         elif case.startswith("bare"):
                             argv = [str(claude), "--settings", str(root / "bare.json"), "-p", prompt]
-                            prefix = {"bare-prefix": str(noop), "bare-box": box_prefix}.get(case)
+                            prefix = {"bare-prefix": str(noop), "bare-box": box_prefix,
+                                      "bare-session-box": session_prefix}.get(case)
                             run_env = dict(env, CLAUDE_CODE_SHELL_PREFIX=prefix) if prefix else env
                         else:
                             argv = [*GUARD, "-p", prompt]
@@ -178,6 +196,8 @@ def run_version(version: str, rounds: int, calls: int, cli_in_box: bool = False)
                                 (ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime) * 1000)
             load.append(os.getloadavg()[0])
     finally:
+        for box in boxes:
+            box.stop()
         stop_services(root)
         shutil.rmtree(root, ignore_errors=True)
     out: dict[str, Any] = {"version": version, "rounds": rounds, "calls": calls,
@@ -201,29 +221,45 @@ def run_version(version: str, rounds: int, calls: int, cli_in_box: bool = False)
 
 def box_only(rounds: int) -> dict[str, Any]:
     """The box script alone, outside the CLI, interleaved: the CLI's framed ``true`` run by
-    bash as the CLI would without a prefix, and through a session's box (plan/sandbox.py, with
-    this machine's bwrap), ``rounds`` times each; ms."""
+    bash as the CLI would without a prefix, through a box of the call's own (bwrap per call, as
+    before issue 34's session box), and through the session's box (plan/box_enter.py: started
+    once, each call entered by ``box-enter``), ``rounds`` times each; ms."""
     from claudeguard.config.load import load_config
-    from claudeguard.plan import sandbox
+    from claudeguard.plan import box_enter, sandbox
 
     root = Path(tempfile.mkdtemp(prefix="box-only-"))
+    session_box = None
     try:
         home, work, runtime = root / "home", root / "work", root / "rt"
         work.mkdir()
         runtime.mkdir(mode=0o700)
         subprocess.run(["git", "init", "-q", str(work)], check=True)
+        program = str(root / "box-enter")
+        reason = box_enter.build(program, os.environ)
+        if reason:
+            raise SystemExit(reason)
         env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
-                   XDG_STATE_HOME=str(home / ".local" / "state"), CLAUDEGUARD_RUNTIME_DIR=str(runtime))
+                   XDG_STATE_HOME=str(home / ".local" / "state"), CLAUDEGUARD_RUNTIME_DIR=str(runtime),
+                   CLAUDE_CODE_TMPDIR=str(root / "clitmp"))
         env.pop("CLAUDEGUARD_CONFIG", None)
         env.pop("CLAUDEGUARD_LOG_DIR", None)
-        with _environ(env):
-            session_dir = runtime / "sessions" / "bench"
-            session_dir.mkdir(parents=True, mode=0o700)
-            prepared = sandbox.prepare(load_config(work), env, str(work), str(session_dir), session_id="bench",
-                                       cli_version="2.1.332", own=[])
-        assert prepared.box is not None, prepared.notes
+        prefixes = {}
+        for name, entry in (("per-call", str(root / "no-entry")), ("session", program)):
+            env[box_enter.PROGRAM_VAR] = entry
+            with _environ(env):
+                session_dir = runtime / "sessions" / name
+                session_dir.mkdir(parents=True, mode=0o700)
+                prepared = sandbox.prepare(load_config(work), env, str(work), str(session_dir), session_id=name,
+                                           cli_version="2.1.332", own=[])
+            assert prepared.box is not None, prepared.notes
+            prefixes[name] = prepared.box["prefix"]
+        session_box = box_enter.start(str(runtime / "sessions" / "session"), env)
+        if session_box.reason:
+            raise SystemExit(session_box.reason)
         framed = f"eval true < /dev/null{sandbox.FRAME}{work}/x-cwd"
-        variants = {"bash (no prefix)": ["/bin/bash", "-c", framed], "the box": [prepared.box["prefix"], framed]}
+        variants = {"bash (no prefix)": ["/bin/bash", "-c", framed],
+                    "a box per call (bwrap)": [prefixes["per-call"], framed],
+                    "the session's box (box-enter)": [prefixes["session"], framed]}
         times: dict[str, list[float]] = {k: [] for k in variants}
         load = [os.getloadavg()[0]]
         for rnd in range(rounds + 1):
@@ -236,6 +272,8 @@ def box_only(rounds: int) -> dict[str, Any]:
                     times[name].append((time.perf_counter() - start) * 1000)
         load.append(os.getloadavg()[0])
     finally:
+        if session_box is not None:
+            session_box.stop()
         shutil.rmtree(root, ignore_errors=True)
     out: dict[str, Any] = {"rounds": rounds, "load_start_end": [round(x, 1) for x in load]}
     for name, values in times.items():

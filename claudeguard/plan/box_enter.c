@@ -188,6 +188,10 @@ int main(int argc, char **argv) {
     pid_t cmd = fork();
     if (cmd < 0) fail("fork");
     if (cmd > 0) {
+        /* pid 1 keeps nothing of the outside open: the namespaces' fds, the cwd file */
+        for (int i = 0; i < 5; i++) close(nsfd[i]);
+        close(owner);
+        if (cwd_fd >= 0) close(cwd_fd);
         int status;
         for (;;) {
             pid_t w = wait(&status);
