@@ -63,7 +63,6 @@ UNBOX_DIR = "unbox"
 BOXES_DIR = "boxes"  # a file per box started (its shell's pid): gate/freeze.py looks for live ones
 TMP_DIR = "tmp"
 HIDDEN_FILE = "hidden"  # an empty mode-0 file bound over each hidden file
-LIVE_FILE = "live"  # plan/box_enter.py's: the session's box, once the launcher started it
 PROBE_FILE = "sandbox-probe.json"  # in the user's state dir (hidden from the box): the probe's cached answer
 # The environment a boxed command never gets (the box script unsets them before bwrap starts:
 # bwrap's own pid 1 keeps its environment, readable inside).
@@ -585,6 +584,8 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
     if enter:
         # The session's box, entered (plan/box_enter.py); its entry runs the call's own box
         # (what follows ``--``) whenever the session's box is not live.
+        from claudeguard.plan.box_enter import LIVE_FILE
+
         live = os.path.join(os.path.dirname(unbox), LIVE_FILE)
         lines += [f"if [ -x {q(enter)} ]; then set -- {q(enter)} {q(live)} \"$fc\" \"$bd\" \"$c\" -- {boxed} \"$@\"; "
                   f"else set -- {boxed} \"$@\"; fi"]
