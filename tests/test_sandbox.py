@@ -218,6 +218,45 @@ def test_a_call_runs_in_the_session_box_and_what_it_left_ends_with_it(lab):
 
 @needs_bwrap
 @pytest.mark.parametrize("lab", ["session-box"], indirect=True)
+def test_the_session_box_ends_with_the_process_that_started_it_however_it_ends(lab):
+    """A launcher killed outright (SIGKILL: no clean-up of its own) takes its session's box along:
+    the box's command waits on a pipe only the launcher holds."""
+    from claudeguard.testing.wait import wait_until
+
+    session_dir = lab / "rt" / "sessions" / "s1"
+    global _START_SESSION_BOX
+    saved, _START_SESSION_BOX = _START_SESSION_BOX, False
+    try:
+        _box(lab)  # prepared only: the box is started by the stand-in launcher below
+    finally:
+        _START_SESSION_BOX = saved
+    code = ("import os, sys, time\nfrom claudeguard.plan import box_enter\n"
+            "box = box_enter.start(sys.argv[1], dict(os.environ))\nprint(box.reason or 'live', flush=True)\n"
+            "time.sleep(120)\n")
+    launcher = subprocess.Popen([sys.executable, "-c", code, str(session_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert launcher.stdout is not None and launcher.stdout.readline().strip() == "live"
+        pid = int((session_dir / box_enter.LIVE_FILE).read_text().split()[0])
+        assert _state(pid) not in (None, "Z")
+        launcher.kill()
+        launcher.wait()
+        wait_until(lambda: _state(pid) in (None, "Z"), 30, "the box's pid 1 to end")
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+
+
+def _state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return None
+
+
+@needs_bwrap
+@pytest.mark.parametrize("lab", ["session-box"], indirect=True)
 def test_a_session_box_not_as_the_launcher_left_it_is_never_entered(lab):
     """The entry takes the call's own bwrap box (never no box) when the live file names a box
     that ended, a process that is not a box (this test's own: the host's namespaces), a start

@@ -3,14 +3,14 @@ in it (docs/design.md, "The session's box").
 
 A ``bwrap`` per Bash call costs ~5 ms of its own start over bash (bench/RESULTS.md, issue 34),
 most of it the mounts it makes again for every call. So the launcher starts one box per session
-(``start``: bwrap with the call box's own argv, around a sleeping process) once the CLI runs, and
-the box script runs each call through ``box-enter`` (``box_enter.c``, built once per machine into
-the user's state dir, which the box hides): it joins that box's namespaces and makes a pid and
-mount namespace of the call's own inside them, with its own /proc, then gives the command what
-bwrap gave it (a new session, no capabilities, no new privileges, the seccomp filter). Anything
-not as the launcher left it (no ``live`` file yet, the box ended, its pid reused, a namespace
-that is the caller's own) and it runs the call exactly as before, in a bwrap box of its own:
-never outside a box.
+(``start``: bwrap with the call box's own argv, around a process that waits for the session's end)
+once the CLI runs, and the box script runs each call through ``box-enter`` (``box_enter.c``, built
+once per machine into the user's state dir, which the box hides): it joins that box's namespaces
+and makes a pid and mount namespace of the call's own inside them, with its own /proc, then gives
+the command what bwrap gave it (a new session, no capabilities, no new privileges, the seccomp
+filter). Anything not as the launcher left it (no ``live`` file yet, the box ended, its pid
+reused, a namespace that is the caller's own) and it runs the call exactly as before, in a bwrap
+box of its own: never outside a box.
 
 Where no C compiler is found the program is not built, and every call has its own bwrap box as
 before (one line in ``claudeguardctl doctor``). ``CLAUDEGUARD_BOX_ENTER`` names a program built
@@ -126,19 +126,24 @@ def background_dir(env: Mapping[str, str]) -> str | None:
 
 
 class SessionBox:
-    """The session's box once started: its bwrap (``proc``), and ``reason`` when it did not
-    start (one line; the calls then have a box each)."""
+    """The session's box once started: its bwrap (``proc``) and the pipe end that keeps it alive
+    (``life``), or ``reason`` when it did not start (one line; the calls then have a box each)."""
 
-    __slots__ = ("proc", "reason")
+    __slots__ = ("proc", "life", "reason")
 
-    def __init__(self, proc: subprocess.Popen[bytes] | None, reason: str | None) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes] | None, life: int | None, reason: str | None) -> None:
         self.proc = proc
+        self.life = life
         self.reason = reason
 
     def stop(self) -> None:
-        """End the box (its bwrap, and with it everything in it): by its pid, then reaped."""
+        """End the box: its command exits once the pipe closes (and with it the box's pid 1 and
+        everything in it); its bwrap is killed by pid and reaped."""
         import signal
 
+        life, self.life = self.life, None
+        if life is not None:
+            os.close(life)
         proc, self.proc = self.proc, None
         if proc is None:
             return
@@ -161,32 +166,35 @@ def start(session_dir: str, env: Mapping[str, str]) -> SessionBox:
         with open(os.path.join(session_dir, ARGS_FILE), "rb") as fh:
             program, *argv = [a.decode() for a in fh.read().split(b"\0")]
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        return SessionBox(None, f"no box argv in the session dir: {exc}")
+        return SessionBox(None, None, f"no box argv in the session dir: {exc}")
     if not argv:
-        return SessionBox(None, "no box argv in the session dir")
+        return SessionBox(None, None, "no box argv in the session dir")
     reason = build(program, env) if PROGRAM_VAR not in env else None
     if reason or not os.access(program, os.X_OK):
-        return SessionBox(None, reason or f"no session box entry at {program}")
+        return SessionBox(None, None, reason or f"no session box entry at {program}")
     bg = background_dir(env)
     extra = ["--ro-bind", bg, bg] if bg else []
-    sleeper = "/bin/sleep" if os.access("/bin/sleep", os.X_OK) else "/usr/bin/sleep"
     # bwrap tells the first process's pid (--info-fd) before it has made the mounts and the
     # last user namespace: the box is ready once its own command runs, and says so on a pipe.
+    # That command then waits on a pipe only this process writes to: the box ends when it is
+    # closed, by ``stop`` or by this process's end however it comes (bwrap's --die-with-parent
+    # did not end the box's pid 1 when its bwrap was killed, as root).
     info_read, info_write = os.pipe()
     ready_read, ready_write = os.pipe()
-    command = ["/bin/sh", "-c", f'echo ready > /dev/fd/{ready_write} && exec "$0" 2147483647', sleeper]
+    life_read, life_write = os.pipe()
+    command = ["/bin/sh", "-c", f"echo ready > /dev/fd/{ready_write}; read x < /dev/fd/{life_read}"]
     try:
         # Its own session: a Ctrl-C at the terminal is the CLI's, not the box's.
         proc = subprocess.Popen(argv + extra + ["--info-fd", str(info_write), "--", *command],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                pass_fds=(info_write, ready_write), start_new_session=True)
+                                pass_fds=(info_write, ready_write, life_read), start_new_session=True)
     except OSError as exc:
-        for fd in (info_read, info_write, ready_read, ready_write):
+        for fd in (info_read, info_write, ready_read, ready_write, life_read, life_write):
             os.close(fd)
-        return SessionBox(None, f"the session's box did not start: {exc}")
-    os.close(info_write)
-    os.close(ready_write)
-    box = SessionBox(proc, None)
+        return SessionBox(None, None, f"the session's box did not start: {exc}")
+    for fd in (info_write, ready_write, life_read):
+        os.close(fd)
+    box = SessionBox(proc, life_write, None)
     try:
         info = _read_until(info_read, b"}")
         if _read_until(ready_read, b"\n") != b"ready\n":
@@ -199,11 +207,11 @@ def start(session_dir: str, env: Mapping[str, str]) -> SessionBox:
         live = f"{pid} {started} {' '.join(inodes)} {bg or '-'}\n"
     except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
         box.stop()
-        return SessionBox(None, f"the session's box did not start: {exc}")
+        return SessionBox(None, None, f"the session's box did not start: {exc}")
     reason = _try(session_dir, program, live)
     if reason:
         box.stop()
-        return SessionBox(None, reason)
+        return SessionBox(None, None, reason)
     from claudeguard.files import write_atomic
 
     write_atomic(os.path.join(session_dir, LIVE_FILE), live, mode=0o600)
