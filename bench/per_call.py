@@ -13,6 +13,13 @@ allowed Bash calls, one a turn, and runs interleaved:
   before its -p runs read the call ends from the transcript;
 - ``guard``: `claudeguard -p` (the service warm).
 
+With ``--parts``, where a guarded call's cost goes (issue 34):
+
+- ``deny``: ``bare`` plus the guard's own ``--disallowedTools`` (its protected paths, from
+  ``claudeguard --guard-dry-run`` in the same project): what the CLI's check of those rules costs;
+- ``pre+deny``: the stand-in hook and those rules together;
+- ``guard-nobox``: `claudeguard -p` with ``[security] sandbox = "off"``: the guard without its box.
+
 A text turn of each of ``bare`` and ``guard`` is run too, so the guard's per-call figure does not
 include its start: (guard_calls - guard_text - (bare_calls - bare_text)) / calls. The stand-ins
 have no start of their own to take out: (case_calls - bare_calls) / calls. Prints the median, p25
@@ -68,6 +75,7 @@ def main() -> int:
     # A home with a Claude user settings file, as most users have (session.scripted_home): the
     # bare CLI then has a settings source too.
     parser.add_argument("--user-settings", action="store_true")
+    parser.add_argument("--parts", action="store_true", help="also deny, pre+deny and guard-nobox")
     args = parser.parse_args()
     real = str(cli_path(args.version) or install_cli(args.version))
     guard = str(Path(sys.executable).with_name("claudeguard"))
@@ -90,14 +98,25 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp, ModelServer(scenario) as server:
             cwd, env = scripted_home(tmp, server.url, args.user_settings)
             env["CLAUDEGUARD_CLAUDE"] = real
+            envs = {}
+            if args.parts:
+                plan = json.loads(subprocess.run([guard, "--guard-dry-run", "-p", "x"], env=env, cwd=cwd,
+                                                 capture_output=True, text=True, check=True).stdout)
+                deny = [a for a in plan["argv"] if a.startswith("--disallowedTools=")]
+                cases.update({"deny": [real, allow, *deny], "pre+deny": [real, allow, settings(PreToolUse=hook), *deny],
+                              "guard-nobox": [guard]})
+                nobox = Path(tmp, "nobox.toml")
+                nobox.write_text('[security]\nsandbox = "off"\n[permissions]\nallow = ["Bash(echo *)"]\n')
+                envs["guard-nobox"] = dict(env, CLAUDEGUARD_CONFIG=str(nobox))
             try:
                 for round_ in range(args.runs + 1):  # the first round warms up (the service starts)
                     for name, argv in cases.items():
-                        prompts = ("say hello", "run the calls") if name in ("bare", "guard") else ("run the calls",)
+                        guarded = name in ("guard", "guard-nobox")
+                        prompts = ("say hello", "run the calls") if name == "bare" or guarded else ("run the calls",)
                         for prompt in prompts:
                             start = time.perf_counter()
-                            proc = subprocess.run([*argv, "-p", prompt], env=env, cwd=cwd, capture_output=True,
-                                                  text=True, timeout=300)
+                            proc = subprocess.run([*argv, "-p", prompt], env=envs.get(name, env), cwd=cwd,
+                                                  capture_output=True, text=True, timeout=300)
                             elapsed = (time.perf_counter() - start) * 1000
                             if ("hello" if prompt == "say hello" else "all done") not in proc.stdout:
                                 raise SystemExit(f"{name} {prompt!r}: {proc.stdout[-200:]!r} {proc.stderr[-300:]!r}")
@@ -113,8 +132,8 @@ def main() -> int:
     for name in cases:
         mine = _quantiles(times[(name, "run the calls")])
         extra = [m - b for m, b in zip(mine, bare_calls, strict=True)]
-        if name == "guard":
-            text = _quantiles(times[("guard", "say hello")])
+        if name in ("guard", "guard-nobox"):
+            text = _quantiles(times[(name, "say hello")])
             extra = [e - (t - b) for e, t, b in zip(extra, text, bare_text, strict=True)]
         out[name] = {"session_ms": [round(x) for x in mine],
                      "per_call_ms": [round(e / args.calls, 1) for e in extra]}  # median, p25, min
