@@ -256,6 +256,31 @@ def _state(pid: int) -> str | None:
 
 
 @needs_bwrap
+def test_an_entry_that_cannot_run_here_is_never_tried(lab, monkeypatch):
+    """An entry the kernel will not run (a noexec state dir; here one whose interpreter is
+    missing): the launcher's trial call fails, no ``live`` file is written, and every call gets
+    a bwrap box of its own (the box script tries the entry only once the box is live)."""
+    broken = lab / "broken-entry"
+    broken.write_text("#!/nonexistent/interpreter\n")
+    broken.chmod(0o755)
+    monkeypatch.setenv(box_enter.PROGRAM_VAR, str(broken))
+    global _START_SESSION_BOX
+    saved, _START_SESSION_BOX = _START_SESSION_BOX, False
+    try:
+        box = _box(lab)
+    finally:
+        _START_SESSION_BOX = saved
+    session_dir = Path(box["prefix"]).parent
+    started = box_enter.start(str(session_dir), dict(os.environ))
+    _SESSION_BOXES.append(started)
+    assert started.reason and "could not be entered" in started.reason, started.reason
+    assert not (session_dir / box_enter.LIVE_FILE).exists()
+    proc = _run(box, "cat /proc/1/cmdline; echo; echo done", lab / "work")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\0")[0].endswith("bwrap") and "done" in proc.stdout
+
+
+@needs_bwrap
 @pytest.mark.parametrize("lab", ["session-box"], indirect=True)
 def test_a_session_box_not_as_the_launcher_left_it_is_never_entered(lab):
     """The entry takes the call's own bwrap box (never no box) when the live file names a box

@@ -587,8 +587,10 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
         from claudeguard.plan.box_enter import LIVE_FILE
 
         live = os.path.join(os.path.dirname(unbox), LIVE_FILE)
-        lines += [f"if [ -x {q(enter)} ]; then set -- {q(enter)} {q(live)} \"$fc\" \"$bd\" \"$c\" -- {boxed} \"$@\"; "
-                  f"else set -- {boxed} \"$@\"; fi"]
+        # Only once the launcher found the box live: ``live`` is written after a trial call ran
+        # through the entry, so an entry that cannot run here (a noexec state dir) is never tried.
+        lines += [f"if [ -f {q(live)} ] && [ -x {q(enter)} ]; then set -- {q(enter)} {q(live)} \"$fc\" \"$bd\" "
+                  f"\"$c\" -- {boxed} \"$@\"; else set -- {boxed} \"$@\"; fi"]
     else:
         lines += [f"set -- {boxed} \"$@\""]
     must_not_appear = after["must_not_appear"] if after else []
