@@ -104,20 +104,22 @@ def build(program: str, env: Mapping[str, str]) -> str | None:
 
 def background_dir(env: Mapping[str, str]) -> str | None:
     """The dir where the CLI keeps background commands' output (readable in the box), as the box
-    script finds it: made here (mode 0700) when missing, so that the session's box can show it;
-    None when it is not a dir of ours under /tmp."""
-    base = env.get("CLAUDE_CODE_TMPDIR") or env.get("TMPDIR") or "/tmp"
-    path = f"{base}/claude-{os.getuid()}"
-    if not path.startswith("/tmp/") or "/../" in path:
-        return None
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
-        return None
+    script finds it: a dir of ours under /tmp. Made here (0700) when missing inside a temp dir
+    the user chose (``CLAUDE_CODE_TMPDIR``, ``TMPDIR``), as the CLI makes it moments later; in
+    the shared /tmp only taken when there (the CLI makes it there by its own rules). One the CLI
+    makes later in the session is not in the session's box: a call that finds it then gets a
+    box of its own (``box-enter`` compares the two)."""
     import stat
 
+    chosen = env.get("CLAUDE_CODE_TMPDIR") or env.get("TMPDIR")
+    path = f"{chosen or '/tmp'}/claude-{os.getuid()}"
+    if not path.startswith("/tmp/") or "/../" in path:
+        return None
+    if chosen:
+        try:
+            os.mkdir(path, 0o700)
+        except OSError:
+            pass  # there already (checked below), or not to be made
     try:
         st = os.lstat(path)
     except OSError:
