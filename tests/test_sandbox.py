@@ -25,6 +25,7 @@ from claudeguard.gate.box import LEAVE_RULE, allowed_input, leaving
 from claudeguard.gate.session import Session
 from claudeguard.paths import guard_paths
 from claudeguard.plan import box_enter, sandbox
+from claudeguard.procs import process_start
 from tests.conftest import BOX_ENTER, in_ci
 
 GUARD = [sys.executable, "-m", "claudeguard"]
@@ -237,22 +238,14 @@ def test_the_session_box_ends_with_the_process_that_started_it_however_it_ends(l
     try:
         assert launcher.stdout is not None and launcher.stdout.readline().strip() == "live"
         pid = int((session_dir / box_enter.LIVE_FILE).read_text().split()[0])
-        assert _state(pid) not in (None, "Z")
+        assert process_start(pid) is not None
         launcher.kill()
         launcher.wait()
-        wait_until(lambda: _state(pid) in (None, "Z"), 30, "the box's pid 1 to end")
+        wait_until(lambda: process_start(pid) is None, 30, "the box's pid 1 to end (gone, or a zombie)")
     finally:
         if launcher.poll() is None:
             launcher.kill()
             launcher.wait()
-
-
-def _state(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[1].split()[0].decode()
-    except (OSError, IndexError):
-        return None
 
 
 @needs_bwrap
@@ -301,8 +294,7 @@ def test_a_session_box_not_as_the_launcher_left_it_is_never_entered(lab):
 
     assert os.path.basename(pid1_and_secret()[0]).startswith("box-enter")
     me = os.getpid()
-    with open(f"/proc/{me}/stat", "rb") as fh:
-        my_start = fh.read().rsplit(b")", 1)[1].split()[19].decode()
+    my_start = process_start(me)
     mine = [str(os.stat(f"/proc/self/ns/{n}").st_ino) for n in box_enter.NAMESPACES]
     forged = {
         "this process": f"{me} {my_start} {' '.join(mine)} -\n",

@@ -164,6 +164,8 @@ def start(session_dir: str, env: Mapping[str, str]) -> SessionBox:
     import json
     import subprocess
 
+    from claudeguard.procs import process_start
+
     try:
         with open(os.path.join(session_dir, ARGS_FILE), "rb") as fh:
             program, *argv = [a.decode() for a in fh.read().split(b"\0")]
@@ -202,9 +204,9 @@ def start(session_dir: str, env: Mapping[str, str]) -> SessionBox:
         if _read_until(ready_read, b"\n") != b"ready\n":
             raise ValueError("its first command did not run")
         pid = int(json.loads(info)["child-pid"])
-        with open(f"/proc/{pid}/stat", "rb") as stat_fh:
-            stat = stat_fh.read()
-        started = stat[stat.rfind(b")") + 2:].split()[19].decode()
+        started = process_start(pid)
+        if started is None:
+            raise ValueError("its first process is gone")
         inodes = [str(os.stat(f"/proc/{pid}/ns/{name}").st_ino) for name in NAMESPACES]
         live = f"{pid} {started} {' '.join(inodes)} {bg or '-'}\n"
     except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:

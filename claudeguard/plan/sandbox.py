@@ -581,18 +581,17 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
         # Said before it starts (the box hides this dir from it): a box may be running now.
         f": > {q(os.path.join(os.path.dirname(unbox), BOXES_DIR))}/$$ 2>/dev/null",
     ]
+    lines += [f"set -- {boxed} \"$@\""]
     if enter:
         # The session's box, entered (plan/box_enter.py); its entry runs the call's own box
-        # (what follows ``--``) whenever the session's box is not live.
+        # (what follows ``--``) whenever the session's box is not live. Tried only once the
+        # launcher found the box live: ``live`` is written after a trial call ran through the
+        # entry, so an entry that cannot run here (a noexec state dir) is never tried.
         from claudeguard.plan.box_enter import LIVE_FILE
 
         live = os.path.join(os.path.dirname(unbox), LIVE_FILE)
-        # Only once the launcher found the box live: ``live`` is written after a trial call ran
-        # through the entry, so an entry that cannot run here (a noexec state dir) is never tried.
         lines += [f"if [ -f {q(live)} ] && [ -x {q(enter)} ]; then set -- {q(enter)} {q(live)} \"$fc\" \"$bd\" "
-                  f"\"$c\" -- {boxed} \"$@\"; else set -- {boxed} \"$@\"; fi"]
-    else:
-        lines += [f"set -- {boxed} \"$@\""]
+                  f"\"$c\" -- \"$@\"; fi"]
     must_not_appear = after["must_not_appear"] if after else []
     git = after["git"] if after else None
     if not must_not_appear and git is None:
