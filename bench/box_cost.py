@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import resource
@@ -134,6 +135,13 @@ def _cli_in_box(env: dict[str, str], work: Path, home: Path, claude: Path) -> li
             "--seccomp", "9", "--", str(claude)]
 
 
+def _call_gap(requests: list[dict[str, Any]], prompt: str) -> float:
+    """The median time, ms, from one model request of a session to the next: a call as the CLI
+    handles it, without the session's start and end (bench/per_call.py says why)."""
+    times = [float(r["time"]) for r in requests if r.get("script") == prompt]
+    return statistics.median(b - a for a, b in itertools.pairwise(times)) * 1000
+
+
 def run_version(version: str, rounds: int, calls: int, cli_in_box: bool = False) -> dict[str, Any]:
     claude = cli_path(version)
     if claude is None:
@@ -155,6 +163,7 @@ def run_version(version: str, rounds: int, calls: int, cli_in_box: bool = False)
         (root / f"{name}.toml").write_text(f'{extra}[permissions]\nallow = ["Bash(true)"]\n')
     times: dict[tuple[str, str], list[float]] = {}
     cpus: dict[tuple[str, str], list[float]] = {}
+    gaps: dict[str, list[float]] = {}
     load = [os.getloadavg()[0]]
     boxes: list[Any] = []
     try:
@@ -181,6 +190,7 @@ def run_version(version: str, rounds: int, calls: int, cli_in_box: bool = False)
                             argv = [*GUARD, "-p", prompt]
                             run_env = dict(env, CLAUDEGUARD_CONFIG=str(root / f"{case}.toml"))
                         ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        seen = len(server.requests())
                         start = time.perf_counter()
                         proc = subprocess.run(argv, env=run_env, cwd=work, capture_output=True, text=True,
                                               timeout=300, stdin=subprocess.DEVNULL)
@@ -192,6 +202,8 @@ def run_version(version: str, rounds: int, calls: int, cli_in_box: bool = False)
                                              f"{proc.stdout[-300:]!r} {proc.stderr[-300:]!r}")
                         if rnd:
                             times.setdefault((case, prompt), []).append(elapsed)
+                            if prompt == "bench calls":
+                                gaps.setdefault(case, []).append(_call_gap(server.requests()[seen:], prompt))
                             cpus.setdefault((case, prompt), []).append(
                                 (ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime) * 1000)
             load.append(os.getloadavg()[0])
@@ -210,11 +222,13 @@ def run_version(version: str, rounds: int, calls: int, cli_in_box: bool = False)
                      "per_call_ms": round((statistics.median(many) - statistics.median(text)) / calls, 1),
                      "per_call_p25_ms": round((low_many - low_text) / calls, 1),
                      "per_call_min_ms": round((min(many) - min(text)) / calls, 1),
-                     "cpu_per_call_ms": round((statistics.median(cpu_many) - statistics.median(cpu_text)) / calls, 1)}
+                     "cpu_per_call_ms": round((statistics.median(cpu_many) - statistics.median(cpu_text)) / calls, 1),
+                     "gap_ms": round(statistics.median(gaps[case]), 2)}
     for case in cases:
         for key in ("per_call_p25_ms", "per_call_min_ms"):
             out[case][key.replace("_ms", "_over_bare_ms")] = round(out[case][key] - out["bare"][key], 1)
         out[case]["per_call_over_bare_ms"] = round(out[case]["per_call_ms"] - out["bare"]["per_call_ms"], 1)
+        out[case]["gap_over_bare_ms"] = round(out[case]["gap_ms"] - out["bare"]["gap_ms"], 2)
         out[case]["cpu_per_call_over_bare_ms"] = round(out[case]["cpu_per_call_ms"] - out["bare"]["cpu_per_call_ms"], 1)
     return out
 

@@ -23,12 +23,15 @@ With ``--parts``, where a guarded call's cost goes (issue 34):
 A text turn of each of ``bare`` and ``guard`` is run too, so the guard's per-call figure does not
 include its start: (guard_calls - guard_text - (bare_calls - bare_text)) / calls. The stand-ins
 have no start of their own to take out: (case_calls - bare_calls) / calls. Prints the median, p25
-and minimum of each.
+and minimum of each. ``gap_ms``: the same cost read from the model server's side, the median time
+from one model request to the next (a call as the CLI handles it) over the bare CLI's: no start or
+end in it, so it moves far less between rounds than a session's wall time.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import socket
 import statistics
@@ -39,6 +42,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 from session import scripted_home  # bench/session.py: the isolated HOME and its config
 
@@ -65,6 +69,14 @@ class _StandIn(BaseHTTPRequestHandler):
 def _quantiles(values: list[float]) -> tuple[float, float, float]:
     ordered = sorted(values)
     return statistics.median(ordered), ordered[len(ordered) // 4], ordered[0]
+
+
+def _call_gap(requests: list[dict[str, Any]]) -> float:
+    """The median time, ms, between the model's answer asking for a call and the CLI's next
+    request (the call's result): one call as the CLI handles it, hook, checks and command,
+    without the session's start and end (which move a whole run's time by ±100 ms here)."""
+    times = [float(r["time"]) for r in requests if r.get("script") == "run the calls"]
+    return statistics.median(b - a for a, b in itertools.pairwise(times)) * 1000
 
 
 def main() -> int:
@@ -94,6 +106,7 @@ def main() -> int:
              "pre+post": [real, allow, settings(PreToolUse=hook, PostToolUse=dict(hook, **{"async": True}))],
              "guard": [guard]}
     times: dict[tuple[str, str], list[float]] = {}
+    gaps: dict[str, list[float]] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp, ModelServer(scenario) as server:
             cwd, env = scripted_home(tmp, server.url, args.user_settings)
@@ -114,6 +127,7 @@ def main() -> int:
                         guarded = name in ("guard", "guard-nobox")
                         prompts = ("say hello", "run the calls") if name == "bare" or guarded else ("run the calls",)
                         for prompt in prompts:
+                            seen = len(server.requests())
                             start = time.perf_counter()
                             proc = subprocess.run([*argv, "-p", prompt], env=envs.get(name, env), cwd=cwd,
                                                   capture_output=True, text=True, timeout=300)
@@ -122,6 +136,8 @@ def main() -> int:
                                 raise SystemExit(f"{name} {prompt!r}: {proc.stdout[-200:]!r} {proc.stderr[-300:]!r}")
                             if round_:
                                 times.setdefault((name, prompt), []).append(elapsed)
+                                if prompt == "run the calls":
+                                    gaps.setdefault(name, []).append(_call_gap(server.requests()[seen:]))
             finally:
                 stop_services(Path(tmp))  # the resident service the guarded runs started, by pid
     finally:
@@ -136,7 +152,9 @@ def main() -> int:
             text = _quantiles(times[(name, "say hello")])
             extra = [e - (t - b) for e, t, b in zip(extra, text, bare_text, strict=True)]
         out[name] = {"session_ms": [round(x) for x in mine],
-                     "per_call_ms": [round(e / args.calls, 1) for e in extra]}  # median, p25, min
+                     "per_call_ms": [round(e / args.calls, 1) for e in extra],  # median, p25, min
+                     "gap_ms": [round(g - b, 2) for g, b in zip(_quantiles(gaps[name]), _quantiles(gaps["bare"]),
+                                                                strict=True)]}
     print(json.dumps(out))
     return 0
 

@@ -271,7 +271,7 @@ class _Launch:
     stays without dataclasses)."""
 
     __slots__ = ("session_id", "session_dir", "argv", "env_add", "snapshot_text", "port_token", "registration", "cfg",
-                 "sup", "pty", "child_pid", "run", "monitor", "files")
+                 "sup", "pty", "child_pid", "run", "monitor", "files", "box_end")
 
     def __init__(self, session_id: str, cfg: Config | None) -> None:
         self.session_id = session_id
@@ -288,6 +288,7 @@ class _Launch:
         self.child_pid = 0
         self.run: Run | None = None  # the run's report: only for a run that started (exit 2 starts nothing)
         self.monitor: Feed | None = None
+        self.box_end: Callable[[], None] | None = None  # ends the session's box (its thread joins at the undo)
 
 
 def _run_session(real: str, args: ClaudeArgs, cfg: Config | None, cwd: str, session_id: str, end: EndOptions | None,
@@ -402,7 +403,7 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
     from claudeguard.gate.proof import record_cli
 
     record_cli(session_dir, child_pid)  # the process an asker stops when no hook ever fired (proof of life)
-    _start_session_box(session_dir, launch.env_add, undo)
+    launch.box_end = _start_session_box(session_dir, launch.env_add, undo)
     if launch.port_token is not None and launch.registration is None:
         launch.registration = _register_started(session_id, session_dir, *launch.port_token, child_pid,
                                                 _to_verify(real))
@@ -451,15 +452,16 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
             sup.host = HostPrompts(session_dir, sup.cli_in).start()
 
 
-def _start_session_box(session_dir: str, env_add: dict[str, str], undo: ExitStack) -> None:
+def _start_session_box(session_dir: str, env_add: dict[str, str], undo: ExitStack) -> Callable[[], None] | None:
     """The session's box (plan/box_enter.py), started beside the CLI's own start (in a thread:
     bwrap and the entry's first call take ~10-20 ms, a first build of the entry ~0.2 s) and ended
     with the session. Until it is live, and where it cannot start, every Bash call has a bwrap
-    box of its own."""
+    box of its own. Returns what ends it without waiting (once the CLI has exited, so that its
+    end overlaps the rest of the session's); the undo waits for it."""
     from claudeguard.plan.box_enter import ARGS_FILE
 
     if not os.path.exists(os.path.join(session_dir, ARGS_FILE)):
-        return  # no sandbox in this session
+        return None  # no sandbox in this session
     import threading
 
     from claudeguard.plan.box_enter import start
@@ -467,6 +469,13 @@ def _start_session_box(session_dir: str, env_add: dict[str, str], undo: ExitStac
     ended = threading.Event()
 
     def run() -> None:
+        # At the lowest priority (a thread's own on Linux, and what it starts inherits it): the
+        # box's start took ~10 ms of a CLI start's two cores; niced, it fills their idle time
+        # (the CLI waits on the model). A call that comes first has a box of its own.
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except OSError:
+            pass
         # This thread lives as long as the box: bwrap dies with the thread that started it
         # (--die-with-parent is the kernel's parent-death signal, which is per thread).
         box = start(session_dir, dict(os.environ, **env_add))
@@ -481,6 +490,7 @@ def _start_session_box(session_dir: str, env_add: dict[str, str], undo: ExitStac
         thread.join(5.0)
 
     undo.callback(stop)
+    return ended.set
 
 
 def _supervise(launch: _Launch) -> int:
@@ -491,6 +501,8 @@ def _supervise(launch: _Launch) -> int:
     code: int | None = None
     try:
         code = sup.relay()
+        if launch.box_end is not None:
+            launch.box_end()  # nothing runs in it once the CLI is gone
         sup.leftovers.stop()
     finally:
         sup.close()
