@@ -19,7 +19,10 @@ minima (which other work on the machine moves less). Cases:
   the prefix, a bwrap box of each call's own: what that box costs the raw CLI, the guard's hooks
   aside (the design before issue 34's session box, and its fallback);
 - ``bare-session-box``: the same with the session's box started as the launcher starts it
-  (``plan.box_enter``): each call enters one box kept for the session;
+  (``plan.box_enter``): each call enters one box kept for the session, through the box script;
+- ``bare-session-shell``: the same box, with the CLI's shell (``CLAUDE_CODE_SHELL``) the entry's
+  shell way in (``box_enter.c``): each call enters the box without the box script or a shell
+  before it (the guard's way since the entry first ran on the machine);
 - ``guarded``: ``claudeguard -p`` with the resident service warm, ``allow = ["Bash(true)"]``,
   ``[security] sandbox = "off"``;
 - ``guarded-box``: the same with the default ``sandbox = "auto"``: every call runs in the
@@ -31,8 +34,10 @@ minima (which other work on the machine moves less). Cases:
   design, every tool of the CLI confined and no box started per call.
 
 Prints one JSON object (and writes it to ``--json``) with the machine's load at the start and end.
-``--box-only``: the session's box script alone, outside the CLI, against bash running the same
-framed command: what the box itself costs a call.
+``--box-only``: the box alone, outside the CLI, as the CLI runs a call (its shell, given the prefix
+and the call quoted as the CLI quotes it), against bash running the same framed command: what the
+box itself costs a call, through the box script (a box per call, or the session's box) and through
+the CLI's shell entering the session's box itself (plan/box_enter.c, its shell way in).
 """
 
 from __future__ import annotations
@@ -58,7 +63,7 @@ from claudeguard.testing.offline_home import offline_env, prepare_home
 from claudeguard.testing.services import stop_services
 
 KEY = "sk-ant-bench-0123456789abcdefghijklmnopqrstuv"
-CASES = ("bare", "bare-prefix", "bare-box", "bare-session-box", "guarded", "guarded-box")
+CASES = ("bare", "bare-prefix", "bare-box", "bare-session-box", "bare-session-shell", "guarded", "guarded-box")
 GUARD = [sys.executable, str(Path(__file__).resolve().parent.parent / "bin" / "claudeguard")]
 
 
@@ -81,6 +86,9 @@ def _environ(env: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
+SHELLS: dict[str, str | None] = {}  # a lab box's prefix -> the CLI's shell that enters it (or None)
+
+
 def _lab_box(env: dict[str, str], work: Path, name: str, started: list[Any]) -> str:
     """A session's box for the lab's project, built as a session's plan builds it; its prefix.
     ``bench-box``: a box of each call's own (no session box entry: as before issue 34);
@@ -89,20 +97,29 @@ def _lab_box(env: dict[str, str], work: Path, name: str, started: list[Any]) -> 
     from claudeguard.config.load import load_config
     from claudeguard.paths import runtime_dir
     from claudeguard.plan import box_enter, sandbox
+    from claudeguard.plan.cli_version import cli_version
 
     env = dict(env)
+    version = None
     if name == "bench-box":
         env[box_enter.PROGRAM_VAR] = str(work.parent / "no-entry")
+    else:  # as the guard plans it for this CLI (its calls framed: the shell way in is for those)
+        version = cli_version(env["CLAUDEGUARD_CLAUDE"])
     with _environ(env):
         session_dir = str(runtime_dir("sessions", name))
         prepared = sandbox.prepare(load_config(work), env, str(work), session_dir, session_id=name,
-                                   cli_version=None, own=[])
+                                   cli_version=version, own=[])
     assert prepared.box is not None, prepared.notes
     if name == "bench-session-box":
         box = box_enter.start(session_dir, env)
         started.append(box)
         if box.reason:
             raise SystemExit(box.reason)
+        # Planned again, as the machine's next session is: the entry has run a trial call now.
+        with _environ(env):
+            again = sandbox.prepare(load_config(work), env, str(work), session_dir, session_id=name,
+                                    cli_version=version, own=[])
+        SHELLS[prepared.box["prefix"]] = again.shell
     return prepared.box["prefix"]
 
 
@@ -184,8 +201,14 @@ def run_version(version: str, rounds: int, calls: int, cli_in_box: bool = False)
                         elif case.startswith("bare"):
                             argv = [str(claude), "--settings", str(root / "bare.json"), "-p", prompt]
                             prefix = {"bare-prefix": str(noop), "bare-box": box_prefix,
-                                      "bare-session-box": session_prefix}.get(case)
+                                      "bare-session-box": session_prefix,
+                                      "bare-session-shell": session_prefix}.get(case)
                             run_env = dict(env, CLAUDE_CODE_SHELL_PREFIX=prefix) if prefix else env
+                            if case == "bare-session-shell":
+                                shell = SHELLS[session_prefix]
+                                if shell is None:
+                                    raise SystemExit("the session box's entry has no shell way in here")
+                                run_env["CLAUDE_CODE_SHELL"] = shell
                         else:
                             argv = [*GUARD, "-p", prompt]
                             run_env = dict(env, CLAUDEGUARD_CONFIG=str(root / f"{case}.toml"))
@@ -252,12 +275,14 @@ def box_only(rounds: int) -> dict[str, Any]:
         reason = box_enter.build(program, os.environ)
         if reason:
             raise SystemExit(reason)
+        Path(program + box_enter.RAN_SUFFIX).write_text("")  # as after a machine's first session
         env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
                    XDG_STATE_HOME=str(home / ".local" / "state"), CLAUDEGUARD_RUNTIME_DIR=str(runtime),
                    CLAUDE_CODE_TMPDIR=str(root / "clitmp"))
         env.pop("CLAUDEGUARD_CONFIG", None)
         env.pop("CLAUDEGUARD_LOG_DIR", None)
         prefixes = {}
+        shells = {}
         for name, entry in (("per-call", str(root / "no-entry")), ("session", program)):
             env[box_enter.PROGRAM_VAR] = entry
             with _environ(env):
@@ -267,13 +292,19 @@ def box_only(rounds: int) -> dict[str, Any]:
                                            cli_version="2.1.332", own=[])
             assert prepared.box is not None, prepared.notes
             prefixes[name] = prepared.box["prefix"]
+            shells[name] = prepared.shell
         session_box = box_enter.start(str(runtime / "sessions" / "session"), env)
         if session_box.reason:
             raise SystemExit(session_box.reason)
         framed = f"eval true < /dev/null{sandbox.FRAME}{work}/x-cwd"
+        # As the CLI runs a call: its shell, given the prefix and the call quoted.
+        quoted = "'" + framed.replace("'", "'\"'\"'") + "'"
+        assert shells["session"] is not None
         variants = {"bash (no prefix)": ["/bin/bash", "-c", framed],
-                    "a box per call (bwrap)": [prefixes["per-call"], framed],
-                    "the session's box (box-enter)": [prefixes["session"], framed]}
+                    "a box per call (bwrap)": ["/bin/bash", "-c", f"{prefixes['per-call']} {quoted}"],
+                    "the session's box (box-enter)": ["/bin/bash", "-c", f"{prefixes['session']} {quoted}"],
+                    "the session's box, the CLI's shell entering it": [shells["session"], "-c",
+                                                                      f"{prefixes['session']} {quoted}"]}
         times: dict[str, list[float]] = {k: [] for k in variants}
         load = [os.getloadavg()[0]]
         for rnd in range(rounds + 1):

@@ -25,6 +25,7 @@ from claudeguard.gate.box import LEAVE_RULE, allowed_input, leaving
 from claudeguard.gate.session import Session
 from claudeguard.paths import guard_paths
 from claudeguard.plan import box_enter, sandbox
+from claudeguard.plan.sandbox import cli_shell as _cli_shell
 from claudeguard.procs import process_start
 from tests.conftest import BOX_ENTER, in_ci
 
@@ -92,17 +93,23 @@ def test_x32_code_is_killed_and_other_machines_have_no_filter():
 _SESSION_BOXES: list[box_enter.SessionBox] = []
 
 
-@pytest.fixture(params=["call-box", "session-box"])
+@pytest.fixture(params=["call-box", "session-box", "cli-shell"])
 def lab(tmp_path, monkeypatch, request):
     """A user (HOME, XDG dirs, runtime dir under tmp_path) with a git project ``work``. Every box
-    test runs twice: "call-box", the box script with the session box's entry there but no session
-    box live (each call falls back to a bwrap box of its own), and "session-box", the session's
-    box started as the launcher starts it (plan/box_enter.py) and each call run in it."""
-    if request.param == "session-box":
+    test runs three times: "call-box", the box script with the session box's entry there but no
+    session box live (each call falls back to a bwrap box of its own); "session-box", the session's
+    box started as the launcher starts it (plan/box_enter.py) and each call run in it through the
+    box script; "cli-shell", the same box, each call handed (prefix and call quoted, as the CLI
+    does) to the CLI's shell that enters the box itself (box_enter.c's shell way in), which hands
+    whatever it does not take on to the box script."""
+    if request.param in ("session-box", "cli-shell"):
         assert BOX_ENTER or not in_ci(), "the session box's entry did not build (no C compiler?)"
         if not BOX_ENTER:
             pytest.skip("no C compiler to build the session box's entry (under CI=true this fails instead)")
         monkeypatch.setattr(sys.modules[__name__], "_START_SESSION_BOX", True)
+    if request.param == "cli-shell":
+        Path(BOX_ENTER + box_enter.RAN_SUFFIX).touch()  # as after a trial call (box_enter.start writes it)
+        monkeypatch.setattr(sys.modules[__name__], "_CLI_SHELL", True)
     request.addfinalizer(_stop_session_boxes)
     home = tmp_path / "home"
     env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_STATE_HOME": str(home / ".local/state"),
@@ -129,6 +136,8 @@ def _config(lab: Path, text: str) -> Path:
 
 
 _START_SESSION_BOX = False
+_CLI_SHELL = False
+_SHELLS: dict[str, str] = {}  # a box's prefix -> the CLI's shell that enters it
 
 
 def _stop_session_boxes() -> None:
@@ -143,6 +152,9 @@ def _box(lab: Path, cwd: Path | None = None, version: str | None = "2.1.330") ->
     prepared = sandbox.prepare(cfg, dict(os.environ), str(cwd or lab / "work"), str(session_dir), session_id="s1",
                                cli_version=version, own=["/own/hook"])
     assert prepared.box is not None
+    if _CLI_SHELL and version == "2.1.330" and os.environ.get(box_enter.PROGRAM_VAR) == BOX_ENTER:
+        assert prepared.shell is not None and os.readlink(prepared.shell) == BOX_ENTER
+        _SHELLS[prepared.box["prefix"]] = prepared.shell
     if _START_SESSION_BOX:
         started = box_enter.start(str(session_dir), dict(os.environ))
         _SESSION_BOXES.append(started)
@@ -154,7 +166,18 @@ def _run(box: sandbox.BoxSpec, command: str, cwd: Path, cwd_file: Path | None = 
     """``command`` through the box, framed as the CLI frames a Bash call."""
     quoted = "'" + command.replace("'", "'\\''") + "'"
     framed = f"eval {quoted} < /dev/null{sandbox.FRAME}{cwd_file or cwd / 'x-cwd'}"
-    return subprocess.run([box["prefix"], framed], cwd=cwd, capture_output=True, text=True, timeout=60)
+    shell = _SHELLS.get(box["prefix"]) if _CLI_SHELL else None
+    if shell:  # as the CLI hands a call to its shell: the prefix, then the call quoted its way
+        argv = [shell, "-c", f"{box['prefix']} '" + framed.replace("'", "'\"'\"'") + "'"]
+    else:
+        argv = [box["prefix"], framed]
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def _pid1(out: str) -> str:
+    """The name of the call's pid 1 (the first line of its output): bwrap in a box of the call's
+    own, box-enter in the session's box."""
+    return out.split("\n", 1)[0]
 
 
 @needs_bwrap
@@ -195,7 +218,7 @@ def _leftovers(marker: str) -> list[int]:
 
 
 @needs_bwrap
-@pytest.mark.parametrize("lab", ["session-box"], indirect=True)
+@pytest.mark.parametrize("lab", ["session-box", "cli-shell"], indirect=True)
 def test_a_call_runs_in_the_session_box_and_what_it_left_ends_with_it(lab):
     """The call's pid 1 is the session box's entry (no bwrap of its own); its command has what
     bwrap gave it (no capabilities, no new privileges, the seccomp filter, its own pid namespace
@@ -204,11 +227,11 @@ def test_a_call_runs_in_the_session_box_and_what_it_left_ends_with_it(lab):
     box = _box(lab)
     work = lab / "work"
     marker = f"cg-left-{os.getpid()}-{os.urandom(4).hex()}"
-    proc = _run(box, f"cat /proc/1/cmdline; echo; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; "
+    proc = _run(box, f"cat /proc/1/comm; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; "
                      f"ls /proc | grep -c '^[0-9]'; (exec -a {marker} sleep 60) & exit 7", work)
     assert proc.returncode == 7, proc.stderr
-    lines = proc.stdout.rsplit("\0", 1)[1].split("\n")
-    assert os.path.basename(proc.stdout.split("\0")[0]).startswith("box-enter"), proc.stdout
+    lines = proc.stdout.split("\n")
+    assert _pid1(proc.stdout).startswith("box-enter"), proc.stdout
     status = dict(line.split(":\t") for line in lines[1:5])
     assert status == {"CapEff": "0000000000000000", "CapBnd": "0000000000000000", "NoNewPrivs": "1", "Seccomp": "2"}
     assert int(lines[5]) <= 6  # pid 1, the shell, ls, grep, the sleeper: none of another call's
@@ -268,13 +291,15 @@ def test_an_entry_that_cannot_run_here_is_never_tried(lab, monkeypatch):
     _SESSION_BOXES.append(started)
     assert started.reason and "could not be entered" in started.reason, started.reason
     assert not (session_dir / box_enter.LIVE_FILE).exists()
-    proc = _run(box, "cat /proc/1/cmdline; echo; echo done", lab / "work")
+    # never the CLI's shell either: it would fail every call, before any box is live
+    assert not (session_dir / "bash").exists() and not Path(str(broken) + box_enter.RAN_SUFFIX).exists()
+    proc = _run(box, "cat /proc/1/comm; echo done", lab / "work")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split("\0")[0].endswith("bwrap") and "done" in proc.stdout
+    assert _pid1(proc.stdout) == "bwrap" and "done" in proc.stdout
 
 
 @needs_bwrap
-@pytest.mark.parametrize("lab", ["session-box"], indirect=True)
+@pytest.mark.parametrize("lab", ["session-box", "cli-shell"], indirect=True)
 def test_a_session_box_not_as_the_launcher_left_it_is_never_entered(lab):
     """The entry takes the call's own bwrap box (never no box) when the live file names a box
     that ended, a process that is not a box (this test's own: the host's namespaces), a start
@@ -288,11 +313,11 @@ def test_a_session_box_not_as_the_launcher_left_it_is_never_entered(lab):
     fields = good.split()
 
     def pid1_and_secret() -> tuple[str, str]:
-        proc = _run(box, f"cat /proc/1/cmdline; echo; cat {lab}/rt/secret; true", work)
+        proc = _run(box, f"cat /proc/1/comm; cat {lab}/rt/secret; true", work)
         assert proc.returncode == 0, proc.stderr
-        return proc.stdout.split("\0")[0], proc.stdout
+        return _pid1(proc.stdout), proc.stdout
 
-    assert os.path.basename(pid1_and_secret()[0]).startswith("box-enter")
+    assert pid1_and_secret()[0].startswith("box-enter")
     me = os.getpid()
     my_start = process_start(me)
     mine = [str(os.stat(f"/proc/self/ns/{n}").st_ino) for n in box_enter.NAMESPACES]
@@ -304,18 +329,79 @@ def test_a_session_box_not_as_the_launcher_left_it_is_never_entered(lab):
     for what, text in forged.items():
         live.write_text(text)
         pid1, out = pid1_and_secret()
-        assert pid1.endswith("bwrap") and "s3cret" not in out, (what, out)
+        assert pid1 == "bwrap" and "s3cret" not in out, (what, out)
     live.unlink()
     (session_dir / "elsewhere").write_text(good)
     live.symlink_to(session_dir / "elsewhere")
     pid1, out = pid1_and_secret()
-    assert pid1.endswith("bwrap") and "s3cret" not in out
+    assert pid1 == "bwrap" and "s3cret" not in out
     live.unlink()
     live.write_text(good)
-    assert os.path.basename(pid1_and_secret()[0]).startswith("box-enter")
+    assert pid1_and_secret()[0].startswith("box-enter")
     _stop_session_boxes()  # the box ended: its pid is gone (or another process's)
     pid1, out = pid1_and_secret()
-    assert pid1.endswith("bwrap") and "s3cret" not in out
+    assert pid1 == "bwrap" and "s3cret" not in out
+
+
+def _say(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """``argv`` with the entry saying why it did not enter the session's box itself."""
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, CLAUDEGUARD_BOX_ENTER_SAY="1"))
+
+
+@needs_bwrap
+@pytest.mark.parametrize("lab", ["cli-shell"], indirect=True)
+def test_the_clis_shell_runs_a_call_in_the_box_itself_and_hands_on_the_rest(lab):
+    """The CLI's shell (box_enter.c's shell way in) runs a plain call in the session's box
+    without the box script; anything else it hands, unchanged, to the real shell (and so to the
+    box script when it is the prefix's call): another use of the shell, a call quoted another
+    way, a cwd file in a hidden dir, a box that is not live. Without its config it runs nothing."""
+    (lab / "rt" / "secret").write_text("s3cret")
+    box = _box(lab)
+    work = lab / "work"
+    shell = _SHELLS[box["prefix"]]
+    session_dir = Path(box["prefix"]).parent
+    framed = f"eval 'cat /proc/1/comm; cat {lab}/rt/secret; echo $$ > pid; true' < /dev/null{sandbox.FRAME}{work}/x-cwd"
+    prefixed = f"{box['prefix']} '" + framed.replace("'", "'\"'\"'") + "'"
+    taken = _say([shell, "-c", prefixed], work)
+    assert taken.returncode == 0 and "claudeguard:" not in taken.stderr, taken.stderr
+    assert _pid1(taken.stdout) == "box-enter" and "s3cret" not in taken.stdout
+    assert (work / "x-cwd").read_text().strip() == str(work)
+    plain = _say([shell, "-c", f"cat {lab}/rt/secret"], work)  # a hook's or the status line's: as without it
+    assert (plain.stdout, plain.stderr) == ("s3cret", "claudeguard: the box script: not the box script's call\n")
+    assert _say([shell, "-c", "-l", "echo $0"], work).stdout == f"{_cli_shell(dict(os.environ))}\n"
+    other_way = f"{box['prefix']} '" + framed.replace("'", "'\\''") + "'"  # a quote inside as '\'' (POSIX's)
+    quoted = _say([shell, "-c", other_way], work)
+    assert quoted.stderr.startswith("claudeguard: the box script: a call quoted in another way\n"), quoted.stderr
+    assert _pid1(quoted.stdout).startswith("box-enter") and "s3cret" not in quoted.stdout  # the box script's way
+    hidden = framed.replace(f"{work}/x-cwd", str(session_dir / "tmp" / "claude-1-cwd"))
+    inside = _say([shell, "-c", f"{box['prefix']} '" + hidden.replace("'", "'\"'\"'") + "'"], work)
+    assert inside.stderr.startswith("claudeguard: the box script: a cwd file the script would look at\n")
+    assert "s3cret" not in inside.stdout
+    _stop_session_boxes()
+    ended = _say([shell, "-c", prefixed], work)
+    assert ended.stderr.startswith("claudeguard: the box script: "), ended.stderr  # gone, or going
+    assert _pid1(ended.stdout) == "bwrap" and "s3cret" not in ended.stdout
+    (session_dir / sandbox.SHELL_CONF).unlink()
+    (work / "pid").unlink()
+    broken = _say([shell, "-c", prefixed], work)
+    assert broken.returncode == 126 and broken.stdout == "" and not (work / "pid").exists()
+    assert broken.stderr == f"claudeguard: the box's shell cannot read {session_dir / sandbox.SHELL_CONF}\n"
+
+
+@needs_bwrap
+def test_a_repository_a_command_registers_in_the_index_is_moved_aside_after_it(lab):
+    """The box script's check after a command (plan/git_index.py), on every way in: a nested
+    repository the command registered (``git add nest``) is moved aside once the call ended."""
+    work = lab / "work"
+    box = _box(lab)
+    proc = _run(box, "git init -q nest && git -C nest -c user.name=t -c user.email=t@x commit -q --allow-empty -m x"
+                     " && git add nest && echo added", work)
+    assert proc.returncode == 0 and proc.stdout == "added\n", proc.stderr
+    assert proc.stderr.count(f"claudeguard: moved {work / 'nest'}/.git aside to ") == 1, proc.stderr
+    assert not (work / "nest" / ".git").exists()
+    again = _run(box, "echo quiet", work)  # the index as it was: nothing looked at, nothing said
+    assert (again.returncode, again.stdout, again.stderr) == (0, "quiet\n", ""), again.stderr
 
 
 @needs_bwrap
@@ -580,13 +666,19 @@ def test_the_box_comes_back_with_a_session_dir_made_again(lab):
     box = _box(lab)
     session_dir = Path(box["prefix"]).parent
     kept = sandbox.kept_files(str(session_dir))
-    assert set(kept) == {"box", "seccomp.bpf", "hidden"}
+    # the CLI's shell is there once the entry ran a trial call in this test process
+    ran = BOX_ENTER is not None and Path(BOX_ENTER + box_enter.RAN_SUFFIX).exists()
+    shell_way = {sandbox.SHELL_CONF, sandbox.AFTER_FILE, "bash"} if ran else set()
+    assert set(kept) == {"box", "seccomp.bpf", "hidden"} | shell_way
     shutil.rmtree(session_dir)
     session_dir.mkdir(mode=0o700)
     sandbox.restore_box(str(session_dir), kept)
-    proc = _run(box, f"cat /proc/1/cmdline; echo; cat {lab}/rt/secret; echo done", lab / "work")
-    assert proc.stdout.split("\0")[0].endswith("bwrap") and "s3cret" not in proc.stdout and "done" in proc.stdout
+    # (no live file in the new dir: the session's box is not entered, each call has its own)
+    proc = _run(box, f"cat /proc/1/comm; cat {lab}/rt/secret; echo done", lab / "work")
+    assert _pid1(proc.stdout) == "bwrap" and "s3cret" not in proc.stdout and "done" in proc.stdout, proc.stderr
     assert os.stat(session_dir / "hidden").st_mode & 0o777 == 0
+    if ran:
+        assert os.readlink(session_dir / "bash") == BOX_ENTER
 
 
 def test_managed_settings_that_turn_the_clis_own_sandbox_on_are_refused(lab):

@@ -202,17 +202,25 @@ OUT_OF_REACH = ["read_runtime", "read_session_file", "cat_runtime", "read_config
 ORDINARY = ["write_project", "run_tests", "git_commit", "git_checkout", "http_loopback"]
 
 
-def test_a_call_runs_in_the_sessions_own_box(real_claude, offline_env, model_server):
+@pytest.mark.parametrize("way", ["box-script", "cli-shell"])
+def test_a_call_runs_in_the_sessions_own_box(real_claude, offline_env, model_server, way):
     """Issue 34: the launcher keeps one box for the session (plan/box_enter.py), and a call made
     once it is live runs in it: its pid 1 is the session box's entry, not a bwrap of its own,
-    and the runtime dir is out of its reach. (The call waits in the channel until the box is
-    live, so that the test does not hang on the launcher's timing.)"""
+    and the runtime dir is out of its reach. Through the box script (the CLI's prefix), and
+    through the CLI's shell that enters the box itself (once the entry ran a trial call on the
+    machine: box_enter.RAN_SUFFIX). (The call waits in the channel until the box is live, so that
+    the test does not hang on the launcher's timing.)"""
     if in_ci():
         _need_bwrap()
         assert BOX_ENTER, "the session box's entry did not build (no C compiler?)"
     elif not BOX_ENTER:
         pytest.skip("no C compiler to build the session box's entry")
-    server = model_server(_scenario(WHO))
+    ran = Path(BOX_ENTER + box_enter.RAN_SUFFIX)
+    if way == "cli-shell":
+        ran.touch()
+    else:
+        ran.unlink(missing_ok=True)  # (the launcher's trial call writes it again)
+    server = model_server(_scenario(WHO + ["pid1_argv0"]))
     env = guarded_env(offline_env.use(server), real_claude)
     write_user_config(env, '[permissions]\nask = ["Bash(python3 box_probe.py *)"]\n')
     sessions = Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions"
@@ -226,12 +234,13 @@ def test_a_call_runs_in_the_sessions_own_box(real_claude, offline_env, model_ser
 
     approver = AfterLive(env, [("approve", [])])
     approver.start()
-    proc, found, _ = _run_probe(env, offline_env.cwd, real_claude, server, WHO, {})
+    proc, found, _ = _run_probe(env, offline_env.cwd, real_claude, server, WHO + ["pid1_argv0"], {})
     approver.finish()
     assert approver.error is None and len(approver.seen) == 1, approver.error
     assert proc.returncode == 0, proc.stderr
-    assert os.path.basename(found["pid1"]).startswith("box-enter"), found
+    assert found["pid1"] == "YES box-enter", found
     assert found["read_runtime"].startswith("no"), found
+    assert found["pid1_argv0"] == ("YES bash" if way == "cli-shell" else "YES box-enter"), found
 
 
 @pytest.mark.newest_cli
@@ -316,7 +325,8 @@ def _boxed(found: dict[str, str]) -> bool:
 
 
 def _pid1_boxed(pid1: str) -> bool:
-    return pid1.endswith("/bwrap") or os.path.basename(pid1).startswith("box-enter")
+    name = pid1.removeprefix("YES ")  # the probe's "YES <what it read>"
+    return name == "bwrap" or name.startswith("box-enter")
 
 
 def _audit(env: dict[str, str]) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ from claudeguard.errors import GuardError, InsecurePathError
 from claudeguard.files import write_atomic
 from claudeguard.paths import check_private_dir, guard_paths, legacy_note, runtime_dir
 from claudeguard.plan import sandbox as box
-from claudeguard.plan.box_enter import find_compiler, program_path
+from claudeguard.plan.box_enter import RAN_SUFFIX, find_compiler, program_path
 from claudeguard.plan import settings_sources as ss
 from claudeguard.plan import verified
 from claudeguard.plan.argv import build_plan, cli_sandbox_sources
@@ -375,7 +375,9 @@ def _session_box(paths: GuardPaths) -> None:
     starts a bwrap of its own (~5 ms more a call): the entry built, buildable, or neither."""
     program = program_path(paths.state_dir, os.environ)
     if os.access(program, os.X_OK):
-        print(f"      the session's box: each Bash call enters one box kept for the session ({program})")
+        way = "from the CLI's shell" if os.path.exists(program + RAN_SUFFIX) else \
+            "through the box script until a session has run a call in it"
+        print(f"      the session's box: each Bash call enters one box kept for the session, {way} ({program})")
     elif find_compiler(os.environ):
         print("      the session's box: its entry is built at the next session (once per machine); until then each "
               "Bash call starts a box of its own")

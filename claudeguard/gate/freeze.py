@@ -10,7 +10,7 @@ at the path, and lets them go on (SIGCONT) once the call has ended; meanwhile no
 runs can change a path.
 
 - Who: the processes of the session's boxes, found as the ``bwrap`` and ``box-enter``
-  (plan/box_enter.py) processes whose command line names the session's private /tmp, and
+  (plan/box_enter.py) processes whose command line names the session's dir, and
   everything below them (their own pid namespace), from one scan of /proc; stopped until a
   rescan finds no new one (a stopped process forks nothing), and each seen stopped (state
   ``T``) before the gate decides, within ``STOP_WAIT_S``.
@@ -123,7 +123,9 @@ def pause(session_dir: str, call: str) -> int:
     bound is said by the return value -1 (the caller fails closed)."""
     if not _boxes_alive(session_dir):
         return 0
-    marker = os.path.join(session_dir, "tmp").encode()
+    # In every box process's command line: bwrap's binds (its private /tmp), the box script's
+    # entry (the live file), the CLI's shell that enters the box itself (its own path there).
+    marker = os.path.join(session_dir, "").encode()
     stopped: dict[int, str] = {}
     for _ in range(50):
         # Every process, not the launcher's tree: a ``children`` file may miss a child that

@@ -537,6 +537,10 @@ def sandbox_env(real_cli: str, args: ClaudeArgs, cfg: Config, *, cwd: str, sessi
         notes += prepared.notes
         if prepared.box is not None:
             env[sandbox.PREFIX_VAR] = prepared.box["prefix"]
+        if prepared.shell is not None:
+            # The same box, entered without the box script's shell (plan/box_enter.c): a call
+            # the CLI's shell does not take goes on to the prefix, as without it.
+            env[sandbox.SHELL_VAR] = prepared.shell
     for line in notes:
         print(line, file=sys.stderr)
     return env

@@ -34,7 +34,12 @@ LIVE_FILE = "live"  # in the session dir: "pid start user mnt pid ipc net bgdir"
 # (box-enter LIVE_FILE CWD_FILE BG_DIR COMMAND -- FALLBACK...: box_enter.c)
 ARGS_FILE = "box-args"  # in the session dir: the call box's bwrap argv, NUL-separated (plan/sandbox.py)
 NAMESPACES = ("user", "mnt", "pid", "ipc", "net")
+# Beside the entry once a trial call ran through it on this machine: only then is it the CLI's
+# shell (plan/sandbox._shell_way), which the CLI runs for every call, before any box is live.
+RAN_SUFFIX = ".ran"
+MAX_LIST = 256  # box_enter.c's MAX_LIST: the longest list of box-shell.conf it takes
 START_WAIT_S = 10.0
+STOP_WAIT_S = 2.0
 BUILD_WAIT_S = 60.0
 
 
@@ -136,16 +141,18 @@ class SessionBox:
     """The session's box once started: its bwrap (``proc``) and the pipe end that keeps it alive
     (``life``), or ``reason`` when it did not start (one line; the calls then have a box each)."""
 
-    __slots__ = ("proc", "life", "reason")
+    __slots__ = ("proc", "life", "reason", "first")
 
     def __init__(self, proc: subprocess.Popen[bytes] | None, life: int | None, reason: str | None) -> None:
         self.proc = proc
         self.life = life
         self.reason = reason
+        self.first: tuple[int, str] | None = None  # the box's pid 1 and its start time, once known
 
     def stop(self) -> None:
         """End the box: its command exits once the pipe closes (and with it the box's pid 1 and
-        everything in it); its bwrap is killed by pid and reaped."""
+        everything in it); its bwrap is killed by pid and reaped; returns once the box's pid 1 has
+        ended (at most ``STOP_WAIT_S``), so that no call enters it after."""
         import signal
 
         life, self.life = self.life, None
@@ -159,6 +166,26 @@ class SessionBox:
         except ProcessLookupError:
             pass
         proc.wait()
+        first, self.first = self.first, None
+        if first is not None:
+            _wait_gone(*first)
+
+
+def _wait_gone(pid: int, started: str) -> None:
+    """Until process ``pid`` (of start time ``started``) has exited, at most ``STOP_WAIT_S``."""
+    import select
+
+    from claudeguard.procs import process_start
+
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return  # gone already
+    try:
+        if process_start(pid) == started:  # the same process, not a later one of that pid
+            select.select([fd], [], [], STOP_WAIT_S)  # readable once it has exited
+    finally:
+        os.close(fd)
 
 
 def start(session_dir: str, env: Mapping[str, str]) -> SessionBox:
@@ -212,6 +239,7 @@ def start(session_dir: str, env: Mapping[str, str]) -> SessionBox:
         started = process_start(pid)
         if started is None:
             raise ValueError("its first process is gone")
+        box.first = (pid, started)
         inodes = [str(os.stat(f"/proc/{pid}/ns/{name}").st_ino) for name in NAMESPACES]
         live = f"{pid} {started} {' '.join(inodes)} {bg or '-'}\n"
     except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
@@ -224,6 +252,11 @@ def start(session_dir: str, env: Mapping[str, str]) -> SessionBox:
     from claudeguard.files import write_atomic
 
     write_atomic(os.path.join(session_dir, LIVE_FILE), live, mode=0o600)
+    if not os.path.exists(program + RAN_SUFFIX):
+        try:
+            write_atomic(program + RAN_SUFFIX, "", mode=0o600)
+        except OSError:
+            pass  # a program in a dir not ours: the calls keep the box script's way in
     return box
 
 

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 
 PREFIX_VAR = "CLAUDE_CODE_SHELL_PREFIX"
+SHELL_VAR = "CLAUDE_CODE_SHELL"  # the CLI's shell: the entry's shell way in, where it can be (``_shell_way``)
 LEAVE_FLAG = "dangerouslyDisableSandbox"  # the Bash input's request to run outside the sandbox
 UNBOX_MARK = "claudeguard-unbox-"
 # The tail the CLI puts after every Bash tool command (``... && eval '<command>' < /dev/null &&
@@ -59,6 +60,8 @@ UNBOX_MARK = "claudeguard-unbox-"
 FRAME = " && pwd -P >| "
 FRAMED_VERSIONS = ((2, 1, 197), (2, 1, 332))
 BOX_FILE = "box"
+SHELL_CONF = "box-shell.conf"  # what the CLI's shell (box_enter.c, its shell way in) needs of the session's box
+AFTER_FILE = "box-after"  # the box script's checks after a command, for the CLI's shell to run when they have work
 UNBOX_DIR = "unbox"
 BOXES_DIR = "boxes"  # a file per box started (its shell's pid): gate/freeze.py looks for live ones
 TMP_DIR = "tmp"
@@ -537,8 +540,7 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
     q = _sh
     boxed = f"{q(bwrap)} {' '.join(q(a) for a in args)}"
     # The hidden dirs (and the session dir, with the box's /tmp in it) as case patterns.
-    under = [args[i + 1] for i, a in enumerate(args) if a == "--tmpfs"] + [os.path.dirname(unbox)]
-    hidden_cases = "|".join(f"{q(d)}/*" for d in under)
+    hidden_cases = "|".join(f"{q(d)}/*" for d in _hidden_dirs(args, unbox))
     lines = [
         "#!/bin/sh",
         f"# claudeguard: the box of session {session_id}. The real CLI runs it as {PREFIX_VAR} before",
@@ -606,6 +608,12 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
     return "\n".join(lines)
 
 
+def _hidden_dirs(args: list[str], unbox: str) -> list[str]:
+    """The dirs the box hides (its ``--tmpfs`` ones) and the session dir: no cwd file or
+    background dir the CLI names there is bound into a box."""
+    return [args[i + 1] for i, a in enumerate(args) if a == "--tmpfs"] + [os.path.dirname(unbox)]
+
+
 def _after_lines(must_not_appear: list[str], git: tuple[str, str, str] | None, rm: str, session_dir: str) -> list[str]:
     """The box script's checks once a command's box has ended (its processes all gone)."""
     q = _sh
@@ -656,11 +664,12 @@ def session_box(session_dir: str | None) -> BoxSpec | None:
 class Prepared:
     """``prepare``'s answer: the box (None: no box) and the lines to say on stderr."""
 
-    __slots__ = ("box", "notes")
+    __slots__ = ("box", "notes", "shell")
 
-    def __init__(self, box: BoxSpec | None, notes: list[str]) -> None:
+    def __init__(self, box: BoxSpec | None, notes: list[str], shell: str | None = None) -> None:
         self.box = box
         self.notes = notes
+        self.shell = shell  # the CLI's shell (CLAUDE_CODE_SHELL) that runs its calls in the session's box, or None
 
 
 def prepare(cfg: Config, env: Mapping[str, str], cwd: str, session_dir: str, *, session_id: str,
@@ -706,12 +715,14 @@ def prepare(cfg: Config, env: Mapping[str, str], cwd: str, session_dir: str, *, 
     enter = program_path(paths.state_dir, env)
     # What the launcher starts the session's box from: the entry, then bwrap's argv.
     write_atomic(os.path.join(session_dir, ARGS_FILE), "\0".join([enter, found.bwrap, *args]), mode=0o600)
-    script = box_script(bwrap=found.bwrap, args=args, seccomp=seccomp, enter=enter,
-                        shell=cli_shell(env), unbox=os.path.join(session_dir, UNBOX_DIR),
-                        framed=framed_version(cli_version), own=own, session_id=session_id,
-                        rm=find_program("rm", {"PATH": "/usr/bin:/bin"}) or find_program("rm", env) or "/bin/rm",
-                        after={"must_not_appear": box.must_not_appear,
-                               "git": (box.git[0], box.git[1], box.git[2]) if box.git else None})
+    shell = cli_shell(env)
+    framed = framed_version(cli_version)
+    unbox = os.path.join(session_dir, UNBOX_DIR)
+    rm = find_program("rm", {"PATH": "/usr/bin:/bin"}) or find_program("rm", env) or "/bin/rm"
+    after: AfterCommand = {"must_not_appear": box.must_not_appear,
+                           "git": (box.git[0], box.git[1], box.git[2]) if box.git else None}
+    script = box_script(bwrap=found.bwrap, args=args, seccomp=seccomp, enter=enter, shell=shell, unbox=unbox,
+                        framed=framed, own=own, session_id=session_id, rm=rm, after=after)
     if box.git is not None:
         from claudeguard.plan.git_index import KNOWN_FILE
 
@@ -722,10 +733,58 @@ def prepare(cfg: Config, env: Mapping[str, str], cwd: str, session_dir: str, *, 
     if env.get(PREFIX_VAR):
         notes.append(f"claudeguard: your {PREFIX_VAR} ({env[PREFIX_VAR]}) is replaced by the sandbox's in this "
                      f"session")
-    return Prepared({"prefix": prefix, "unbox": os.path.join(session_dir, UNBOX_DIR)}, notes)
+    cli_shell_link = _shell_way(session_dir, enter=enter, prefix=prefix, shell=shell, hidden=_hidden_dirs(args, unbox),
+                                after=after, rm=rm) if framed else None
+    return Prepared({"prefix": prefix, "unbox": unbox}, notes, cli_shell_link)
 
 
-KEPT = ((BOX_FILE, 0o700), ("seccomp.bpf", 0o600), (HIDDEN_FILE, 0))
+def _plain(path: str) -> bool:
+    """A path the CLI hands its shell as it is (its quoting leaves these characters alone)."""
+    return path.startswith("/") and all(c.isalnum() and c.isascii() or c in "_./-" for c in path)
+
+
+def _shell_way(session_dir: str, *, enter: str, prefix: str, shell: str, hidden: list[str], after: AfterCommand,
+               rm: str) -> str | None:
+    """The CLI's shell that runs its Bash calls in the session's box itself (``box_enter.c``'s
+    shell way in: a link named as the real shell, ``box-shell.conf`` and ``box-after`` beside it);
+    its path for ``CLAUDE_CODE_SHELL``, or None where calls go through the box script alone: an
+    entry that has not yet run a trial call on this machine (``box_enter.RAN_SUFFIX``: one the
+    kernel will not run would fail every call), a shell other than bash or zsh, a path the CLI
+    would quote, a value with a newline, a list longer than the program takes."""
+    from claudeguard.files import write_atomic
+    from claudeguard.plan.box_enter import LIVE_FILE, MAX_LIST, RAN_SUFFIX
+
+    name = os.path.basename(shell)
+    if name not in ("bash", "zsh") or not _plain(prefix) or not os.path.exists(enter + RAN_SUFFIX):
+        return None
+    gone = after["must_not_appear"]
+    lines = [("prefix", prefix), ("shell", shell), ("live", os.path.join(session_dir, LIVE_FILE)),
+             ("seccomp", os.path.join(session_dir, "seccomp.bpf")), ("boxes", os.path.join(session_dir, BOXES_DIR)),
+             ("after", os.path.join(session_dir, AFTER_FILE)), ("frame", FRAME), ("unbox", UNBOX_MARK)]
+    git = after["git"]
+    if git is not None:
+        from claudeguard.plan.git_index import HELD_FILE
+
+        lines += [("index", os.path.join(git[1], "index")), ("held", os.path.join(session_dir, HELD_FILE))]
+    lines += [("hidden", d) for d in hidden] + [("secret", v) for v in SECRET_VARS] + [("gone", p) for p in gone]
+    if max(len(hidden), len(gone)) > MAX_LIST or any("\n" in v for _, v in lines):
+        return None
+    write_atomic(os.path.join(session_dir, SHELL_CONF), "".join(f"{k} {v}\n" for k, v in lines))
+    checks = ["#!/bin/sh", "# claudeguard: the box script's checks after a command, run by the CLI's shell "
+              "(plan/box_enter.c) when they have work; $1 is the command's exit status.", 's=$1',
+              *_after_lines(gone, git, rm, session_dir), 'exit "$s"', ""]
+    write_atomic(os.path.join(session_dir, AFTER_FILE), "\n".join(checks), mode=0o700)
+    link = os.path.join(session_dir, name)
+    try:
+        os.symlink(enter, link)
+    except FileExistsError:
+        os.unlink(link)
+        os.symlink(enter, link)
+    return link
+
+
+KEPT = ((BOX_FILE, 0o700), ("seccomp.bpf", 0o600), (HIDDEN_FILE, 0), (SHELL_CONF, 0o600), (AFTER_FILE, 0o700))
+LINKED = ("bash", "zsh")  # the CLI's shell, a link to the entry (``_shell_way``)
 
 
 def kept_files(session_dir: str) -> dict[str, tuple[bytes, int]]:
@@ -737,6 +796,11 @@ def kept_files(session_dir: str) -> dict[str, tuple[bytes, int]]:
         try:
             with open(os.path.join(session_dir, name), "rb") as fh:
                 out[name] = (fh.read(), file_mode)
+        except OSError:
+            pass
+    for name in LINKED:
+        try:
+            out[name] = (os.fsencode(os.readlink(os.path.join(session_dir, name))), -1)  # -1: a link to this
         except OSError:
             pass
     return out
@@ -751,7 +815,10 @@ def restore_box(session_dir: str, kept: dict[str, tuple[bytes, int]]) -> None:
     for name in (TMP_DIR, UNBOX_DIR, BOXES_DIR):
         os.makedirs(os.path.join(session_dir, name), mode=0o700, exist_ok=True)
     for name, (data, file_mode) in kept.items():
-        write_atomic(os.path.join(session_dir, name), data, mode=file_mode)
+        if file_mode == -1:
+            os.symlink(os.fsdecode(data), os.path.join(session_dir, name))
+        else:
+            write_atomic(os.path.join(session_dir, name), data, mode=file_mode)
 
 
 def refusal(cfg: Config, reason: str) -> str:

@@ -45,11 +45,12 @@ HOOKS_OFF_FLAGS = ("--safe-mode",)
 BARE = "--bare"
 # Variables the guard, or its reading of what a tool runs, depends on: an "env" block of any
 # settings source replaces the CLI's (and its hooks' and tools') value (section 4). The guard's
-# own; the switches above; the CLI's prefix for every Bash command and wrapper of the sessions it
-# hosts; its config dir; and what makes a shell run other code than the guard read (BASH_ENV,
-# ENV, PATH, the loader's preloads).
+# own; the switches above; the CLI's prefix and shell for every Bash command (a shell of the
+# source's own need not run the prefix) and wrapper of the sessions it hosts; its config dir; and
+# what makes a shell run other code than the guard read (BASH_ENV, ENV, PATH, the loader's
+# preloads).
 GUARD_ENV = HOOKS_OFF_ENV + (
-    "CLAUDE_CODE_SHELL_PREFIX", "CLAUDE_CODE_PROCESS_WRAPPER", "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB",
+    "CLAUDE_CODE_SHELL_PREFIX", "CLAUDE_CODE_SHELL", "CLAUDE_CODE_PROCESS_WRAPPER", "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB",
     "CLAUDE_CODE_PERSONAL_HOOKS_OFF", "CLAUDE_CONFIG_DIR", "BASH_ENV", "ENV", "PATH", "LD_PRELOAD",
     "LD_LIBRARY_PATH",
 )

@@ -65,13 +65,21 @@ def _http(port: int) -> str:
 
 
 def _pid1() -> str:
-    """What runs as pid 1 where this runs: bwrap in a box, the machine's init outside."""
-    return _read("/proc/1/cmdline").split("\0")[0]
+    """The name of what runs as pid 1 where this runs: bwrap in a box of the call's own,
+    box-enter in the session's box, the machine's init outside."""
+    return _read("/proc/1/comm").strip()
+
+
+def _pid1_argv0() -> str:
+    """The program pid 1 was started as: the session box's entry through the box script, the
+    CLI's shell (named as the real shell) where that shell entered the box itself."""
+    return os.path.basename(_read("/proc/1/cmdline").split("\0")[0])
 
 
 def checks(t: dict) -> dict:
     return {
         "pid1": _pid1,
+        "pid1_argv0": _pid1_argv0,
         "cwd": os.getcwd,
         "read_runtime": lambda: _list(t["runtime"]),
         "read_session_file": lambda: _read(t["session_file"]),
