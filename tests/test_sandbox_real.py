@@ -202,6 +202,7 @@ OUT_OF_REACH = ["read_runtime", "read_session_file", "cat_runtime", "read_config
 ORDINARY = ["write_project", "run_tests", "git_commit", "git_checkout", "http_loopback"]
 
 
+@pytest.mark.newest_cli
 @pytest.mark.parametrize("way", ["box-script", "cli-shell"])
 def test_a_call_runs_in_the_sessions_own_box(real_claude, offline_env, model_server, way):
     """Issue 34: the launcher keeps one box for the session (plan/box_enter.py), and a call made
