@@ -272,6 +272,46 @@ def test_the_session_box_ends_with_the_process_that_started_it_however_it_ends(l
 
 
 @needs_bwrap
+@pytest.mark.parametrize("lab", ["session-box"], indirect=True)
+def test_a_session_box_held_still_by_the_hold_still_ends_at_the_sessions_end(lab):
+    """The hold (gate/freeze.py) may have stopped every process of the box when the session ends:
+    its ``sh`` cannot see the pipe close, so ``stop`` ends the box's pid 1 itself, and returns once
+    it has (no call enters the box after)."""
+    import signal
+
+    box = _box(lab)
+    session_dir = Path(box["prefix"]).parent
+    pid = int((session_dir / box_enter.LIVE_FILE).read_text().split()[0])
+    held = [pid, *(int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]
+    assert len(held) == 2  # pid 1 and the sh that waits on the pipe
+    for each in held:
+        os.kill(each, signal.SIGSTOP)
+    _stop_session_boxes()
+    assert process_start(pid) is None  # gone (or a zombie) when stop() returned
+    assert all(process_start(each) is None for each in held)
+
+
+def test_the_end_of_a_box_kills_its_pid_1_even_stopped_and_never_a_later_process_of_its_pid():
+    """``stop``'s last step (where bwrap's parent-death signal does not reach the box's pid 1):
+    SIGKILL through a pidfd to the process of that start time, stopped or not."""
+    import signal
+
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        os.kill(proc.pid, signal.SIGSTOP)
+        started = process_start(proc.pid)
+        assert started is not None
+        box_enter._end_first(proc.pid, str(int(started) + 1))  # another process's start time: left alone
+        assert proc.poll() is None
+        box_enter._end_first(proc.pid, started)
+        assert proc.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@needs_bwrap
 def test_an_entry_that_cannot_run_here_is_never_tried(lab, monkeypatch):
     """An entry the kernel will not run (a noexec state dir; here one whose interpreter is
     missing): the launcher's trial call fails, no ``live`` file is written, and every call gets

@@ -151,8 +151,8 @@ class SessionBox:
 
     def stop(self) -> None:
         """End the box: its command exits once the pipe closes (and with it the box's pid 1 and
-        everything in it); its bwrap is killed by pid and reaped; returns once the box's pid 1 has
-        ended (at most ``STOP_WAIT_S``), so that no call enters it after."""
+        everything in it); its bwrap is killed by pid and reaped, its pid 1 too; returns once that
+        has ended (at most ``STOP_WAIT_S``), so that no call enters it after."""
         import signal
 
         life, self.life = self.life, None
@@ -168,12 +168,16 @@ class SessionBox:
         proc.wait()
         first, self.first = self.first, None
         if first is not None:
-            _wait_gone(*first)
+            _end_first(*first)
 
 
-def _wait_gone(pid: int, started: str) -> None:
-    """Until process ``pid`` (of start time ``started``) has exited, at most ``STOP_WAIT_S``."""
+def _end_first(pid: int, started: str) -> None:
+    """End the box's pid 1 (``pid``, of start time ``started``: the box's, not a later process
+    of that pid) and wait until it has, at most ``STOP_WAIT_S``. Its ``sh`` ends once the pipe
+    closes, unless the hold has stopped it (gate/freeze.py): killed, its pid namespace ends
+    with it. (The calls each have a pid namespace of their own: none is in it.)"""
     import select
+    import signal
 
     from claudeguard.procs import process_start
 
@@ -182,7 +186,11 @@ def _wait_gone(pid: int, started: str) -> None:
     except OSError:
         return  # gone already
     try:
-        if process_start(pid) == started:  # the same process, not a later one of that pid
+        if process_start(pid) == started:
+            try:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            except OSError:
+                return  # ended meanwhile
             select.select([fd], [], [], STOP_WAIT_S)  # readable once it has exited
     finally:
         os.close(fd)
