@@ -410,6 +410,8 @@ def test_the_clis_shell_runs_a_call_in_the_box_itself_and_hands_on_the_rest(lab)
     plain = _say([shell, "-c", f"cat {lab}/rt/secret"], work)  # a hook's or the status line's: as without it
     assert (plain.stdout, plain.stderr) == ("s3cret", "claudeguard: the box script: not the box script's call\n")
     assert _say([shell, "-c", "-l", "echo $0"], work).stdout == f"{_cli_shell(dict(os.environ))}\n"
+    # The CLI's children inherit it: a session started from one of them takes the real shell.
+    assert _cli_shell({"CLAUDE_CODE_SHELL": shell, "SHELL": "/bin/bash", "PATH": os.environ["PATH"]}) == "/bin/bash"
     other_way = f"{box['prefix']} '" + framed.replace("'", "'\\''") + "'"  # a quote inside as '\'' (POSIX's)
     quoted = _say([shell, "-c", other_way], work)
     assert quoted.stderr.startswith("claudeguard: the box script: a call quoted in another way\n"), quoted.stderr

@@ -645,7 +645,10 @@ def cli_shell(env: Mapping[str, str]) -> str:
     """The shell the CLI runs its Bash commands with (``CLAUDE_CODE_SHELL``, else ``SHELL`` when
     it is bash or zsh, else bash on PATH)."""
     for name in (env.get("CLAUDE_CODE_SHELL"), env.get("SHELL")):
-        if name and os.path.basename(name) in ("bash", "zsh") and os.access(name, os.X_OK):
+        if name and os.path.basename(name) in ("bash", "zsh") and os.access(name, os.X_OK) \
+                and not os.path.exists(os.path.join(os.path.dirname(name), SHELL_CONF)):
+            # (not a session's own shell way in, which its CLI's children inherit: a session
+            # started from one of them, a hook's say, runs the real shell)
             return name
     return find_program("bash", env) or "/bin/bash"
 
@@ -733,8 +736,8 @@ def prepare(cfg: Config, env: Mapping[str, str], cwd: str, session_dir: str, *, 
     if env.get(PREFIX_VAR):
         notes.append(f"claudeguard: your {PREFIX_VAR} ({env[PREFIX_VAR]}) is replaced by the sandbox's in this "
                      f"session")
-    cli_shell_link = _shell_way(session_dir, enter=enter, prefix=prefix, shell=shell, hidden=_hidden_dirs(args, unbox),
-                                after=after, rm=rm) if framed else None
+    cli_shell_link = _shell_way(session_dir, enter=enter, prefix=prefix, shell=shell, seccomp=seccomp,
+                                hidden=_hidden_dirs(args, unbox), after=after, rm=rm) if framed else None
     return Prepared({"prefix": prefix, "unbox": unbox}, notes, cli_shell_link)
 
 
@@ -743,8 +746,8 @@ def _plain(path: str) -> bool:
     return path.startswith("/") and all(c.isalnum() and c.isascii() or c in "_./-" for c in path)
 
 
-def _shell_way(session_dir: str, *, enter: str, prefix: str, shell: str, hidden: list[str], after: AfterCommand,
-               rm: str) -> str | None:
+def _shell_way(session_dir: str, *, enter: str, prefix: str, shell: str, seccomp: str, hidden: list[str],
+               after: AfterCommand, rm: str) -> str | None:
     """The CLI's shell that runs its Bash calls in the session's box itself (``box_enter.c``'s
     shell way in: a link named as the real shell, ``box-shell.conf`` and ``box-after`` beside it);
     its path for ``CLAUDE_CODE_SHELL``, or None where calls go through the box script alone: an
@@ -759,7 +762,7 @@ def _shell_way(session_dir: str, *, enter: str, prefix: str, shell: str, hidden:
         return None
     gone = after["must_not_appear"]
     lines = [("prefix", prefix), ("shell", shell), ("live", os.path.join(session_dir, LIVE_FILE)),
-             ("seccomp", os.path.join(session_dir, "seccomp.bpf")), ("boxes", os.path.join(session_dir, BOXES_DIR)),
+             ("seccomp", seccomp), ("boxes", os.path.join(session_dir, BOXES_DIR)),
              ("after", os.path.join(session_dir, AFTER_FILE)), ("frame", FRAME), ("unbox", UNBOX_MARK)]
     git = after["git"]
     if git is not None:
