@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> object:
     # Lazy: the hook imports `claudeguard.channel.audit` for every decision and must not pay for
-    # the request machinery (dataclasses, fcntl, ...) unless a request is actually posted.
+    # the request machinery (fcntl, json, ...) unless a request is actually posted.
     if name in __all__:
         import importlib
 

@@ -19,7 +19,6 @@ import select
 import socket
 import stat
 import time
-from dataclasses import replace
 
 from claudeguard import ancestry
 # each sibling by its own name, never through the package: channel/__init__.py re-exports this
@@ -464,7 +463,7 @@ class Pending:
 
         timeout, notify = self._on_release
         now = time.time()
-        self.request = replace(self.request, created=now, deadline=now + max(0.0, timeout))
+        self.request = self.request.replace(created=now, deadline=now + max(0.0, timeout))
         self.held = False
         record = _record(self.request, self._sock_id, held=False)
         try:
