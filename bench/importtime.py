@@ -11,7 +11,8 @@ Each path runs the way the user or the CLI runs it, with no config file and no X
   hook`) inside a session whose gate server answers (a stand-in server here: only the client's
   imports are measured);
 - `hook`: the same entry deciding in its own process (no session: the fallback);
-- `mcp-serve`: the same entry serving the prompt tool through initialize and tools/list.
+- `mcp-serve`: the same entry serving the prompt tool through initialize and tools/list;
+- `pending`: `claudeguardctl pending` with nothing pending (what scripts poll).
 
 Only what a path adds over the bare interpreter started the same way counts (`python -c pass`, or
 `python -E -S -c pass`). For each path two limits hold: modules that must not load (what the lazy
@@ -68,6 +69,9 @@ PATHS = [
     Path_("hook", 50.0, DEPENDENCIES + ("subprocess", "socket", "asyncio", "secrets", "http.client"), isolated=True),
     Path_("mcp-serve", 25.0, DEPENDENCIES + ("subprocess", "socket", "asyncio", "pathlib", "dataclasses",
                                            "inspect", "claudeguard.policy.bash"), isolated=True),
+    # what scripts poll: the channel's records are plain classes, its ids from os.urandom
+    Path_("pending", 30.0, DEPENDENCIES + ("dataclasses", "inspect", "secrets", "hmac", "typing", "subprocess",
+                                         "asyncio", "tomllib")),
 ]
 
 MCP_INPUT = "".join(json.dumps(m) + "\n" for m in (
@@ -160,6 +164,7 @@ def measure(runs: int) -> list[Path_]:
         os.mkdir(os.path.join(tmp, ".git"))  # the cwd is a repository with no project config
         session_dir = os.path.join(tmp, "rt", "sessions", "bench")  # the hook finds the runtime dir above it
         os.makedirs(session_dir, 0o700)
+        os.chmod(os.path.join(tmp, "rt"), 0o700)  # private, as the guard makes it (ctl refuses another)
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("CLAUDEGUARD_", "PYTHON")) and k != "XDG_RUNTIME_DIR"}
         env.update(HOME=tmp, XDG_CONFIG_HOME=os.path.join(tmp, "config"), XDG_STATE_HOME=os.path.join(tmp, "state"),
@@ -172,6 +177,8 @@ def measure(runs: int) -> list[Path_]:
                           _event(tmp)),
             "hook": ([py, "-E", "-S", "-X", "importtime", entry, "hook"], env, _event(tmp)),
             "mcp-serve": ([py, "-E", "-S", "-X", "importtime", entry, "mcp-serve"], env, MCP_INPUT),
+            "pending": ([py, "-X", "importtime", os.path.join(os.path.dirname(sys.executable), "claudeguardctl"),
+                         "pending"], env, ""),
         }
         baselines = {
             False: [py, "-X", "importtime", "-c", "pass"],

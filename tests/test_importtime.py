@@ -1,7 +1,7 @@
 """The start-up budget's module limits (bench/importtime.py): the launcher's pass-through, a
-session's start, the hook entry (through a gate server and on its own) and the MCP prompt server
-load none of the modules their lazy imports keep out. The time budgets are the benchmark's job
-(machine-dependent); which modules load is not."""
+session's start, the hook entry (through a gate server and on its own), the MCP prompt server and
+``claudeguardctl pending`` load none of the modules their lazy imports keep out. The time budgets
+are the benchmark's job (machine-dependent); which modules load is not."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ def test_no_path_loads_a_module_it_must_not():
     proc = subprocess.run([sys.executable, str(BENCH / "importtime.py"), "--modules-only", "--runs", "1", "--json"],
                           capture_output=True, text=True, timeout=120)
     results = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert [r["path"] for r in results] == ["launcher", "session", "hook-gate", "hook", "mcp-serve"], proc.stderr
+    assert [r["path"] for r in results] == ["launcher", "session", "hook-gate", "hook", "mcp-serve", "pending"], \
+        proc.stderr
     assert {r["path"]: r["forbidden"] for r in results} == {r["path"]: [] for r in results}
     assert proc.returncode == 0
     by_path = {r["path"]: r for r in results}
