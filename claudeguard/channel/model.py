@@ -67,15 +67,15 @@ class Request:
               "deadline", "pid", "kind", "choices", "extra")
 
     def __init__(self, id: str, session_id: str, agent_type: str | None, agent_id: str | None, tool: str,
-                 input: dict[str, Any], summary: str, cwd: str, created: float, deadline: float, pid: int,
+                 input: dict[str, object], summary: str, cwd: str, created: float, deadline: float, pid: int,
                  kind: str = "permission", choices: list[str] | None = None,
-                 extra: dict[str, Any] | None = None) -> None:
+                 extra: dict[str, object] | None = None) -> None:
         self.id = id
         self.session_id = session_id
         self.agent_type = agent_type
         self.agent_id = agent_id
         self.tool = tool
-        self.input = input
+        self.input: dict[str, Any] = input
         self.summary = summary
         self.cwd = cwd
         self.created = created  # wall clock (time.time()): compared across processes
@@ -96,10 +96,10 @@ class Request:
     def __repr__(self) -> str:
         return "Request(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.FIELDS) + ")"
 
-    def replace(self, **changes: Any) -> Request:
+    def replace(self, **changes: object) -> Request:
         """A new request with these fields changed and the others the same (as
         ``dataclasses.replace``: nothing copied deeply)."""
-        values = {name: getattr(self, name) for name in self.FIELDS}
+        values: dict[str, Any] = {name: getattr(self, name) for name in self.FIELDS}
         values.update(changes)
         return Request(**values)
 
@@ -138,7 +138,7 @@ class Answer:
 
     def __init__(self, decision: Permission, scope: Scope = "once", message: str | None = None,
                  decided_by: AnsweredBy = "human", choice: str | None = None, by: str | None = None,
-                 answered_by: dict[str, Any] | None = None) -> None:
+                 answered_by: dict[str, object] | None = None) -> None:
         self.decision = decision
         self.scope = scope
         self.message = message
@@ -148,7 +148,7 @@ class Answer:
         # Who answered, as the waiter saw the answering process (``ancestry.identity``: uid, pid,
         # tty, command), with what a relaying answerer (the desk, the fleet) vouches for beside
         # it; None for an ending without a human (timeout, withdrawn, error).
-        self.answered_by = answered_by
+        self.answered_by: dict[str, Any] | None = answered_by
 
     def _fields(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self.FIELDS)
