@@ -58,7 +58,24 @@ def is_id_text(text: str) -> bool:
     return bool(text) and set(text) <= ID_ALPHABET
 
 
-class Request:
+class _Record:
+    """Compared and shown by its ``FIELDS``, as the dataclasses these two were."""
+
+    FIELDS: tuple[str, ...] = ()
+
+    def _fields(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and isinstance(other, _Record) and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value: unhashable, as a dataclass
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.FIELDS) + ")"
+
+
+class Request(_Record):
     """A pending request as the channel holds it (plain class: ``claudeguardctl pending``, which
     scripts poll, spent ~5 ms of its start importing dataclasses for the two of them)."""
 
@@ -84,17 +101,6 @@ class Request:
         self.kind = kind  # or "dialog" (a TUI dialog; then `choices` lists its options)
         self.choices = choices
         self.extra: dict[str, Any] = {} if extra is None else extra  # e.g. {"tool_use_id": ..., "rule": ...}
-
-    def _fields(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Request and self._fields() == other._fields()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value: unhashable, as a dataclass
-
-    def __repr__(self) -> str:
-        return "Request(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.FIELDS) + ")"
 
     def replace(self, **changes: object) -> Request:
         """A new request with these fields changed and the others the same (as
@@ -129,7 +135,7 @@ class Request:
         return cls(**values)
 
 
-class Answer:
+class Answer(_Record):
     """A human's answer (or the request's end) as it travels the channel; the gate turns it into
     a ``claudeguard.decision.Decision``."""
 
@@ -149,14 +155,3 @@ class Answer:
         # tty, command), with what a relaying answerer (the desk, the fleet) vouches for beside
         # it; None for an ending without a human (timeout, withdrawn, error).
         self.answered_by: dict[str, Any] | None = answered_by
-
-    def _fields(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Answer and self._fields() == other._fields()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value: unhashable, as a dataclass
-
-    def __repr__(self) -> str:
-        return "Answer(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.FIELDS) + ")"
