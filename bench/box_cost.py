@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import json
 import os
 import resource
@@ -56,6 +55,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterator
+
+from session import call_gap  # bench/session.py: a call's cost read from the model's side
 
 from claudeguard.testing.cli_install import cli_path
 from claudeguard.testing.model_server import ModelServer
@@ -152,13 +153,6 @@ def _cli_in_box(env: dict[str, str], work: Path, home: Path, claude: Path) -> li
             "--seccomp", "9", "--", str(claude)]
 
 
-def _call_gap(requests: list[dict[str, Any]], prompt: str) -> float:
-    """The median time, ms, from one model request of a session to the next: a call as the CLI
-    handles it, without the session's start and end (bench/per_call.py says why)."""
-    times = [float(r["time"]) for r in requests if r.get("script") == prompt]
-    return statistics.median(b - a for a, b in itertools.pairwise(times)) * 1000
-
-
 def run_version(version: str, rounds: int, calls: int, cli_in_box: bool = False) -> dict[str, Any]:
     claude = cli_path(version)
     if claude is None:
@@ -226,7 +220,7 @@ def run_version(version: str, rounds: int, calls: int, cli_in_box: bool = False)
                         if rnd:
                             times.setdefault((case, prompt), []).append(elapsed)
                             if prompt == "bench calls":
-                                gaps.setdefault(case, []).append(_call_gap(server.requests()[seen:], prompt))
+                                gaps.setdefault(case, []).append(call_gap(server.requests()[seen:], prompt))
                             cpus.setdefault((case, prompt), []).append(
                                 (ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime) * 1000)
             load.append(os.getloadavg()[0])

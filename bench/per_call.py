@@ -31,7 +31,6 @@ end in it, so it moves far less between rounds than a session's wall time.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import socket
 import statistics
@@ -42,9 +41,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
-from session import scripted_home  # bench/session.py: the isolated HOME and its config
+from session import call_gap, scripted_home  # bench/session.py: the isolated HOME, a call's gap
 
 from claudeguard.testing.cli_install import cli_path, install_cli
 from claudeguard.testing.model_server import ModelServer
@@ -69,14 +67,6 @@ class _StandIn(BaseHTTPRequestHandler):
 def _quantiles(values: list[float]) -> tuple[float, float, float]:
     ordered = sorted(values)
     return statistics.median(ordered), ordered[len(ordered) // 4], ordered[0]
-
-
-def _call_gap(requests: list[dict[str, Any]]) -> float:
-    """The median time, ms, between the model's answer asking for a call and the CLI's next
-    request (the call's result): one call as the CLI handles it, hook, checks and command,
-    without the session's start and end (which move a whole run's time by ±100 ms here)."""
-    times = [float(r["time"]) for r in requests if r.get("script") == "run the calls"]
-    return statistics.median(b - a for a, b in itertools.pairwise(times)) * 1000
 
 
 def main() -> int:
@@ -137,7 +127,7 @@ def main() -> int:
                             if round_:
                                 times.setdefault((name, prompt), []).append(elapsed)
                                 if prompt == "run the calls":
-                                    gaps.setdefault(name, []).append(_call_gap(server.requests()[seen:]))
+                                    gaps.setdefault(name, []).append(call_gap(server.requests()[seen:], prompt))
             finally:
                 stop_services(Path(tmp))  # the resident service the guarded runs started, by pid
     finally:

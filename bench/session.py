@@ -23,6 +23,7 @@ Prints one JSON object of medians in ms.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import subprocess
@@ -69,6 +70,15 @@ def _until_child(guard: str, env: dict[str, str], cwd: Path, tmp: Path, runs: in
                               capture_output=True, text=True, timeout=60, check=True)
         delays.append(float(proc.stdout.strip()) - start)
     return round(statistics.median(delays) * 1000, 1)
+
+
+def call_gap(requests: list[dict[str, object]], prompt: str) -> float:
+    """The median time, ms, between the model's answer asking for a call and the CLI's next request
+    in the session of ``prompt`` (``ModelServer.requests()``): one call as the CLI handles it, hook,
+    checks and command, without the session's start and end (which move a whole run's time by
+    ±100 ms on a 2-core machine). bench/per_call.py and bench/box_cost.py report it as ``gap_ms``."""
+    times = [float(str(r["time"])) for r in requests if r.get("script") == prompt]
+    return statistics.median(b - a for a, b in itertools.pairwise(times)) * 1000
 
 
 def scripted_home(tmp: str, server_url: str, user_settings: bool = False) -> tuple[Path, dict[str, str]]:
