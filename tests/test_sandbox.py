@@ -291,6 +291,82 @@ def test_a_session_box_held_still_by_the_hold_still_ends_at_the_sessions_end(lab
     assert all(process_start(each) is None for each in held)
 
 
+def _prepared_only(lab: Path) -> tuple[sandbox.BoxSpec, Path]:
+    """The box prepared as the plan prepares it, no session box started (the launcher starts it)."""
+    global _START_SESSION_BOX
+    saved, _START_SESSION_BOX = _START_SESSION_BOX, False
+    try:
+        box = _box(lab)
+    finally:
+        _START_SESSION_BOX = saved
+    return box, Path(box["prefix"]).parent
+
+
+@needs_bwrap
+@pytest.mark.parametrize("lab", ["session-box"], indirect=True)
+def test_the_session_box_starts_at_the_first_bash_call_and_not_before(lab):
+    """Issue 34: the launcher's box (box_enter.OnDemand) waits on its FIFO: nothing started
+    until the guard says a Bash call is coming (``want``); then it goes live and the next call
+    runs in it; its end ends it."""
+    from claudeguard.testing.wait import wait_until
+
+    box, session_dir = _prepared_only(lab)
+    on_demand = box_enter.OnDemand(str(session_dir), dict(os.environ)).start()
+    try:
+        wait_until(lambda: (session_dir / box_enter.WANT_FILE).is_fifo(), 30, "the launcher's FIFO")
+        proc = _run(box, "cat /proc/1/comm", lab / "work")  # through the box script, not live yet
+        assert proc.returncode == 0 and _pid1(proc.stdout) == "bwrap", (proc.stdout, proc.stderr)
+        # ... whose own byte into the FIFO started the box: hook-less sessions get it too
+        wait_until(lambda: (session_dir / box_enter.LIVE_FILE).exists(), 30, "the session box live")
+        assert on_demand.box is not None and on_demand.box.reason is None
+        first = on_demand.box.first
+        assert first is not None
+        box_enter.want(str(session_dir))  # live: asks nothing, starts nothing more
+        proc = _run(box, "cat /proc/1/comm", lab / "work")
+        assert proc.returncode == 0 and _pid1(proc.stdout).startswith("box-enter"), (proc.stdout, proc.stderr)
+    finally:
+        on_demand.stop()
+    assert on_demand.box.proc is None and process_start(first[0]) is None  # ended with the session
+
+
+@needs_bwrap
+@pytest.mark.parametrize("lab", ["session-box"], indirect=True)
+def test_a_session_without_a_bash_call_starts_no_box(lab):
+    """A text turn: the launcher's wait ends with the session; no bwrap, no live file. The
+    guard's hook asks for the box at a Bash call (one byte in the FIFO), at no other tool's."""
+    import select
+
+    from claudeguard.gate.hook import run_event
+
+    box, session_dir = _prepared_only(lab)
+    fifo = session_dir / box_enter.WANT_FILE
+    on_demand = box_enter.OnDemand(str(session_dir), dict(os.environ)).start()
+    stopped = False
+    try:
+        from claudeguard.testing.wait import wait_until
+
+        wait_until(fifo.is_fifo, 30, "the launcher's FIFO")
+        on_demand.stop()
+        stopped = True
+        assert on_demand.box is None and not (session_dir / box_enter.LIVE_FILE).exists()
+        assert not on_demand._thread.is_alive()
+    finally:
+        if not stopped:
+            on_demand.stop()
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # now the launcher's part: what the hook says
+    try:
+        session = Session("s1", str(session_dir), {"policy": {"allow": ["Bash(true)", "Read"]}})
+        for tool, command in (("Read", {"file_path": str(lab / "work" / "x")}), ("Bash", {"command": "true"})):
+            run_event(json.dumps({"hook_event_name": "PreToolUse", "session_id": "s1", "tool_name": tool,
+                                  "tool_input": command, "tool_use_id": f"toolu_{tool}", "cwd": str(lab / "work")}).encode(),
+                      "PreToolUse", session)
+            if tool == "Read":
+                assert select.select([reader], [], [], 0)[0] == []  # nothing asked
+        assert os.read(reader, 16) == b"x"  # one byte: one Bash call
+    finally:
+        os.close(reader)
+
+
 def test_the_end_of_a_box_kills_its_pid_1_even_stopped_and_never_a_later_process_of_its_pid():
     """``stop``'s last step (where bwrap's parent-death signal does not reach the box's pid 1):
     SIGKILL through a pidfd to the process of that start time, stopped or not."""

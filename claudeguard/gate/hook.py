@@ -183,6 +183,10 @@ def _pre_tool_use(session: Session, call: Call, transcript: object,
     from claudeguard.gate.decide import answer_record, decide_call
     from claudeguard.gate.session import forget_call, record_answer, record_event, remember_call
 
+    if call.tool == "Bash" and session.dir is not None:
+        from claudeguard.plan.box_enter import want
+
+        want(session.dir)  # the session's box starts now, if not yet (box_enter.OnDemand)
     # The transcript shows the watchdog the call's end where no PostToolUse is registered (-p).
     record_event(session, "tool-start", tool=call.tool, tool_use_id=call.tool_use_id, agent_id=call.agent_id,
                  agent_type=call.agent_type, transcript=transcript)

@@ -33,6 +33,9 @@ PROGRAM_VAR = "CLAUDEGUARD_BOX_ENTER"
 LIVE_FILE = "live"  # in the session dir: "pid start user mnt pid ipc net bgdir" of the session's box
 # (box-enter LIVE_FILE CWD_FILE BG_DIR COMMAND -- FALLBACK...: box_enter.c)
 ARGS_FILE = "box-args"  # in the session dir: the call box's bwrap argv, NUL-separated (plan/sandbox.py)
+# In the session dir: a FIFO the launcher waits on before it starts the box (``OnDemand``); a byte
+# in it (``want``: the guard saw a Bash call coming) starts it.
+WANT_FILE = "box-want"
 NAMESPACES = ("user", "mnt", "pid", "ipc", "net")
 # Beside the entry once a trial call ran through it on this machine: only then is it the CLI's
 # shell (plan/sandbox._shell_way), which the CLI runs for every call, before any box is live.
@@ -192,6 +195,97 @@ def _end_first(pid: int, started: str) -> None:
             except OSError:
                 return  # ended meanwhile
             select.select([fd], [], [], STOP_WAIT_S)  # readable once it has exited
+    finally:
+        os.close(fd)
+
+
+class OnDemand:
+    """The session's box, started by the launcher when the session's first Bash call is on its
+    way, not with the session: a session that runs no command (a text turn) never pays the box's
+    start (~10 ms of the CLI's own start on two cores) nor its end (bench/RESULTS.md). The
+    launcher's thread waits on ``WANT_FILE`` (a FIFO of the session dir) until a byte comes
+    (``want``: the guard's PreToolUse hook for a Bash call, or the box script of a call that
+    finds the box not live) or the session ends; then it starts the box at the lowest priority
+    and keeps it (bwrap's --die-with-parent is the kernel's parent-death signal, per thread: the
+    thread lives as long as the box). The call that asked runs in a bwrap box of its own while the
+    session's box starts (the box script's way whenever it is not live). Where the FIFO cannot be
+    made, the box starts at once, as before."""
+
+    __slots__ = ("session_dir", "env", "box", "_ended", "_wake", "_thread")
+
+    def __init__(self, session_dir: str, env: Mapping[str, str]) -> None:
+        import threading
+
+        self.session_dir, self.env = session_dir, env
+        self.box: SessionBox | None = None  # once started
+        self._ended = threading.Event()
+        self._wake = os.pipe()  # written at the end: the wait ends
+        self._thread = threading.Thread(target=self._run, name="claudeguard-session-box", daemon=True)
+
+    def start(self) -> OnDemand:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        import select
+
+        try:
+            # At the lowest priority (a thread's own on Linux, and what it starts inherits it):
+            # the box's start fills the two cores' idle time (the CLI waits on the model).
+            import threading
+
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except OSError:
+            pass
+        path = os.path.join(self.session_dir, WANT_FILE)
+        try:
+            os.mkfifo(path, 0o600)
+            # Non-blocking: the open does not wait for a writer, and no writer's end is
+            # ever "end of file" to select (Linux reports a FIFO's hang-up only after a writer).
+            want = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            want = -1  # no FIFO: the box starts now
+        try:
+            if want >= 0 and self._wake[0] in select.select([want, self._wake[0]], [], [])[0]:
+                return  # the session ended before any Bash call
+        finally:
+            if want >= 0:
+                os.close(want)
+        self.box = start(self.session_dir, self.env)
+        self._ended.wait()
+        self.box.stop()
+
+    def end(self) -> None:
+        """End the box (or the wait for it) without waiting: once the CLI has exited, so that the
+        box's end overlaps the rest of the session's."""
+        if not self._ended.is_set():
+            self._ended.set()
+            os.write(self._wake[1], b"x")
+
+    def stop(self) -> None:
+        """End it and wait for the thread (at most ``STOP_WAIT_S`` for the box, plus its start)."""
+        self.end()
+        self._thread.join(START_WAIT_S)
+        for fd in self._wake:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def want(session_dir: str) -> None:
+    """Ask the launcher for the session's box (``OnDemand``), unless it is live: one byte into
+    its FIFO, never blocking (no reader, or no FIFO: nothing happens)."""
+    if os.path.exists(os.path.join(session_dir, LIVE_FILE)):
+        return
+    try:
+        fd = os.open(os.path.join(session_dir, WANT_FILE), os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.write(fd, b"x")
+    except OSError:
+        pass  # its buffer full: a byte is waiting already
     finally:
         os.close(fd)
 

@@ -589,11 +589,14 @@ def box_script(*, bwrap: str, args: list[str], seccomp: str, shell: str, unbox: 
         # (what follows ``--``) whenever the session's box is not live. Tried only once the
         # launcher found the box live: ``live`` is written after a trial call ran through the
         # entry, so an entry that cannot run here (a noexec state dir) is never tried.
-        from claudeguard.plan.box_enter import LIVE_FILE
+        # Not live: the launcher is asked to start it (box_enter.OnDemand; the guard's hook asks
+        # first where one runs), one byte into its FIFO opened read-write, which never blocks.
+        from claudeguard.plan.box_enter import LIVE_FILE, WANT_FILE
 
         live = os.path.join(os.path.dirname(unbox), LIVE_FILE)
+        wanted = q(os.path.join(os.path.dirname(unbox), WANT_FILE))
         lines += [f"if [ -f {q(live)} ] && [ -x {q(enter)} ]; then set -- {q(enter)} {q(live)} \"$fc\" \"$bd\" "
-                  f"\"$c\" -- \"$@\"; fi"]
+                  f"\"$c\" -- \"$@\"; elif [ -p {wanted} ]; then {{ printf x >&3; }} 2>/dev/null 3<> {wanted}; fi"]
     must_not_appear = after["must_not_appear"] if after else []
     git = after["git"] if after else None
     if not must_not_appear and git is None:

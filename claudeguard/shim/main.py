@@ -453,44 +453,20 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
 
 
 def _start_session_box(session_dir: str, env_add: dict[str, str], undo: ExitStack) -> Callable[[], None] | None:
-    """The session's box (plan/box_enter.py), started beside the CLI's own start (in a thread:
-    bwrap and the entry's first call take ~10-20 ms, a first build of the entry ~0.2 s) and ended
-    with the session. Until it is live, and where it cannot start, every Bash call has a bwrap
-    box of its own. Returns what ends it without waiting (once the CLI has exited, so that its
-    end overlaps the rest of the session's); the undo waits for it."""
+    """The session's box (plan/box_enter.py), started by a thread of its own once the session's
+    first Bash call is on its way (``OnDemand``), and ended with the session. Until it is live,
+    and where it cannot start, every Bash call has a bwrap box of its own. Returns what ends it
+    without waiting (once the CLI has exited, so that its end overlaps the rest of the
+    session's); the undo waits for it."""
     from claudeguard.plan.box_enter import ARGS_FILE
 
     if not os.path.exists(os.path.join(session_dir, ARGS_FILE)):
         return None  # no sandbox in this session
-    import threading
+    from claudeguard.plan.box_enter import OnDemand
 
-    from claudeguard.plan.box_enter import start
-
-    ended = threading.Event()
-
-    def run() -> None:
-        # At the lowest priority (a thread's own on Linux, and what it starts inherits it): the
-        # box's start took ~10 ms of a CLI start's two cores; niced, it fills their idle time
-        # (the CLI waits on the model). A call that comes first has a box of its own.
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        except OSError:
-            pass
-        # This thread lives as long as the box: bwrap dies with the thread that started it
-        # (--die-with-parent is the kernel's parent-death signal, which is per thread).
-        box = start(session_dir, dict(os.environ, **env_add))
-        ended.wait()
-        box.stop()
-
-    thread = threading.Thread(target=run, name="claudeguard-session-box", daemon=True)
-    thread.start()
-
-    def stop() -> None:
-        ended.set()
-        thread.join(5.0)
-
-    undo.callback(stop)
-    return ended.set
+    box = OnDemand(session_dir, dict(os.environ, **env_add)).start()
+    undo.callback(box.stop)
+    return box.end
 
 
 def _supervise(launch: _Launch) -> int:
