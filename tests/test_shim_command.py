@@ -132,7 +132,9 @@ def test_ask_rules_stay_out_of_the_cli_and_allow_rules_of_their_tools_too(tmp_pa
     from claudeguard.home import default_root
 
     runtime = default_root("/tmp", {"HOME": str(tmp_path)})  # its HOME's runtime dir (not made by a dry run)
-    assert f"Edit(/{home}/xdg/claudeguard/config.toml)" in denied and f"Read(/{runtime}/**)" in denied
+    # the config's dir (which holds the config) and the runtime dir, each one rule: no //dir/** twin
+    assert f"Edit(/{home}/xdg/claudeguard)" in denied and f"Read(/{runtime})" in denied
+    assert not any(rule.endswith("/**)") for rule in denied), denied
 
 
 # --- who asks in -p, per real CLI version (plan/hooks.print_asker) -----------------------------

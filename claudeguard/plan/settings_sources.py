@@ -531,15 +531,20 @@ TRUSTED_WHY = "a file you trusted (claudeguardctl config trust): its content bin
 def protected_rules(args: ClaudeArgs, cfg: Config, cwd: str) -> list[str]:
     """Deny rules for the CLI (``--disallowedTools``) that keep its file tools off the built-in
     protected paths (``policy.protect``: the guard's own files and the settings files): enforced
-    by the CLI itself, so they hold even where a hook would not run. No config loosens them."""
+    by the CLI itself, so they hold even where a hook would not run. No config loosens them.
+
+    One rule a path: the CLI's rule on a dir (``Edit(//dir)``) covers everything below it, there
+    or not made yet, with a glob in its last part too (2.1.197, 2.1.330 and the newest:
+    tests/test_protected_rules_real.py), so no ``//dir/**`` twin, and no rule for a path below
+    another's of the same kind. Each rule costs the CLI's start (37 of them ~8 ms; bench/RESULTS.md)."""
     spec = protected_spec(args, cwd, cfg=cfg)
-    out = []
-    for kinds, pairs in ((("Read", "Edit"), spec["reads"]), (("Edit",), spec["writes"])):
-        for path, _ in pairs:
-            for kind in kinds:
-                out.append(f"{kind}(/{path})")  # //abs: an absolute path
-                # A dir, or a path not made yet (the runtime dir before the first session, in a
-                # dry run): what may come to lie inside it is covered too.
-                if os.path.isdir(path) or not os.path.lexists(path):
-                    out.append(f"{kind}(/{path.rstrip('/')}/**)")
+    wanted = [(kind, path.rstrip("/") or "/") for kinds, pairs in ((("Read", "Edit"), spec["reads"]),
+                                                                     (("Edit",), spec["writes"]))
+              for path, _ in pairs for kind in kinds]
+
+    def below(path: str, top: str) -> bool:
+        return path != top and path.startswith(top.rstrip("/") + "/")
+
+    # //abs: an absolute path
+    out = [f"{kind}(/{path})" for kind, path in wanted if not any(k == kind and below(path, top) for k, top in wanted)]
     return list(dict.fromkeys(out))
