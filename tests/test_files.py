@@ -143,3 +143,36 @@ def test_read_json_does_not_follow_a_link(tmp_path):
     (tmp_path / "target.json").write_text('{"planted": true}')
     (tmp_path / "r.json").symlink_to(tmp_path / "target.json")
     assert files.read_json(tmp_path / "r.json") is None
+
+
+def test_remove_tree_removes_everything_below_and_follows_no_link(tmp_path):
+    """The session dir's removal (the launcher's last step): files, dirs, a FIFO, links (removed,
+    never followed: what a link names outside stays), a tree deeper than Python's recursion
+    limit, and a dir given as a link is not entered."""
+    import sys
+
+    outside = tmp_path / "outside"
+    (outside / "keep").mkdir(parents=True)
+    (outside / "keep" / "file").write_text("kept")
+    top = tmp_path / "session"
+    (top / "boxes" / "a").mkdir(parents=True)
+    (top / "session.json").write_text("{}")
+    (top / "boxes" / "a" / "x").write_text("x")
+    os.mkfifo(top / "box-want")
+    (top / "to-dir").symlink_to(outside / "keep")
+    (top / "boxes" / "to-file").symlink_to(outside / "keep" / "file")
+    deep = top / "tmp"
+    deep.mkdir()
+    fd = os.open(deep, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(sys.getrecursionlimit() + 50):  # deeper than a recursive walk could go
+        os.mkdir("d", dir_fd=fd)
+        fd, old = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
+        os.close(old)
+    os.close(fd)
+    files.remove_tree(str(top))
+    assert not os.path.lexists(top)
+    assert (outside / "keep" / "file").read_text() == "kept"
+    (tmp_path / "link").symlink_to(outside)
+    files.remove_tree(str(tmp_path / "link"))  # a link as the top: nothing removed
+    assert (outside / "keep" / "file").read_text() == "kept" and (tmp_path / "link").is_symlink()
+    files.remove_tree(str(tmp_path / "missing"))  # nothing there: nothing to say

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from claudeguard.errors import UsageError
-from claudeguard.files import write_atomic
+from claudeguard.files import remove_tree, write_atomic
 from claudeguard.paths import log_dir_text, runtime_dir
 from claudeguard.plan import verified
 from claudeguard.plan.argv import (
@@ -187,7 +186,7 @@ def _unguarded(real: str, args: ClaudeArgs, cfg: Config, why: str,
                cleanup: Path | None = None) -> int:
     """Never pretend: one line before agent view runs unguarded; under lockdown, refused."""
     if cleanup is not None:
-        shutil.rmtree(cleanup, ignore_errors=True)
+        remove_tree(str(cleanup))
     check_agent_view(args, cfg, why)
     exec_passthrough([real, *args.argv], dict(os.environ, **{recursion_var: str(os.getpid())}))
     return 0

@@ -15,13 +15,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 
 from claudeguard.errors import UsageError
-from claudeguard.files import write_atomic
+from claudeguard.files import remove_tree, write_atomic
 from claudeguard.paths import log_dir_text, runtime_dir
 from claudeguard.plan.argv import build_plan, child_environ
 from claudeguard.plan.hooks import HttpHooks
@@ -121,4 +120,4 @@ def end_launch(registration: Registration | None, session_id: str, session_dir: 
                 pass
         registration.close()
     if not handed_over:
-        shutil.rmtree(session_dir, ignore_errors=True)
+        remove_tree(str(session_dir))
