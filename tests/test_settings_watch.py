@@ -135,6 +135,37 @@ def test_the_watch_ends_a_compromised_session_with_a_line_an_audit_row_and_a_sto
         child.wait()
 
 
+@pytest.mark.parametrize("where", ["worktree", "agent"])
+def test_a_running_watch_looks_at_a_file_a_new_name_in_a_dir_brings(world, where):
+    """The running watch works out the files to look at again only when something changed: a
+    worktree made during the session (harmless, checked), then its settings file written, or an
+    agent file added (harmless), then rewritten with hooks: the second write is judged too."""
+    work, project, session, tmp = world
+    path = {"worktree": work / ".claude" / "worktrees" / "w1" / ".claude" / "settings.json",
+            "agent": work / ".claude" / "agents" / "x.md"}[where]
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        w = watch(work, session, child=child.pid)
+        assert str(path) not in w._paths()[0]  # not a file to look at when the watch starts
+        w.start()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if where == "agent":
+            path.write_text("---\nname: x\n---\nhi\n")
+        wait_until(lambda: str(path) in w._seen[0], 60, "the new name checked")
+        assert child.poll() is None and w.compromised is None
+        if where == "agent":
+            path.write_text("---\nname: x\nhooks:\n  PreToolUse: []\n---\nhi, and longer\n")
+        else:
+            write(path, {"disableAllHooks": True})
+        wait_until(lambda: child.poll() is not None, 60, "the CLI stopped")
+        w.stop()
+        assert w.compromised is not None and str(path) in w.compromised, w.compromised
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+
+
 def test_the_gate_waits_for_the_watchs_word_and_denies_without_it(world):
     work, project, session, _ = world
     w = watch(work, session)

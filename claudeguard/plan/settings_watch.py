@@ -203,12 +203,19 @@ class Watch:
         return None
 
     def _run(self) -> None:
-        while not self._stop.wait(WATCH_INTERVAL):
-            from claudeguard.gate.settings_check import snapshot
+        from claudeguard.gate.settings_check import snapshot
 
-            state = snapshot(*self._paths())  # taken before judge() reads the files
+        # The files to look at are worked out again only when something changed: every name
+        # read from a dir (a drop-in, a worktree's files, an agent file) comes from a dir whose
+        # listing the snapshot holds, so a new one changes the state first. Worked out each
+        # round, they took 1-3 ms of the launcher's CPU five times a second beside the CLI.
+        paths = self._paths()
+        while not self._stop.wait(WATCH_INTERVAL):
+            state = snapshot(*paths)  # taken before judge() reads the files
             if (state["files"], state["dirs"]) == self._seen:
                 continue
+            paths = self._paths()
+            state = snapshot(*paths)
             why = self.judge()
             if why is None:
                 # checked: the gate may decide calls again (a change that landed while judging
