@@ -162,6 +162,17 @@ def _box(lab: Path, cwd: Path | None = None, version: str | None = "2.1.330") ->
     return prepared.box
 
 
+def _prepared_only(lab: Path) -> tuple[sandbox.BoxSpec, Path]:
+    """The box prepared as the plan prepares it, no session box started (the launcher starts it)."""
+    global _START_SESSION_BOX
+    saved, _START_SESSION_BOX = _START_SESSION_BOX, False
+    try:
+        box = _box(lab)
+    finally:
+        _START_SESSION_BOX = saved
+    return box, Path(box["prefix"]).parent
+
+
 def _run(box: sandbox.BoxSpec, command: str, cwd: Path, cwd_file: Path | None = None) -> subprocess.CompletedProcess:
     """``command`` through the box, framed as the CLI frames a Bash call."""
     quoted = "'" + command.replace("'", "'\\''") + "'"
@@ -247,13 +258,7 @@ def test_the_session_box_ends_with_the_process_that_started_it_however_it_ends(l
     the box's command waits on a pipe only the launcher holds."""
     from claudeguard.testing.wait import wait_until
 
-    session_dir = lab / "rt" / "sessions" / "s1"
-    global _START_SESSION_BOX
-    saved, _START_SESSION_BOX = _START_SESSION_BOX, False
-    try:
-        _box(lab)  # prepared only: the box is started by the stand-in launcher below
-    finally:
-        _START_SESSION_BOX = saved
+    _, session_dir = _prepared_only(lab)  # the box is started by the stand-in launcher below
     code = ("import os, sys, time\nfrom claudeguard.plan import box_enter\n"
             "box = box_enter.start(sys.argv[1], dict(os.environ))\nprint(box.reason or 'live', flush=True)\n"
             "time.sleep(120)\n")
@@ -289,17 +294,6 @@ def test_a_session_box_held_still_by_the_hold_still_ends_at_the_sessions_end(lab
     _stop_session_boxes()
     assert process_start(pid) is None  # gone (or a zombie) when stop() returned
     assert all(process_start(each) is None for each in held)
-
-
-def _prepared_only(lab: Path) -> tuple[sandbox.BoxSpec, Path]:
-    """The box prepared as the plan prepares it, no session box started (the launcher starts it)."""
-    global _START_SESSION_BOX
-    saved, _START_SESSION_BOX = _START_SESSION_BOX, False
-    try:
-        box = _box(lab)
-    finally:
-        _START_SESSION_BOX = saved
-    return box, Path(box["prefix"]).parent
 
 
 @needs_bwrap
@@ -396,13 +390,7 @@ def test_an_entry_that_cannot_run_here_is_never_tried(lab, monkeypatch):
     broken.write_text("#!/nonexistent/interpreter\n")
     broken.chmod(0o755)
     monkeypatch.setenv(box_enter.PROGRAM_VAR, str(broken))
-    global _START_SESSION_BOX
-    saved, _START_SESSION_BOX = _START_SESSION_BOX, False
-    try:
-        box = _box(lab)
-    finally:
-        _START_SESSION_BOX = saved
-    session_dir = Path(box["prefix"]).parent
+    box, session_dir = _prepared_only(lab)
     started = box_enter.start(str(session_dir), dict(os.environ))
     _SESSION_BOXES.append(started)
     assert started.reason and "could not be entered" in started.reason, started.reason
