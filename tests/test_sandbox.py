@@ -351,9 +351,9 @@ def test_a_session_without_a_bash_call_starts_no_box(lab):
     try:
         session = Session("s1", str(session_dir), {"policy": {"allow": ["Bash(true)", "Read"]}})
         for tool, command in (("Read", {"file_path": str(lab / "work" / "x")}), ("Bash", {"command": "true"})):
-            run_event(json.dumps({"hook_event_name": "PreToolUse", "session_id": "s1", "tool_name": tool,
-                                  "tool_input": command, "tool_use_id": f"toolu_{tool}", "cwd": str(lab / "work")}).encode(),
-                      "PreToolUse", session)
+            event = {"hook_event_name": "PreToolUse", "session_id": "s1", "tool_name": tool, "tool_input": command,
+                     "tool_use_id": f"toolu_{tool}", "cwd": str(lab / "work")}
+            run_event(json.dumps(event).encode(), "PreToolUse", session)
             if tool == "Read":
                 assert select.select([reader], [], [], 0)[0] == []  # nothing asked
         assert os.read(reader, 16) == b"x"  # one byte: one Bash call
