@@ -16,7 +16,7 @@ import stat
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any, Union
+    from typing import Any, Callable, Union
 
     StrPath = Union[str, "os.PathLike[str]"]
 
@@ -120,62 +120,50 @@ def remove_tree(path: str) -> None:
     without a recursion limit (a box's /tmp may hold a tree deeper than Python's stack). Not
     shutil: its import (bz2, lzma, fnmatch) was ~3 ms after every session's end, with nothing
     beside it (bench/RESULTS.md)."""
+    stack: list[tuple[int, list[os.DirEntry[str]]]] = []  # each open dir, the entries left in it
     try:
-        top = os.open(path, _DIR)
-    except OSError:
-        return
-    try:
-        stack = [(top, [e.name for e in os.scandir(top)])]  # each open dir, the names left in it
-    except OSError:
-        os.close(top)
-        return
-    try:
+        _enter(stack, path, None)
         while stack:
-            fd, names = stack[-1]
-            if not names:
+            fd, entries = stack[-1]
+            if not entries:
                 stack.pop()
                 os.close(fd)
                 if stack:  # the dir just emptied, in its parent
-                    try:
-                        os.rmdir(stack[-1][1].pop(), dir_fd=stack[-1][0])
-                    except OSError:
-                        pass
+                    _ignore(os.rmdir, stack[-1][1].pop().name, stack[-1][0])
                 continue
-            name = names[-1]
+            entry = entries[-1]
             try:
-                os.unlink(name, dir_fd=fd)  # a file or a link (EISDIR/EPERM for a dir)
-                names.pop()
-                continue
-            except IsADirectoryError:
-                pass
+                is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
-                if not _is_dir(name, fd):
-                    names.pop()
-                    continue
-            try:
-                sub = os.open(name, _DIR, dir_fd=fd)
-            except OSError:
-                names.pop()  # unreadable, too deep for the fds left: left as it is
-                continue
-            try:
-                stack.append((sub, [e.name for e in os.scandir(sub)]))
-            except OSError:
-                os.close(sub)
-                names.pop()
+                is_dir = False
+            if not (is_dir and _enter(stack, entry.name, fd)):
+                _ignore(os.unlink, entry.name, fd)  # a file, a link; a dir that could not be opened stays
+                entries.pop()
     finally:
         for fd, _ in stack:
             os.close(fd)
+    _ignore(os.rmdir, path, None)
+
+
+def _enter(stack: list[tuple[int, list[os.DirEntry[str]]]], name: str, dir_fd: int | None) -> bool:
+    """Open the dir ``name`` (never through a link) and put it and its entries on ``stack``."""
     try:
-        os.rmdir(path)
+        fd = os.open(name, _DIR, dir_fd=dir_fd)
+    except OSError:
+        return False  # not a dir, unreadable, too deep for the fds left: left as it is
+    try:
+        stack.append((fd, list(os.scandir(fd))))
+    except OSError:
+        os.close(fd)
+        return False
+    return True
+
+
+def _ignore(remove: Callable[..., None], name: str, dir_fd: int | None) -> None:
+    try:
+        remove(name, dir_fd=dir_fd)
     except OSError:
         pass
-
-
-def _is_dir(name: str, dir_fd: int) -> bool:
-    try:
-        return stat.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
 
 
 def make_dirs(path: StrPath) -> None:
