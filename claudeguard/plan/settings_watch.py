@@ -162,9 +162,9 @@ class Watch:
         return [(role, os.path.join(trees, name, ".claude", file)) for name in names
                 for role, file in (("project", "settings.json"), ("local", "settings.local.json"))]
 
-    def _record(self, state: dict[str, object] | None = None) -> tuple[object, ...]:
+    def _record(self, state: dict[str, object] | None = None) -> tuple[dict[str, object], dict[str, object]]:
         """Record ``state`` (taken before it was judged; default: now) as checked for the gate
-        (the session dir)."""
+        (the session dir); its files and dirs (each by path), the watch's ``_seen``."""
         from claudeguard.gate.settings_check import record, snapshot
 
         state = snapshot(*self._paths()) if state is None else state
@@ -173,7 +173,9 @@ class Watch:
                 record(self.session_dir, state)
             except OSError:
                 pass  # the session dir is gone: the session is ending
-        return (state["files"], state["dirs"])
+        files, dirs = state["files"], state["dirs"]
+        assert isinstance(files, dict) and isinstance(dirs, dict)  # as snapshot() makes them
+        return files, dirs
 
     def start(self) -> "Watch":
         self._thread.start()
@@ -205,17 +207,16 @@ class Watch:
     def _run(self) -> None:
         from claudeguard.gate.settings_check import snapshot
 
-        # The files to look at are worked out again only when something changed: every name
-        # read from a dir (a drop-in, a worktree's files, an agent file) comes from a dir whose
-        # listing the snapshot holds, so a new one changes the state first. Worked out each
-        # round, they took 1-3 ms of the launcher's CPU five times a second beside the CLI.
-        paths = self._paths()
         while not self._stop.wait(WATCH_INTERVAL):
-            state = snapshot(*paths)  # taken before judge() reads the files
+            # The files and dirs of the state last checked, looked at again; they are worked out
+            # anew only when something changed: every name read from a dir (a drop-in, a
+            # worktree's files, an agent file) comes from a dir whose listing the state holds, so
+            # a new one changes the state first. Worked out each round, they took 1-3 ms of the
+            # launcher's CPU five times a second beside the CLI.
+            state = snapshot(*self._seen)
             if (state["files"], state["dirs"]) == self._seen:
                 continue
-            paths = self._paths()
-            state = snapshot(*paths)
+            state = snapshot(*self._paths())  # taken before judge() reads the files
             why = self.judge()
             if why is None:
                 # checked: the gate may decide calls again (a change that landed while judging
