@@ -458,12 +458,10 @@ def _start_session_box(session_dir: str, env_add: dict[str, str], undo: ExitStac
     and where it cannot start, every Bash call has a bwrap box of its own. Returns what ends it
     without waiting (once the CLI has exited, so that its end overlaps the rest of the
     session's); the undo waits for it."""
-    from claudeguard.plan.box_enter import ARGS_FILE
+    from claudeguard.plan.box_enter import ARGS_FILE, OnDemand
 
     if not os.path.exists(os.path.join(session_dir, ARGS_FILE)):
         return None  # no sandbox in this session
-    from claudeguard.plan.box_enter import OnDemand
-
     box = OnDemand(session_dir, dict(os.environ, **env_add)).start()
     undo.callback(box.stop)
     return box.end
