@@ -197,3 +197,32 @@ def test_add_rule_creates_missing_file(env, tmp_path):
     target = tmp_path / "new" / "config.toml"
     add_rule(target, "deny", "Bash(curl *)")
     assert 'deny = ["Bash(curl *)"]' in target.read_text()
+
+
+def test_the_config_the_planner_hands_over_reads_back_as_it_was_read(env):
+    """The launcher takes the planner's checked config (``to_wire`` through marshal, then
+    ``from_wire``) instead of reading the layers again: every view of it is the same."""
+    import marshal
+
+    from claudeguard.config.model import Config
+
+    user, project = env
+    user.write_text('[permissions]\nallow = ["Bash(git status)"]\ndeny = ["Bash(rm *)"]\n'
+                    '[agents.Explore]\nreplace = true\nask = ["Read(//etc/**)"]\n'
+                    '[watchdog]\nstall_after = 42\non_stall = "kill"\n[sandbox]\nallow_write = ["~/cache"]\n'
+                    '[profiles.ci]\napproval.timeout = 9\n')
+    (project / ".claudeguard.toml").write_text('[permissions]\nallow = ["Bash(make *)"]\n')  # not trusted: left out
+    cfg = load_config(project / "sub", Overrides(profile=Sourced("ci", "--guard-profile")))
+    assert cfg.untrusted and cfg.rules["agents.Explore.ask"]  # the case is a real one
+    back = Config.from_wire(marshal.loads(marshal.dumps(cfg.to_wire())))
+    assert back.to_wire() == cfg.to_wire()
+    for view in ("policy_spec", "watchdog", "security", "sandbox", "subagents", "untrusted_notes", "agent_types",
+                 "fleet_table", "claude_path", "permission_mode"):
+        assert getattr(back, view)() == getattr(cfg, view)(), view
+    assert back.approval(interactive=False) == cfg.approval(interactive=False)
+    assert (back.searched, back.project_root, back.profile, back.lockdown, back.values, back.rules) == \
+        (cfg.searched, cfg.project_root, cfg.profile, cfg.lockdown, cfg.values, cfg.rules)
+    assert (back.layer_trust, back.binding, back.untrusted) == (cfg.layer_trust, cfg.binding, cfg.untrusted)
+    for broken in ({}, {**cfg.to_wire(), "values": {"a": 1}}, {**cfg.to_wire(), "rules": {"permissions.allow": [1]}}):
+        with pytest.raises(ValueError, match="not a config"):
+            Config.from_wire(broken)  # type: ignore[arg-type]

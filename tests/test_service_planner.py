@@ -187,7 +187,8 @@ print(json.dumps({"new": sorted(set(sys.modules) - before), "keys": sorted(answe
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["keys"] == ["argv", "env", "files", "port", "real", "session_dir", "snapshot", "stderr"]
+    assert out["keys"] == ["argv", "config", "env", "files", "port", "real", "session_dir", "snapshot", "stderr",
+                           "version"]
     assert out["new"] == []
 
 
@@ -236,3 +237,25 @@ def test_a_runtime_dir_past_the_unix_socket_limit_is_planned_too(env, tmp_path):
     finally:
         ctl(long_env, "service", "stop")
     wait_until(lambda: not planner_pids(long_env), what="the planner gone with its service")
+
+
+def test_a_planned_launcher_takes_the_planners_config_and_never_reads_the_layers(env):
+    """The config the planner read and checked reaches the launcher with the plan: the launcher
+    reads no layer again while the CLI starts (no ``config.load``, no TOML parser), and its
+    watchdog and settings watch run on it; a launcher that prepared itself reads them."""
+    write_config(env, CONFIG)
+    up(env)
+    imported = {}
+    for name, extra in (("planned", {}), ("own", {"CLAUDEGUARD_PLANNER": "0"})):
+        proc = subprocess.run(GUARD + ["-p", "x"], env=dict(env, POSTS=json.dumps([]), PYTHONPROFILEIMPORTTIME="1",
+                                                             **extra), capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        out = json.loads(Path(env["OUT"]).read_text())
+        assert out["session"]["prepared_by"] == ("planner" if name == "planned" else "launcher")
+        imported[name] = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+                          if line.startswith("import time:") and "|" in line}
+    assert "claudeguard.shim.main" in imported["planned"]  # the launcher's own lines are there
+    assert {"claudeguard.config.load", "tomllib", "claudeguard.config.trust"} <= imported["own"]
+    # nor hashlib: the watch's trust records hash no file of a session with none to check
+    assert not {"claudeguard.config.load", "tomllib", "hashlib"} & imported["planned"], \
+        sorted(imported["planned"])

@@ -16,13 +16,28 @@ from claudeguard.errors import ConfigError
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from pathlib import Path
+    from typing import TypedDict
 
     from claudeguard.config.lines import KeyPath
     from claudeguard.config.schema import (
         AgentSpec, ApprovalSettings, PolicySpec, RuleSpec, SandboxSettings, SecuritySettings, SubagentsSettings, Value,
         WatchdogSettings,
     )
+
+    class ConfigWire(TypedDict):
+        """``Config.to_wire``: the config as plain values (each ``Sourced`` a (value, source)
+        pair, each ``RuleEntry`` a (rule, source, root) triple, each path a string)."""
+
+        values: dict[str, tuple[Value, str]]
+        rules: dict[str, list[tuple[str, str, str]]]
+        agent_replace: dict[str, tuple[Value, str]]
+        searched: list[tuple[str, str, bool]]
+        profile: str | None
+        lockdown: tuple[Value, str]
+        project_root: str
+        untrusted: list[tuple[str, list[str]]]
+        layer_trust: list[tuple[str, str, str, bool]]
+        binding: list[str]
 
 
 class Sourced:
@@ -252,6 +267,46 @@ class Config:
             "subagents": self.subagents(),
         }
 
+
+    def to_wire(self) -> ConfigWire:
+        """The whole config as plain values (``marshal`` can carry them): the service's planner
+        hands the config it checked to the launcher, which takes it back with ``from_wire``
+        rather than reading and checking the layers again while the CLI starts."""
+        def pair(s: Sourced) -> tuple[Value, str]:
+            return (s.value, s.source)
+
+        return {
+            "values": {k: pair(v) for k, v in self.values.items()},
+            "rules": {k: [(r.rule, r.source, r.root) for r in v] for k, v in self.rules.items()},
+            "agent_replace": {k: pair(v) for k, v in self.agent_replace.items()},
+            "searched": [(name, str(path), exists) for name, path, exists in self.searched],
+            "profile": self.profile,
+            "lockdown": pair(self.lockdown),
+            "project_root": str(self.project_root),
+            "untrusted": [(path, list(what)) for path, what in self.untrusted],
+            "layer_trust": list(self.layer_trust),
+            "binding": list(self.binding),
+        }
+
+    @classmethod
+    def from_wire(cls, wire: ConfigWire) -> Config:
+        """``to_wire``'s config back. ValueError when ``wire`` is not one (the caller reads the
+        layers itself then)."""
+        try:
+            cfg = cls(values={str(k): Sourced(v, str(src)) for k, (v, src) in wire["values"].items()},
+                      rules={str(k): [RuleEntry(str(r), str(src), str(root)) for r, src, root in v]
+                             for k, v in wire["rules"].items()},
+                      agent_replace={str(k): Sourced(v, str(src)) for k, (v, src) in wire["agent_replace"].items()},
+                      searched=[(str(name), Path(path), bool(exists)) for name, path, exists in wire["searched"]],
+                      profile=wire["profile"] if isinstance(wire["profile"], str) else None,
+                      lockdown=Sourced(wire["lockdown"][0], str(wire["lockdown"][1])),
+                      project_root=Path(wire["project_root"]))
+            cfg.untrusted = [(str(path), [str(w) for w in what]) for path, what in wire["untrusted"]]
+            cfg.layer_trust = [(str(a), str(b), str(c), bool(d)) for a, b, c, d in wire["layer_trust"]]
+            cfg.binding = [str(line) for line in wire["binding"]]
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise ValueError(f"not a config: {exc}") from None
+        return cfg
 
 # ---------------------------------------------------------------------------------------------
 # Finding and reading files

@@ -21,7 +21,6 @@ trusted or not.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
@@ -29,6 +28,7 @@ from claudeguard.errors import UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from hashlib import _Hash
     from typing import Mapping
 
 TRUST_FILE = "trust.json"
@@ -49,12 +49,18 @@ def key(path: str) -> str:
     return os.path.realpath(os.path.abspath(path))
 
 
+def _sha256(data: bytes = b"") -> _Hash:
+    import hashlib  # here: a session whose watch hashes no file never pays its import (~3 ms)
+
+    return hashlib.sha256(data)
+
+
 def digest(path: str) -> str | None:
     """SHA-256 of a file's bytes, or of a directory's tree; None when it cannot be read."""
     try:
         if os.path.isdir(path):
             return _tree_digest(path)
-        h = hashlib.sha256()
+        h = _sha256()
         with open(path, "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 16), b""):
                 h.update(chunk)
@@ -64,7 +70,7 @@ def digest(path: str) -> str | None:
 
 
 def _tree_digest(root: str) -> str | None:
-    h = hashlib.sha256(b"claudeguard-tree\0")
+    h = _sha256(b"claudeguard-tree\0")
     count = 0
     for base, dirs, files in os.walk(root, followlinks=False):
         dirs.sort()
@@ -80,7 +86,7 @@ def _tree_digest(root: str) -> str | None:
                 h.update(b"L" + os.readlink(full).encode("utf-8", "surrogateescape") + b"\0")
                 continue
             with open(full, "rb") as fh:
-                h.update(b"F" + hashlib.sha256(fh.read()).digest())
+                h.update(b"F" + _sha256(fh.read()).digest())
     return h.hexdigest()
 
 
@@ -166,7 +172,7 @@ def _keep_copy(store: str, path: str, sha: str) -> None:
             data = fh.read(MAX_COPY_BYTES + 1)
     except OSError:
         return
-    if len(data) > MAX_COPY_BYTES or hashlib.sha256(data).hexdigest() != sha:
+    if len(data) > MAX_COPY_BYTES or _sha256(data).hexdigest() != sha:
         return  # too big, or changed since it was hashed: nothing kept
     copies = os.path.join(os.path.dirname(store), COPIES_DIR)
     make_dirs(copies)
@@ -184,7 +190,7 @@ def trusted_copy(sha: str, env: Mapping[str, str] | None = None) -> str | None:
             data = fh.read()
     except OSError:
         return None
-    if hashlib.sha256(data).hexdigest() != sha:
+    if _sha256(data).hexdigest() != sha:
         return None  # not what was trusted: believe nothing of it
     return data.decode("utf-8", "replace")
 

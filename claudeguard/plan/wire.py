@@ -12,6 +12,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/des
 if TYPE_CHECKING:
     from typing import TypedDict
 
+    from claudeguard.config.model import ConfigWire
+
     class PlanRequest(TypedDict):
         """The launcher's request: what preparing its session reads of the launcher."""
 
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
         session_dir: str
         snapshot: str  # session.json as written
         files: dict[str, str]  # the other files written into the session dir (the settings file), by name
+        config: ConfigWire  # the config the plan read and checked (the launcher's watchdog, watch, report)
+        version: str  # the service's code (``files.fingerprint``), the launcher's too: the planner checked
         error: str
         exit: int
         refused: str

@@ -145,12 +145,14 @@ def live_connection(directory: str) -> socket.socket | None:
         return None
 
 
-def connect(directory: str | None = None, listener: socket.socket | None = None) -> socket.socket:
+def connect(directory: str | None = None, listener: socket.socket | None = None,
+            version: str | None = None) -> socket.socket:
     """A control connection to this user's service, started if needed (under ``start.lock``, so
     two launchers starting at once end up with one service); a service started here answers on
-    ``listener``, the hooks' socket this launcher held (else on a new port)."""
+    ``listener``, the hooks' socket this launcher held (else on a new port). ``version``: this
+    code's ``files.fingerprint()``, when the caller has it already."""
     directory = directory or files.service_dir()
-    version = files.fingerprint()
+    version = version or files.fingerprint()
     sock = _live_connection(directory, version)
     if sock is not None:
         return sock
@@ -207,7 +209,7 @@ class Registration:
     session again."""
 
     def __init__(self, session_id: str, session_dir: str, token: str, kind: str = "foreground",
-                 cli_pid: int = 0, verify: str | None = None) -> None:
+                 cli_pid: int = 0, verify: str | None = None, version: str | None = None) -> None:
         self.session_id, self.session_dir, self.token, self.kind = session_id, session_dir, token, kind
         self.port = 0
         self.sock: socket.socket | None = None
@@ -221,6 +223,9 @@ class Registration:
         # and whose tree a compromised session stops (``guard``).
         self._cli_pid = cli_pid
         self._verify = verify  # the CLI the service verifies in the background if it has not been
+        # This code's fingerprint, when the planner said it (it checked it against its own): no
+        # walk of the package's files while the CLI starts.
+        self._version = version
         self._send_lock = threading.Lock()
         self._sockets: set[int] = set()  # the service's socket inodes, as it last said (``sockets``)
         self._sockets_told = threading.Event()
@@ -266,7 +271,7 @@ class Registration:
         self._start_link(always=True)
 
     def _register(self) -> None:
-        sock = connect(listener=self.held)
+        sock = connect(listener=self.held, version=self._version)
         try:
             service_pid = _check_service(sock)
             reply, fds = request_fds(sock, self._register_msg(),

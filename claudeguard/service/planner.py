@@ -208,6 +208,8 @@ def prepare(request: PlanRequest, port: int, version: str | None) -> PlanAnswer:
         sys.executable = request["executable"]
         sys.stderr = stderr
         answer = _prepare(request, port)
+        if "argv" in answer:
+            answer["version"] = version  # the launcher's too (checked above): its registration needs no walk
     except (KeyError, TypeError, ValueError, OSError) as exc:
         answer = {"refused": f"cannot take the launcher's place: {exc}"}
     finally:
@@ -238,7 +240,7 @@ def _prepare(request: PlanRequest, port: int) -> PlanAnswer:
                           http=HttpHooks(port, request["token"]), exec_pid=pid,
                           run={"cli_version": version, "status_line": at_terminal})
         return {"argv": plan.argv, "env": plan.env_additions, "port": port, "real": real, "session_dir": session_dir,
-                "snapshot": written.text, "files": plan.files}
+                "snapshot": written.text, "files": plan.files, "config": cfg.to_wire()}
     except GuardError as exc:
         if session_dir is not None:
             shutil.rmtree(session_dir, ignore_errors=True)

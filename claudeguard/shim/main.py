@@ -271,7 +271,7 @@ class _Launch:
     stays without dataclasses)."""
 
     __slots__ = ("session_id", "session_dir", "argv", "env_add", "snapshot_text", "port_token", "registration", "cfg",
-                 "sup", "pty", "child_pid", "run", "monitor", "files", "box_end")
+                 "sup", "pty", "child_pid", "run", "monitor", "files", "box_end", "planned")
 
     def __init__(self, session_id: str, cfg: Config | None) -> None:
         self.session_id = session_id
@@ -289,6 +289,7 @@ class _Launch:
         self.run: Run | None = None  # the run's report: only for a run that started (exit 2 starts nothing)
         self.monitor: Feed | None = None
         self.box_end: Callable[[], None] | None = None  # ends the session's box (its thread joins at the undo)
+        self.planned: Planned | None = None  # the planner's plan, when it made one
 
 
 def _run_session(real: str, args: ClaudeArgs, cfg: Config | None, cwd: str, session_id: str, end: EndOptions | None,
@@ -340,6 +341,7 @@ def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planne
     """The session dir, the session file and the CLI's argv: the planner's, or made here (and the
     session registered with the service, when its port is not known before the CLI starts)."""
     if planned is not None:
+        launch.planned = planned
         launch.session_dir = planned.session_dir
         launch.argv, launch.env_add, launch.snapshot_text = planned.argv, planned.env, planned.snapshot
         launch.files = planned.files
@@ -406,7 +408,7 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
     launch.box_end = _start_session_box(session_dir, launch.env_add, undo)
     if launch.port_token is not None and launch.registration is None:
         launch.registration = _register_started(session_id, session_dir, *launch.port_token, child_pid,
-                                                _to_verify(real))
+                                                _to_verify(real), launch.planned.version if launch.planned else None)
         undo.callback(launch.registration.close)
     elif launch.registration is not None:
         launch.registration.guard(child_pid)  # only the service answers on the hooks' port
@@ -415,12 +417,7 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
     launch.run = Run(session_id=session_id, real_cli=real, end=end,
                      non_interactive=args.print_mode or not os.isatty(0))
     if launch.cfg is None:
-        # While the CLI starts (another core): what the watchdog and the settings watch
-        # read, as the planner read it a moment ago. Not checked again: the planner did (and
-        # said any warning); the settings watch takes changes from here on.
-        from claudeguard.plan.session import load_config
-
-        launch.cfg = load_config(opts, cwd)
+        launch.cfg = _planned_config(launch.planned, opts, cwd)
     cfg = launch.cfg
     from claudeguard.plan.repo_code import untrusted
 
@@ -450,6 +447,25 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
             from claudeguard.shim.host_prompt import HostPrompts
 
             sup.host = HostPrompts(session_dir, sup.cli_in).start()
+
+
+def _planned_config(planned: Planned | None, opts: GuardOptions, cwd: str) -> Config:
+    """The config the planner read and checked for this session (what the watchdog, the
+    settings watch and the report read): handed over, not read again while the CLI starts (the
+    layers' read, TOML and trust records were ~12 ms of this process's CPU beside the CLI's
+    start, bench/RESULTS.md), and the same config the plan was made from. Read again only when
+    the planner gave none that reads back (not checked again: the planner did, and said any
+    warning; the settings watch takes changes from here on)."""
+    if planned is not None and planned.config is not None:
+        from claudeguard.config.model import Config
+
+        try:
+            return Config.from_wire(planned.config)  # type: ignore[arg-type]  # from_wire checks it
+        except ValueError:
+            pass
+    from claudeguard.plan.session import load_config
+
+    return load_config(opts, cwd)
 
 
 def _start_session_box(session_dir: str, env_add: dict[str, str], undo: ExitStack) -> Callable[[], None] | None:
@@ -537,12 +553,12 @@ def _register_with_service(session_id: str, session_dir: str,
 
 
 def _register_started(session_id: str, session_dir: str, port: int, token: str, child_pid: int,
-                      verify: str | None = None) -> Registration:
+                      verify: str | None = None, version: str | None = None) -> Registration:
     """Register a session whose CLI already runs (see ``_register_with_service``), and check
     from then on that only the service answers on the hooks' port."""
     from claudeguard.service.client import Registration
 
-    registration = Registration(session_id, session_dir, token, verify=verify)
+    registration = Registration(session_id, session_dir, token, verify=verify, version=version)
     registration.guard(child_pid)
     registration.open_started(port)
     return registration

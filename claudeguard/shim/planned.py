@@ -35,13 +35,20 @@ MAX_ANSWER = 8 << 20
 class Planned:
     """A session the planner prepared: its files are written; the launcher starts ``argv``."""
 
-    __slots__ = ("argv", "env", "port", "real", "session_dir", "session_id", "snapshot", "token", "files")
+    __slots__ = ("argv", "env", "port", "real", "session_dir", "session_id", "snapshot", "token", "files", "config",
+                 "version")
 
     def __init__(self, *, argv: list[str], env: dict[str, str], port: int, real: str, session_dir: str,
-                 session_id: str, snapshot: str, token: str, files: dict[str, str] | None = None) -> None:
+                 session_id: str, snapshot: str, token: str, files: dict[str, str] | None = None,
+                 config: object = None, version: str | None = None) -> None:
         self.argv, self.env, self.port, self.real = argv, env, port, real
         self.session_dir, self.session_id, self.snapshot, self.token = session_dir, session_id, snapshot, token
         self.files = files or {}  # the other files the planner wrote into the session dir
+        # The config the planner read and checked, as plain values (``Config.from_wire`` takes
+        # it once the CLI runs; None: the launcher reads the layers again), and the code's
+        # identity the planner checked the launcher's against (the registration's version).
+        self.config = config
+        self.version = version
 
 
 def _planned(answer: dict[str, object], session_id: str, token: str) -> Planned | None:
@@ -54,8 +61,10 @@ def _planned(answer: dict[str, object], session_id: str, token: str) -> Planned 
     files = answer.get("files")
     if not (isinstance(files, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())):
         files = {}
+    version = answer.get("version")
     return Planned(argv=argv, env=env, port=port, real=real, session_dir=session_dir, session_id=session_id,
-                   snapshot=snapshot, token=token, files=files)
+                   snapshot=snapshot, token=token, files=files, config=answer.get("config"),
+                   version=version if isinstance(version, str) else None)
 
 
 def plan_socket_path() -> str:
