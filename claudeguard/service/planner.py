@@ -202,8 +202,7 @@ def prepare(request: PlanRequest, port: int, version: str | None) -> PlanAnswer:
     signal.setitimer(signal.ITIMER_REAL, PREPARE_LIMIT_S)
     try:
         os.chdir(cwd)
-        os.environ.clear()
-        os.environ.update(env)
+        _set_environ(env)
         sys.argv = [request["argv0"]]  # the launcher's own paths are never the real CLI
         sys.executable = request["executable"]
         sys.stderr = stderr
@@ -214,12 +213,21 @@ def prepare(request: PlanRequest, port: int, version: str | None) -> PlanAnswer:
         answer = {"refused": f"cannot take the launcher's place: {exc}"}
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)  # first: nothing may interrupt putting things back
-        os.environ.clear()
-        os.environ.update(saved[0])
+        _set_environ(saved[0])
         sys.argv, sys.executable, sys.stderr = saved[1], saved[2], saved[3]
         os.chdir("/")
     answer.setdefault("stderr", stderr.getvalue())
     return answer
+
+
+def _set_environ(env: dict[str, str]) -> None:
+    """``os.environ`` made exactly ``env``, touching only what differs (a launcher's environment
+    is mostly the planner's: clearing and refilling ~50 names twice was ~0.6 ms a plan)."""
+    for name in [n for n in os.environ if n not in env]:
+        del os.environ[name]
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 def _prepare(request: PlanRequest, port: int) -> PlanAnswer:
