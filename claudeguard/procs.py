@@ -6,6 +6,7 @@
   of Claude Code's background sessions, doctor's probe);
 - ``ask_version``: the real CLI's ``--version`` (doctor, demo, the test CLI installer;
   ``plan.cli_version`` asks a binary itself, and believes only the CLI's own form of answer);
+- ``start_thread``: a daemon thread of the launcher, started with every signal blocked;
 - ``process_start``: a live process's start token, the one identity check of a pid (a channel
   request's waiter, the service's record, status files, background sessions).
 
@@ -18,14 +19,16 @@ path starts no subprocess.
 from __future__ import annotations
 
 import os
-import signal
 
 from claudeguard.errors import GuardError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    import signal
     import subprocess
-    from typing import Any
+    from typing import Any, Callable
+else:  # the same constants without the enum wrappers (`signal` imports enum: ~2 ms beside the CLI's start)
+    import _signal as signal
 
 # Signals a spawned command gets back at their default action: a caller that ignores SIGPIPE or
 # SIGINT (Python does both) would otherwise hand that on through exec.
@@ -229,3 +232,16 @@ def _parent(pid: int) -> int:
         return 0
     rest = raw[raw.rfind(b")") + 2:].split()
     return int(rest[1]) if len(rest) > 1 else 0
+
+
+def start_thread(target: Callable[[], object], name: str) -> None:
+    """Start a daemon thread with every signal blocked: the launcher's supervisor takes its
+    signals (SIGCHLD above all) with sigwait in one thread, and a thread that left them unblocked
+    would receive and drop them (the child would never be reaped)."""
+    import threading
+
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    try:
+        threading.Thread(target=target, name=name, daemon=True).start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)

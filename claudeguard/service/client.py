@@ -26,7 +26,7 @@ import threading
 import time
 
 from claudeguard.ancestry import inside_guarded_session
-from claudeguard.procs import not_dumpable, process_start
+from claudeguard.procs import not_dumpable, process_start, start_thread
 from claudeguard.service import files
 from claudeguard.sockets import peer_creds
 
@@ -253,16 +253,7 @@ class Registration:
 
     def _start_link(self, always: bool = False) -> None:
         if self.kind == "foreground" or always:
-            # The thread starts with every signal blocked: the launcher's supervisor takes its
-            # signals (SIGCHLD above all) with sigwait in one thread, and a thread that left them
-            # unblocked would receive and drop them (the child would never be reaped).
-            import signal
-
-            old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-            try:
-                threading.Thread(target=self._watch, name="claudeguard-service-link", daemon=True).start()
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+            start_thread(self._watch, "claudeguard-service-link")
 
     def keep_linked(self) -> None:
         """For a background registration whose launcher lives on (agent view): once its own
@@ -353,8 +344,6 @@ class Registration:
     def guard(self, cli_pid: int) -> None:
         """Check once a second that only the service answers on the hooks' port; else the session
         ends as compromised (``_compromised``). Started once the CLI runs."""
-        import signal
-
         def run() -> None:
             from claudeguard.service.portguard import PortGuard
 
@@ -372,11 +361,7 @@ class Registration:
         self._cli_pid = cli_pid
         if self.sock is not None:  # registered before the CLI started: say which it is now
             self.send({"op": "cli", "session_id": self.session_id, "pid": cli_pid, "start": process_start(cli_pid)})
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-        try:
-            threading.Thread(target=run, name="claudeguard-port-guard", daemon=True).start()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        start_thread(run, "claudeguard-port-guard")
 
     def _service_sockets(self, pid: int) -> set[int] | None:
         """The service's socket inodes: asked on the registration's connection (the service is

@@ -160,14 +160,9 @@ class Feed:
             reg.listener = self
             with self.lock:
                 self._ask_service()
-            import signal
+            from claudeguard.procs import start_thread
 
-            # Like the service link: no thread of ours may take the supervisor's signals.
-            old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-            try:
-                threading.Thread(target=self._flush_loop, name="claudeguard-activity", daemon=True).start()
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+            start_thread(self._flush_loop, "claudeguard-activity")  # no thread of ours takes the supervisor's signals
         else:
             with self.lock:
                 self._go_local()
