@@ -259,3 +259,79 @@ def test_a_planned_launcher_takes_the_planners_config_and_never_reads_the_layers
     # nor hashlib: the watch's trust records hash no file of a session with none to check
     assert not {"claudeguard.config.load", "tomllib", "hashlib"} & imported["planned"], \
         sorted(imported["planned"])
+
+
+def _sessions(env: dict) -> list[str]:
+    return sorted(p.name for p in (Path(env["CLAUDEGUARD_RUNTIME_DIR"]) / "sessions").iterdir())
+
+
+def test_a_request_sent_early_is_taken_or_dropped_and_a_dropped_one_leaves_nothing(env, tmp_path):
+    """``send_request`` then ``answer`` or ``drop`` (the launcher sends a `-p` run's request before
+    reading its argv): a taken plan's session dir is there; a dropped one's is removed once the
+    planner has answered, with nothing said."""
+    write_config(env, CONFIG)
+    up(env)
+    code = """
+import json, os, sys
+from claudeguard.shim.planned import send_request
+asked = send_request(["-p", "x"], os.getcwd())
+planned = asked.answer()
+made = sorted(os.listdir(os.path.join(os.environ["CLAUDEGUARD_RUNTIME_DIR"], "sessions")))
+dropped = send_request(["-p", "y"], os.getcwd())
+dropped.drop()
+after = sorted(os.listdir(os.path.join(os.environ["CLAUDEGUARD_RUNTIME_DIR"], "sessions")))
+print(json.dumps({"planned": planned.session_id, "dir": planned.session_dir, "made": made, "after": after,
+                  "dropped": dropped.session_id}))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["made"] == out["after"] == [out["planned"]]  # the dropped one's dir is gone, the taken one's stays
+    assert out["dropped"] != out["planned"]
+    from claudeguard.files import remove_tree
+
+    remove_tree(out["dir"])
+    assert _sessions(env) == []
+
+
+def test_a_p_run_that_is_no_session_after_all_leaves_no_session_dir(env, tmp_path):
+    """`-p --help` names -p, so the launcher asks the planner before reading its argv; read, it
+    is a pass-through (the CLI's help): the planner's session is dropped before the CLI is exec'd.
+    A bad guard option found while reading argv drops it too."""
+    write_config(env, CONFIG)
+    up(env)
+    cli = tmp_path / "plain-cli"
+    cli.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$OUT"\n')
+    cli.chmod(0o755)
+    proc = subprocess.run(GUARD + ["-p", "--help"], env=dict(env, CLAUDEGUARD_CLAUDE=str(cli)), capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert Path(env["OUT"]).read_text().splitlines() == ["-p", "--help"]  # exec'd untouched
+    assert _sessions(env) == []
+    bad = subprocess.run(GUARD + ["--guard-fail-on=nonsense", "-p", "x"], env=dict(env, POSTS="[]"),
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--guard-fail-on" in bad.stderr and bad.stderr.count("\n") == 1, bad.stderr
+    assert _sessions(env) == []
+
+
+def test_which_runs_ask_the_planner_before_their_argv_is_read(monkeypatch):
+    from claudeguard.plan.options import split_argv
+    from claudeguard.shim import main, planned
+
+    sent = []
+    monkeypatch.setattr(planned, "send_request", lambda argv, cwd: sent.append(argv) or None)
+    monkeypatch.delenv("CLAUDEGUARD_SERVICE", raising=False)
+    monkeypatch.delenv("CLAUDEGUARD_PLANNER", raising=False)
+    cases = {("-p", "x"): True, ("--print", "x"): True, ("x",): False, ("-p", "x", "--bg"): False,
+             ("--guard-dry-run", "-p", "x"): False}
+    for argv, asks in cases.items():
+        opts, rest = split_argv(list(argv))
+        sent.clear()
+        main._ask_early(list(argv), opts, rest)
+        assert sent == ([list(argv)] if asks else []), argv
+    monkeypatch.setenv("CLAUDEGUARD_PLANNER", "0")
+    opts, rest = split_argv(["-p", "x"])
+    sent.clear()
+    main._ask_early(["-p", "x"], opts, rest)
+    assert sent == []

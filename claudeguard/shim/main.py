@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from claudeguard.plan.report import EndOptions, Run
     from claudeguard.service.client import Registration
     from claudeguard.shim.activity import Feed
-    from claudeguard.shim.planned import Planned
+    from claudeguard.shim.planned import Asked, Planned
     from claudeguard.shim.pty_relay import PtySession
     from claudeguard.shim.supervise import Supervisor
 
@@ -76,16 +76,31 @@ def _main(argv: list[str]) -> int:
         from claudeguard.shim.guard_info import guard_help, guard_version
 
         return guard_help() if opts.help else guard_version(opts.cli, os.getcwd())
-    start = _read_start(opts, rest)
+    # Prepared by the service's warm planner (service/planner.py): the config, the checks, the
+    # session file and the CLI's argv, without importing and running all of that here first.
+    # A `-p` run asks before its argv is read here, so that the planner prepares on the other
+    # core meanwhile (~2.4 ms of the start: the CLI's table, finding the CLI).
+    asked = _ask_early(argv, opts, rest)
+    try:
+        start = _read_start(opts, rest)
+        plannable = not start.args.passthrough and _plannable(start.args, start.opts)
+    except BaseException:
+        if asked is not None:
+            asked.drop()
+        raise
+    if asked is not None and not plannable:
+        asked.drop()  # not a session the planner prepares after all: nothing of it stays
+        asked = None
     if _unconfigured_passthrough(start):
         _exec(start.first, start)  # the fast path of `claude --version`, `claude auth status`
-    if not start.args.passthrough and _plannable(start.args, start.opts):
-        # Prepared by the service's warm planner (service/planner.py): the config, the checks,
-        # the session file and the CLI's argv, without importing and running all of that here
-        # first. None: the planner could not answer, and this process prepares it below.
-        from claudeguard.shim.planned import ask_planner
+    if plannable:
+        # None: the planner could not answer, and this process prepares the session below.
+        if asked is None:
+            from claudeguard.shim.planned import ask_planner
 
-        planned = ask_planner(argv, start.cwd)
+            planned = ask_planner(argv, start.cwd)
+        else:
+            planned = asked.answer()
         if planned is not None:
             return _run_session(planned.real, start.args, None, start.cwd, planned.session_id, start.end,
                                 opts=start.opts, planned=planned)
@@ -229,6 +244,18 @@ def _cli_without_config(find_claude: Callable[..., str]) -> str | None:
         return find_claude(None, offer=False)
     except GuardError:
         return None
+
+
+def _ask_early(argv: list[str], opts: GuardOptions, rest: list[str]) -> Asked | None:
+    """The planner asked at once, for a run that names `-p` and that nothing known yet keeps
+    from the planner (``_plannable``'s checks that need no argv reading); None otherwise (a run
+    that turns out to be one the planner prepares asks it then, as before)."""
+    if not ("-p" in rest or "--print" in rest) or opts.dry_run or "--bg" in rest or not _use_service() \
+            or os.environ.get("CLAUDEGUARD_PLANNER", "1") == "0":
+        return None
+    from claudeguard.shim.planned import send_request
+
+    return send_request(argv, os.getcwd())
 
 
 def _plannable(args: ClaudeArgs, opts: GuardOptions) -> bool:

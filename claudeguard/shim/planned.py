@@ -25,6 +25,8 @@ from claudeguard.plan.wire import PLAN_SOCKET
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    import _socket
+
     from claudeguard.plan.wire import PlanRequest
 # A planner answers in a few ms; one that takes longer is stuck (or busy behind a stuck request):
 # the launcher prepares the session itself rather than keep its user waiting.
@@ -83,7 +85,72 @@ def package_root() -> str:
 
 def ask_planner(argv: list[str], cwd: str) -> Planned | None:
     """The session prepared by the planner, or None (see the module's docstring)."""
-    path = plan_socket_path()
+    asked = send_request(argv, cwd)
+    return asked.answer() if asked is not None else None
+
+
+class Asked:
+    """A request sent to the planner whose answer is still to be read: the launcher reads its
+    own argv meanwhile (the planner prepares on the other core), then takes the plan
+    (``answer``) or, when the run turned out not to be one the planner prepares, drops it (``drop``)."""
+
+    __slots__ = ("sock", "session_id", "token")
+
+    def __init__(self, sock: _socket.socket, session_id: str, token: str) -> None:
+        self.sock, self.session_id, self.token = sock, session_id, token
+
+    def _read(self) -> object:
+        from claudeguard.sockets import read_to_end
+
+        try:
+            answer = read_to_end(self.sock, MAX_ANSWER)
+        except OSError:
+            return None
+        finally:
+            self.sock.close()
+        if answer is None:
+            return None
+        try:
+            return marshal.loads(answer)
+        except (EOFError, ValueError, TypeError):
+            return None
+
+    def answer(self) -> Planned | None:
+        """The plan; None when the planner gave none (the launcher prepares the session itself);
+        an expected failure is raised as the launcher's own path would raise it."""
+        answer = self._read()
+        if not isinstance(answer, dict):
+            return None
+        if "error" in answer:
+            _print_stderr(answer)
+            error = GuardError(str(answer["error"]))
+            code = answer.get("exit")
+            error.exit_code = code if isinstance(code, int) else 2
+            raise error
+        planned = _planned(answer, self.session_id, self.token)
+        if planned is not None:
+            _print_stderr(answer)
+        return planned
+
+    def drop(self) -> None:
+        """Not a run the planner prepares after all: wait for its answer (bounded, as always) and
+        remove the session dir it made, saying nothing of it."""
+        answer = self._read()
+        where = answer.get("session_dir") if isinstance(answer, dict) else None
+        # only this session's own dir (the planner names it by the id this launcher made)
+        if isinstance(where, str) and os.path.isabs(where) and os.path.basename(where) == self.session_id:
+            from claudeguard.files import remove_tree
+
+            remove_tree(where)
+
+
+def send_request(argv: list[str], cwd: str) -> Asked | None:
+    """Send the planner this launcher's request (its answer is read later: ``Asked``); None
+    when no planner of this user takes it."""
+    import _socket
+
+    from claudeguard.sockets import is_own_user, socket_address
+
     session_id = os.urandom(8).hex()
     token = os.urandom(24).hex()  # 192 bits, as the launcher's own path makes it
     request: PlanRequest = {
@@ -98,19 +165,20 @@ def ask_planner(argv: list[str], cwd: str) -> Planned | None:
         "session_id": session_id,
         "token": token,
     }
-    answer = _exchange(path, marshal.dumps(dict(request)))
-    if not isinstance(answer, dict):
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(ANSWER_WAIT_S)  # for the answer too: a late planner is given up on
+        with socket_address(plan_socket_path()) as address:  # a long runtime dir: through the directory's fd
+            sock.connect(address)
+        if not is_own_user(sock):  # the request carries this process's environment
+            sock.close()
+            return None
+        sock.sendall(marshal.dumps(dict(request)))
+        sock.shutdown(_socket.SHUT_WR)
+    except OSError:
+        sock.close()
         return None
-    if "error" in answer:
-        _print_stderr(answer)
-        error = GuardError(str(answer["error"]))
-        code = answer.get("exit")
-        error.exit_code = code if isinstance(code, int) else 2
-        raise error
-    planned = _planned(answer, session_id, token)
-    if planned is not None:
-        _print_stderr(answer)
-    return planned
+    return Asked(sock, session_id, token)
 
 
 def _print_stderr(answer: dict[str, object]) -> None:
@@ -122,30 +190,3 @@ def _print_stderr(answer: dict[str, object]) -> None:
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
-
-
-def _exchange(path: str, request: bytes) -> object:
-    import _socket
-
-    from claudeguard.sockets import is_own_user, read_to_end, socket_address
-
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    try:
-        sock.settimeout(ANSWER_WAIT_S)
-        with socket_address(path) as address:  # a long runtime dir: through the directory's fd
-            sock.connect(address)
-        if not is_own_user(sock):  # the request carries this process's environment
-            return None
-        sock.sendall(request)
-        sock.shutdown(_socket.SHUT_WR)
-        answer = read_to_end(sock, MAX_ANSWER)
-    except OSError:
-        return None
-    finally:
-        sock.close()
-    if answer is None:
-        return None
-    try:
-        return marshal.loads(answer)
-    except (EOFError, ValueError, TypeError):
-        return None
