@@ -222,3 +222,17 @@ def test_durations_are_taken_by_the_launchers_options_and_variables(bed):
     proc = bed.run(["--guard-approval-timeout", "10m", "--guard-dry-run", "-p", "hi"], env)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["guarded"] is True
+
+
+@pytest.mark.parametrize("argv", [["-p", "x"], ["x"], ["--version"]])
+def test_a_removed_working_directory_is_one_line_and_starts_nothing(bed, argv):
+    gone = bed.root / "gone"
+    gone.mkdir()
+    cmd = f"cd {gone} && rmdir {gone} && exec {bed.launcher} \"$@\""
+    proc = subprocess.run(["/bin/sh", "-c", cmd, "sh", *argv], env=dict(bed.env, CLAUDEGUARD_CLAUDE=str(bed.real)),
+                          capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2
+    assert proc.stderr == ("claudeguard: the current directory no longer exists (it was removed): run claude from "
+                           "one that does\n")
+    assert proc.stdout == ""  # the stand-in CLI never ran
+    assert not (bed.root / "rt" / "sessions").exists() or not any((bed.root / "rt" / "sessions").iterdir())
