@@ -335,3 +335,43 @@ def test_which_runs_ask_the_planner_before_their_argv_is_read(monkeypatch):
     sent.clear()
     main._ask_early(["-p", "x"], opts, rest)
     assert sent == []
+
+
+def test_the_fingerprint_asked_again_is_the_walks_after_every_kind_of_change(tmp_path):
+    """The planner asks the fingerprint of a launcher's package for every request; asked again it
+    checks the stamps of what the last walk saw instead of walking: after each change below the
+    answer is what a fresh walk gives, and the sources' changes change it."""
+    from claudeguard.service import files
+
+    root = tmp_path / "claudeguard"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.py").write_text("a = 1\n")
+    (root / "sub" / "b.py").write_text("b = 1\n")
+
+    def fresh() -> str:
+        files._SEEN.pop(str(root), None)
+        return files.fingerprint(str(root))
+
+    first = fresh()
+    assert files.fingerprint(str(root)) == first  # from the stamps
+    answers = [first]
+
+    def bump(path: Path) -> None:  # a later mtime whatever the clock's grain
+        st = path.stat()
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+
+    steps = [
+        lambda: ((root / "a.py").write_text("a = 2\n"), bump(root / "a.py")),  # edited in place, same size
+        lambda: (root / "sub" / "c.py").write_text("c = 1\n"),  # a source added below
+        lambda: (root / "sub" / "b.py").unlink(),  # a source removed
+        lambda: (root / "new").mkdir() or (root / "new" / "d.py").write_text("d\n"),  # a new package dir
+        lambda: (root / "sub" / "c.py").rename(root / "sub" / "e.py"),  # renamed
+    ]
+    for step in steps:
+        step()
+        again = files.fingerprint(str(root))
+        assert again == fresh()
+        assert again not in answers
+        answers.append(again)
+    (root / "notes.txt").write_text("x")  # not a source: the tree's walk again, the same answer
+    assert files.fingerprint(str(root)) == fresh() == answers[-1]

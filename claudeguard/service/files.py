@@ -89,23 +89,49 @@ def service_dir() -> str:
 def fingerprint(root: str | None = None) -> str:
     """The installed code's identity: a launcher talks only to a service of the same one. The
     package version alone does not change between builds, so the names, sizes and mtimes of the
-    package's sources are hashed too (a stat per file, no reads: ~1 ms). ``root``: the package
-    dir of another process (a launcher asking the planner), else ours."""
+    package's sources are hashed too (a stat per file, no reads). ``root``: the package dir of
+    another process (a launcher asking the planner), else ours.
+
+    What went into the last answer for a root is kept (``_SEEN``): asked again (the planner, for
+    every launcher), a stat of each dir (a name added, removed or renamed there changes its
+    mtime) and of each source (an edit in place changes its size or mtime) says whether it still
+    holds, without listing and sorting the tree again (~0.25 ms against ~0.6)."""
+    root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    seen = _SEEN.get(root)
+    if seen is not None and all(_stamp(path) == stamp for path, stamp in seen[0]):
+        return seen[1]
     import zlib
 
     from claudeguard import __version__
 
-    root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parts = [__version__]
+    stamps: list[tuple[str, tuple[int, int]]] = []
     skip = len(root) + 1  # the path below root, as os.path.relpath gives it (for ~100 files: 2 ms less)
     for dirpath, dirnames, filenames in os.walk(root):
+        stamps.append((dirpath, _stamp(dirpath)))
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for name in sorted(filenames):
             if name.endswith(".py"):
                 path = os.path.join(dirpath, name)
                 st = os.stat(path)
                 parts.append(f"{path[skip:]}:{st.st_size}:{st.st_mtime_ns}")
-    return f"{__version__}+{zlib.crc32(chr(0).join(parts).encode()):08x}"
+                stamps.append((path, (st.st_size, st.st_mtime_ns)))
+    found = f"{__version__}+{zlib.crc32(chr(0).join(parts).encode()):08x}"
+    _SEEN[root] = (stamps, found)
+    return found
+
+
+# root -> (each dir's and source's stamp as the last walk saw it, the fingerprint it gave)
+_SEEN: dict[str, tuple[list[tuple[str, tuple[int, int]]], str]] = {}
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    """A dir's or a file's (size, mtime): (-1, -1) when it is gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns)
 
 
 def read_record(directory: str) -> ServiceRecord | None:
