@@ -78,9 +78,25 @@ def run_main(prog: str, fn: Callable[[], int]) -> int:
     except Exception as exc:  # a bug still gets one line, not a traceback
         import os
 
+        if isinstance(exc, FileNotFoundError) and _cwd_gone():
+            # The config, the trust records and the project are all found from the working
+            # directory: one removed under us is the user's to fix, said as such.
+            print(f"{prog}: the current directory no longer exists (it was removed): run {prog} from one that does",
+                  file=sys.stderr)
+            return 2
         if os.environ.get("CLAUDEGUARD_DEBUG"):
             raise
         first = str(exc).splitlines()[0] if str(exc) else ""
         print(f"{prog}: internal error: {type(exc).__name__}: {first} (CLAUDEGUARD_DEBUG=1 shows the traceback)",
               file=sys.stderr)
         return 70
+
+
+def _cwd_gone() -> bool:
+    import os
+
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    return False

@@ -232,7 +232,20 @@ def test_a_removed_working_directory_is_one_line_and_starts_nothing(bed, argv):
     proc = subprocess.run(["/bin/sh", "-c", cmd, "sh", *argv], env=dict(bed.env, CLAUDEGUARD_CLAUDE=str(bed.real)),
                           capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2
-    assert proc.stderr == ("claudeguard: the current directory no longer exists (it was removed): run claude from "
-                           "one that does\n")
+    assert proc.stderr == ("claudeguard: the current directory no longer exists (it was removed): run claudeguard "
+                           "from one that does\n")
     assert proc.stdout == ""  # the stand-in CLI never ran
     assert not (bed.root / "rt" / "sessions").exists() or not any((bed.root / "rt" / "sessions").iterdir())
+
+
+@pytest.mark.parametrize("argv", [["config", "show"], ["doctor"], ["explain", "Bash(ls)"]])
+def test_claudeguardctl_in_a_removed_working_directory_says_so_in_one_line(bed, argv):
+    gone = bed.root / "gone"
+    gone.mkdir()
+    ctl = bed.launcher.with_name("claudeguardctl")
+    cmd = f"cd {gone} && rmdir {gone} && exec {ctl} \"$@\""
+    proc = subprocess.run(["/bin/sh", "-c", cmd, "sh", *argv], env=bed.env, capture_output=True, text=True,
+                          timeout=30, stdin=subprocess.DEVNULL)
+    assert (proc.returncode, proc.stderr) == (2, "claudeguardctl: the current directory no longer exists (it was "
+                                                 "removed): run claudeguardctl from one that does\n")
+

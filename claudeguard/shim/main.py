@@ -75,7 +75,7 @@ def _main(argv: list[str]) -> int:
     if opts.help or opts.version:  # the guard's own: `--help` and `--version` stay the CLI's
         from claudeguard.shim.guard_info import guard_help, guard_version
 
-        return guard_help() if opts.help else guard_version(opts.cli, _cwd())
+        return guard_help() if opts.help else guard_version(opts.cli, os.getcwd())
     # Prepared by the service's warm planner (service/planner.py): the config, the checks, the
     # session file and the CLI's argv, without importing and running all of that here first.
     # A `-p` run asks before its argv is read here, so that the planner prepares on the other
@@ -140,7 +140,7 @@ def _read_start(opts: GuardOptions, rest: list[str]) -> _Start:
     # argv as the installed CLI reads it (its version's table; load_checked reads it again when
     # the config names another CLI)
     args = read_args(rest, first)
-    cwd = _cwd()
+    cwd = os.getcwd()
     end = None
     # Options are checked always; the variables only for a session: `claude --version` passes
     # through without reading them (a pass-through writes no report).
@@ -150,16 +150,6 @@ def _read_start(opts: GuardOptions, rest: list[str]) -> _Start:
 
         end = EndOptions.parse(opts, os.environ, cwd)  # a bad value stops us before anything starts
     return _Start(opts, rest, first, args, cwd, end, dict(os.environ, **{RECURSION_VAR: str(os.getpid())}))
-
-
-def _cwd() -> str:
-    """The working directory; a removed one is said in one line (the config, the trust records
-    and the CLI's project are all found from it), not met later as an internal error."""
-    try:
-        return os.getcwd()
-    except FileNotFoundError:
-        raise UsageError("the current directory no longer exists (it was removed): run claude from one that "
-                         "does") from None
 
 
 def _unconfigured_passthrough(start: _Start) -> bool:
@@ -265,7 +255,7 @@ def _ask_early(argv: list[str], opts: GuardOptions, rest: list[str]) -> Asked | 
         return None
     from claudeguard.shim.planned import send_request
 
-    return send_request(argv, _cwd())
+    return send_request(argv, os.getcwd())
 
 
 def _plannable(args: ClaudeArgs, opts: GuardOptions) -> bool:
