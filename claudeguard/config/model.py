@@ -267,7 +267,6 @@ class Config:
             "subagents": self.subagents(),
         }
 
-
     def to_wire(self) -> ConfigWire:
         """The whole config as plain values (``marshal`` can carry them): the service's planner
         hands the config it checked to the launcher, which takes it back with ``from_wire``
@@ -307,6 +306,7 @@ class Config:
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise ValueError(f"not a config: {exc}") from None
         return cfg
+
 
 # ---------------------------------------------------------------------------------------------
 # Finding and reading files

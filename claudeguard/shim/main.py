@@ -94,13 +94,12 @@ def _main(argv: list[str]) -> int:
     if _unconfigured_passthrough(start):
         _exec(start.first, start)  # the fast path of `claude --version`, `claude auth status`
     if plannable:
-        # None: the planner could not answer, and this process prepares the session below.
-        if asked is None:
-            from claudeguard.shim.planned import ask_planner
+        if asked is None:  # a plannable run that does not name -p asks now
+            from claudeguard.shim.planned import send_request
 
-            planned = ask_planner(argv, start.cwd)
-        else:
-            planned = asked.answer()
+            asked = send_request(argv, start.cwd)
+        # None: the planner could not answer, and this process prepares the session below.
+        planned = asked.answer() if asked is not None else None
         if planned is not None:
             return _run_session(planned.real, start.args, None, start.cwd, planned.session_id, start.end,
                                 opts=start.opts, planned=planned)
@@ -250,8 +249,7 @@ def _ask_early(argv: list[str], opts: GuardOptions, rest: list[str]) -> Asked | 
     """The planner asked at once, for a run that names `-p` and that nothing known yet keeps
     from the planner (``_plannable``'s checks that need no argv reading); None otherwise (a run
     that turns out to be one the planner prepares asks it then, as before)."""
-    if not ("-p" in rest or "--print" in rest) or opts.dry_run or "--bg" in rest or not _use_service() \
-            or os.environ.get("CLAUDEGUARD_PLANNER", "1") == "0":
+    if not ("-p" in rest or "--print" in rest) or "--bg" in rest or not _planner_on(opts):
         return None
     from claudeguard.shim.planned import send_request
 
@@ -261,8 +259,13 @@ def _ask_early(argv: list[str], opts: GuardOptions, rest: list[str]) -> Asked | 
 def _plannable(args: ClaudeArgs, opts: GuardOptions) -> bool:
     """A session the planner prepares: the service's hooks, pipes (no pty of ours, whose relay
     wants the config before the CLI starts), not a dry run or a --bg dispatch."""
-    return (not opts.dry_run and not args.has("--bg") and _use_service() and not args.uses_pty
-            and os.environ.get("CLAUDEGUARD_PLANNER", "1") != "0")
+    return not args.has("--bg") and not args.uses_pty and _planner_on(opts)
+
+
+def _planner_on(opts: GuardOptions) -> bool:
+    """What lets the planner prepare any run at all: the service on, the planner not turned off,
+    not a dry run (printed by this process)."""
+    return not opts.dry_run and _use_service() and os.environ.get("CLAUDEGUARD_PLANNER", "1") != "0"
 
 
 DROPPED = "\0dropped\0"  # plan.argv.DROPPED: a variable the plan removes from the CLI's environment

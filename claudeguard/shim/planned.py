@@ -83,12 +83,6 @@ def package_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def ask_planner(argv: list[str], cwd: str) -> Planned | None:
-    """The session prepared by the planner, or None (see the module's docstring)."""
-    asked = send_request(argv, cwd)
-    return asked.answer() if asked is not None else None
-
-
 class Asked:
     """A request sent to the planner whose answer is still to be read: the launcher reads its
     own argv meanwhile (the planner prepares on the other core), then takes the plan
