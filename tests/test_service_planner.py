@@ -337,6 +337,12 @@ def test_which_runs_ask_the_planner_before_their_argv_is_read(monkeypatch):
     assert sent == []
 
 
+def _added_behind_an_old_mtime(directory: Path, name: str) -> None:
+    st = directory.stat()
+    (directory / name).write_text("f = 1\n")
+    os.utime(directory, ns=(st.st_atime_ns, st.st_mtime_ns))  # what `utime` can set back; not the ctime
+
+
 def test_the_fingerprint_asked_again_is_the_walks_after_every_kind_of_change(tmp_path):
     """The planner asks the fingerprint of a launcher's package for every request; asked again it
     checks the stamps of what the last walk saw instead of walking: after each change below the
@@ -366,6 +372,7 @@ def test_the_fingerprint_asked_again_is_the_walks_after_every_kind_of_change(tmp
         lambda: (root / "sub" / "b.py").unlink(),  # a source removed
         lambda: (root / "new").mkdir() or (root / "new" / "d.py").write_text("d\n"),  # a new package dir
         lambda: (root / "sub" / "c.py").rename(root / "sub" / "e.py"),  # renamed
+        lambda: _added_behind_an_old_mtime(root / "sub", "f.py"),  # the dir's mtime set back after
     ]
     for step in steps:
         step()
