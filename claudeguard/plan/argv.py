@@ -386,7 +386,7 @@ def session_modes(args: ClaudeArgs, cfg: Config, cwd: str, env: Mapping[str, str
         asked, who = "default", "default"
         from claudeguard.plan.settings_sources import sources
 
-        for src in sources(args, cwd, dict(os.environ) if env is None else dict(env)):
+        for src in sources(args, cwd, os.environ if env is None else env):
             perms = src.data.get("permissions") if src.loaded and src.data else None
             mode = perms.get("defaultMode") if isinstance(perms, dict) else None
             if isinstance(mode, str) and mode != "bypassPermissions":
@@ -483,7 +483,7 @@ def cli_sandbox_sources(args: ClaudeArgs, cwd: str) -> list[tuple[str, bool]]:
     from claudeguard.plan.settings_sources import sources
 
     out = []
-    for src in sources(args, cwd, dict(os.environ)):
+    for src in sources(args, cwd, os.environ):
         cli_box = src.settings.get("sandbox") if src.loaded else None
         if isinstance(cli_box, dict) and cli_box.get("enabled") is True:
             where = src.where if src.name in src.where else f"{src.name} {src.where}"

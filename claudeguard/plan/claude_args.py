@@ -190,6 +190,11 @@ class ClaudeArgs:
         self.cli_version: str | None = None
         self.table_version: str | None = None  # the table it was read with (None: no table at all)
 
+    def identity(self) -> tuple[object, ...]:
+        """This reading as a key of ``plan.once``: the object, the words and the table read with
+        (``reread`` reads the same object again, in place, for another CLI's table)."""
+        return (id(self), self.table_version, self.cli_version, *self.argv)
+
     def has(self, *names: str) -> bool:
         return any(n in self.options for n in names)
 

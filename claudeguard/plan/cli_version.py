@@ -156,9 +156,15 @@ def _looks_like_version(word: str) -> bool:
 def cli_version(real_cli: str | None, *, ask_binary: bool = True) -> str | None:
     """The Claude Code version of the program at ``real_cli``; None for a program that is not a
     Claude Code CLI (or cannot be read). ``ask_binary`` False: only what is known without running
-    anything (the package.json, the cache)."""
+    anything (the package.json, the cache). Read once a plan (``plan.once``)."""
     if not real_cli:
         return None
+    from claudeguard.plan.once import remembered
+
+    return remembered(("cli_version", real_cli, ask_binary), (), lambda: _cli_version(real_cli, ask_binary))
+
+
+def _cli_version(real_cli: str, ask_binary: bool) -> str | None:
     found = package_version(real_cli)
     if found:
         return found

@@ -121,7 +121,7 @@ def keeps_transcript(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = No
     from claudeguard.plan.settings_sources import sources
 
     return not any(src.loaded and src.settings.get("cleanupPeriodDays") == 0
-                   for src in sources(args, cwd, dict(os.environ) if env is None else env))
+                   for src in sources(args, cwd, os.environ if env is None else env))
 
 
 def ctl_command() -> list[str]:

@@ -167,13 +167,23 @@ def front_matter_code(text: str) -> list[str]:
 
 def find(args: ClaudeArgs, cwd: str, records: Records | None = None, *, everything: bool = False) -> list[Code]:
     """Every piece of repository code this run would load; ``everything``: each project or local
-    settings file, trusted or not, code or not (what ``config trust`` offers)."""
-    from claudeguard.plan.settings_sources import allowed_file_sources, project_files
+    settings file, trusted or not, code or not (what ``config trust`` offers). With the trust
+    records of the day, read once a plan (``plan.once``)."""
+    if records is not None:
+        return _find(args, cwd, records, everything)
+    from claudeguard.plan.once import remembered
 
-    if records is None:
+    def read() -> list[Code]:
         from claudeguard.config.trust import load
 
-        records = load()
+        return _find(args, cwd, load(), everything)
+
+    return list(remembered(("repo_code", *args.identity(), cwd, everything), (args,), read))
+
+
+def _find(args: ClaudeArgs, cwd: str, records: Records, everything: bool) -> list[Code]:
+    from claudeguard.plan.settings_sources import allowed_file_sources, project_files
+
     allowed, _ = allowed_file_sources(args)
     out: list[Code] = []
     for role, path in project_files(args, cwd):

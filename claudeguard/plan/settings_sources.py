@@ -20,7 +20,7 @@ from claudeguard.errors import UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Mapping
     from claudeguard.config.load import Config
     from claudeguard.config.schema import ProtectedSpec
     from claudeguard.plan.claude_args import ClaudeArgs
@@ -168,7 +168,7 @@ def allowed_file_sources(args: ClaudeArgs) -> tuple[set[str], str]:
     return set(names), f"--setting-sources {value}"
 
 
-def user_settings_file(env: dict[str, str]) -> str:
+def user_settings_file(env: Mapping[str, str]) -> str:
     base = env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
     name = "cowork_settings.json" if _truthy(env.get("CLAUDE_CODE_USE_COWORK_PLUGINS")) else "settings.json"
     return os.path.join(os.path.abspath(base), name)
@@ -256,11 +256,19 @@ def _read_project(path: str) -> tuple[dict[str, Any] | None, str]:
     return (loaded, "") if isinstance(loaded, dict) else (None, "not a JSON object")
 
 
-def sources(args: ClaudeArgs, cwd: str, env: dict[str, str], managed: str | None = None) -> list[Source]:
-    """Every settings source of this run, in the CLI's merge order (later wins)."""
+def sources(args: ClaudeArgs, cwd: str, env: Mapping[str, str], managed: str | None = None) -> list[Source]:
+    """Every settings source of this run, in the CLI's merge order (later wins); read once a plan
+    (``plan.once``: every part of one plan sees the same files)."""
+    from claudeguard.plan.once import remembered
+
+    user = user_settings_file(env)
+    return list(remembered(("sources", *args.identity(), cwd, user, managed), (args,),
+                           lambda: _sources(args, cwd, user, managed)))
+
+
+def _sources(args: ClaudeArgs, cwd: str, user: str, managed: str | None) -> list[Source]:
     allowed, why = allowed_file_sources(args)
     out: list[Source] = []
-    user = user_settings_file(env)
     data, note = _read(user)
     out.append(Source("user", user, data if "user" in allowed else None, data is not None and "user" in allowed,
                       note if "user" in allowed else f"not loaded ({why})"))
@@ -402,7 +410,7 @@ def bare_word(args: ClaudeArgs) -> bool:
     return BARE in words
 
 
-def env_findings(args: ClaudeArgs, env: dict[str, str]) -> list[Finding]:
+def env_findings(args: ClaudeArgs, env: Mapping[str, str]) -> list[Finding]:
     """The caller's switches that leave the guard's hooks out of the run."""
     out = [Finding("env", f"environment {name}", name, "switches off every hook but managed ones", UNGUARDED)
            for name in HOOKS_OFF_ENV if _truthy(env.get(name))]
@@ -422,12 +430,12 @@ def mode_chosen(args: ClaudeArgs, cfg: Config) -> str | None:
     return None
 
 
-def check(args: ClaudeArgs, cfg: Config, cwd: str, env: dict[str, str] | None = None,
+def check(args: ClaudeArgs, cfg: Config, cwd: str, env: Mapping[str, str] | None = None,
           managed: str | None = None) -> list[Finding]:
     """Refuse (UsageError, exit 2, one line naming the file and the key) when a settings source
     would silence the guard or loosen the mode: always under lockdown; otherwise unless
     ``[security] allow_settings_override`` is on. Returns the findings let through (to warn)."""
-    env = dict(os.environ) if env is None else env
+    env = os.environ if env is None else env
     found = findings(args, sources(args, cwd, env, managed), mode_chosen=mode_chosen(args, cfg))
     found += env_findings(args, env)
     lockdown = bool(cfg.lockdown.value)
@@ -462,12 +470,12 @@ def enforce(args: ClaudeArgs, cfg: Config, cwd: str) -> None:
 WATCH_INTERVAL = 0.2
 
 
-def protected_files(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None) -> list[str]:
+def protected_files(args: ClaudeArgs, cwd: str, env: Mapping[str, str] | None = None) -> list[str]:
     """The settings files of this run that a tool of the session could write (and the CLI would
     read again mid-session): the user's, the project's (``project_files``), a ``--settings``
     file. A worktree made during the session (EnterWorktree, ``-w`` without a name) has its files
     under ``WORKTREES``: ``worktree_patterns``."""
-    env = dict(os.environ) if env is None else env
+    env = os.environ if env is None else env
     files = [user_settings_file(env)] + [path for _, path in project_files(args, cwd)]
     files += [os.path.abspath(v) for v in args.values("--settings") if not v.lstrip().startswith("{")]
     return list(dict.fromkeys(files))  # HOME may be the cwd
@@ -482,33 +490,30 @@ def worktree_patterns(cwd: str) -> list[str]:
 SETTINGS_WHY = "a Claude Code settings file the session reads again when it changes"
 
 
-# The last protected_spec of this process's environment, with the very objects it was made for
-# (kept alive, so no later args or config can have their ids): a plan asks twice, for the CLI's
-# deny rules (plan/argv.py) and for the session's snapshot (plan/session.py), ~0.3 ms each.
-_LAST_SPEC: list[tuple[ClaudeArgs, str, Config | None, ProtectedSpec]] = []
-
-
 def protected_spec(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None,
                    cfg: Config | None = None) -> ProtectedSpec:
     """The built-in protected paths of a run (``policy.protect``): the guard's own files
     (``paths.guard_paths``), the Claude Code settings files the session re-reads, the files git
     runs code from (``plan.code_paths``) and the project files the user trusted (``config.trust``:
     what the user trusted is not the agent's to rewrite); asked: the files the user's editor
-    and tools run code from later. Made once per plan (the same ``args`` and ``cfg`` objects)."""
+    and tools run code from later. Made once a plan (``plan.once``: the same ``args`` and ``cfg``
+    objects), asked for the CLI's deny rules (plan/argv.py) and for the session's snapshot."""
     if env is not None:
         return _protected_spec(args, cwd, env, cfg)
-    if not (_LAST_SPEC and _LAST_SPEC[0][0] is args and _LAST_SPEC[0][1] == cwd and _LAST_SPEC[0][2] is cfg):
-        _LAST_SPEC[:] = [(args, cwd, cfg, _protected_spec(args, cwd, None, cfg))]
-    spec = _LAST_SPEC[0][3]  # each caller gets lists of its own
+    from claudeguard.plan.once import remembered
+
+    spec = remembered(("protected_spec", *args.identity(), cwd, id(cfg)), (args, cfg),
+                      lambda: _protected_spec(args, cwd, None, cfg))  # each caller gets lists of its own
     return {"reads": list(spec["reads"]), "writes": list(spec["writes"]), "asks": list(spec["asks"])}
 
 
-def _protected_spec(args: ClaudeArgs, cwd: str, env: dict[str, str] | None, cfg: Config | None) -> ProtectedSpec:
+def _protected_spec(args: ClaudeArgs, cwd: str, env: Mapping[str, str] | None, cfg: Config | None
+                    ) -> ProtectedSpec:
     from claudeguard.paths import guard_paths
     from claudeguard.config.trust import in_project
     from claudeguard.plan.code_paths import code_paths
 
-    env = dict(os.environ) if env is None else env
+    env = os.environ if env is None else env
     found = guard_paths(env, cfg)
     from claudeguard.plan.code_paths import CodePaths, UnreadableGit
 
@@ -542,9 +547,11 @@ def protected_rules(args: ClaudeArgs, cfg: Config, cwd: str) -> list[str]:
                                                                      (("Edit",), spec["writes"]))
               for path, _ in pairs for kind in kinds]
 
-    def below(path: str, top: str) -> bool:
-        return path != top and path.startswith(top.rstrip("/") + "/")
+    tops = set(wanted)
+
+    def below_another(kind: str, path: str) -> bool:  # a rule of this kind on a dir above it
+        return any((kind, path[:i] or "/") in tops for i, c in enumerate(path) if c == "/" and path != "/")
 
     # //abs: an absolute path
-    out = [f"{kind}(/{path})" for kind, path in wanted if not any(k == kind and below(path, top) for k, top in wanted)]
+    out = [f"{kind}(/{path})" for kind, path in wanted if not below_another(kind, path)]
     return list(dict.fromkeys(out))

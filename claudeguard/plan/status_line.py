@@ -74,7 +74,7 @@ def status_line_setting(args: ClaudeArgs, cwd: str, session_dir: str, ctl: list[
     from claudeguard.files import write_atomic
     from claudeguard.plan.settings_sources import sources
 
-    users = users_status_line(sources(args, cwd, dict(os.environ) if env is None else env), applies)
+    users = users_status_line(sources(args, cwd, os.environ if env is None else env), applies)
     write_atomic(os.path.join(session_dir, STATUS_LINE_FILE), json.dumps(users))
     setting: StatusLineSetting = {"type": "command",
                                   "command": " ".join(shlex.quote(p) for p in [*ctl, "statusline", session_dir]),

@@ -47,6 +47,7 @@ from claudeguard.plan.argv import build_plan
 from claudeguard.plan.claude_args import parse_claude_args
 from claudeguard.plan.discovery import print_cli_version, take_cli
 from claudeguard.plan.hooks import HttpHooks
+from claudeguard.plan.once import one_plan
 from claudeguard.plan.options import split_argv
 from claudeguard.plan.session import load_checked, session_dir_of, write_session
 from claudeguard.plan.wire import PLAN_SOCKET
@@ -234,21 +235,22 @@ def _prepare(request: PlanRequest, port: int) -> PlanAnswer:
     cwd, pid, session_id = request["cwd"], request["pid"], request["session_id"]
     session_dir = None
     try:
-        opts, rest = split_argv(request["argv"])
-        opts.cli, rest = take_cli(rest)  # as the launcher took it: the CLI its first argument names
-        args = parse_claude_args(rest)
-        cfg, real = load_checked(opts, args, cwd)
-        session_dir = session_dir_of(session_id)
-        version = print_cli_version(real, args)  # who asks in -p (its package.json: ~0.1 ms)
-        written = write_session(cfg, args, session_dir, session_id=session_id, cwd=cwd,
-                                stdin_tty=bool(request["stdin_tty"]), exec_pid=pid, cli_version=version,
-                                prepared_by="planner")
-        at_terminal = bool(written.snapshot.get("pty") and written.snapshot.get("interactive"))
-        plan = build_plan(real, args, cfg, session_id=session_id, session_dir=session_dir, cwd=cwd,
-                          http=HttpHooks(port, request["token"]), exec_pid=pid,
-                          run={"cli_version": version, "status_line": at_terminal})
-        return {"argv": plan.argv, "env": plan.env_additions, "port": port, "real": real, "session_dir": session_dir,
-                "snapshot": written.text, "files": plan.files, "config": cfg.to_wire()}
+        with one_plan():  # each file the plan's parts ask about is read once (plan/once.py)
+            opts, rest = split_argv(request["argv"])
+            opts.cli, rest = take_cli(rest)  # as the launcher took it: the CLI its first argument names
+            args = parse_claude_args(rest)
+            cfg, real = load_checked(opts, args, cwd)
+            session_dir = session_dir_of(session_id)
+            version = print_cli_version(real, args)  # who asks in -p (its package.json: ~0.1 ms)
+            written = write_session(cfg, args, session_dir, session_id=session_id, cwd=cwd,
+                                    stdin_tty=bool(request["stdin_tty"]), exec_pid=pid, cli_version=version,
+                                    prepared_by="planner")
+            at_terminal = bool(written.snapshot.get("pty") and written.snapshot.get("interactive"))
+            plan = build_plan(real, args, cfg, session_id=session_id, session_dir=session_dir, cwd=cwd,
+                              http=HttpHooks(port, request["token"]), exec_pid=pid,
+                              run={"cli_version": version, "status_line": at_terminal})
+            return {"argv": plan.argv, "env": plan.env_additions, "port": port, "real": real,
+                    "session_dir": session_dir, "snapshot": written.text, "files": plan.files, "config": cfg.to_wire()}
     except GuardError as exc:
         if session_dir is not None:
             shutil.rmtree(session_dir, ignore_errors=True)

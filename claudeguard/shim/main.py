@@ -377,6 +377,13 @@ def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planne
         launch.files = planned.files
         launch.port_token = (planned.port, planned.token)
         return
+    from claudeguard.plan.once import one_plan
+
+    with one_plan():  # each file the plan's parts ask about is read once (plan/once.py)
+        _make_plan(launch, real, args, cwd)
+
+
+def _make_plan(launch: _Launch, real: str, args: ClaudeArgs, cwd: str) -> None:
     cfg = launch.cfg
     assert cfg is not None
     from claudeguard.plan.argv import build_plan
