@@ -31,6 +31,17 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 
 
+_PRCTL: list[Callable[..., int] | None] = []  # _libc_prctl's answer, once made
+
+
+def libc_prctl() -> Callable[..., int] | None:
+    """libc's ``prctl`` (``_libc_prctl``), made once a process: the launcher makes it while the
+    planner still prepares (shim/main.py), and every child it starts later takes the same."""
+    if not _PRCTL:
+        _PRCTL.append(_libc_prctl())
+    return _PRCTL[0]
+
+
 def _libc_prctl() -> Callable[..., int] | None:
     """libc's ``prctl`` through ``_ctypes``, as ``ctypes.CDLL(None).prctl`` gives it but without
     the ``ctypes`` package (~3 ms of class definitions before every CLI's start): an int result,
@@ -60,7 +71,7 @@ def child_setup(parent_pid: int, then: Callable[[], None] | None = None, *,
     """The ``preexec_fn`` of every child the shim starts (here and in the pty relay); ``then``
     runs last, in the child; ``subreaper``: the child (the CLI) becomes a child subreaper.
     Loads libc before the fork: nothing may be imported between fork and exec."""
-    prctl = _libc_prctl() if sys.platform.startswith("linux") else None
+    prctl = libc_prctl() if sys.platform.startswith("linux") else None
 
     def setup() -> None:
         # Runs in the child between fork and exec: unblock what the parent blocked, ask the kernel
