@@ -90,7 +90,8 @@ def test_the_first_reading_holds_in_a_plan_and_every_other_reading_is_fresh(tmp_
         assert _user_settings(args, work, env) == {"cleanupPeriodDays": 2}
         user.write_text('{"cleanupPeriodDays": 3}')
         assert _user_settings(args, work, env) == {"cleanupPeriodDays": 2}  # the plan's one reading
-        assert _user_settings(parse_claude_args(["-p", "x"]), work, env) == {"cleanupPeriodDays": 3}  # another run's argv
+        another_run = parse_claude_args(["-p", "x"])
+        assert _user_settings(another_run, work, env) == {"cleanupPeriodDays": 3}  # another run's argv: read afresh
         seen: list[object] = []
         other = threading.Thread(target=lambda: seen.append(_user_settings(args, work, env)))
         other.start()

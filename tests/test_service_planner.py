@@ -382,3 +382,39 @@ def test_the_fingerprint_asked_again_is_the_walks_after_every_kind_of_change(tmp
         answers.append(again)
     (root / "notes.txt").write_text("x")  # not a source: the tree's walk again, the same answer
     assert files.fingerprint(str(root)) == fresh() == answers[-1]
+
+
+def test_the_launchers_stage_marks_reach_its_callers_descriptor_and_no_child(env):
+    """bench/stages.py's marks (claudeguard/stages.py): one JSON line of every stage, in order,
+    to the descriptor CLAUDEGUARD_STAGES_FD names; the CLI gets neither the variable nor the
+    descriptor."""
+    write_config(env, CONFIG)
+    guard(env, [])  # the service and its planner up: the next launch is planned
+    installed = Path(sys.executable).with_name("claudeguard")
+    read_end, write_end = os.pipe()
+    number = write_end  # the launcher has it under this number: a CLI that inherited it would too
+    try:
+        proc = subprocess.run([str(installed), "-p", "x"], pass_fds=(write_end,), capture_output=True, text=True,
+                              env=dict(env, POSTS="[]", CLAUDEGUARD_STAGES_FD=str(write_end)), timeout=60)
+        os.close(write_end)
+        write_end = -1
+        data = b"".join(iter(lambda: os.read(read_end, 65536), b""))
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+    assert proc.returncode == 0, proc.stderr
+    assert data.count(b"\n") == 1
+    marks = json.loads(data)
+    assert list(marks) == ["python", "imported", "asked", "argv", "answered", "exec", "started", "cli-exit", "end"]
+    assert list(marks.values()) == sorted(marks.values())
+    out = json.loads(Path(env["OUT"]).read_text())
+    assert "CLAUDEGUARD_STAGES_FD" not in out["env"]
+    assert number not in out["fds"]
+
+
+def test_without_the_variable_the_launcher_marks_nothing(env):
+    write_config(env, CONFIG)
+    code = "from claudeguard import stages\nstages.mark('x')\nprint(stages._MARKS)"
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0 and proc.stdout.strip() == "None", proc.stderr

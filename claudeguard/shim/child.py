@@ -10,6 +10,7 @@ import os
 import select
 import sys
 
+from claudeguard import stages
 from claudeguard.shim.leftovers import ENDING_SIGNALS, Leftovers
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -135,6 +136,7 @@ def spawn(cmd: list[str], env: dict[str, str], setup: Callable[[], None], *, fds
         os.waitpid(pid, 0)
         code = int(failed) if failed.isdigit() else 0
         raise OSError(code, os.strerror(code) if code else "the child's setup failed")
+    stages.mark("exec")  # the first child's: the CLI's exec
     return pid
 
 

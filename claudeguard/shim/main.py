@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
+from claudeguard import stages
 from claudeguard.errors import ConfigError, UsageError, run_main
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
@@ -44,6 +45,7 @@ def run() -> None:
     and closed, and no ``atexit`` handler is registered on this path. Only stdout and stderr
     hold buffered text, so they are flushed first (a reader gone from stdout: exit 120, as the
     interpreter itself would do)."""
+    stages.mark("imported")
     code = main()
     try:
         sys.stdout.flush()
@@ -53,6 +55,8 @@ def run() -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
+    stages.mark("end")
+    stages.write()
     os._exit(code if isinstance(code, int) else 1)
 
 
@@ -81,9 +85,11 @@ def _main(argv: list[str]) -> int:
     # A `-p` run asks before its argv is read here, so that the planner prepares on the other
     # core meanwhile (~2.4 ms of the start: the CLI's table, finding the CLI).
     asked = _ask_early(argv, opts, rest)
+    stages.mark("asked")
     try:
         start = _read_start(opts, rest)
         plannable = not start.args.passthrough and _plannable(start.args, start.opts)
+        stages.mark("argv")
     except BaseException:
         if asked is not None:
             asked.drop()
@@ -102,6 +108,7 @@ def _main(argv: list[str]) -> int:
             _ready_to_start()  # while the planner prepares: its answer is what the launch waits on
         # None: the planner could not answer, and this process prepares the session below.
         planned = asked.answer() if asked is not None else None
+        stages.mark("answered")
         if planned is not None:
             return _run_session(planned.real, start.args, None, start.cwd, planned.session_id, start.end,
                                 opts=start.opts, planned=planned)
@@ -359,6 +366,7 @@ def _run_session(real: str, args: ClaudeArgs, cfg: Config | None, cwd: str, sess
             undo.callback(launch.registration.close)
         try:
             _start_session(launch, real, args, cwd, end, opts, undo)
+            stages.mark("started")
             return _supervise(launch)
         except BaseException as exc:
             if launch.run is not None:
@@ -541,6 +549,7 @@ def _supervise(launch: _Launch) -> int:
     code: int | None = None
     try:
         code = sup.relay()
+        stages.mark("cli-exit")
         if launch.box_end is not None:
             launch.box_end()  # nothing runs in it once the CLI is gone
         sup.leftovers.stop()

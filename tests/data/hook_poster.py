@@ -50,4 +50,5 @@ with open(os.environ["OUT"], "w") as fh:
     json.dump({"results": results, "url": pre, "port": port, "argv": sys.argv[1:], "ppid": os.getppid(),
                "session": json.load(open(session)) if settings_file and os.path.exists(session) else None,
                "settings_mode": oct(os.stat(settings_file).st_mode & 0o777) if settings_file else None,
-               "env": {k: v for k, v in os.environ.items() if k.startswith("CLAUDEGUARD_")}}, fh)
+               "env": {k: v for k, v in os.environ.items() if k.startswith("CLAUDEGUARD_")},
+               "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd"))}, fh)
