@@ -121,9 +121,11 @@ def _main(argv: list[str]) -> int:
     if start.args.has("--bg"):
         from pathlib import Path
 
+        from claudeguard.plan.once import one_plan
         from claudeguard.shim.background import run_background
 
-        return run_background(real, start.args, cfg, Path(start.cwd), session_id, start.end)
+        with one_plan():  # its session file and its plan see the same files (plan/once.py)
+            return run_background(real, start.args, cfg, Path(start.cwd), session_id, start.end)
     return _run_session(real, start.args, cfg, start.cwd, session_id, start.end, opts=start.opts)
 
 
