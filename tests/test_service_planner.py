@@ -15,9 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from claudeguard.service.files import process_start
 from tests.shim_helpers import ctl
-from tests.test_service import GUARD, env, guard, service_dir, wait_until, write_config
+from tests.test_service import GUARD, env, guard, pre_tool_use, service_dir, wait_until, write_config
 
 __all__ = ["env"]  # the fixture, shared with test_service.py
 
@@ -295,24 +297,80 @@ print(json.dumps({"planned": planned.session_id, "dir": planned.session_dir, "ma
     assert _sessions(env) == []
 
 
-def test_a_p_run_that_is_no_session_after_all_leaves_no_session_dir(env, tmp_path):
-    """`-p --help` names -p, so the launcher asks the planner before reading its argv; read, it
-    is a pass-through (the CLI's help): the planner's session is dropped before the CLI is exec'd.
-    A bad guard option found while reading argv drops it too."""
+INSTALLED = [str(Path(sys.executable).with_name("claudeguard"))]  # bin/claudeguard: asks before its imports
+
+
+@pytest.mark.parametrize("launcher", [GUARD, INSTALLED], ids=["python-m", "installed"])
+def test_a_p_run_that_is_no_session_after_all_leaves_no_session_dir(env, tmp_path, launcher):
+    """`-p --help` names -p, so the launcher asks the planner before reading its argv (the
+    installed one before it imports anything else); read, it is a pass-through (the CLI's help):
+    the planner's session is dropped before the CLI is exec'd. A bad guard option found while
+    reading argv drops it too, and so does a launch refused as its own child."""
     write_config(env, CONFIG)
     up(env)
     cli = tmp_path / "plain-cli"
     cli.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$OUT"\n')
     cli.chmod(0o755)
-    proc = subprocess.run(GUARD + ["-p", "--help"], env=dict(env, CLAUDEGUARD_CLAUDE=str(cli)), capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(launcher + ["-p", "--help"], env=dict(env, CLAUDEGUARD_CLAUDE=str(cli)),
+                          capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert Path(env["OUT"]).read_text().splitlines() == ["-p", "--help"]  # exec'd untouched
     assert _sessions(env) == []
-    bad = subprocess.run(GUARD + ["--guard-fail-on=nonsense", "-p", "x"], env=dict(env, POSTS="[]"),
+    bad = subprocess.run(launcher + ["--guard-fail-on=nonsense", "-p", "x"], env=dict(env, POSTS="[]"),
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--guard-fail-on" in bad.stderr and bad.stderr.count("\n") == 1, bad.stderr
     assert _sessions(env) == []
+    # CLAUDEGUARD_EXEC_PID naming the launcher's parent: PATH led a launcher back to itself
+    looped = subprocess.run(["/bin/sh", "-c", 'CLAUDEGUARD_EXEC_PID=$$ exec "$@"', "sh", *launcher, "-p", "x"],
+                            env=dict(env, POSTS="[]"), capture_output=True, text=True, timeout=60)
+    assert looped.returncode != 0 and "its own child" in looped.stderr, looped.stderr
+    assert ask(env, {"not": "a request"}) is not None  # served one at a time: the launch's request is done
+    assert _sessions(env) == []
+
+
+def test_a_planned_run_of_the_installed_launcher_asks_once_and_leaves_nothing(env):
+    """bin/claudeguard asks the planner first thing; the launcher takes that request (run(first))
+    rather than sending another (a second would leave the first's session dir behind)."""
+    write_config(env, CONFIG)
+    up(env)
+    out = subprocess.run(INSTALLED + ["-p", "x"], env=dict(env, POSTS=json.dumps([pre_tool_use("echo hi")])),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    ran = json.loads(Path(env["OUT"]).read_text())
+    assert ran["session"]["prepared_by"] == "planner"
+    assert [r["answer"]["hookSpecificOutput"]["permissionDecision"] for r in ran["results"]] == ["allow"]
+    assert _sessions(env) == []
+
+
+def test_which_runs_the_installed_launcher_asks_for_before_its_imports(monkeypatch, tmp_path):
+    from claudeguard.shim import planned
+
+    sent = []
+    monkeypatch.setattr(planned, "send_request", lambda argv, cwd: sent.append(argv) or None)
+    for name in ("CLAUDEGUARD_SERVICE", "CLAUDEGUARD_PLANNER", "CLAUDEGUARD_DISABLE"):
+        monkeypatch.delenv(name, raising=False)
+    cases = {("-p", "x"): True, ("--print", "x"): True, ("--guard-report", "r.json", "-p", "x"): True,
+             ("x",): False, ("-p", "x", "--bg"): False, ("--guard-dry-run", "-p", "x"): False,
+             ("--guard-help", "-p"): False, ("--guard-version", "-p"): False}
+    for argv, asks in cases.items():
+        monkeypatch.setattr(sys, "argv", ["claudeguard", *argv])
+        sent.clear()
+        assert planned.ask_first() is None  # the stand-in's answer: no planner
+        assert sent == ([list(argv)] if asks else []), argv
+    monkeypatch.setattr(sys, "argv", ["claudeguard", "-p", "x"])
+    for name, value in (("CLAUDEGUARD_PLANNER", "0"), ("CLAUDEGUARD_SERVICE", "0"), ("CLAUDEGUARD_DISABLE", "1")):
+        with monkeypatch.context() as m:
+            m.setenv(name, value)
+            sent.clear()
+            planned.ask_first()
+            assert sent == [], name
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    sent.clear()
+    assert planned.ask_first() is None  # the removed cwd is the main path's to report
+    assert sent == []
 
 
 def test_which_runs_ask_the_planner_before_their_argv_is_read(monkeypatch):

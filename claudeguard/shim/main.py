@@ -32,12 +32,13 @@ if TYPE_CHECKING:
     from claudeguard.shim.supervise import Supervisor
 
 
-def main(argv: list[str] | None = None) -> int:
-    return run_main("claudeguard", lambda: _main(sys.argv[1:] if argv is None else argv))
+def main(argv: list[str] | None = None, first: Asked | None = None) -> int:
+    return run_main("claudeguard", lambda: _main(sys.argv[1:] if argv is None else argv, first))
 
 
-def run() -> None:
-    """The ``claudeguard`` command (``bin/claudeguard``): ``main()``, then out at once.
+def run(first: Asked | None = None) -> None:
+    """The ``claudeguard`` command (``bin/claudeguard``): ``main()``, then out at once. ``first``:
+    the planner's request ``bin/claudeguard`` sent before importing this (``planned.ask_first``).
 
     The interpreter's own teardown (freeing ~170 modules' objects one by one) would only delay
     the caller, by ~10 ms after every session (bench/RESULTS.md); nothing here needs it: the
@@ -46,7 +47,7 @@ def run() -> None:
     hold buffered text, so they are flushed first (a reader gone from stdout: exit 120, as the
     interpreter itself would do)."""
     stages.mark("imported")
-    code = main()
+    code = main(first=first)
     try:
         sys.stdout.flush()
     except (OSError, ValueError):
@@ -60,31 +61,43 @@ def run() -> None:
     os._exit(code if isinstance(code, int) else 1)
 
 
-def _main(argv: list[str]) -> int:
+def _main(argv: list[str], first: Asked | None = None) -> int:
     """Read argv once (the guard's options, then ``_read_start``), then one route: the guard's
     own --help/--version, a pass-through with no config file (exec'd at once), a session the
     service's planner prepared, else the config read here and a pass-through, a dry run, a --bg
     dispatch or a session."""
     from claudeguard.plan.discovery import check_recursion, take_cli
 
-    check_recursion()
-    if os.environ.get("CLAUDEGUARD_DISABLE", "") not in ("", "0"):
-        return _disabled(argv)
-    from claudeguard.plan.options import split_argv
-
-    opts, rest = split_argv(argv)
-    # `<wrapper> <absolute path of the CLI> <args...>` (VS Code's claudeCode.claudeProcessWrapper,
-    # CI actions, the SDKs' cli_path): that CLI, ahead of CLAUDEGUARD_CLAUDE, the config and PATH
-    opts.cli, rest = take_cli(rest)
-    if opts.help or opts.version:  # the guard's own: `--help` and `--version` stay the CLI's
-        from claudeguard.shim.guard_info import guard_help, guard_version
-
-        return guard_help() if opts.help else guard_version(opts.cli, os.getcwd())
     # Prepared by the service's warm planner (service/planner.py): the config, the checks, the
     # session file and the CLI's argv, without importing and running all of that here first.
-    # A `-p` run asks before its argv is read here, so that the planner prepares on the other
-    # core meanwhile (~2.4 ms of the start: the CLI's table, finding the CLI).
-    asked = _ask_early(argv, opts, rest)
+    # A `-p` run asks before its argv is read here (bin/claudeguard's first step, else below),
+    # so that the planner prepares on the other core meanwhile (~2.4 ms of the start: the CLI's
+    # table, finding the CLI).
+    asked = first
+    try:
+        check_recursion()
+        if os.environ.get("CLAUDEGUARD_DISABLE", "") not in ("", "0"):
+            _drop(asked)
+            return _disabled(argv)
+        from claudeguard.plan.options import split_argv
+
+        opts, rest = split_argv(argv)
+        # `<wrapper> <absolute path of the CLI> <args...>` (VS Code's claudeCode.claudeProcessWrapper,
+        # CI actions, the SDKs' cli_path): that CLI, ahead of CLAUDEGUARD_CLAUDE, the config and PATH
+        opts.cli, rest = take_cli(rest)
+        if opts.help or opts.version:  # the guard's own: `--help` and `--version` stay the CLI's
+            from claudeguard.shim.guard_info import guard_help, guard_version
+
+            _drop(asked)
+            return guard_help() if opts.help else guard_version(opts.cli, os.getcwd())
+        if asked is not None and not _asks_early(opts, rest):
+            asked.drop()  # not a run the planner is asked for this early
+            asked = None
+    except BaseException:
+        _drop(asked)
+        raise
+    if asked is None:
+        asked = _ask_early(argv, opts, rest)
     stages.mark("asked")
     try:
         start = _read_start(opts, rest)
@@ -271,11 +284,21 @@ def _ask_early(argv: list[str], opts: GuardOptions, rest: list[str]) -> Asked | 
     """The planner asked at once, for a run that names `-p` and that nothing known yet keeps
     from the planner (``_plannable``'s checks that need no argv reading); None otherwise (a run
     that turns out to be one the planner prepares asks it then, as before)."""
-    if not ("-p" in rest or "--print" in rest) or "--bg" in rest or not _planner_on(opts):
+    if not _asks_early(opts, rest):
         return None
     from claudeguard.shim.planned import send_request
 
     return send_request(argv, os.getcwd())
+
+
+def _drop(asked: Asked | None) -> None:
+    """A request sent to the planner that this run does not take: its session dir goes."""
+    if asked is not None:
+        asked.drop()
+
+
+def _asks_early(opts: GuardOptions, rest: list[str]) -> bool:
+    return ("-p" in rest or "--print" in rest) and "--bg" not in rest and _planner_on(opts)
 
 
 def _plannable(args: ClaudeArgs, opts: GuardOptions) -> bool:

@@ -138,6 +138,32 @@ class Asked:
             remove_tree(where)
 
 
+# What keeps a run from the planner that bin/claudeguard can see without reading argv: the
+# guard's own options that print (the dry run, its help and version), a --bg dispatch.
+_NOT_FIRST = ("--guard-dry-run", "--guard-help", "--guard-version", "--bg")
+
+
+def ask_first() -> Asked | None:
+    """``bin/claudeguard``'s first step for a run that names ``-p`` (or ``--print``): with the
+    service and the planner on and no word that keeps it from the planner, the request goes
+    before the launcher imports and reads anything more (~1 ms sooner: the planner's plan is
+    what the launch waits on). ``shim.main`` takes it (``run(first)``), or drops it when the
+    run turns out not to be one the planner prepares. Nothing here may fail the launch: a cwd
+    that is gone, or no planner, is the main path's to meet."""
+    argv = sys.argv[1:]
+    if not ("-p" in argv or "--print" in argv) or any(w.startswith(_NOT_FIRST) for w in argv):
+        return None
+    env = os.environ
+    if (env.get("CLAUDEGUARD_DISABLE", "") not in ("", "0") or env.get("CLAUDEGUARD_SERVICE", "1") == "0"
+            or env.get("CLAUDEGUARD_PLANNER", "1") == "0"):
+        return None
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return None
+    return send_request(argv, cwd)
+
+
 def send_request(argv: list[str], cwd: str) -> Asked | None:
     """Send the planner this launcher's request (its answer is read later: ``Asked``); None
     when no planner of this user takes it."""
