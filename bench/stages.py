@@ -14,10 +14,10 @@ up: the service starts):
   ``{}`` at once (the floor: what any guard deciding in PreToolUse costs the CLI); claudeguard.
 
 **The start** (ms, the guarded text turn's stages; the bare CLI's counterpart where it has one):
-the interpreter (to `bin/claudeguard`'s first line), our imports, the plan's request sent, the
-argv read, the wait for the planner's answer, the CLI's fork and exec (the bare CLI's own exec is
-in its "to the first request"), the CLI to its first model request, the CLI's end after its last
-request, the launcher's end after the CLI's exit.
+the interpreter (to `bin/claudeguard`'s first line), the plan's request sent (its first step),
+the launcher's imports, the argv read, the wait for the planner's answer, the CLI's fork and
+exec (the bare CLI's own exec is in its "to the first request"), the CLI to its first model
+request, the CLI's end after its last request, the launcher's end after the CLI's exit.
 
 **A call** (ms, the median over calls 2..N; call 1 is printed alone: it pays the CLI's first hook
 connection and, guarded, the session box's start): from the model's answer to the hook's decision
@@ -55,8 +55,8 @@ from claudeguard.testing.services import stop_services
 # interpreter is Python's own start (`python -c pass`), ours only by the choice of language.
 START_BUDGET = {
     "interpreter": 10.0,  # the benchmark's fork and `python -c pass` take ~9.9 here
+    "request sent": 1.5,  # bin/claudeguard's first step (planned.ask_first)
     "imports": 1.0,
-    "request sent": 1.5,
     "argv read": 2.5,
     "planner's answer waited": 1.5,
     "fork and exec": 2.0,
@@ -72,7 +72,7 @@ CALL_BUDGET = {
     "decision to the command's start": 2.5,  # the answer's way back, the session box's entry
     "command to the next model request": 1.0,  # the box's exit
 }
-MARKS = ("python", "imported", "asked", "argv", "answered", "exec")
+MARKS = ("python", "sent", "imported", "argv", "answered", "exec")
 
 
 class _StandIn(BaseHTTPRequestHandler):

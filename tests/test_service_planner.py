@@ -464,7 +464,8 @@ def test_the_launchers_stage_marks_reach_its_callers_descriptor_and_no_child(env
     assert proc.returncode == 0, proc.stderr
     assert data.count(b"\n") == 1
     marks = json.loads(data)
-    assert list(marks) == ["python", "imported", "asked", "argv", "answered", "exec", "started", "cli-exit", "end"]
+    assert list(marks) == ["python", "sent", "imported", "asked", "argv", "answered", "exec", "started", "cli-exit",
+                           "end"]
     assert list(marks.values()) == sorted(marks.values())
     out = json.loads(Path(env["OUT"]).read_text())
     assert "CLAUDEGUARD_STAGES_FD" not in out["env"]
