@@ -32,36 +32,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from session import call_gap, scripted_home  # bench/session.py: the isolated HOME, a call's gap
+from session import StandInHook, call_gap, scripted_home  # bench/session.py: HOME, the floor's hook, a gap
 
 from claudeguard.testing.cli_install import cli_path, install_cli
 from claudeguard.testing.model_server import ModelServer
 from claudeguard.testing.services import stop_services
-
-
-class _StandIn(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: object) -> None:  # `format`: the base class's name
-        pass
-
-    def do_POST(self) -> None:  # http.server's naming
-        self.rfile.read(int(self.headers["Content-Length"]))
-        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
 
 
 def _quantiles(values: list[float]) -> tuple[float, float, float]:
@@ -84,7 +68,7 @@ def main() -> int:
     calls = [{"tool_use": {"name": "Bash", "input": {"command": f"echo call-{i}"}}} for i in range(args.calls)]
     scenario = [{"match": "say hello", "turns": [{"text": "hello"}]},
                 {"match": "run the calls", "turns": [*calls, {"text": "all done"}]}]
-    stand_in = ThreadingHTTPServer(("127.0.0.1", 0), _StandIn)
+    stand_in = ThreadingHTTPServer(("127.0.0.1", 0), StandInHook)
     threading.Thread(target=stand_in.serve_forever, daemon=True).start()
     hook = {"type": "http", "url": f"http://127.0.0.1:{stand_in.server_port}/hook", "timeout": 30}
 

@@ -25,11 +25,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 from claudeguard.testing.cli_install import cli_path, install_cli
@@ -70,6 +72,27 @@ def _until_child(guard: str, env: dict[str, str], cwd: Path, tmp: Path, runs: in
                               capture_output=True, text=True, timeout=60, check=True)
         delays.append(float(proc.stdout.strip()) - start)
     return round(statistics.median(delays) * 1000, 1)
+
+
+class StandInHook(BaseHTTPRequestHandler):
+    """A hook server's stand-in that answers ``{}`` at once (TCP_NODELAY, one send): the floor of
+    any guard that decides in PreToolUse (bench/per_call.py, bench/stages.py). ``arrivals``: when
+    each post came (time.time()), for a caller that clears it between runs."""
+
+    protocol_version = "HTTP/1.1"
+    arrivals: list[float] = []
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: object) -> None:  # `format`: the base class's name
+        pass
+
+    def do_POST(self) -> None:  # http.server's naming
+        StandInHook.arrivals.append(time.time())
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
 
 
 def call_gap(requests: list[dict[str, object]], prompt: str) -> float:

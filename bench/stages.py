@@ -35,17 +35,16 @@ import argparse
 import calendar
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from session import scripted_home  # bench/session.py: the isolated HOME
+from session import StandInHook, scripted_home  # bench/session.py: the isolated HOME, the floor's hook
 
 from claudeguard.testing.cli_install import cli_path, install_cli
 from claudeguard.testing.model_server import ModelServer
@@ -73,23 +72,6 @@ CALL_BUDGET = {
     "command to the next model request": 1.0,  # the box's exit
 }
 MARKS = ("python", "sent", "imported", "argv", "answered", "exec")
-
-
-class _StandIn(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    arrivals: list[float] = []
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: object) -> None:  # `format`: the base class's name
-        pass
-
-    def do_POST(self) -> None:  # http.server's naming
-        _StandIn.arrivals.append(time.time())
-        self.rfile.read(int(self.headers["Content-Length"]))
-        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
 
 
 def _run(argv: list[str], env: dict[str, str], cwd: Path, expect: str, *, marks: bool = False
@@ -150,7 +132,7 @@ def main() -> int:
     calls = [{"tool_use": {"name": "Bash", "input": {"command": "date +%s.%N"}}} for _ in range(args.calls)]
     scenario = [{"match": "say hello", "turns": [{"text": "hello"}]},
                 {"match": "run the calls", "turns": [*calls, {"text": "all done"}]}]
-    stand_in = ThreadingHTTPServer(("127.0.0.1", 0), _StandIn)
+    stand_in = ThreadingHTTPServer(("127.0.0.1", 0), StandInHook)
     threading.Thread(target=stand_in.serve_forever, daemon=True).start()
     hook = {"type": "http", "url": f"http://127.0.0.1:{stand_in.server_port}/hook", "timeout": 30}
     allow = "--allowedTools=Bash(date *)"
@@ -180,7 +162,7 @@ def main() -> int:
                     # the calls
                     for name, argv in (("bare", [real, allow]), ("pre", [real, allow, pre]), ("guard", guard)):
                         seen, results_seen = len(server.requests()), len(server.tool_results())
-                        _StandIn.arrivals = []
+                        StandInHook.arrivals = []
                         _run([*argv, "-p", "run the calls"], env, cwd, "all done")
                         requests = [float(str(r["time"])) for r in server.requests()[seen:]
                                     if r.get("script") == "run the calls"]
@@ -188,7 +170,7 @@ def main() -> int:
                                if r.get("script") == "run the calls"]
                         decided: list[float] = []
                         if name == "pre":
-                            decided = list(_StandIn.arrivals)
+                            decided = list(StandInHook.arrivals)
                         elif name == "guard":
                             decided, audit_at = _audit_times(audit, audit_at)
                         if round_:
@@ -243,7 +225,7 @@ def _print_start(rows: dict[str, list[float]]) -> None:
     for name, budget in START_BUDGET.items():
         value = statistics.median(rows[name])
         total += value
-        p25 = statistics.quantiles(rows[name], n=4)[0]
+        p25 = statistics.quantiles(rows[name], n=4)[0] if len(rows[name]) > 1 else value
         print(f"  {name:40} {value:7.1f} ({p25:6.1f})  budget {budget:5.1f}  {'yes' if value <= budget else 'NO'}")
     print(f"  {'the stages together':40} {total:7.1f}           budget {sum(START_BUDGET.values()):5.1f}")
     print(f"  {'whole text turn over the bare CLI':40} {statistics.median(rows['whole text turn']):7.1f} "
