@@ -71,7 +71,7 @@ PATHS = [
                                            "inspect", "claudeguard.policy.bash"), isolated=True),
     # what scripts poll: the channel's records are plain classes, its ids from os.urandom
     Path_("pending", 30.0, DEPENDENCIES + ("dataclasses", "inspect", "secrets", "hmac", "typing", "subprocess",
-                                         "asyncio", "tomllib")),
+                                         "asyncio", "tomllib", "shutil", "difflib")),
 ]
 
 MCP_INPUT = "".join(json.dumps(m) + "\n" for m in (
