@@ -58,7 +58,7 @@ def test_a_plan_reads_each_settings_file_and_the_clis_package_once(env, tmp_path
     local.write_text('{"cleanupPeriodDays": 3}')
     one = _count(env, work, 1)
     read = Counter(one["reads"])
-    # the settings check, the mode, the CLI's own sandbox, the transcript, the status line: six
+    # the settings check, the mode twice, the CLI's own sandbox twice, the transcript: six
     # readings of each file a plan before, one now
     assert read[str(user)] == 1 and read[str(project)] == 1 and read[str(local)] == 1, read
     assert set(read.values()) == {1}, read

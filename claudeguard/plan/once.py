@@ -2,8 +2,8 @@
 settings sources, the CLI's version) is read once while the plan is made, and forgotten when it
 is done.
 
-A plan asked the settings sources six times (the mode, the CLI's own sandbox, the transcript, the
-settings check, the status line, the watch's first list) and the CLI's version four: each read the
+A plan asked the settings sources six times (the settings check, the permission mode twice, the
+CLI's own sandbox twice, the transcript) and the CLI's version four: each read the
 files again (~1 ms a plan, on the path to the CLI's start), and a file changed in between could
 have given the parts of one plan different answers. Inside ``with one_plan():`` every part sees
 the first reading. Outside one (the settings watch, which must see each change; ``doctor``; any

@@ -91,24 +91,19 @@ def _main(argv: list[str], first: Asked | None = None) -> int:
             _drop(asked)
             return guard_help() if opts.help else guard_version(opts.cli, os.getcwd())
         if asked is not None and not _asks_early(opts, rest):
-            asked.drop()  # not a run the planner is asked for this early
+            _drop(asked)  # not a run the planner is asked for this early
             asked = None
-    except BaseException:
-        _drop(asked)
-        raise
-    if asked is None:
-        asked = _ask_early(argv, opts, rest)
-    stages.mark("asked")
-    try:
+        if asked is None:
+            asked = _ask_early(argv, opts, rest)
+        stages.mark("asked")
         start = _read_start(opts, rest)
         plannable = not start.args.passthrough and _plannable(start.args, start.opts)
         stages.mark("argv")
     except BaseException:
-        if asked is not None:
-            asked.drop()
+        _drop(asked)
         raise
     if asked is not None and not plannable:
-        asked.drop()  # not a session the planner prepares after all: nothing of it stays
+        _drop(asked)  # not a session the planner prepares after all: nothing of it stays
         asked = None
     if _unconfigured_passthrough(start):
         _exec(start.first, start)  # the fast path of `claude --version`, `claude auth status`
@@ -308,9 +303,11 @@ def _plannable(args: ClaudeArgs, opts: GuardOptions) -> bool:
 
 
 def _planner_on(opts: GuardOptions) -> bool:
-    """What lets the planner prepare any run at all: the service on, the planner not turned off,
-    not a dry run (printed by this process)."""
-    return not opts.dry_run and _use_service() and os.environ.get("CLAUDEGUARD_PLANNER", "1") != "0"
+    """What lets the planner prepare any run at all: the service on, the planner not turned off
+    (``planned.planner_allowed``), not a dry run (printed by this process)."""
+    from claudeguard.shim.planned import planner_allowed
+
+    return not opts.dry_run and planner_allowed()
 
 
 DROPPED = "\0dropped\0"  # plan.argv.DROPPED: a variable the plan removes from the CLI's environment

@@ -153,15 +153,20 @@ def ask_first() -> Asked | None:
     argv = sys.argv[1:]
     if not ("-p" in argv or "--print" in argv) or any(w.startswith(_NOT_FIRST) for w in argv):
         return None
-    env = os.environ
-    if (env.get("CLAUDEGUARD_DISABLE", "") not in ("", "0") or env.get("CLAUDEGUARD_SERVICE", "1") == "0"
-            or env.get("CLAUDEGUARD_PLANNER", "1") == "0"):
+    if os.environ.get("CLAUDEGUARD_DISABLE", "") not in ("", "0") or not planner_allowed():
         return None
     try:
         cwd = os.getcwd()
     except OSError:
         return None
     return send_request(argv, cwd)
+
+
+def planner_allowed() -> bool:
+    """What the environment says of the planner (for ``ask_first`` and the launcher's own
+    check): the service not turned off (``CLAUDEGUARD_SERVICE=0``), nor the planner
+    (``CLAUDEGUARD_PLANNER=0``)."""
+    return os.environ.get("CLAUDEGUARD_SERVICE", "1") != "0" and os.environ.get("CLAUDEGUARD_PLANNER", "1") != "0"
 
 
 def send_request(argv: list[str], cwd: str) -> Asked | None:
