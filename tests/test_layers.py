@@ -26,7 +26,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "claudeguard"
 # of the longest prefix that names it (``claudeguard`` itself names the package's __init__ alone).
 # The same order is written in docs/design.md ("Layers").
 LAYERS: list[tuple[str, ...]] = [
-    ("base", "claudeguard", "claudeguard.errors", "claudeguard.home", "claudeguard.json_read", "claudeguard.stages"),
+    ("base", "claudeguard", "claudeguard.errors", "claudeguard.home", "claudeguard.json_read", "claudeguard.stages",
+     "claudeguard.switches"),
     ("tools", "claudeguard.files", "claudeguard.procs", "claudeguard.sockets", "claudeguard.decision",
      "claudeguard.events", "claudeguard.cli_tables", "claudeguard.ancestry", "claudeguard.tcp_owner"),
     ("policy", "claudeguard.policy"),

@@ -64,6 +64,7 @@ from claudeguard.plan import verify_leftovers as leftovers
 from claudeguard.plan.cli_version import cli_version
 from claudeguard.plan.discovery import version_at_least
 from claudeguard.procs import ask_version, capture, process_start
+from claudeguard.switches import service_on
 from claudeguard.testing import bg_daemon
 from claudeguard.testing.model_server import ModelServer
 from claudeguard.testing.offline_home import offline_env, prepare_home
@@ -368,7 +369,7 @@ def scenario_background(bed: Bed, version: str | None) -> list[CheckResult]:
     if version is not None and not version_at_least(version, BG_FLOOR):
         return [_check(name, True, f"Claude Code {version} has no background sessions that run offline "
                                    "(`claude --bg` with an API key from 2.1.330 on)", skipped=True)]
-    if os.environ.get("CLAUDEGUARD_SERVICE", "1") == "0":
+    if not service_on():
         return [_check(name, True, "the guard service is off (CLAUDEGUARD_SERVICE=0), and claudeguard "
                                    "refuses `--bg` without it", skipped=True)]
     env, work = bed.env("background")

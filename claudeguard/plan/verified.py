@@ -35,6 +35,7 @@ import os
 import sys
 
 from claudeguard.errors import GuardError, UsageError
+from claudeguard.switches import service_on
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -274,7 +275,7 @@ def check(cfg: Config, real: str) -> Status:
         print(f"claudeguard: warning: {name} failed `{VERIFY_COMMAND}` on this machine ({status.failed_check()}); "
               "the guard may not hold with it", file=sys.stderr)
         return status
-    if os.environ.get("CLAUDEGUARD_SERVICE", "1") != "0":
+    if service_on():
         # The launcher names its CLI when it registers its session (``wants_verification``); the
         # service verifies it only for a launcher outside every guarded session (service/verify.py).
         print(f"claudeguard: {name} is not verified on this machine yet: the guard service verifies it in the "

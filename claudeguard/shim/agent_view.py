@@ -42,6 +42,7 @@ from claudeguard.service.client import Registration, ServiceError
 from claudeguard.procs import process_start
 from claudeguard.shim.background import config_dir, end_launch, watch_settings
 from claudeguard.shim.session_commands import check_agent_view
+from claudeguard.switches import service_on
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ def run_agent_view(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, end: End
         argv[argv.index("<settings>")] = "--settings=<session dir>/settings.json"
         print(json.dumps({"argv": argv, "env": {}, "guarded": True, "settings": settings}, indent=2))
         return 0
-    if os.environ.get("CLAUDEGUARD_SERVICE", "1") == "0":
+    if not service_on():
         return _unguarded(real, args, cfg, "the guard service is off (CLAUDEGUARD_SERVICE=0)", exec_passthrough,
                           RECURSION_VAR)
     verified.check(cfg, real)  # its sessions run on this CLI: as for a session (plan.session.load_checked)

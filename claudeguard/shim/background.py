@@ -27,6 +27,7 @@ from claudeguard.plan.hooks import HttpHooks
 from claudeguard.plan.report import audit_mark
 from claudeguard.plan.session import session_snapshot
 from claudeguard.service.client import Registration, ServiceError, request
+from claudeguard.switches import service_on
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def watch_settings(cfg: Config) -> WatchSettings:
 
 def run_background(real: str, args: ClaudeArgs, cfg: Config, cwd: Path, session_id: str,
                    end: EndOptions | None = None) -> int:
-    if os.environ.get("CLAUDEGUARD_SERVICE", "1") == "0":
+    if not service_on():
         raise UsageError("--bg needs the guard service (CLAUDEGUARD_SERVICE=0): the session would outlive every "
                          "guard; refused")
     session_dir = runtime_dir("sessions", session_id)

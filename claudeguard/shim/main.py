@@ -12,6 +12,7 @@ import sys
 
 from claudeguard import stages
 from claudeguard.errors import ConfigError, UsageError, run_main
+from claudeguard.switches import planner_on, service_on
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -258,7 +259,7 @@ def _dry_run(start: _Start, cfg: Config, real: str, session_id: str) -> int:
     from claudeguard.plan.discovery import print_cli_version
     from claudeguard.plan.hooks import HttpHooks
 
-    http = HttpHooks("PORT", "<secret made at start>") if _use_service() else None
+    http = HttpHooks("PORT", "<secret made at start>") if service_on() else None
     plan = build_plan(real, start.args, cfg, session_id=session_id, session_dir=None, cwd=start.cwd, http=http,
                       run={"cli_version": print_cli_version(real, start.args)})
     return _print_plan(plan.argv, plan.env_additions, guarded=True)
@@ -304,10 +305,8 @@ def _plannable(args: ClaudeArgs, opts: GuardOptions) -> bool:
 
 def _planner_on(opts: GuardOptions) -> bool:
     """What lets the planner prepare any run at all: the service on, the planner not turned off
-    (``planned.planner_allowed``), not a dry run (printed by this process)."""
-    from claudeguard.shim.planned import planner_allowed
-
-    return not opts.dry_run and planner_allowed()
+    (``switches.planner_on``), not a dry run (printed by this process)."""
+    return not opts.dry_run and planner_on()
 
 
 DROPPED = "\0dropped\0"  # plan.argv.DROPPED: a variable the plan removes from the CLI's environment
@@ -590,10 +589,6 @@ def _supervise(launch: _Launch) -> int:
     return run.finish(124 if monitor is not None and monitor.killed else code)
 
 
-def _use_service() -> bool:
-    return os.environ.get("CLAUDEGUARD_SERVICE", "1") != "0"
-
-
 def _to_verify(real: str) -> str | None:
     """The CLI this launcher asks its service to verify in the background (plan/verified.py)."""
     from claudeguard.plan.verified import wants_verification
@@ -612,7 +607,7 @@ def _register_with_service(session_id: str, session_dir: str,
     (None, None) when the service is off (CLAUDEGUARD_SERVICE=0) or cannot be had: then the
     hooks are commands answered by this process's gate server, with the same answers, only
     slower (one line says why under CLAUDEGUARD_DEBUG)."""
-    if not _use_service():
+    if not service_on():
         return None, None
     from claudeguard.service.files import known_port
     from claudeguard.plan.hooks import HttpHooks

@@ -22,6 +22,7 @@ import sys
 
 from claudeguard.errors import GuardError
 from claudeguard.plan.wire import PLAN_SOCKET
+from claudeguard.switches import planner_on
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -153,20 +154,13 @@ def ask_first() -> Asked | None:
     argv = sys.argv[1:]
     if not ("-p" in argv or "--print" in argv) or any(w.startswith(_NOT_FIRST) for w in argv):
         return None
-    if os.environ.get("CLAUDEGUARD_DISABLE", "") not in ("", "0") or not planner_allowed():
+    if os.environ.get("CLAUDEGUARD_DISABLE", "") not in ("", "0") or not planner_on():
         return None
     try:
         cwd = os.getcwd()
     except OSError:
         return None
     return send_request(argv, cwd)
-
-
-def planner_allowed() -> bool:
-    """What the environment says of the planner (for ``ask_first`` and the launcher's own
-    check): the service not turned off (``CLAUDEGUARD_SERVICE=0``), nor the planner
-    (``CLAUDEGUARD_PLANNER=0``)."""
-    return os.environ.get("CLAUDEGUARD_SERVICE", "1") != "0" and os.environ.get("CLAUDEGUARD_PLANNER", "1") != "0"
 
 
 def send_request(argv: list[str], cwd: str) -> Asked | None:
