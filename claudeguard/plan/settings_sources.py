@@ -490,7 +490,7 @@ def worktree_patterns(cwd: str) -> list[str]:
 SETTINGS_WHY = "a Claude Code settings file the session reads again when it changes"
 
 
-def protected_spec(args: ClaudeArgs, cwd: str, env: dict[str, str] | None = None,
+def protected_spec(args: ClaudeArgs, cwd: str, env: Mapping[str, str] | None = None,
                    cfg: Config | None = None) -> ProtectedSpec:
     """The built-in protected paths of a run (``policy.protect``): the guard's own files
     (``paths.guard_paths``), the Claude Code settings files the session re-reads, the files git
