@@ -189,8 +189,8 @@ print(json.dumps({"new": sorted(set(sys.modules) - before), "keys": sorted(answe
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["keys"] == ["argv", "config", "env", "files", "port", "real", "session_dir", "snapshot", "stderr",
-                           "version"]
+    assert out["keys"] == ["argv", "config", "dropped", "env", "files", "port", "real", "session_dir", "snapshot",
+                           "stderr", "untrusted", "version"]
     assert out["new"] == []
 
 
@@ -261,6 +261,47 @@ def test_a_planned_launcher_takes_the_planners_config_and_never_reads_the_layers
     # nor hashlib: the watch's trust records hash no file of a session with none to check
     assert not {"claudeguard.config.load", "tomllib", "hashlib"} & imported["planned"], \
         sorted(imported["planned"])
+
+
+# `python -m claudeguard` with each reading of the repository's code (plan/repo_code.py's `_find`:
+# its settings files, .mcp.json, agent files, the trust records) counted, a line each in $FINDS
+COUNTED = [sys.executable, "-c", """
+import os, runpy, sys
+import claudeguard.plan.repo_code as repo_code
+real = repo_code._find
+def counted(*args, **kwargs):
+    with open(os.environ["FINDS"], "a") as fh:
+        fh.write("read\\n")
+    return real(*args, **kwargs)
+repo_code._find = counted
+sys.argv = ["claudeguard", *sys.argv[1:]]
+runpy.run_module("claudeguard", run_name="__main__", alter_sys=True)
+"""]
+
+
+def test_the_repository_is_read_once_a_session_and_the_report_names_what_the_plan_left_out(env, tmp_path):
+    """The repository's code is read by a session's plan (the planner's, or the launcher's own)
+    and by the settings watch for its baseline, nothing else: the end-of-run report's rows and
+    the sources the watch knows the CLI leaves out come with the plan (they were two readings
+    more once the CLI ran, before)."""
+    write_config(env, CONFIG)
+    up(env)
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"evil": {"command": "true"}}}))
+    expected = [{"path": str(project / ".mcp.json"), "kind": "mcp", "not_run": ["MCP servers (evil)"]}]
+    for name, extra, readings in (("planned", {}, 1), ("own", {"CLAUDEGUARD_PLANNER": "0"}, 2)):
+        finds, report = tmp_path / f"finds-{name}", tmp_path / f"report-{name}.json"
+        proc = subprocess.run(COUNTED + ["-p", "x", "--guard-report", str(report)], cwd=project,
+                              env=dict(env, POSTS="[]", FINDS=str(finds), **extra), capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert json.loads(Path(env["OUT"]).read_text())["session"]["prepared_by"] == \
+            ("planner" if name == "planned" else "launcher")
+        # the planner's readings are its own process's: only this launcher's are counted
+        assert (finds.read_text().splitlines() if finds.exists() else []) == ["read"] * readings, name
+        assert json.loads(report.read_text())["untrusted"] == expected, name
+        assert proc.stderr.count("1 untrusted project file left out") == 1, proc.stderr[-2000:]
 
 
 def _sessions(env: dict) -> list[str]:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from claudeguard.plan.hooks import GuardSettings, HttpHooks
+    from claudeguard.plan.repo_code import Treatment
 
     class RunFacts(TypedDict, total=False):
         """What is known of the run when its plan is built."""
@@ -82,11 +83,17 @@ class Plan:
     bench/RESULTS.md."""
 
     def __init__(self, argv: list[str], env_additions: dict[str, str], session_id: str,
-                 files: dict[str, str] | None = None) -> None:
+                 files: dict[str, str] | None = None, untrusted: list[dict[str, object]] | None = None,
+                 dropped: list[str] | None = None) -> None:
         self.argv = argv
         self.env_additions = env_additions
         self.session_id = session_id
         self.files = files or {}
+        # What the plan left out as untrusted repository code or config (the end-of-run report's
+        # rows), and the settings sources the CLI is not given (the settings watch's): the
+        # launcher takes both from here rather than reading the repository again.
+        self.untrusted = untrusted or []
+        self.dropped = dropped or []
 
 
 
@@ -205,20 +212,19 @@ def merge_settings(caller: Mapping[str, object], ours: GuardSettings) -> dict[st
 
 
 def repo_code_argv(rest: list[str], args: ClaudeArgs, ours: GuardSettings, cwd: str,
-                   dropped: set[str] | None = None) -> list[str]:
+                   found: Treatment | None = None) -> list[str]:
     """Keep the repository's untrusted code from running (``plan.repo_code``): its dropped
     settings sources' rules and its disabled servers go into ``ours``; untrusted ``--plugin-dir``
     words become ``DROPPED`` in ``rest`` (indexes stay; ``build_plan`` leaves them out at the
     end); returns what goes in front (``--setting-sources``), or rewrites the caller's own
-    ``--setting-sources`` where it stands (the CLI keeps the last). ``dropped`` receives the
-    settings sources left out ("project", "local")."""
+    ``--setting-sources`` where it stands (the CLI keeps the last). ``found``: the repository's
+    treatment when the caller has it (else read here)."""
     from claudeguard.plan.repo_code import setting_sources_value, treat
 
-    found = treat(args, cwd)
+    if found is None:
+        found = treat(args, cwd)
     if not found:
         return []
-    if dropped is not None:
-        dropped.update(found.drop)
     if found.rules:
         perms = ours.setdefault("permissions", {})
         for kind, rules in found.rules.items():
@@ -263,8 +269,11 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     ours = guard_settings(cfg, ctl, cwd, http, session_id, print_mode=args.print_mode, asker=asker,
                           one_prompt=args.print_mode and args.last("--input-format") != "stream-json",
                           transcript_kept=args.print_mode and keeps_transcript(args, cwd), session_dir=session_dir)
-    dropped: set[str] = set()
-    front += repo_code_argv(rest, args, ours, cwd, dropped)  # untrusted repository code: DROPPED words, our settings
+    from claudeguard.plan.repo_code import treat, untrusted
+
+    found = treat(args, cwd)  # once a plan: the argv, the report's rows and the watch's sources
+    dropped = found.drop
+    front += repo_code_argv(rest, args, ours, cwd, found)  # untrusted repository code: DROPPED words, our settings
     box_env = sandbox_env(real_cli, args, cfg, cwd=cwd, session_dir=session_dir, session_id=session_id, ctl=ctl)
     if box_env:
         ours["env"] = box_env  # wins over every project, local and user env block (plan/sandbox.py)
@@ -291,7 +300,8 @@ def build_plan(real_cli: str, args: ClaudeArgs, cfg: Config, *, session_id: str,
     env_add.update({name: DROPPED for name in secret_env(cfg) if name in os.environ})
     if asker == "prompt-tool":
         front += _prompt_tool_flags(http, session_id, session_dir, ctl, files)
-    return Plan([real_cli, *front, *(w for w in rest if w != DROPPED)], env_add, session_id, files)
+    return Plan([real_cli, *front, *(w for w in rest if w != DROPPED)], env_add, session_id, files,
+                untrusted=untrusted(cfg, found), dropped=sorted(dropped))
 
 
 def _rule_flags(args: ClaudeArgs, cfg: Config, cwd: str) -> list[str]:

@@ -327,10 +327,11 @@ def setting_sources_value(args: ClaudeArgs, drop: set[str]) -> str:
     return ",".join(name for name in FILE_SOURCES if name in allowed and name not in drop)
 
 
-def untrusted(args: ClaudeArgs, cfg: Config, cwd: str) -> list[dict[str, object]]:
+def untrusted(cfg: Config, found: Treatment) -> list[dict[str, object]]:
     """What the end-of-run report says of this run's untrusted project files: the config files
-    whose loosening was ignored and the code that did not run."""
+    whose loosening was ignored and the code that did not run (``found``: the plan's treatment,
+    so the report names what the plan left out, read once)."""
     out: list[dict[str, object]] = [{"path": path, "kind": "config", "ignored": list(what)}
                                     for path, what in cfg.untrusted]
-    out += [{"path": code.path, "kind": code.role, "not_run": list(code.what)} for code in treat(args, cwd).untrusted]
+    out += [{"path": code.path, "kind": code.role, "not_run": list(code.what)} for code in found.untrusted]
     return out

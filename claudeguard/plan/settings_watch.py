@@ -22,6 +22,7 @@ from claudeguard.plan.settings_sources import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from collections.abc import Collection
     from typing import Any
 
     from claudeguard.config.load import Config
@@ -94,14 +95,17 @@ class Watch:
     word before deciding a call (``gate.settings_check``)."""
 
     def __init__(self, args: ClaudeArgs, cfg: Config, cwd: str, child_pid: int, managed: str | None = None,
-                 session_id: str | None = None, session_dir: str | None = None) -> None:
+                 session_id: str | None = None, session_dir: str | None = None,
+                 dropped: Collection[str] | None = None) -> None:
         import threading
-
-        from claudeguard.plan.repo_code import treat
 
         self.args, self.cfg, self.cwd, self.child_pid, self.managed = args, cfg, cwd, child_pid, managed
         self.session_id, self.session_dir = session_id, session_dir
-        self.dropped = treat(args, cwd).drop  # the sources the CLI does not load (untrusted code)
+        if dropped is None:  # not handed over by the session's plan: read as the plan read it
+            from claudeguard.plan.repo_code import treat
+
+            dropped = treat(args, cwd).drop
+        self.dropped = set(dropped)  # the sources the CLI does not load (untrusted code)
         self.compromised: str | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="claudeguard-settings-watch", daemon=True)

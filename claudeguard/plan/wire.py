@@ -41,6 +41,8 @@ if TYPE_CHECKING:
         snapshot: str  # session.json as written
         files: dict[str, str]  # the other files written into the session dir (the settings file), by name
         config: ConfigWire  # the config the plan read and checked (the launcher's watchdog, watch, report)
+        untrusted: list[dict[str, object]]  # what the plan left out as untrusted (the end-of-run report's)
+        dropped: list[str]  # the settings sources the plan left out ("project", "local": the settings watch's)
         version: str  # the service's code (``files.fingerprint``), the launcher's too: the planner checked
         error: str
         exit: int

@@ -250,7 +250,8 @@ def _prepare(request: PlanRequest, port: int) -> PlanAnswer:
                               http=HttpHooks(port, request["token"]), exec_pid=pid,
                               run={"cli_version": version, "status_line": at_terminal})
             return {"argv": plan.argv, "env": plan.env_additions, "port": port, "real": real,
-                    "session_dir": session_dir, "snapshot": written.text, "files": plan.files, "config": cfg.to_wire()}
+                    "session_dir": session_dir, "snapshot": written.text, "files": plan.files, "config": cfg.to_wire(),
+                    "untrusted": plan.untrusted, "dropped": plan.dropped}
     except GuardError as exc:
         if session_dir is not None:
             shutil.rmtree(session_dir, ignore_errors=True)

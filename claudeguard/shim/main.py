@@ -119,23 +119,29 @@ def _main(argv: list[str], first: Asked | None = None) -> int:
         planned = asked.answer() if asked is not None else None
         stages.mark("answered")
         if planned is not None:
-            return _run_session(planned.real, start.args, None, start.cwd, planned.session_id, start.end,
-                                opts=start.opts, planned=planned)
-    cfg, real = _load(start)
-    if start.args.passthrough:
-        return _passthrough(start, cfg, real)
+            return _run_session(_launch_of(planned), planned.real, start.args, start.cwd, start.end, opts=start.opts)
+    from claudeguard.plan.once import one_plan
+
     session_id = os.urandom(8).hex()  # what secrets.token_hex does, without its ~8 ms of imports
-    if start.opts.dry_run:
-        return _dry_run(start, cfg, real, session_id)
-    if start.args.has("--bg"):
-        from pathlib import Path
+    # The config's checks and the session's plan read each file once, as the planner's do
+    # (plan/once.py); the scope ends before anything runs on (a pass-through, the CLI).
+    with one_plan():
+        cfg, real = _load(start)
+        if start.args.passthrough:
+            launch = None
+        elif start.opts.dry_run:
+            return _dry_run(start, cfg, real, session_id)
+        elif start.args.has("--bg"):
+            from pathlib import Path
 
-        from claudeguard.plan.once import one_plan
-        from claudeguard.shim.background import run_background
+            from claudeguard.shim.background import run_background
 
-        with one_plan():  # its session file and its plan see the same files (plan/once.py)
             return run_background(real, start.args, cfg, Path(start.cwd), session_id, start.end)
-    return _run_session(real, start.args, cfg, start.cwd, session_id, start.end, opts=start.opts)
+        else:
+            launch = _own_launch(real, start.args, cfg, start.cwd, session_id)
+    if launch is None:
+        return _passthrough(start, cfg, real)
+    return _run_session(launch, real, start.args, start.cwd, start.end, opts=start.opts)
 
 
 def _ready_to_start() -> None:
@@ -342,7 +348,7 @@ class _Launch:
     stays without dataclasses)."""
 
     __slots__ = ("session_id", "session_dir", "argv", "env_add", "snapshot_text", "port_token", "registration", "cfg",
-                 "sup", "pty", "child_pid", "run", "monitor", "files", "box_end", "planned")
+                 "sup", "pty", "child_pid", "run", "monitor", "files", "box_end", "planned", "untrusted", "dropped")
 
     def __init__(self, session_id: str, cfg: Config | None) -> None:
         self.session_id = session_id
@@ -361,17 +367,19 @@ class _Launch:
         self.monitor: Feed | None = None
         self.box_end: Callable[[], None] | None = None  # ends the session's box (its thread joins at the undo)
         self.planned: Planned | None = None  # the planner's plan, when it made one
+        # What the plan left out as untrusted (the report's rows) and the settings sources the CLI
+        # is not given (the settings watch's): the plan's reading, not read again. None: unknown
+        # (an answer without them), read once the CLI runs.
+        self.untrusted: list[dict[str, object]] | None = None
+        self.dropped: list[str] | None = None
 
 
-def _run_session(real: str, args: ClaudeArgs, cfg: Config | None, cwd: str, session_id: str, end: EndOptions | None,
-                 *, opts: GuardOptions, planned: Planned | None = None) -> int:
-    """Plan the session (or take the planner's plan), start the CLI as our child, supervise it
-    to the end. ``planned``: the service's planner prepared the session (``cfg`` is None then,
-    and read once the CLI has started). What each step set up is undone on the way out, last
-    first: the keeper before the session dir goes, the dir last."""
-    launch = _Launch(session_id, cfg)
+def _run_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: EndOptions | None, *,
+                 opts: GuardOptions) -> int:
+    """Start the CLI of a planned session (``_launch_of``, ``_own_launch``) as our child and
+    supervise it to the end. What each step set up is undone on the way out, last first: the
+    keeper before the session dir goes, the dir last."""
     try:
-        _plan_session(launch, real, args, cwd, planned)
         _start_child(launch, real, args, cwd)
     except BaseException:
         _abandon(launch)  # nothing else was set up yet
@@ -409,20 +417,30 @@ def _abandon(launch: _Launch) -> None:
         _remove_dir(launch.session_dir)
 
 
-def _plan_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, planned: Planned | None) -> None:
-    """The session dir, the session file and the CLI's argv: the planner's, or made here (and the
-    session registered with the service, when its port is not known before the CLI starts)."""
-    if planned is not None:
-        launch.planned = planned
-        launch.session_dir = planned.session_dir
-        launch.argv, launch.env_add, launch.snapshot_text = planned.argv, planned.env, planned.snapshot
-        launch.files = planned.files
-        launch.port_token = (planned.port, planned.token)
-        return
-    from claudeguard.plan.once import one_plan
+def _launch_of(planned: Planned) -> _Launch:
+    """The session the service's planner prepared: its dir, session file and the CLI's argv (the
+    config is taken from the plan once the CLI has started)."""
+    launch = _Launch(planned.session_id, None)
+    launch.planned = planned
+    launch.session_dir = planned.session_dir
+    launch.argv, launch.env_add, launch.snapshot_text = planned.argv, planned.env, planned.snapshot
+    launch.files = planned.files
+    launch.untrusted, launch.dropped = planned.untrusted, planned.dropped
+    launch.port_token = (planned.port, planned.token)
+    return launch
 
-    with one_plan():  # each file the plan's parts ask about is read once (plan/once.py)
+
+def _own_launch(real: str, args: ClaudeArgs, cfg: Config, cwd: str, session_id: str) -> _Launch:
+    """The session planned here: its dir, the session file and the CLI's argv (and the session
+    registered with the service, when its port is not known before the CLI starts); what it made
+    is undone when it fails."""
+    launch = _Launch(session_id, cfg)
+    try:
         _make_plan(launch, real, args, cwd)
+    except BaseException:
+        _abandon(launch)
+        raise
+    return launch
 
 
 def _make_plan(launch: _Launch, real: str, args: ClaudeArgs, cwd: str) -> None:
@@ -444,6 +462,7 @@ def _make_plan(launch: _Launch, real: str, args: ClaudeArgs, cwd: str) -> None:
                       run={"cli_version": version,
                            "status_line": bool(written.snapshot.get("pty") and written.snapshot.get("interactive"))})
     launch.argv, launch.env_add, launch.files = plan.argv, plan.env_additions, plan.files
+    launch.untrusted, launch.dropped = plan.untrusted, plan.dropped
     launch.port_token = (int(http.port), http.token) if http is not None else None
 
 
@@ -498,13 +517,16 @@ def _start_session(launch: _Launch, real: str, args: ClaudeArgs, cwd: str, end: 
     if launch.cfg is None:
         launch.cfg = _planned_config(launch.planned, opts, cwd)
     cfg = launch.cfg
-    from claudeguard.plan.repo_code import untrusted
+    if launch.untrusted is None or launch.dropped is None:  # not in the planner's answer: read once here
+        from claudeguard.plan.repo_code import treat, untrusted
 
-    launch.run.untrusted = untrusted(args, cfg, cwd)  # for the report: what was left out, and why
+        found = treat(args, cwd)
+        launch.untrusted, launch.dropped = untrusted(cfg, found), sorted(found.drop)
+    launch.run.untrusted = launch.untrusted  # for the report: what the plan left out, and why
     from claudeguard.plan.settings_watch import Watch
 
     undo.callback(Watch(args, cfg, cwd, child_pid, session_id=session_id,  # a settings file written mid-session
-                        session_dir=session_dir).start().stop)
+                        session_dir=session_dir, dropped=launch.dropped).start().stop)
     # After start(): the supervisor has blocked the forwarded signals, and the gate's threads
     # must inherit that mask (only its signal thread may take them). A hook that comes before
     # the server listens decides in its own process.

@@ -39,11 +39,12 @@ class Planned:
     """A session the planner prepared: its files are written; the launcher starts ``argv``."""
 
     __slots__ = ("argv", "env", "port", "real", "session_dir", "session_id", "snapshot", "token", "files", "config",
-                 "version")
+                 "version", "untrusted", "dropped")
 
     def __init__(self, *, argv: list[str], env: dict[str, str], port: int, real: str, session_dir: str,
                  session_id: str, snapshot: str, token: str, files: dict[str, str] | None = None,
-                 config: object = None, version: str | None = None) -> None:
+                 config: object = None, version: str | None = None, untrusted: list[dict[str, object]] | None = None,
+                 dropped: list[str] | None = None) -> None:
         self.argv, self.env, self.port, self.real = argv, env, port, real
         self.session_dir, self.session_id, self.snapshot, self.token = session_dir, session_id, snapshot, token
         self.files = files or {}  # the other files the planner wrote into the session dir
@@ -52,6 +53,10 @@ class Planned:
         # identity the planner checked the launcher's against (the registration's version).
         self.config = config
         self.version = version
+        # What the plan left out as untrusted (the report's rows) and the settings sources the CLI
+        # is not given (the settings watch's); None: not in the answer, the launcher reads them.
+        self.untrusted = untrusted
+        self.dropped = dropped
 
 
 def _planned(answer: dict[str, object], session_id: str, token: str) -> Planned | None:
@@ -65,9 +70,14 @@ def _planned(answer: dict[str, object], session_id: str, token: str) -> Planned 
     if not (isinstance(files, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())):
         files = {}
     version = answer.get("version")
+    untrusted, dropped = answer.get("untrusted"), answer.get("dropped")
+    if not (isinstance(untrusted, list) and all(isinstance(u, dict) for u in untrusted)):
+        untrusted = None
+    if not (isinstance(dropped, list) and all(isinstance(d, str) for d in dropped)):
+        dropped = None
     return Planned(argv=argv, env=env, port=port, real=real, session_dir=session_dir, session_id=session_id,
                    snapshot=snapshot, token=token, files=files, config=answer.get("config"),
-                   version=version if isinstance(version, str) else None)
+                   version=version if isinstance(version, str) else None, untrusted=untrusted, dropped=dropped)
 
 
 def plan_socket_path() -> str:
