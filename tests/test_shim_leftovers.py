@@ -13,11 +13,15 @@ import pytest
 from claudeguard.shim import leftovers
 from claudeguard.shim.leftovers import Leftovers
 
-# A stand-in CLI: starts a "tool" (which may ignore SIGTERM), prints its pid, then waits.
+# A stand-in CLI: starts a "tool" (which may ignore SIGTERM), prints its pid, then the tool's own
+# lines, then waits. The tool's lines are relayed, not written to the same pipe: under load the
+# tool's "ready" came before the CLI's pid.
 CLI = """
 import subprocess, sys
-tool = subprocess.Popen([sys.executable, "-c", sys.argv[1]])
+tool = subprocess.Popen([sys.executable, "-c", sys.argv[1]], stdout=subprocess.PIPE, text=True)
 print(tool.pid, flush=True)
+for line in tool.stdout:
+    print(line, end="", flush=True)
 sys.stdin.read()
 """
 TOOL = "import time\nwhile True: time.sleep(1)"
