@@ -12,6 +12,7 @@ up to `/` against them; `Edit` rules cost it nothing there. This runs the script
 `Edit` rule, in the project's root and ``--depths`` directories below it, and prints from the
 CLI's own `--debug-file` clock (ms, medians): the walk (from "Watching for changes in setting
 files" to the AGENTS.md lookup's line) and the first model request (after the log's first line).
+2.1.330 and later log that walk; an older CLI's log has no such line (one line says so).
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ RULES = {"none": [], "Read": ["--disallowedTools=Read(//tmp/claudeguard-0)"],
 STAMP = re.compile(r"(\S+Z) \[\w+\] (.*)")
 
 
-def _clock(log: Path) -> tuple[float, float] | None:
-    """(the memory files' walk, the first request) in ms, from the CLI's debug log."""
+def _clock(log: Path) -> tuple[float, float] | str:
+    """(the memory files' walk, the first request) in ms, from the CLI's debug log; else the
+    line it lacks."""
     first = watch = walked = request = None
     for line in log.read_text().splitlines():
         m = STAMP.match(line)
@@ -51,8 +53,11 @@ def _clock(log: Path) -> tuple[float, float] | None:
             walked = t
         elif request is None and "[API REQUEST]" in text:
             request = t
-    if first is None or watch is None or walked is None or request is None:
-        return None
+    for mark, name in ((first, "timestamped"), (watch, "settings watch"), (walked, "AGENTS.md lookup"),
+                       (request, "API REQUEST")):
+        if mark is None:
+            return name
+    assert first is not None and watch is not None and walked is not None and request is not None
     return walked - watch, request - first
 
 
@@ -77,8 +82,10 @@ def main() -> int:
                     subprocess.run([real, *extra, "-p", "say hello", f"--debug-file={log}"], env=env, cwd=cwd,
                                    capture_output=True, timeout=120)
                     clock = _clock(log)
-                    if clock is None:
-                        raise SystemExit(f"{name} at depth {depth}: the CLI's debug log lacks a mark ({log})")
+                    if isinstance(clock, str):
+                        raise SystemExit(f"Claude Code {args.version}'s debug log has no {clock} line ({name} rule, "
+                                         f"depth {depth}): this reads the memory files' walk as 2.1.330 and "
+                                         f"later log it")
                     if round_:
                         found.setdefault((name, depth), []).append(clock)
     levels = len(Path(root).parts) - 1  # directories from the project's root up to /
