@@ -1,17 +1,25 @@
-"""The environment's switches for the guard's resident parts, read in one place.
+"""The environment's switches for the guard and its resident parts, read in one place.
 
-``CLAUDEGUARD_SERVICE=0`` runs a session without the resident service (its hooks answered by
-commands and the launcher's own gate server; ``--bg`` refused, verification not offered in the
-background); ``CLAUDEGUARD_PLANNER=0`` keeps the service but has each launcher plan its session
-itself. Any other value, or none, means on. Imports ``os`` alone: the launcher's first step asks.
+``CLAUDEGUARD_DISABLE`` (any value but empty or ``0``) runs the real CLI with no guard at all
+(the launcher refuses it under lockdown). ``CLAUDEGUARD_SERVICE=0`` runs a session without the
+resident service (its hooks answered by commands and the launcher's own gate server; ``--bg``
+refused, verification not offered in the background); ``CLAUDEGUARD_PLANNER=0`` keeps the
+service but has each launcher plan its session itself; any other value of these two, or none,
+means on. Imports ``os`` alone: the launcher's first step asks.
 """
 
 from __future__ import annotations
 
 import os
 
+DISABLE_VAR = "CLAUDEGUARD_DISABLE"
 SERVICE_VAR = "CLAUDEGUARD_SERVICE"
 PLANNER_VAR = "CLAUDEGUARD_PLANNER"
+
+
+def guard_disabled() -> bool:
+    """Whether the caller asked for the CLI without the guard (``CLAUDEGUARD_DISABLE``)."""
+    return os.environ.get(DISABLE_VAR, "") not in ("", "0")
 
 
 def service_on() -> bool:

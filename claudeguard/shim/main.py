@@ -12,7 +12,7 @@ import sys
 
 from claudeguard import stages
 from claudeguard.errors import ConfigError, UsageError, run_main
-from claudeguard.switches import planner_on, service_on
+from claudeguard.switches import guard_disabled, planner_on, service_on
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def _main(argv: list[str], first: Asked | None = None) -> int:
     asked = first
     try:
         check_recursion()
-        if os.environ.get("CLAUDEGUARD_DISABLE", "") not in ("", "0"):
+        if guard_disabled():
             _drop(asked)
             return _disabled(argv)
         from claudeguard.plan.options import split_argv

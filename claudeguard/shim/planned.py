@@ -22,7 +22,7 @@ import sys
 
 from claudeguard.errors import GuardError
 from claudeguard.plan.wire import PLAN_SOCKET
-from claudeguard.switches import planner_on
+from claudeguard.switches import guard_disabled, planner_on
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
@@ -164,7 +164,7 @@ def ask_first() -> Asked | None:
     argv = sys.argv[1:]
     if not ("-p" in argv or "--print" in argv) or any(w.startswith(_NOT_FIRST) for w in argv):
         return None
-    if os.environ.get("CLAUDEGUARD_DISABLE", "") not in ("", "0") or not planner_on():
+    if guard_disabled() or not planner_on():
         return None
     try:
         cwd = os.getcwd()
