@@ -18,14 +18,13 @@ files" to the AGENTS.md lookup's line) and the first model request (after the lo
 from __future__ import annotations
 
 import argparse
-import datetime
-import re
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from cli_settings_cost import marks  # bench/cli_settings_cost.py: the CLI's debug log read
 from session import SCENARIO, scripted_home  # bench/session.py: the same scripted session
 
 from claudeguard.testing.cli_install import cli_path, install_cli
@@ -33,32 +32,19 @@ from claudeguard.testing.model_server import ModelServer
 
 RULES = {"none": [], "Read": ["--disallowedTools=Read(//tmp/claudeguard-0)"],
          "Edit": ["--disallowedTools=Edit(//tmp/claudeguard-0)"]}
-STAMP = re.compile(r"(\S+Z) \[\w+\] (.*)")
+# the debug log's lines: where the walk starts and ends, the first request
+NEEDLES = (("Watching for changes in setting", "settings watch"),
+           ("fs.ancestors (cc-plugin-agents-md): AGENTS.md", "AGENTS.md lookup"), ("[API REQUEST]", "API REQUEST"))
 
 
 def _clock(log: Path) -> tuple[float, float] | str:
     """(the memory files' walk, the first request) in ms, from the CLI's debug log; else the
     line it lacks."""
-    first = watch = walked = request = None
-    for line in log.read_text().splitlines():
-        m = STAMP.match(line)
-        if not m:
-            continue
-        t = datetime.datetime.fromisoformat(m.group(1).replace("Z", "+00:00")).timestamp() * 1000
-        first = t if first is None else first
-        text = m.group(2)
-        if watch is None and "Watching for changes in setting" in text:
-            watch = t
-        elif walked is None and "fs.ancestors" in text and "AGENTS.md" in text:
-            walked = t
-        elif request is None and "[API REQUEST]" in text:
-            request = t
-    for mark, name in ((first, "timestamped"), (watch, "settings watch"), (walked, "AGENTS.md lookup"),
-                       (request, "API REQUEST")):
-        if mark is None:
+    found = marks(log, NEEDLES)
+    for _, name in NEEDLES:
+        if name not in found:
             return name
-    assert first is not None and watch is not None and walked is not None and request is not None
-    return walked - watch, request - first
+    return found["AGENTS.md lookup"] - found["settings watch"], found["API REQUEST"]
 
 
 def main() -> int:

@@ -36,8 +36,9 @@ MARKS = (("managed-settings", "managed"), ("setup() completed", "setup"), ("API 
 LINE = re.compile(r"(\S+Z) \[\w+\] (.*)")
 
 
-def marks(log: Path) -> dict[str, float]:
-    """ms after the log's first line at which each of MARKS first appears."""
+def marks(log: Path, needles: tuple[tuple[str, str], ...] = MARKS) -> dict[str, float]:
+    """ms after the log's first line at which each of ``needles`` (text, name) first appears
+    (bench/cli_read_rules.py asks for its own)."""
     first: float | None = None
     out: dict[str, float] = {}
     for line in log.read_text().splitlines():
@@ -46,7 +47,7 @@ def marks(log: Path) -> dict[str, float]:
             continue
         t = datetime.datetime.fromisoformat(m.group(1).replace("Z", "+00:00")).timestamp()
         first = t if first is None else first
-        for needle, name in MARKS:
+        for needle, name in needles:
             if needle in m.group(2) and name not in out:
                 out[name] = (t - first) * 1000
     return out
