@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from claudeguard.channel.requests import Pending
     from claudeguard.decision import Permission, Scope
     from claudeguard.gate.call import Asking, Call
+    from claudeguard.policy.decide import Policy
     from claudeguard.policy.decide import SourcedRule
 
 # Tools the CLI runs without asking in every mode (the reading ones: inside the working folder).
@@ -160,8 +161,39 @@ def policy_decision(session: Session, tool: str, tool_input: dict[str, Any], age
         return Decision("deny", f"claudeguard: {changed} changed during the session and the guard has not checked it; "
                         f"denied.", rule="settings changed", source="claudeguard (settings watch)")
     policy = policy_from_spec(session.policy_spec)
-    return decide(policy, tool, tool_input, agent_type=agent_type, cwd=cwd, extra=_extra_rules(session, agent_type),
-                  mode=mode)
+    verdict = decide(policy, tool, tool_input, agent_type=agent_type, cwd=cwd, extra=_extra_rules(session, agent_type),
+                     mode=mode)
+    if verdict.decision != "deny" and not session.snapshot.get("memory_rules_held"):
+        return _memory_imports(session, policy, tool, tool_input, agent_type, cwd) or verdict
+    return verdict
+
+
+MEMORY_SOURCE = "claudeguard (memory imports: a Claude Code older than 2.1.330 reads them whatever its rules say)"
+
+
+def _memory_imports(session: Session, policy: Policy, tool: str, tool_input: dict[str, Any], agent_type: str | None,
+                    cwd: str) -> Decision | None:
+    """A deny for a file tool's call that makes a CLI which does not hold its Read rules on
+    memory imports (the snapshot's ``memory_rules_held``) read the memory files of a directory
+    below the session's cwd, when one of them, or what it imports, is a path the policy keeps
+    from this agent's reading (policy/memory_imports.py)."""
+    from claudeguard.policy.protect import is_bash_like, tool_paths
+
+    if is_bash_like(tool, tool_input):
+        return None  # a command does not make the CLI read memory files
+    from claudeguard.policy.memory_imports import between, first_denied, memory_files, read_denied
+
+    root = str(session.snapshot.get("cwd") or cwd)
+    home = os.path.expanduser("~")
+    files = [f for path in tool_paths(tool, tool_input, cwd, home) for d in between(root, path)
+             for f in memory_files(d)]
+    if not files:
+        return None
+    found = first_denied(files, read_denied(policy, [agent_type], cwd, home), home)
+    if found is None:
+        return None
+    return Decision("deny", f"claudeguard: {found.line_text()}; this call would have Claude Code read it into the "
+                    f"conversation by itself: denied.", rule="memory import", source=MEMORY_SOURCE)
 
 
 def decide_call(session: Session, call: Call, asking: Asking) -> Decision:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         interactive: bool
         pty: bool  # the launcher's pty router owns its dialogs' requests (held)
         host: str | None  # "stdio": the caller's own prompt asks first (shim/host_prompt.py)
+        memory_rules_held: bool  # the CLI holds its Read rules on memory imports (policy/memory_imports.py)
         log_dir: str | None  # the audit log's directory in the launcher's environment
         prepared_by: str  # "launcher" | "planner"
         hooks: str  # "http" (the service answers them) | "command"

@@ -70,6 +70,8 @@ def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str
                      exec_pid: int | None = None, cli_version: str | None = None) -> Snapshot:
     """What the hook and the MCP server need, so they never re-read the config layers.
     ``cli_version`` as for ``build_plan`` (the two must agree on who asks in -p)."""
+    from claudeguard.plan.memory_check import rules_held
+
     spec = cfg.policy_spec()
     spec["claude_allow"] = claude_allow_rules(args, cwd, os.path.expanduser("~"))
     from claudeguard.plan.settings_sources import protected_spec
@@ -96,6 +98,9 @@ def session_snapshot(cfg: Config, args: ClaudeArgs, *, session_id: str, cwd: str
         # the caller's own prompt answers first, then the channel (shim/host_prompt.py, issue 35)
         "host": "stdio" if args.host_answers else None,
         "interactive": interactive,
+        # the CLI holds its Read rules on the memory files it reads by itself: else the hook checks
+        # the memory files a file tool's call makes it read (policy/memory_imports.py)
+        "memory_rules_held": rules_held(cli_version),
     }
 
 
@@ -165,6 +170,9 @@ def load_checked(opts: GuardOptions, args: ClaudeArgs, cwd: str) -> tuple[Config
         for note in cfg.untrusted_notes():  # a project config's loosening left out until trusted
             print(note, file=sys.stderr)
     if not args.passthrough:
+        from claudeguard.plan import memory_check
+
+        memory_check.check(args, cfg, cwd, real)  # a CLI that reads its memory imports whatever its rules say
         from claudeguard.plan.argv import check_lockdown
 
         check_lockdown(args, cfg)

@@ -67,7 +67,7 @@ MAX_REQUEST = 4 << 20
 WARM = ("claudeguard.plan.options", "claudeguard.plan.claude_args", "claudeguard.plan.discovery",
         "claudeguard.plan.session", "claudeguard.plan.argv", "claudeguard.plan.hooks",
         "claudeguard.plan.settings_sources", "claudeguard.plan.sandbox", "claudeguard.plan.box_enter",
-        "claudeguard.plan.box_rules",
+        "claudeguard.plan.box_rules", "claudeguard.plan.memory_check", "claudeguard.policy.memory_imports",
         "claudeguard.plan.code_paths", "claudeguard.plan.git_index", "claudeguard.plan.may_run",
         "claudeguard.plan.verified", "claudeguard.plan.cli_version", "mmap",
         "claudeguard.plan.repo_code", "claudeguard.config.trust", "hashlib", "claudeguard.config.load",

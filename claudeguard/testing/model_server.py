@@ -173,8 +173,13 @@ class _Stopped(Exception):
 class ModelServer:
     """A Messages API server on 127.0.0.1 that plays ``scenario``; use as a context manager."""
 
-    def __init__(self, scenario: Any = (), *, port: int = 0, record: str | Path | None = None):
+    def __init__(self, scenario: Any = (), *, port: int = 0, record: str | Path | None = None,
+                 keep_messages: bool = False):
+        """``keep_messages``: each request's record also has ``messages``, its conversation as
+        JSON text (what reached the model, memory files and tool results included), for a test
+        that checks what the CLI sent by itself."""
         self.scenario = load_scenario(list(scenario) if isinstance(scenario, tuple) else scenario)
+        self.keep_messages = keep_messages
         self._port = port
         self._record_path = Path(record) if record else None
         self._cond = threading.Condition()
@@ -241,7 +246,7 @@ class ModelServer:
     def requests(self) -> list[dict[str, Any]]:
         """Every request: method, path, first_user_text, model, has_tools, session_id, stream,
         script (its match, or None), turn (index, or None) and played (the turn kind, or
-        "head", "get", "count_tokens", "404")."""
+        "head", "get", "count_tokens", "404"); ``messages`` when kept (``keep_messages``)."""
         with self._cond:
             return [dict(r) for r in self._requests]
 
@@ -394,6 +399,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "model": body.get("model"), "has_tools": bool(body.get("tools")),
                 "session_id": _session_id(body),
                 "stream": bool(body.get("stream"))}
+        if self.model.keep_messages:
+            base["messages"] = json.dumps(body.get("messages"))
         if path.endswith("/messages/count_tokens"):
             self.model._record("request", dict(base, script=None, turn=None, played="count_tokens"))
             self._send_json(200, {"input_tokens": _estimate_tokens(json.dumps(body))})

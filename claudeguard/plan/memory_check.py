@@ -1,0 +1,77 @@
+"""The start's memory files, for a CLI that reads their imports whatever its rules say.
+
+Claude Code 2.1.197 reads a memory file's ``@``-imports without holding them to its ``Read`` deny
+rules, and follows a link in the project to a file outside it (``policy/memory_imports.py``): a
+repository's CLAUDE.md could bring the user's ``.env``, or a file of the guard's runtime dir,
+into the model's context at the session's start, before any hook runs. For such a CLI (older than
+``HELD_FROM``, or of no known version) the plan reads the memory files that start reads (the cwd
+and each directory above it, the ``--add-dir`` dirs, the user's own) with what they import, and
+refuses the session, one line naming the file and the line, when one is a path the session's
+policy (its rules, the built-in protected paths) keeps from reading, for any agent. A CLI from
+``HELD_FROM`` on holds its rules itself (the guard gives them as ``--disallowedTools``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from claudeguard.errors import UsageError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from claudeguard.config.load import Config
+    from claudeguard.plan.claude_args import ClaudeArgs
+
+# The first CLI measured to hold its Read deny rules on memory imports, and to take a link to a
+# file outside the project as outside (2.1.330 and 2.1.332 do; 2.1.197 does neither).
+HELD_FROM = (2, 1, 330)
+
+
+def rules_held(cli_version: str | None) -> bool:
+    """Whether the CLI holds its own Read rules on its memory files' imports."""
+    from claudeguard.plan.discovery import version_at_least
+
+    return version_at_least(cli_version, HELD_FROM)
+
+
+def start_dirs(args: ClaudeArgs, cwd: str) -> list[str]:
+    """The directories whose memory files the CLI reads at its start: the cwd and each above it,
+    and the ``--add-dir`` dirs (read when CLAUDE_CODE_ADDITIONAL_DIRECTORIES_CLAUDE_MD is set:
+    taken always here)."""
+    out = []
+    here = os.path.normpath(cwd)
+    while True:
+        out.append(here)
+        up = os.path.dirname(here)
+        if up == here:
+            break
+        here = up
+    out += [os.path.normpath(os.path.join(cwd, os.path.expanduser(d))) for d in args.values("--add-dir")]
+    return out
+
+
+def check(args: ClaudeArgs, cfg: Config, cwd: str, real_cli: str) -> None:
+    """Refuse (UsageError, exit 2) a session whose CLI would read, at its start, a memory file
+    or an import the policy keeps from reading; nothing for a CLI that holds its own rules."""
+    from claudeguard.plan.cli_version import cli_version
+
+    version = cli_version(real_cli)
+    if rules_held(version):
+        return
+    from claudeguard.policy.memory_imports import first_denied, memory_files, user_memory_files
+
+    home = os.path.expanduser("~")
+    files = [f for d in start_dirs(args, cwd) for f in memory_files(d)]
+    files += user_memory_files(home)
+    if not files:
+        return
+    from claudeguard.plan.settings_sources import protected_spec
+    from claudeguard.policy.decide import policy_from_spec
+    from claudeguard.policy.memory_imports import read_denied
+
+    policy = policy_from_spec({**cfg.policy_spec(), "protected": protected_spec(args, cwd, cfg=cfg)})
+    found = first_denied(files, read_denied(policy, [None, *policy.agents], cwd, home), home)
+    if found is not None:
+        which = f"Claude Code {version}" if version else "a Claude Code of no known version"
+        raise UsageError(f"{found.line_text()}: {which} reads a memory file's imports whatever its rules say "
+                         f"(2.1.330 and later hold them): refused; remove the import, or run a newer Claude Code")

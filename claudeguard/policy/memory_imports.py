@@ -1,0 +1,165 @@
+"""What a Claude Code memory file brings into the conversation by itself: its ``@``-imports.
+
+The CLI reads its memory files (CLAUDE.md, .claude/CLAUDE.md, CLAUDE.local.md, .claude/rules/*.md)
+at its start, for the cwd and each directory above it and for the user, and those of a directory
+below the cwd once a file tool reaches into it; with them what they import (``@path``, five hops
+deep). No tool call and no hook sees those reads. 2.1.330 and later hold them to their ``Read``
+deny rules (the guard hands the CLI its own and the user's) and take a link to a file outside the
+project as outside it. 2.1.197 does neither: a repository's CLAUDE.md with ``@.env``, or with
+``@docs/notes.md`` where notes.md is a link to the guard's runtime dir, brings that file into the
+model's context whatever the rules say (tests/test_memory_import_real.py). For such a CLI the
+guard finds those imports itself: the plan refuses a session whose start would read one
+(``plan/memory_check.py``), and the hook denies a file tool's call that would make the CLI read
+one below the cwd (``gate.decide.policy_decision``).
+
+The syntax is 2.1.197's (``IMPORT``: ``@`` after a line's start or a space, up to the next space,
+``\\ `` a space within it, ``#...`` cut off; ``./``, ``~/``, ``/abs`` or a name). This reads more
+than the CLI does (code blocks and spans too, and every import followed, an external one also
+when the user never let the CLI follow those): a false find refuses or denies, it never allows.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
+if TYPE_CHECKING:
+    from typing import Callable, Iterable
+
+    from claudeguard.policy.decide import Policy
+
+# A directory's memory files as 2.1.197 reads them (AGENTS.md only from later CLIs, which hold
+# their rules themselves) and its rules dir.
+NAMES = ("CLAUDE.md", os.path.join(".claude", "CLAUDE.md"), "CLAUDE.local.md")
+RULES_DIR = os.path.join(".claude", "rules")
+IMPORT = r"(?:^|\s)@((?:[^\s\\]|\\ )+)"  # 2.1.197's own pattern
+MAX_HOPS = 5  # the CLI's own: a memory file and four levels of imports below it
+MAX_BYTES = 1 << 20  # more than the CLI reads of one file (40,000 characters)
+MAX_RULE_FILES = 256  # a rules dir's .md files looked at, links followed
+
+
+KEPT = "the policy keeps from reading"
+
+
+class Found:
+    """An import (or a memory file) the policy denies reading: where, what, and why."""
+
+    __slots__ = ("file", "line", "target", "why")
+
+    def __init__(self, file: str, line: int, target: str, why: str) -> None:
+        self.file = file
+        self.line = line  # 0: the memory file itself
+        self.target = target
+        self.why = why
+
+    def line_text(self) -> str:
+        """``file:line: imports target, which ...`` (or the memory file itself)."""
+        if self.line == 0:
+            return f"{self.file}: a memory file the CLI reads by itself, which {KEPT} ({self.why})"
+        return f"{self.file}:{self.line}: imports {self.target}, which {KEPT} ({self.why})"
+
+
+def memory_files(directory: str, names: tuple[str, ...] = NAMES, rules_dir: str = RULES_DIR) -> list[str]:
+    """The memory files of ``directory`` that exist (links followed, as the CLI follows them)."""
+    out = [path for path in (os.path.join(directory, name) for name in names) if os.path.isfile(path)]
+    rules = os.path.join(directory, rules_dir)
+    if os.path.isdir(rules):
+        seen: set[str] = set()
+        for root, dirs, found in os.walk(rules, followlinks=True):
+            real = os.path.realpath(root)
+            if real in seen or len(out) > MAX_RULE_FILES:
+                dirs[:] = []  # a link back up, or enough: no deeper
+                continue
+            seen.add(real)
+            out += [os.path.join(root, n) for n in sorted(found) if n.endswith(".md")]
+    return out
+
+
+def user_memory_files(home: str) -> list[str]:
+    """The user's own: ``~/.claude/CLAUDE.md`` and ``~/.claude/rules``."""
+    return memory_files(os.path.join(home, ".claude"), ("CLAUDE.md",), "rules")
+
+
+def imports_of(path: str, home: str) -> list[tuple[int, str]]:
+    """(line, absolute path) of each import in the memory file at ``path``; none if unreadable."""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(MAX_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return []
+    if "@" not in text:
+        return []
+    import re  # only for a memory file with an @ in it
+
+    out = []
+    base = os.path.dirname(path)
+    for number, line in enumerate(text.splitlines(), 1):
+        for match in re.finditer(IMPORT, line):
+            word = match.group(1).split("#", 1)[0].replace("\\ ", " ")
+            if not word or word == "/" or word.startswith("@") or not (
+                    word.startswith(("./", "~/", "/")) or re.match(r"[a-zA-Z0-9._-]", word)):
+                continue
+            if word.startswith("~/"):
+                target = os.path.join(home, word[2:])
+            else:
+                target = os.path.join(base, word)
+            out.append((number, os.path.normpath(target)))
+    return out
+
+
+def first_denied(files: Iterable[str], denied: Callable[[str], str | None], home: str) -> Found | None:
+    """The first memory file in ``files``, or file one of them imports (five hops deep), that
+    ``denied`` names a reason for; None when every one may be read."""
+    seen: set[str] = set()
+    todo: list[tuple[str, int]] = [(f, 0) for f in files]
+    while todo:
+        path, hops = todo.pop(0)
+        real = os.path.realpath(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        if hops == 0:
+            why = denied(path)
+            if why is not None:
+                return Found(path, 0, path, why)
+        for number, target in imports_of(path, home):
+            why = denied(target)
+            if why is not None:
+                return Found(path, number, target, why)
+            if hops + 1 < MAX_HOPS and os.path.isfile(target):
+                todo.append((target, hops + 1))
+    return None
+
+
+def read_denied(policy: Policy, agent_types: Iterable[str | None], cwd: str,
+                home: str) -> Callable[[str], str | None]:
+    """Whether the policy lets ``agent_types`` read a path (its link followed too, as the CLI
+    reads it): the reason of a deny or an ask (an import asks nobody), else None."""
+    from claudeguard.policy.decide import decide
+
+    agents = list(agent_types)
+
+    def check(path: str) -> str | None:
+        for one in dict.fromkeys((path, os.path.realpath(path))):
+            for agent in agents:
+                verdict = decide(policy, "Read", {"file_path": one}, agent_type=agent, cwd=cwd, home=home)
+                if verdict.decision in ("deny", "ask"):
+                    return verdict.reason.removeprefix("claudeguard: ").rstrip(".") or verdict.decision
+        return None
+
+    return check
+
+
+def between(cwd: str, path: str) -> list[str]:
+    """The directories below ``cwd`` down to ``path``'s (``path`` itself when it is one), whose
+    memory files the CLI reads once a file tool reaches ``path``; none outside ``cwd``."""
+    cwd = os.path.normpath(cwd)
+    path = os.path.normpath(path)
+    if not path.startswith(cwd.rstrip("/") + "/"):
+        return []
+    top = path if os.path.isdir(path) else os.path.dirname(path)
+    out = []
+    while top != cwd and top.startswith(cwd.rstrip("/") + "/"):
+        out.append(top)
+        top = os.path.dirname(top)
+    return out[::-1]
