@@ -175,5 +175,10 @@ def test_the_hook_denies_a_file_tools_call_that_loads_such_a_memory_file_unless_
     assert verdict.reason.startswith(f"claudeguard: {work}/sub/CLAUDE.md:1: imports {work}/.env, which the policy ")
     assert policy_decision(older, "Read", {"file_path": str(work / "top.txt")}, None, str(work)).decision == "allow"
     assert policy_decision(older, "Bash", {"command": "cat sub/file.txt"}, None, str(work)).decision != "deny"
+    (work / ".claude" / "rules").mkdir(parents=True)  # a rule file written since the start
+    (work / ".claude" / "rules" / "late.md").write_text("---\npaths: ['*.txt']\n---\n@../../.env\n")
+    verdict = policy_decision(older, "Read", {"file_path": str(work / "top.txt")}, None, str(work))
+    assert (verdict.decision, verdict.rule) == ("deny", "memory import")
+    assert f"{work}/.claude/rules/late.md:4: imports {work}/.env" in verdict.reason
     newer = Session("s2", str(tmp_path / "sdir"), {"cwd": str(work), "policy": spec, "memory_rules_held": True})
     assert policy_decision(newer, "Read", call, None, str(work)).decision == "allow"

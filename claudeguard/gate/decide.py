@@ -176,7 +176,9 @@ def _memory_imports(session: Session, policy: Policy, tool: str, tool_input: dic
     """A deny for a file tool's call that makes a CLI which does not hold its Read rules on
     memory imports (the snapshot's ``memory_rules_held``) read the memory files of a directory
     below the session's cwd, when one of them, or what it imports, is a path the policy keeps
-    from this agent's reading (policy/memory_imports.py)."""
+    from this agent's reading (policy/memory_imports.py). The cwd's own are read again too: a
+    rule file written since the start (``.claude/rules/*.md`` with ``paths:``) is loaded when a
+    file it names is reached."""
     from claudeguard.policy.protect import is_bash_like, tool_paths
 
     if is_bash_like(tool, tool_input):
@@ -185,8 +187,8 @@ def _memory_imports(session: Session, policy: Policy, tool: str, tool_input: dic
 
     root = str(session.snapshot.get("cwd") or cwd)
     home = os.path.expanduser("~")
-    files = [f for path in tool_paths(tool, tool_input, cwd, home) for d in between(root, path)
-             for f in memory_files(d)]
+    dirs = [root, *(d for path in tool_paths(tool, tool_input, cwd, home) for d in between(root, path))]
+    files = [f for d in dict.fromkeys(dirs) for f in memory_files(d)]
     if not files:
         return None
     found = first_denied(files, read_denied(policy, [agent_type], cwd, home), home)
