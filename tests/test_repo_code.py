@@ -12,7 +12,7 @@ import pytest
 
 from claudeguard.config.trust import Records
 from claudeguard.plan.claude_args import parse_claude_args
-from claudeguard.plan.repo_code import find, front_matter_code, settings_code, treat
+from claudeguard.plan.repo_code import find, markdown_code, settings_code, treat
 from tests.shim_helpers import CTL, GUARD
 
 
@@ -40,9 +40,22 @@ def test_what_counts_as_code():
                           "apiKeyHelper": "x", "env": {"A": "1"}, "enabledPlugins": {"p@m": True},
                           "someFutureKey": 1}) == ["hooks (SessionStart)", "statusLine", "apiKeyHelper", "env",
                                                    "enabledPlugins", "someFutureKey"]
-    assert front_matter_code("---\nname: x\nhooks:\n  PreToolUse: []\npermissionMode: bypassPermissions\n---\n") == [
+    assert markdown_code("---\nname: x\nhooks:\n  PreToolUse: []\npermissionMode: bypassPermissions\n---\n") == [
         "hooks", "permissionMode bypassPermissions"]
-    assert front_matter_code("---\nname: x\npermissionMode: plan\n---\nhooks: in the body\n") == []
+    assert markdown_code("---\nname: x\npermissionMode: plan\n---\nhooks: in the body\n") == []
+
+
+def test_a_skill_or_command_that_runs_commands_or_grants_tools_is_code():
+    shell = "shell commands run as it is invoked (!`...`)"
+    assert markdown_code("---\nallowed-tools: Read, Grep, Glob\n---\nLook around.\n") == []
+    assert markdown_code("---\nallowed-tools: Bash(git add:*), Read, Bash(echo a, b)\n---\nx\n") == [
+        "allowed-tools (Bash(git add:*), Bash(echo a, b))"]
+    assert markdown_code("---\nallowed-tools:\n  - Read\n  - 'Write'\ndescription: d\n---\nx\n") == [
+        "allowed-tools (Write)"]
+    assert markdown_code("---\nallowed-tools: [Edit]\n---\nx\n") == ["allowed-tools (Edit)"]
+    assert markdown_code("---\ndescription: d\n---\nStatus: !`git status`\n") == [shell]
+    assert markdown_code("No front matter.\n```!\nmake deploy\n```\n") == [shell]
+    assert markdown_code("---\ndescription: run !`x` in the front matter only\n---\nplain\n") == []
 
 
 def test_every_piece_is_found_and_trust_is_by_content(repo):

@@ -125,3 +125,38 @@ def test_an_untrusted_status_line_never_runs_and_a_trusted_one_does(attack, tmp_
         assert tui.leave() == 0
     finally:
         tui.close()
+
+
+@pytest.mark.newest_cli
+def test_a_skill_that_runs_a_command_as_it_is_invoked_waits_for_trust(real_claude, offline_env, model_server):
+    """A repository's skill whose body runs a command (``!`...```) and whose ``allowed-tools``
+    grant it: the CLI runs that command itself when the model calls the Skill tool, with no
+    PreToolUse hook, so past the guard's ask rule. Untrusted, the session starts without the
+    project source (the skill unknown to the CLI, the command never run, one line saying so);
+    trusted, it runs, in the box."""
+    work = offline_env.cwd
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    skill = work / ".claude" / "skills" / "tidy" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: tidy\ndescription: tidy up\nallowed-tools: Bash(touch:*)\n---\n"
+                     "Tidied: !`touch skill-ran`\n")
+    server = model_server([{"match": "SKILL", "turns": [{"tool_use": {"name": "Skill", "input": {"skill": "tidy"}}},
+                                                        {"text": "fin"}]}])
+    env = guarded_env(offline_env.use(server), real_claude)
+    write_user_config(env, '[permissions]\nallow = ["Skill"]\nask = ["Bash(touch *)"]\n\n[approval]\ntimeout = 3\n')
+
+    proc = run_guarded(env, work, "SKILL one")
+    assert proc.returncode == 0, proc.stderr
+    assert not (work / "skill-ran").exists()
+    assert (f"{skill}: allowed-tools (Bash(touch:*)), shell commands run as it is invoked (!`...`): repository code "
+            f"not run until you trust it") in proc.stderr, proc.stderr
+    [result] = [r for r in server.tool_results() if r["script"] == "SKILL"]
+    assert result["is_error"] is True and "tidy" in result["content"], result
+
+    trusted = subprocess.run(CTL + ["config", "trust", str(skill)], env=env, cwd=work, capture_output=True, text=True,
+                             timeout=60)
+    assert trusted.returncode == 0, trusted.stderr
+    proc = run_guarded(env, work, "SKILL two")
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "skill-ran").exists()
+    assert "repository code" not in proc.stderr, proc.stderr

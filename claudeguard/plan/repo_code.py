@@ -9,8 +9,12 @@ What counts (docs/notes/cli-surfaces.md sections 5 and 7, every version's placem
   (an unknown key counts: fail closed);
 - a ``.mcp.json`` with servers (the cwd's, the repository root's, ``--project-config-root``'s, a
   worktree's);
-- an agent or skill file (``.claude/agents/*.md``, ``.claude/skills/*/SKILL.md``) whose front
-  matter has ``hooks`` or a ``permissionMode`` looser than ``default``;
+- an agent, skill or command file (``.claude/agents/*.md``, ``.claude/skills/*/SKILL.md``,
+  ``.claude/commands/**/*.md``) whose front matter has ``hooks``, a ``permissionMode`` looser than
+  ``default`` or ``allowed-tools`` beyond reading ones, or whose body runs shell commands as it is
+  invoked (``!`cmd```, a ```` ```! ```` block): the CLI runs those itself when the model calls
+  the Skill tool, with no PreToolUse hook (in the box; the CLI's own deny rules apply, the guard's
+  ask rules and reading of the command do not: measured on 2.1.197 and 2.1.332);
 - a caller's ``--plugin-dir`` (a directory, trusted by its whole tree).
 
 How the session keeps it from running (checked on 2.1.197, 2.1.330 and 2.1.332, ``tests/
@@ -58,6 +62,8 @@ SAFE_SETTINGS = frozenset({
     "enabledMcpjsonServers", "enableAllProjectMcpServers",
 })
 LOOSE_AGENT_MODES = frozenset({"acceptEdits", "auto", "bypassPermissions"})
+# A skill's or command's allowed-tools that grant nothing but reading (no write, no command, no fetch).
+READING_TOOLS = frozenset({"Read", "Grep", "Glob", "LS", "NotebookRead", "TodoWrite"})
 
 
 class Code:
@@ -128,11 +134,22 @@ def mcp_files(args: ClaudeArgs, cwd: str) -> list[str]:
     return [os.path.join(base, ".mcp.json") for base in _bases(args, cwd)]
 
 
+MAX_COMMAND_FILES = 512  # a commands tree's .md files looked at (links not followed)
+
+
 def agent_files(args: ClaudeArgs, cwd: str) -> list[str]:
+    """The project's agent, skill and command files (what ``markdown_code`` reads)."""
     out = []
     for base in _bases(args, cwd):
         agents = os.path.join(base, ".claude", "agents")
         skills = os.path.join(base, ".claude", "skills")
+        commands = os.path.join(base, ".claude", "commands")
+        found: list[str] = []
+        for root, _dirs, names in os.walk(commands):
+            found += [os.path.join(root, n) for n in sorted(names) if n.endswith(".md")]
+            if len(found) > MAX_COMMAND_FILES:
+                break
+        out += found
         try:
             out += [os.path.join(agents, n) for n in sorted(os.listdir(agents)) if n.endswith(".md")]
         except OSError:
@@ -145,24 +162,58 @@ def agent_files(args: ClaudeArgs, cwd: str) -> list[str]:
     return out
 
 
-def front_matter_code(text: str) -> list[str]:
-    """``hooks`` and a loose ``permissionMode`` in a Markdown file's front matter."""
+def markdown_code(text: str) -> list[str]:
+    """What an agent, skill or command file holds that runs or loosens: ``hooks``, a loose
+    ``permissionMode`` and ``allowed-tools`` beyond ``READING_TOOLS`` in its front matter; shell
+    commands its body runs when invoked."""
     lines = text.splitlines()
-    if not lines or lines[0].strip() != "---":
-        return []
     out = []
-    for line in lines[1:]:
-        if line.strip() == "---":
-            break
-        key, sep, value = line.partition(":")
-        if not sep or line[:1].isspace():
-            continue
-        key, value = key.strip(), value.strip().strip("'\"")
-        if key == "hooks":
-            out.append("hooks")
-        elif key == "permissionMode" and value in LOOSE_AGENT_MODES:
-            out.append(f"permissionMode {value}")
+    body = 0
+    if lines and lines[0].strip() == "---":
+        body = len(lines)
+        tools: list[str] = []
+        listing = False
+        for number, line in enumerate(lines[1:], 1):
+            if line.strip() == "---":
+                body = number + 1
+                break
+            if listing and line[:1].isspace() and line.strip().startswith("-"):
+                tools.append(line.strip()[1:].strip().strip("'\""))
+                continue
+            listing = False
+            key, sep, value = line.partition(":")
+            if not sep or line[:1].isspace():
+                continue
+            key, value = key.strip(), value.strip().strip("'\"")
+            if key == "hooks":
+                out.append("hooks")
+            elif key == "permissionMode" and value in LOOSE_AGENT_MODES:
+                out.append(f"permissionMode {value}")
+            elif key in ("allowed-tools", "allowed_tools", "allowedTools"):
+                listing = not value
+                tools += _tool_names(value.strip("[]"))
+        granted = [t for t in tools if t.split("(", 1)[0].strip() not in READING_TOOLS]
+        if granted:
+            out.append(f"allowed-tools ({', '.join(granted)})")
+    text_body = "\n".join(lines[body:])
+    if "!`" in text_body or "```!" in text_body:
+        out.append("shell commands run as it is invoked (!`...`)")
     return out
+
+
+def _tool_names(value: str) -> list[str]:
+    """A comma-separated tool list, a comma inside a rule's parentheses kept."""
+    out, depth, word = [], 0, ""
+    for ch in value:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth <= 0:
+            out.append(word.strip())
+            word = ""
+        else:
+            word += ch
+    out.append(word.strip())
+    return [w.strip("'\"") for w in out if w.strip("'\"")]
 
 
 def find(args: ClaudeArgs, cwd: str, records: Records | None = None, *, everything: bool = False) -> list[Code]:
@@ -202,7 +253,7 @@ def _find(args: ClaudeArgs, cwd: str, records: Records, everything: bool) -> lis
     for path in agent_files(args, cwd):
         try:
             with open(path, encoding="utf-8", errors="replace") as fh:
-                what = front_matter_code(fh.read(65536))
+                what = markdown_code(fh.read(65536))
         except OSError:
             continue
         if what:
