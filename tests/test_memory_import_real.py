@@ -105,3 +105,28 @@ def test_a_nested_claude_md_that_imports_a_denied_file_through_a_link_never_reac
     proc = run_claude([real_claude, "-p", "NESTED again", "--allowedTools=Read"], env, work, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "ENV-SECRET-9b8a" in _sent(server, "NESTED")
+
+
+@pytest.mark.newest_cli
+def test_a_claude_md_import_of_a_file_an_ask_rule_names_is_refused_on_every_cli(real_claude, offline_env, model_server,
+                                                                                run_claude):
+    """The CLI is given no ask rules (the guard's hook asks): it would read the import without
+    asking anyone, on every version."""
+    work = offline_env.cwd
+    (work / "secrets").mkdir()
+    (work / "secrets" / "key.md").write_text("KEY-SECRET-31c7\n")
+    (work / "CLAUDE.md").write_text("Project rules.\n@secrets/key.md\n")
+    server = model_server([{"match": "ASKED", "turns": [{"text": "noted"}]}], keep_messages=True)
+    env = guarded_env(offline_env.use(server), real_claude)
+    write_user_config(env, '[permissions]\nask = ["Read(./secrets/**)"]\n')
+
+    proc = run_guarded(env, work, "ASKED go")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"claudeguard: {work}/CLAUDE.md:2: imports {work}/secrets/key.md, which the policy "
+                                  f"keeps from reading (Read needs a human decision by Read(./secrets/**)"), proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert server.requests() == []
+    # The control: the bare CLI imports it.
+    proc = run_claude([real_claude, "-p", "ASKED again"], env, work, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "KEY-SECRET-31c7" in _sent(server, "ASKED")

@@ -182,3 +182,35 @@ def test_the_hook_denies_a_file_tools_call_that_loads_such_a_memory_file_unless_
     assert f"{work}/.claude/rules/late.md:4: imports {work}/.env" in verdict.reason
     newer = Session("s2", str(tmp_path / "sdir"), {"cwd": str(work), "policy": spec, "memory_rules_held": True})
     assert policy_decision(newer, "Read", call, None, str(work)).decision == "allow"
+    # the CLI holds its deny rules, but is given no ask rules: an import of an asked-about path is denied
+    asking = dict(spec, permissions=dict(spec["permissions"], ask=[{"rule": "Read(./.env)", "source": "c:3"}],
+                                         deny=[]))
+    newer = Session("s3", str(tmp_path / "sdir"), {"cwd": str(work), "policy": asking, "memory_rules_held": True})
+    verdict = policy_decision(newer, "Read", call, None, str(work))
+    assert (verdict.decision, verdict.rule) == ("deny", "memory import") and "needs a human decision" in verdict.reason
+
+
+def test_an_import_an_ask_rule_names_is_refused_on_every_cli_and_a_deny_only_where_the_cli_does_not_hold_it(
+        tmp_path, project):
+    args = parse_claude_args(["-p", "hi"])
+    (project / "secrets").mkdir()
+    (project / "secrets" / "key.md").write_text("k\n")
+    (project / "CLAUDE.md").write_text("@secrets/key.md\n")
+    config = tmp_path / "xdg" / "claudeguard" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[permissions]\nask = ["Read(./secrets/**)"]\n')
+    for version in ("2.1.197", "2.1.330"):
+        with pytest.raises(UsageError, match=r"CLAUDE.md:1: imports .*/secrets/key.md, which the policy keeps from "
+                                             r"reading \(Read needs a human decision by Read\(./secrets/\*\*\)"):
+            memory_check.check(args, load_config(project), str(project), _cli(tmp_path, version))
+    config.write_text('[permissions]\ndeny = ["Read(./secrets/**)"]\n')
+    memory_check.check(args, load_config(project), str(project), _cli(tmp_path, "2.1.330"))  # the CLI holds a deny
+    with pytest.raises(UsageError):
+        memory_check.check(args, load_config(project), str(project), _cli(tmp_path, "2.1.197"))
+    # an ask about every read: the memory file itself is the CLI's to read; what it imports is not
+    config.write_text('[permissions]\nask = ["Read"]\n')
+    (project / "CLAUDE.md").write_text("no imports\n")
+    memory_check.check(args, load_config(project), str(project), _cli(tmp_path, "2.1.197"))
+    (project / "CLAUDE.md").write_text("@secrets/key.md\n")
+    with pytest.raises(UsageError, match="needs a human decision"):
+        memory_check.check(args, load_config(project), str(project), _cli(tmp_path, "2.1.197"))

@@ -163,27 +163,29 @@ def policy_decision(session: Session, tool: str, tool_input: dict[str, Any], age
     policy = policy_from_spec(session.policy_spec)
     verdict = decide(policy, tool, tool_input, agent_type=agent_type, cwd=cwd, extra=_extra_rules(session, agent_type),
                      mode=mode)
-    if verdict.decision != "deny" and not session.snapshot.get("memory_rules_held"):
+    if verdict.decision != "deny":
         return _memory_imports(session, policy, tool, tool_input, agent_type, cwd) or verdict
     return verdict
 
 
-MEMORY_SOURCE = "claudeguard (memory imports: a Claude Code older than 2.1.330 reads them whatever its rules say)"
+MEMORY_SOURCE = "claudeguard (memory imports: the CLI reads them by itself, with no hook)"
 
 
 def _memory_imports(session: Session, policy: Policy, tool: str, tool_input: dict[str, Any], agent_type: str | None,
                     cwd: str) -> Decision | None:
-    """A deny for a file tool's call that makes a CLI which does not hold its Read rules on
-    memory imports (the snapshot's ``memory_rules_held``) read the memory files of a directory
-    below the session's cwd, when one of them, or what it imports, is a path the policy keeps
-    from this agent's reading (policy/memory_imports.py). The cwd's own are read again too: a
-    rule file written since the start (``.claude/rules/*.md`` with ``paths:``) is loaded when a
-    file it names is reached."""
+    """A deny for a file tool's call that makes the CLI read the memory files of a directory
+    below the session's cwd, when what one of them imports is a path the policy keeps from this
+    agent's reading: denied, on a CLI that does not hold its own Read rules on memory imports
+    (the snapshot's ``memory_rules_held``; a denied memory file too), and asked, on any (the
+    CLI gets no ask rules); policy/memory_imports.py. The cwd's own are read again too: a rule
+    file written since the start (``.claude/rules/*.md`` with ``paths:``) is loaded when a file
+    it names is reached."""
+    from claudeguard.policy.memory_imports import between, has_read_asks, kept_import, memory_files
     from claudeguard.policy.protect import is_bash_like, tool_paths
 
-    if is_bash_like(tool, tool_input):
+    held = bool(session.snapshot.get("memory_rules_held"))
+    if is_bash_like(tool, tool_input) or (held and not has_read_asks(policy)):
         return None  # a command does not make the CLI read memory files
-    from claudeguard.policy.memory_imports import between, first_denied, memory_files, read_denied
 
     root = str(session.snapshot.get("cwd") or cwd)
     home = os.path.expanduser("~")
@@ -191,11 +193,11 @@ def _memory_imports(session: Session, policy: Policy, tool: str, tool_input: dic
     files = [f for d in dict.fromkeys(dirs) for f in memory_files(d)]
     if not files:
         return None
-    found = first_denied(files, read_denied(policy, [agent_type], cwd, home), home)
+    found = kept_import(policy, files, [agent_type], cwd, home, held=held)
     if found is None:
         return None
     return Decision("deny", f"claudeguard: {found.line_text()}; this call would have Claude Code read it into the "
-                    f"conversation by itself: denied.", rule="memory import", source=MEMORY_SOURCE)
+                    f"conversation by itself, asking nobody: denied.", rule="memory import", source=MEMORY_SOURCE)
 
 
 def decide_call(session: Session, call: Call, asking: Asking) -> Decision:

@@ -19,6 +19,8 @@ from claudeguard.errors import UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (docs/design.md, "Type-only imports")
 if TYPE_CHECKING:
+    from typing import Any, Mapping
+
     from claudeguard.config.load import Config
     from claudeguard.plan.claude_args import ClaudeArgs
 
@@ -51,27 +53,43 @@ def start_dirs(args: ClaudeArgs, cwd: str) -> list[str]:
 
 
 def check(args: ClaudeArgs, cfg: Config, cwd: str, real_cli: str) -> None:
-    """Refuse (UsageError, exit 2) a session whose CLI would read, at its start, a memory file
-    or an import the policy keeps from reading; nothing for a CLI that holds its own rules."""
+    """Refuse (UsageError, exit 2) a session whose CLI would read, at its start, an import the
+    policy keeps from reading (a deny, on a CLI that does not hold its rules; an ask, on any:
+    the CLI is given no ask rules) or, on a CLI that does not hold them, a denied memory file."""
     from claudeguard.plan.cli_version import cli_version
 
     version = cli_version(real_cli)
-    if rules_held(version):
-        return
-    from claudeguard.policy.memory_imports import first_denied, memory_files, user_memory_files
+    held = rules_held(version)
+    spec = cfg.policy_spec()
+    if held and not _asks_reading(spec):
+        return  # the newest CLI's common case: one version comparison, one look at the ask rules
+    from claudeguard.policy.memory_imports import kept_import, memory_files, user_memory_files
 
     home = os.path.expanduser("~")
-    files = [f for d in start_dirs(args, cwd) for f in memory_files(d)]
-    files += user_memory_files(home)
+    files = [f for d in start_dirs(args, cwd) for f in memory_files(d)] + user_memory_files(home)
     if not files:
         return
     from claudeguard.plan.settings_sources import protected_spec
     from claudeguard.policy.decide import policy_from_spec
-    from claudeguard.policy.memory_imports import read_denied
 
-    policy = policy_from_spec({**cfg.policy_spec(), "protected": protected_spec(args, cwd, cfg=cfg)})
-    found = first_denied(files, read_denied(policy, [None, *policy.agents], cwd, home), home)
-    if found is not None:
-        which = f"Claude Code {version}" if version else "a Claude Code of no known version"
-        raise UsageError(f"{found.line_text()}: {which} reads a memory file's imports whatever its rules say "
-                         f"(2.1.330 and later hold them): refused; remove the import, or run a newer Claude Code")
+    policy = policy_from_spec({**spec, "protected": protected_spec(args, cwd, cfg=cfg)})
+    found = kept_import(policy, files, [None, *policy.agents], cwd, home, held=held)
+    if found is None:
+        return
+    if held:
+        raise UsageError(f"{found.line_text()}: the CLI reads a memory file's imports without asking: refused; "
+                         f"remove the import, or the ask rule")
+    which = f"Claude Code {version}" if version else "a Claude Code of no known version"
+    raise UsageError(f"{found.line_text()}: {which} reads a memory file's imports whatever its rules say "
+                     f"(2.1.330 and later hold them): refused; remove the import, or run a newer Claude Code")
+
+
+def _asks_reading(spec: Mapping[str, Any]) -> bool:
+    """Whether a policy spec has a ``Read`` ask rule for any agent (without parsing the policy)."""
+    tables = [spec.get("permissions") or {}, *(spec.get("agents") or {}).values()]
+    for table in tables:
+        for entry in (table or {}).get("ask") or []:
+            rule = entry.get("rule") if isinstance(entry, dict) else entry
+            if isinstance(rule, str) and (rule == "Read" or rule.startswith("Read(")):
+                return True
+    return False

@@ -107,9 +107,10 @@ def imports_of(path: str, home: str) -> list[tuple[int, str]]:
     return out
 
 
-def first_denied(files: Iterable[str], denied: Callable[[str], str | None], home: str) -> Found | None:
-    """The first memory file in ``files``, or file one of them imports (five hops deep), that
-    ``denied`` names a reason for; None when every one may be read."""
+def first_denied(files: Iterable[str], denied: Callable[[str], str | None], home: str,
+                 itself: Callable[[str], str | None] | None = None) -> Found | None:
+    """The first file one of the memory files ``files`` imports (five hops deep) that ``denied``
+    names a reason for, or memory file that ``itself`` does; None when every one may be read."""
     seen: set[str] = set()
     todo: list[tuple[str, int]] = [(f, 0) for f in files]
     while todo:
@@ -118,8 +119,8 @@ def first_denied(files: Iterable[str], denied: Callable[[str], str | None], home
         if real in seen:
             continue
         seen.add(real)
-        if hops == 0:
-            why = denied(path)
+        if hops == 0 and itself is not None:
+            why = itself(path)
             if why is not None:
                 return Found(path, 0, path, why)
         for number, target in imports_of(path, home):
@@ -131,10 +132,32 @@ def first_denied(files: Iterable[str], denied: Callable[[str], str | None], home
     return None
 
 
-def read_denied(policy: Policy, agent_types: Iterable[str | None], cwd: str,
-                home: str) -> Callable[[str], str | None]:
+def has_read_asks(policy: Policy) -> bool:
+    """Whether any agent's policy asks about reading some path (``ask = ["Read(...)"]``)."""
+    groups = [policy.ask, *(overlay.ask for overlay in policy.agents.values())]
+    return any(sr.rule.tool == "Read" for group in groups for sr in group)
+
+
+def kept_import(policy: Policy, files: list[str], agent_types: Iterable[str | None], cwd: str, home: str, *,
+                held: bool) -> Found | None:
+    """The first of ``files``' imports the policy keeps from ``agent_types``' reading (or, for a
+    CLI that does not hold its own rules, ``held`` False, a memory file it denies). A CLI that
+    holds its Read deny rules is given no ask rules (the hook asks): an import of a path an ask
+    rule names is read without asking, so that is looked for on every CLI."""
+    agents = list(agent_types)
+    if held:
+        if not has_read_asks(policy):
+            return None
+        return first_denied(files, read_denied(policy, agents, cwd, home, ("ask",)), home)
+    return first_denied(files, read_denied(policy, agents, cwd, home), home,
+                        itself=read_denied(policy, agents, cwd, home, ("deny",)))
+
+
+def read_denied(policy: Policy, agent_types: Iterable[str | None], cwd: str, home: str,
+                kinds: tuple[str, ...] = ("deny", "ask")) -> Callable[[str], str | None]:
     """Whether the policy lets ``agent_types`` read a path (its link followed too, as the CLI
-    reads it): the reason of a deny or an ask (an import asks nobody), else None."""
+    reads it): the reason of a decision of ``kinds`` (an import asks nobody: an ask is a no),
+    else None."""
     from claudeguard.policy.decide import decide
 
     agents = list(agent_types)
@@ -143,7 +166,7 @@ def read_denied(policy: Policy, agent_types: Iterable[str | None], cwd: str,
         for one in dict.fromkeys((path, os.path.realpath(path))):
             for agent in agents:
                 verdict = decide(policy, "Read", {"file_path": one}, agent_type=agent, cwd=cwd, home=home)
-                if verdict.decision in ("deny", "ask"):
+                if verdict.decision in kinds:
                     return verdict.reason.removeprefix("claudeguard: ").rstrip(".") or verdict.decision
         return None
 
