@@ -130,3 +130,30 @@ def test_a_claude_md_import_of_a_file_an_ask_rule_names_is_refused_on_every_cli(
     proc = run_claude([real_claude, "-p", "ASKED again"], env, work, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "KEY-SECRET-31c7" in _sent(server, "ASKED")
+
+
+@pytest.mark.newest_cli
+def test_a_skill_that_includes_a_file_an_ask_rule_names_is_denied(real_claude, offline_env, model_server, run_claude):
+    """A skill's ``@`` include is read as the model invokes it, from the cwd, asking nobody: the
+    Skill call is denied (the guard's hook sees it; the read itself it would not)."""
+    work = offline_env.cwd
+    (work / "secrets").mkdir()
+    (work / "secrets" / "key.md").write_text("KEY-SECRET-8d0e\n")
+    skill = work / ".claude" / "skills" / "notes" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: notes\ndescription: the notes\n---\nThe key: @secrets/key.md\n")
+    server = model_server([{"match": "NOTES", "turns": [{"tool_use": {"name": "Skill", "input": {"skill": "notes"}}},
+                                                        {"text": "fin"}]}], keep_messages=True)
+    env = guarded_env(offline_env.use(server), real_claude)
+    write_user_config(env, '[permissions]\nallow = ["Skill"]\nask = ["Read(./secrets/**)"]\n')
+
+    proc = run_guarded(env, work, "NOTES go")
+    assert proc.returncode == 0, proc.stderr
+    [result] = [r for r in server.tool_results() if r["script"] == "NOTES"]
+    assert result["is_error"] is True, result
+    assert f"{skill}:5: imports {work}/secrets/key.md, which the policy keeps from reading" in result["content"]
+    assert "KEY-SECRET-8d0e" not in _sent(server, "NOTES")
+    # The control: the bare CLI with the Skill allowed reads the include into the conversation.
+    proc = run_claude([real_claude, "-p", "NOTES again", "--allowedTools=Skill"], env, work, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "KEY-SECRET-8d0e" in _sent(server, "NOTES")

@@ -214,3 +214,33 @@ def test_an_import_an_ask_rule_names_is_refused_on_every_cli_and_a_deny_only_whe
     (project / "CLAUDE.md").write_text("@secrets/key.md\n")
     with pytest.raises(UsageError, match="needs a human decision"):
         memory_check.check(args, load_config(project), str(project), _cli(tmp_path, "2.1.197"))
+
+
+def test_a_skill_call_whose_skill_includes_a_file_the_policy_keeps_from_reading_is_denied(tmp_path, monkeypatch):
+    from claudeguard.gate.decide import policy_decision
+    from claudeguard.gate.session import Session
+    from claudeguard.policy.memory_imports import skill_files
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    work = tmp_path / "work"
+    (work / "secrets").mkdir(parents=True)
+    (work / "secrets" / "key.md").write_text("k\n")
+    skill = work / ".claude" / "skills" / "notes" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: notes\n---\nThe key: @secrets/key.md\n")  # taken from the cwd, as the CLI does
+    command = tmp_path / "home" / ".claude" / "commands" / "ops" / "keys.md"
+    command.parent.mkdir(parents=True)
+    command.write_text("See @secrets/key.md\n")
+    assert skill_files("notes", str(work), str(tmp_path / "home")) == [str(skill)]
+    assert skill_files("ops:keys", str(work), str(tmp_path / "home")) == [str(command)]
+    assert skill_files("../../etc", str(work), str(tmp_path / "home")) == []
+    (tmp_path / "sdir").mkdir()
+    spec = {"permissions": {"allow": [{"rule": "Skill", "source": "c:1"}],
+                            "ask": [{"rule": "Read(./secrets/**)", "source": "c:2"}]}}
+    session = Session("s", str(tmp_path / "sdir"), {"cwd": str(work), "policy": spec, "memory_rules_held": True})
+    for name in ("notes", "ops:keys"):
+        verdict = policy_decision(session, "Skill", {"skill": name}, None, str(work))
+        assert (verdict.decision, verdict.rule) == ("deny", "skill import"), verdict.reason
+        assert f"imports {work}/secrets/key.md, which the policy keeps from reading" in verdict.reason
+    skill.write_text("---\nname: notes\n---\nNothing kept here.\n")
+    assert policy_decision(session, "Skill", {"skill": "notes"}, None, str(work)).decision == "allow"

@@ -184,6 +184,8 @@ def _memory_imports(session: Session, policy: Policy, tool: str, tool_input: dic
     from claudeguard.policy.protect import is_bash_like, tool_paths
 
     held = bool(session.snapshot.get("memory_rules_held"))
+    if tool in ("Skill", "SlashCommand"):
+        return _skill_imports(session, policy, tool_input, agent_type, cwd)
     if is_bash_like(tool, tool_input) or (held and not has_read_asks(policy)):
         return None  # a command does not make the CLI read memory files
 
@@ -198,6 +200,29 @@ def _memory_imports(session: Session, policy: Policy, tool: str, tool_input: dic
         return None
     return Decision("deny", f"claudeguard: {found.line_text()}; this call would have Claude Code read it into the "
                     f"conversation by itself, asking nobody: denied.", rule="memory import", source=MEMORY_SOURCE)
+
+
+def _skill_imports(session: Session, policy: Policy, tool_input: dict[str, Any], agent_type: str | None,
+                   cwd: str) -> Decision | None:
+    """A deny for a Skill call whose skill or command file includes (``@path``) a file the
+    policy denies or asks about reading for this agent: the CLI reads those as the skill is
+    invoked, asking nobody (a deny rule holds there on every CLI measured, an ask rule on none:
+    the CLI is given none)."""
+    from claudeguard.policy.memory_imports import first_denied, read_denied, skill_files
+
+    name = tool_input.get("skill") or tool_input.get("command")
+    if not isinstance(name, str):
+        return None
+    home = os.path.expanduser("~")
+    root = str(session.snapshot.get("cwd") or cwd)
+    files = skill_files(name.split(None, 1)[0] if name.strip() else "", root, home)
+    # A skill's includes are taken from the cwd (measured on 2.1.197 and 2.1.332); its own dir too.
+    bases = tuple(dict.fromkeys([root, cwd, *(os.path.dirname(f) for f in files)]))
+    found = first_denied(files, read_denied(policy, [agent_type], cwd, home), home, bases=bases) if files else None
+    if found is None:
+        return None
+    return Decision("deny", f"claudeguard: {found.line_text()}; this skill would have Claude Code read it into the "
+                    f"conversation by itself, asking nobody: denied.", rule="skill import", source=MEMORY_SOURCE)
 
 
 def decide_call(session: Session, call: Call, asking: Asking) -> Decision:

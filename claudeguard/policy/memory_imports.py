@@ -80,8 +80,9 @@ def user_memory_files(home: str) -> list[str]:
     return memory_files(os.path.join(home, ".claude"), ("CLAUDE.md",), "rules")
 
 
-def imports_of(path: str, home: str) -> list[tuple[int, str]]:
-    """(line, absolute path) of each import in the memory file at ``path``; none if unreadable."""
+def imports_of(path: str, home: str, bases: tuple[str, ...] = ()) -> list[tuple[int, str]]:
+    """(line, absolute path) of each import in the memory file at ``path``, a relative one taken
+    from each of ``bases`` (default: the file's own directory); none if unreadable."""
     try:
         with open(path, "rb") as fh:
             text = fh.read(MAX_BYTES).decode("utf-8", "replace")
@@ -92,7 +93,7 @@ def imports_of(path: str, home: str) -> list[tuple[int, str]]:
     import re  # only for a memory file with an @ in it
 
     out = []
-    base = os.path.dirname(path)
+    bases = bases or (os.path.dirname(path),)
     for number, line in enumerate(text.splitlines(), 1):
         for match in re.finditer(IMPORT, line):
             word = match.group(1).split("#", 1)[0].replace("\\ ", " ")
@@ -100,17 +101,18 @@ def imports_of(path: str, home: str) -> list[tuple[int, str]]:
                     word.startswith(("./", "~/", "/")) or re.match(r"[a-zA-Z0-9._-]", word)):
                 continue
             if word.startswith("~/"):
-                target = os.path.join(home, word[2:])
+                out.append((number, os.path.normpath(os.path.join(home, word[2:]))))
             else:
-                target = os.path.join(base, word)
-            out.append((number, os.path.normpath(target)))
+                out += [(number, os.path.normpath(os.path.join(base, word))) for base in bases]
     return out
 
 
 def first_denied(files: Iterable[str], denied: Callable[[str], str | None], home: str,
-                 itself: Callable[[str], str | None] | None = None) -> Found | None:
+                 itself: Callable[[str], str | None] | None = None, bases: tuple[str, ...] = ()) -> Found | None:
     """The first file one of the memory files ``files`` imports (five hops deep) that ``denied``
-    names a reason for, or memory file that ``itself`` does; None when every one may be read."""
+    names a reason for, or memory file that ``itself`` does; None when every one may be read.
+    ``bases``: where the relative imports of ``files`` themselves are taken from (a skill's: the
+    cwd), else each file's directory."""
     seen: set[str] = set()
     todo: list[tuple[str, int]] = [(f, 0) for f in files]
     while todo:
@@ -123,7 +125,7 @@ def first_denied(files: Iterable[str], denied: Callable[[str], str | None], home
             why = itself(path)
             if why is not None:
                 return Found(path, 0, path, why)
-        for number, target in imports_of(path, home):
+        for number, target in imports_of(path, home, bases if hops == 0 else ()):
             why = denied(target)
             if why is not None:
                 return Found(path, number, target, why)
@@ -171,6 +173,33 @@ def read_denied(policy: Policy, agent_types: Iterable[str | None], cwd: str, hom
         return None
 
     return check
+
+
+def skill_files(name: str, cwd: str, home: str) -> list[str]:
+    """The files a Skill tool call for ``name`` may load (a skill's ``SKILL.md``, a custom
+    command's ``.md``; ``a:b`` is ``a/b.md`` of a commands dir): the cwd's and each directory's
+    above it, and the user's. Their ``@`` includes are read as the skill is invoked."""
+    if not name or "\0" in name:
+        return []
+    parts = [p for p in name.lstrip("/").split(":") if p and p not in (".", "..") and "/" not in p]
+    if not parts:
+        return []
+    out = []
+    here = os.path.normpath(cwd)
+    bases = []
+    while True:
+        bases.append(os.path.join(here, ".claude"))
+        up = os.path.dirname(here)
+        if up == here:
+            break
+        here = up
+    bases.append(os.path.join(home, ".claude"))
+    for base in dict.fromkeys(bases):
+        for path in (os.path.join(base, "skills", parts[-1], "SKILL.md"),
+                     os.path.join(base, "commands", *parts[:-1], parts[-1] + ".md")):
+            if os.path.isfile(path):
+                out.append(path)
+    return out
 
 
 def between(cwd: str, path: str) -> list[str]:
