@@ -213,11 +213,19 @@ def test_a_call_no_rule_decides_is_asked_at_the_keyboard_and_a_subagents_where_i
 INJECT = Path(__file__).parent / "data" / "tty_inject.py"
 
 
-def _attempts(log: Path) -> list[dict]:
+def _lines(log: Path) -> list[dict]:
     try:
         return [json.loads(line) for line in log.read_text().splitlines() if line.endswith("}")]
     except FileNotFoundError:
         return []
+
+
+def _attempts(log: Path) -> list[dict]:
+    return [a for a in _lines(log) if "route" in a]
+
+
+def _stopped(log: Path) -> bool:
+    return any(a.get("stopped") for a in _lines(log))
 
 
 def test_a_tool_typing_into_the_terminal_is_not_the_keyboard(spawn_tui, cli_version, real_claude, model_server,
@@ -254,6 +262,10 @@ def test_a_tool_typing_into_the_terminal_is_not_the_keyboard(spawn_tui, cli_vers
         assert [e for e in s.audit() if e.get("tool") == "Bash" and e.get("decided_by") != "rule"] == []
     finally:
         stop.write_text("")
+    # The person answers once the injector is done scribbling on the screen (its last write() may
+    # land after STOP, and a dialog drawn over loses the router its place for a moment).
+    wait_until(lambda: _stopped(log), 30, "the injector's last round")
+    wait_until(lambda: DIALOG in screen_now(s.child, 0.3), 30, "the dialog on screen, whole")
     s.child.send("\r")  # the person
     expect_text(s.child, "made it", 20)
     assert (s.cwd / "x.txt").exists()

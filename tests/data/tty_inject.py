@@ -4,9 +4,9 @@
     tty_inject.py LOG STOP [--session]
 
 Every 0.3 s until the file STOP exists (with ``--session``: from when STOP.go exists) it types
-"1" and Enter by every route a program of the CLI's tree has: the TIOCSTI ioctl on its
-controlling terminal (``/dev/tty``), on the CLI's own terminal (the pty slave its fd 0 names) and
-on the terminal of the CLI's ancestors (the person's, the relay's fd 0); a write() to each of
+"1" and Enter by every route a program of the CLI's tree has (then one line ``{"stopped": true}``):
+the TIOCSTI ioctl on its controlling terminal (``/dev/tty``), on the CLI's own terminal (the pty
+slave its fd 0 names) and on the terminal of the CLI's ancestors (the person's, the relay's fd 0); a write() to each of
 those. One JSON line per attempt goes to LOG: the route and "ok" or the errno's name. As root it
 first gives up CAP_SYS_ADMIN (bounding and ambient sets, then exec again), which would let it
 push input into any terminal: an ordinary user has none. ``--session``: it runs inside the CLI's
@@ -106,6 +106,7 @@ def main() -> None:
                 for how in ("tiocsti", "write"):
                     attempt(log, route, path, how)
             time.sleep(0.3)
+        log.write(json.dumps({"time": time.time(), "stopped": True}) + "\n")  # no write to a terminal after this
 
 
 def serve_mcp() -> None:
