@@ -244,3 +244,15 @@ def test_a_skill_call_whose_skill_includes_a_file_the_policy_keeps_from_reading_
         assert f"imports {work}/secrets/key.md, which the policy keeps from reading" in verdict.reason
     skill.write_text("---\nname: notes\n---\nNothing kept here.\n")
     assert policy_decision(session, "Skill", {"skill": "notes"}, None, str(work)).decision == "allow"
+
+
+def test_more_imports_than_the_guard_reads_is_a_no(tmp_path, monkeypatch):
+    from claudeguard.policy import memory_imports
+
+    monkeypatch.setattr(memory_imports, "MAX_FILES", 3)
+    for i in range(5):
+        (tmp_path / f"m{i}.md").write_text(f"@./m{i + 1}.md\n")
+    found = first_denied([str(tmp_path / "m0.md")], lambda path: None, str(tmp_path))
+    assert found is not None and "more than 3 memory files and imports to read" in found.line_text()
+    monkeypatch.setattr(memory_imports, "MAX_FILES", 10)
+    assert first_denied([str(tmp_path / "m0.md")], lambda path: None, str(tmp_path)) is None

@@ -36,6 +36,7 @@ IMPORT = r"(?:^|\s)@((?:[^\s\\]|\\ )+)"  # 2.1.197's own pattern
 MAX_HOPS = 5  # the CLI's own: a memory file and four levels of imports below it
 MAX_BYTES = 1 << 20  # more than the CLI reads of one file (40,000 characters)
 MAX_RULE_FILES = 256  # a rules dir's .md files looked at, links followed
+MAX_FILES = 512  # files read for one answer: past it the guard cannot say, so it says no
 
 
 KEPT = "the policy keeps from reading"
@@ -48,12 +49,14 @@ class Found:
 
     def __init__(self, file: str, line: int, target: str, why: str) -> None:
         self.file = file
-        self.line = line  # 0: the memory file itself
+        self.line = line  # 0: the memory file itself; -1: too many files to read
         self.target = target
         self.why = why
 
     def line_text(self) -> str:
         """``file:line: imports target, which ...`` (or the memory file itself)."""
+        if self.line == -1:
+            return f"{self.file}: {self.why}: the guard cannot tell what they bring in"
         if self.line == 0:
             return f"{self.file}: a memory file the CLI reads by itself, which {KEPT} ({self.why})"
         return f"{self.file}:{self.line}: imports {self.target}, which {KEPT} ({self.why})"
@@ -121,6 +124,8 @@ def first_denied(files: Iterable[str], denied: Callable[[str], str | None], home
         if real in seen:
             continue
         seen.add(real)
+        if len(seen) > MAX_FILES:
+            return Found(path, -1, path, f"more than {MAX_FILES} memory files and imports to read")
         if hops == 0 and itself is not None:
             why = itself(path)
             if why is not None:
