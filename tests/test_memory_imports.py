@@ -256,3 +256,28 @@ def test_more_imports_than_the_guard_reads_is_a_no(tmp_path, monkeypatch):
     assert found is not None and "more than 3 memory files and imports to read" in found.line_text()
     monkeypatch.setattr(memory_imports, "MAX_FILES", 10)
     assert first_denied([str(tmp_path / "m0.md")], lambda path: None, str(tmp_path)) is None
+
+
+def test_the_users_own_memory_files_and_a_trusted_one_import_what_an_ask_rule_names(tmp_path, project):
+    from claudeguard.config.trust import record
+
+    args = parse_claude_args(["-p", "hi"])
+    (project / "secrets").mkdir()
+    (project / "secrets" / "key.md").write_text("k\n")
+    (project / "CLAUDE.md").write_text("@secrets/key.md\n")
+    user = tmp_path / "home" / ".claude"
+    user.mkdir(parents=True)
+    (user / "CLAUDE.md").write_text(f"@{project}/secrets/key.md\n")
+    config = tmp_path / "xdg" / "claudeguard" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[permissions]\nask = ["Read(./secrets/**)"]\n')
+    with pytest.raises(UsageError) as err:  # the project's file, not the user's
+        memory_check.check(args, load_config(project), str(project), _cli(tmp_path, "2.1.332"))
+    assert str(err.value).startswith(f"{project}/CLAUDE.md:1: imports ")
+    assert str(err.value).endswith(f"or trust the file (claudeguardctl config trust {project}/CLAUDE.md)")
+    record([str(project / "CLAUDE.md")])
+    for version in ("2.1.332", "2.1.197"):
+        memory_check.check(args, load_config(project), str(project), _cli(tmp_path, version))
+    (project / "CLAUDE.md").write_text("@secrets/key.md\n@./secrets/key.md\n")  # changed since trusted
+    with pytest.raises(UsageError):
+        memory_check.check(args, load_config(project), str(project), _cli(tmp_path, "2.1.332"))

@@ -193,6 +193,11 @@ def _memory_imports(session: Session, policy: Policy, tool: str, tool_input: dic
     home = os.path.expanduser("~")
     dirs = [root, *(d for path in tool_paths(tool, tool_input, cwd, home) for d in between(root, path))]
     files = [f for d in dict.fromkeys(dirs) for f in memory_files(d)]
+    if files:
+        from claudeguard.config.trust import load
+
+        records = load()
+        files = [f for f in files if not records.trusted(f)]  # what the user trusted imports what it does
     if not files:
         return None
     found = kept_import(policy, files, [agent_type], cwd, home, held=held)

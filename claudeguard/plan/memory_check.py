@@ -66,19 +66,27 @@ def check(args: ClaudeArgs, cfg: Config, cwd: str, real_cli: str) -> None:
     from claudeguard.policy.memory_imports import kept_import, memory_files, user_memory_files
 
     home = os.path.expanduser("~")
-    files = [f for d in start_dirs(args, cwd) for f in memory_files(d)] + user_memory_files(home)
+    mine = user_memory_files(home)
+    files = [f for d in start_dirs(args, cwd) for f in memory_files(d)] + mine
+    if files:
+        from claudeguard.config.trust import load
+
+        records = load()
+        files = [f for f in files if not records.trusted(f)]  # what the user trusted imports what it does
     if not files:
         return
     from claudeguard.plan.settings_sources import protected_spec
     from claudeguard.policy.decide import policy_from_spec
 
     policy = policy_from_spec({**spec, "protected": protected_spec(args, cwd, cfg=cfg)})
-    found = kept_import(policy, files, [None, *policy.agents], cwd, home, held=held)
+    found = kept_import(policy, files, [None, *policy.agents], cwd, home, held=held, user_files=mine)
     if found is None:
         return
+    from claudeguard.config.trust import command_for
+
     if held:
         raise UsageError(f"{found.line_text()}: the CLI reads a memory file's imports without asking: refused; "
-                         f"remove the import, or the ask rule")
+                         f"remove the import or the ask rule, or trust the file ({command_for(found.file)})")
     which = f"Claude Code {version}" if version else "a Claude Code of no known version"
     raise UsageError(f"{found.line_text()}: {which} reads a memory file's imports whatever its rules say "
                      f"(2.1.330 and later hold them): refused; remove the import, or run a newer Claude Code")

@@ -146,18 +146,23 @@ def has_read_asks(policy: Policy) -> bool:
 
 
 def kept_import(policy: Policy, files: list[str], agent_types: Iterable[str | None], cwd: str, home: str, *,
-                held: bool) -> Found | None:
+                held: bool, user_files: Iterable[str] = ()) -> Found | None:
     """The first of ``files``' imports the policy keeps from ``agent_types``' reading (or, for a
     CLI that does not hold its own rules, ``held`` False, a memory file it denies). A CLI that
     holds its Read deny rules is given no ask rules (the hook asks): an import of a path an ask
-    rule names is read without asking, so that is looked for on every CLI."""
+    rule names is read without asking, so that is looked for on every CLI. ``user_files``: the
+    user's own memory files (the caller leaves out those the user trusted): what they import is
+    the user's choice, so only a deny counts there, and only where the CLI does not hold it."""
     agents = list(agent_types)
+    mine = set(user_files)
+    theirs = [f for f in files if f not in mine]
     if held:
-        if not has_read_asks(policy):
+        if not theirs or not has_read_asks(policy):
             return None
-        return first_denied(files, read_denied(policy, agents, cwd, home, ("ask",)), home)
-    return first_denied(files, read_denied(policy, agents, cwd, home), home,
-                        itself=read_denied(policy, agents, cwd, home, ("deny",)))
+        return first_denied(theirs, read_denied(policy, agents, cwd, home, ("ask",)), home)
+    itself = read_denied(policy, agents, cwd, home, ("deny",))
+    return (first_denied(theirs, read_denied(policy, agents, cwd, home), home, itself=itself)
+            or first_denied([f for f in files if f in mine], itself, home, itself=itself))
 
 
 def read_denied(policy: Policy, agent_types: Iterable[str | None], cwd: str, home: str,
