@@ -238,10 +238,16 @@ def test_a_skill_call_whose_skill_includes_a_file_the_policy_keeps_from_reading_
     spec = {"permissions": {"allow": [{"rule": "Skill", "source": "c:1"}],
                             "ask": [{"rule": "Read(./secrets/**)", "source": "c:2"}]}}
     session = Session("s", str(tmp_path / "sdir"), {"cwd": str(work), "policy": spec, "memory_rules_held": True})
-    for name in ("notes", "ops:keys"):
-        verdict = policy_decision(session, "Skill", {"skill": name}, None, str(work))
-        assert (verdict.decision, verdict.rule) == ("deny", "skill import"), verdict.reason
-        assert f"imports {work}/secrets/key.md, which the policy keeps from reading" in verdict.reason
+    verdict = policy_decision(session, "Skill", {"skill": "notes"}, None, str(work))
+    assert (verdict.decision, verdict.rule) == ("deny", "skill import"), verdict.reason
+    assert f"imports {work}/secrets/key.md, which the policy keeps from reading" in verdict.reason
+    # the user's own command asks nobody about an ask rule's path (its choice); a deny still counts
+    assert policy_decision(session, "Skill", {"skill": "ops:keys"}, None, str(work)).decision == "allow"
+    deny = [{"rule": "Read(./secrets/**)", "source": "c:3"}]
+    denying = Session("d", str(tmp_path / "sdir"), {"cwd": str(work), "memory_rules_held": True, "policy": {
+        "permissions": {"allow": spec["permissions"]["allow"], "deny": deny}}})
+    verdict = policy_decision(denying, "Skill", {"skill": "ops:keys"}, None, str(work))
+    assert (verdict.decision, verdict.rule) == ("deny", "skill import"), verdict.reason
     skill.write_text("---\nname: notes\n---\nNothing kept here.\n")
     assert policy_decision(session, "Skill", {"skill": "notes"}, None, str(work)).decision == "allow"
 

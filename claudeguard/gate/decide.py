@@ -221,9 +221,19 @@ def _skill_imports(session: Session, policy: Policy, tool_input: dict[str, Any],
     home = os.path.expanduser("~")
     root = str(session.snapshot.get("cwd") or cwd)
     files = skill_files(name.split(None, 1)[0] if name.strip() else "", root, home)
+    if not files:
+        return None
+    from claudeguard.config.trust import load
+
+    records = load()
+    files = [f for f in files if not records.trusted(f)]  # what the user trusted includes what it does
+    mine = os.path.join(home, ".claude", "")
     # A skill's includes are taken from the cwd (measured on 2.1.197 and 2.1.332); its own dir too.
     bases = tuple(dict.fromkeys([root, cwd, *(os.path.dirname(f) for f in files)]))
-    found = first_denied(files, read_denied(policy, [agent_type], cwd, home), home, bases=bases) if files else None
+    theirs = [f for f in files if not f.startswith(mine)]
+    found = (first_denied(theirs, read_denied(policy, [agent_type], cwd, home), home, bases=bases)
+             or first_denied([f for f in files if f.startswith(mine)],  # the user's own: a deny only
+                             read_denied(policy, [agent_type], cwd, home, ("deny",)), home, bases=bases))
     if found is None:
         return None
     return Decision("deny", f"claudeguard: {found.line_text()}; this skill would have Claude Code read it into the "
