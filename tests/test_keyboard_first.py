@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from claudeguard import channel
+from claudeguard.files import read_json
 from claudeguard.plan.discovery import version_at_least
 from claudeguard.testing.cli_install import newest_under_test, versions_under_test
 from claudeguard.testing.tui import exit_tui, expect_text, screen_now
@@ -262,10 +263,15 @@ def test_a_tool_typing_into_the_terminal_is_not_the_keyboard(spawn_tui, cli_vers
         assert [e for e in s.audit() if e.get("tool") == "Bash" and e.get("decided_by") != "rule"] == []
     finally:
         stop.write_text("")
-    # The person answers once the injector is done scribbling on the screen (its last write() may
-    # land after STOP, and a dialog drawn over loses the router its place for a moment).
+    # The person answers once the injector is done scribbling on the screen and the screen was drawn
+    # again (its writes land in the dialog's lines, which the CLI does not repaint by itself; the
+    # person's window changing size makes it): the router has then read the dialog as the held
+    # request's (under load it may not have while the lines were scribbled over).
     wait_until(lambda: _stopped(log), 30, "the injector's last round")
-    wait_until(lambda: DIALOG in screen_now(s.child, 0.3), 30, "the dialog on screen, whole")
+    rows, cols = s.child.getwinsize()
+    s.child.setwinsize(rows, cols - 2)
+    wait_until(lambda: (read_json(str(s.session_dir() / "screen.json")) or {}).get("held") == held.id, 30,
+               "the router's reading of the dialog as the held request")
     s.child.send("\r")  # the person
     expect_text(s.child, "made it", 20)
     assert (s.cwd / "x.txt").exists()

@@ -46,7 +46,8 @@ def test_a_silent_stream_is_flagged_after_stall_after(real_claude, offline_env, 
     proc = start_cli(real_claude, env, offline_env.cwd, "UNGSTALL go")
     try:
         server.wait_for(lambda: any(r.get("script") == "UNGSTALL" for r in server.requests()), timeout=60)
-        young = row_of(env, proc.pid, "--stall-after", "30")
+        # Its transcript may be made a moment after its request (2.1.197 under load: CI run 59).
+        young = wait_row(env, proc.pid, lambda r: r["evidence"]["transcript"], "--stall-after", "30")
         assert young["guarded"] is False and young["suspect_hung"] is False and young["tty"] is None
         transcript = young["evidence"]["transcript"]
         assert transcript and transcript.startswith(str(offline_env.home / ".claude" / "projects"))

@@ -163,7 +163,10 @@ def policy_decision(session: Session, tool: str, tool_input: dict[str, Any], age
     policy = policy_from_spec(session.policy_spec)
     verdict = decide(policy, tool, tool_input, agent_type=agent_type, cwd=cwd, extra=_extra_rules(session, agent_type),
                      mode=mode)
-    if verdict.decision != "deny":
+    if verdict.decision == "deny" or tool == "Bash" or isinstance(tool_input.get("command"), str):
+        return verdict  # a command makes the CLI read no memory file: nothing more on the Bash path
+    if (tool in ("Skill", "SlashCommand") or not session.snapshot.get("memory_rules_held")
+            or policy.asks_reading()):
         return _memory_imports(session, policy, tool, tool_input, agent_type, cwd) or verdict
     return verdict
 
@@ -180,14 +183,12 @@ def _memory_imports(session: Session, policy: Policy, tool: str, tool_input: dic
     CLI gets no ask rules); policy/memory_imports.py. The cwd's own are read again too: a rule
     file written since the start (``.claude/rules/*.md`` with ``paths:``) is loaded when a file
     it names is reached."""
-    from claudeguard.policy.memory_imports import between, has_read_asks, kept_import, memory_files
-    from claudeguard.policy.protect import is_bash_like, tool_paths
+    from claudeguard.policy.memory_imports import between, kept_import, memory_files
+    from claudeguard.policy.protect import tool_paths
 
     held = bool(session.snapshot.get("memory_rules_held"))
     if tool in ("Skill", "SlashCommand"):
         return _skill_imports(session, policy, tool_input, agent_type, cwd)
-    if is_bash_like(tool, tool_input) or (held and not has_read_asks(policy)):
-        return None  # a command does not make the CLI read memory files
 
     root = str(session.snapshot.get("cwd") or cwd)
     home = os.path.expanduser("~")

@@ -104,6 +104,11 @@ class Policy:
                 f"agents={sorted(self.agents)}, blocked_tools={[r.text for r in self.blocked_tools]}, "
                 f"read_only_types={self.read_only_types}, claude_allow={len(self.claude_allow)})")
 
+    def asks_reading(self) -> bool:
+        """Whether any agent's rules ask about reading some path (``ask = ["Read(...)"]``)."""
+        groups = [self.ask, *(overlay.ask for overlay in self.agents.values())]
+        return any(sr.rule.tool == "Read" for group in groups for sr in group)
+
     def rules_for(self, agent_type: str | None) -> tuple[list[SourcedRule], list[SourcedRule], list[SourcedRule]]:
         """(deny, ask, allow) for the main agent (None) or a subagent type."""
         deny, ask, allow = list(self.deny), list(self.ask), list(self.allow)

@@ -139,12 +139,6 @@ def first_denied(files: Iterable[str], denied: Callable[[str], str | None], home
     return None
 
 
-def has_read_asks(policy: Policy) -> bool:
-    """Whether any agent's policy asks about reading some path (``ask = ["Read(...)"]``)."""
-    groups = [policy.ask, *(overlay.ask for overlay in policy.agents.values())]
-    return any(sr.rule.tool == "Read" for group in groups for sr in group)
-
-
 def kept_import(policy: Policy, files: list[str], agent_types: Iterable[str | None], cwd: str, home: str, *,
                 held: bool, user_files: Iterable[str] = ()) -> Found | None:
     """The first of ``files``' imports the policy keeps from ``agent_types``' reading (or, for a
@@ -157,7 +151,7 @@ def kept_import(policy: Policy, files: list[str], agent_types: Iterable[str | No
     mine = set(user_files)
     theirs = [f for f in files if f not in mine]
     if held:
-        if not theirs or not has_read_asks(policy):
+        if not theirs or not policy.asks_reading():
             return None
         return first_denied(theirs, read_denied(policy, agents, cwd, home, ("ask",)), home)
     itself = read_denied(policy, agents, cwd, home, ("deny",))
