@@ -78,3 +78,25 @@ def test_demo_answered_from_another_shell_stops_counting_and_says_who(real_claud
     rows = [e for e in _demo_log(env) if e.get("request_id") == req["id"] and e.get("decision")]
     assert [(r["decision"], r["decided_by"]) for r in rows] == [("deny", "human")]
     _nothing_left(env)
+
+
+def test_a_request_answered_before_the_demo_saw_it_wait_is_found_in_its_audit_log(monkeypatch):
+    """A script that answers the instant the request appears can take it out of the channel
+    between two of the demo's looks: the demo then finds the decision row, not "never reached"."""
+    from claudeguard.commands import demo
+
+    class Running:
+        def poll(self) -> None:
+            return None
+
+    row = {"tool": "Bash", "request_id": "r1", "session_id": "s1", "decision": "deny",
+           "summary": "Bash: echo 'written by a background subagent' > demo-report.txt"}
+    monkeypatch.setattr(demo.audit, "read_events", lambda: [{"tool": "Bash", "summary": "other"}, row])
+    assert demo._wait_for_request(lambda: [], Running(), timeout=5) == row  # type: ignore[arg-type]
+
+    class Exited:
+        def poll(self) -> int:
+            return 0
+
+    monkeypatch.setattr(demo.audit, "read_events", lambda: [])
+    assert demo._wait_for_request(lambda: [], Exited(), timeout=5) is None  # type: ignore[arg-type]

@@ -125,14 +125,21 @@ def main(argv: list[str]) -> int:
             proc = subprocess.Popen(argv, env=env, cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True)
             request = _wait_for_request(list_pending, proc, timeout=90)
-            if request is None:
+            decision: str | None
+            if isinstance(request, dict):  # answered from elsewhere before this loop saw it wait
+                _step("A background subagent's request was answered from elsewhere before the demo showed it:")
+                decision = _answered_elsewhere(str(request["request_id"]))
+                session = str(request.get("session_id"))
+            elif request is None:
                 out, err = proc.communicate(timeout=30)
                 print(f"the request never reached the channel; claudeguard said: {err.strip()[-400:]}")
                 return 1
-            decision = _show_and_answer(request, args.auto_after, args.deny)
+            else:
+                decision = _show_and_answer(request, args.auto_after, args.deny)
+                session = request.session_id or ""
             out, err = proc.communicate(timeout=120)
         _step("What happened")
-        report_ran = _what_happened(out, proc.returncode, work, request.session_id, log_dir)
+        report_ran = _what_happened(out, proc.returncode, work, session, log_dir)
         ok = proc.returncode == 0 and (report_ran == (decision == "allow"))
         return 0 if ok else 1
     finally:
@@ -230,12 +237,21 @@ def _answered_elsewhere(request_id: str) -> str:
 
 
 def _wait_for_request(list_pending: Callable[[], list[Request]], proc: subprocess.Popen[str],
-                      timeout: float) -> Request | None:
+                      timeout: float) -> Request | dict[str, object] | None:
+    """The demo's request waiting in the channel; or its decision row in the demo's audit log
+    when someone answered it from elsewhere between two of these looks (a script answering at
+    once); None when neither came."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
+    while time.monotonic() < deadline:
         for req in list_pending():
             if req.tool == "Bash" and "demo-report" in req.summary:
                 return req
+        row = next((e for e in audit.read_events() if e.get("tool") == "Bash" and e.get("request_id")
+                    and e.get("decision") and "demo-report" in str(e.get("summary"))), None)
+        if row is not None:
+            return dict(row)
+        if proc.poll() is not None:
+            return None
         time.sleep(0.1)  # the demo's own progress loop; the waiting side uses the FIFO
     return None
 
