@@ -287,3 +287,16 @@ def test_the_users_own_memory_files_and_a_trusted_one_import_what_an_ask_rule_na
     (project / "CLAUDE.md").write_text("@secrets/key.md\n@./secrets/key.md\n")  # changed since trusted
     with pytest.raises(UsageError):
         memory_check.check(args, load_config(project), str(project), _cli(tmp_path, "2.1.332"))
+
+
+def test_every_rule_file_is_read_and_past_the_bound_the_answer_is_no(tmp_path, monkeypatch):
+    from claudeguard.policy import memory_imports
+
+    rules = tmp_path / ".claude" / "rules"
+    rules.mkdir(parents=True)
+    for i in range(300):
+        (rules / f"r{i:03}.md").write_text("plain\n")
+    assert len(memory_files(str(tmp_path))) == 300  # none left out unread
+    monkeypatch.setattr(memory_imports, "MAX_FILES", 299)
+    found = first_denied(memory_files(str(tmp_path)), lambda path: None, str(tmp_path))
+    assert found is not None and found.line == -1

@@ -130,3 +130,15 @@ def test_lockdown_refuses_the_first_untrusted_piece_with_one_line(repo):
     assert proc.stderr == (f"claudeguard: {mcp}: MCP servers (srv): repository code the user has not trusted: refused "
                            f"by lockdown ({env['XDG_CONFIG_HOME']}/claudeguard/config.toml:2); after reviewing it: "
                            f"claudeguardctl config trust {mcp}\n")
+
+
+def test_every_command_file_is_read(tmp_path):
+    from claudeguard.plan.claude_args import parse_claude_args
+    from claudeguard.plan.repo_code import agent_files
+
+    (tmp_path / ".git").mkdir()
+    commands = tmp_path / ".claude" / "commands" / "deep"
+    commands.mkdir(parents=True)
+    for i in range(600):
+        (commands / f"c{i:03}.md").write_text("plain\n")
+    assert len([f for f in agent_files(parse_claude_args(["-p", "x"]), str(tmp_path)) if "/commands/" in f]) == 600

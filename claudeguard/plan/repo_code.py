@@ -134,9 +134,6 @@ def mcp_files(args: ClaudeArgs, cwd: str) -> list[str]:
     return [os.path.join(base, ".mcp.json") for base in _bases(args, cwd)]
 
 
-MAX_COMMAND_FILES = 512  # a commands tree's .md files looked at (links not followed)
-
-
 def agent_files(args: ClaudeArgs, cwd: str) -> list[str]:
     """The project's agent, skill and command files (what ``markdown_code`` reads)."""
     out = []
@@ -144,12 +141,9 @@ def agent_files(args: ClaudeArgs, cwd: str) -> list[str]:
         agents = os.path.join(base, ".claude", "agents")
         skills = os.path.join(base, ".claude", "skills")
         commands = os.path.join(base, ".claude", "commands")
-        found: list[str] = []
+        # Every one (links not followed): a file left unread would be a command left unjudged.
         for root, _dirs, names in os.walk(commands):
-            found += [os.path.join(root, n) for n in sorted(names) if n.endswith(".md")]
-            if len(found) > MAX_COMMAND_FILES:
-                break
-        out += found
+            out += [os.path.join(root, n) for n in sorted(names) if n.endswith(".md")]
         try:
             out += [os.path.join(agents, n) for n in sorted(os.listdir(agents)) if n.endswith(".md")]
         except OSError:

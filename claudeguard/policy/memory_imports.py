@@ -35,7 +35,6 @@ RULES_DIR = os.path.join(".claude", "rules")
 IMPORT = r"(?:^|\s)@((?:[^\s\\]|\\ )+)"  # 2.1.197's own pattern
 MAX_HOPS = 5  # the CLI's own: a memory file and four levels of imports below it
 MAX_BYTES = 1 << 20  # more than the CLI reads of one file (40,000 characters)
-MAX_RULE_FILES = 256  # a rules dir's .md files looked at, links followed
 MAX_FILES = 512  # files read for one answer: past it the guard cannot say, so it says no
 
 
@@ -68,10 +67,12 @@ def memory_files(directory: str, names: tuple[str, ...] = NAMES, rules_dir: str 
     rules = os.path.join(directory, rules_dir)
     if os.path.isdir(rules):
         seen: set[str] = set()
+        # Every one (a file left out would be an import left unread): first_denied's MAX_FILES
+        # bounds what is read, and says no past it.
         for root, dirs, found in os.walk(rules, followlinks=True):
             real = os.path.realpath(root)
-            if real in seen or len(out) > MAX_RULE_FILES:
-                dirs[:] = []  # a link back up, or enough: no deeper
+            if real in seen:
+                dirs[:] = []  # a link back up: no deeper
                 continue
             seen.add(real)
             out += [os.path.join(root, n) for n in sorted(found) if n.endswith(".md")]
