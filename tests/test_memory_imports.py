@@ -241,6 +241,8 @@ def test_a_skill_call_whose_skill_includes_a_file_the_policy_keeps_from_reading_
     verdict = policy_decision(session, "Skill", {"skill": "notes"}, None, str(work))
     assert (verdict.decision, verdict.rule) == ("deny", "skill import"), verdict.reason
     assert f"imports {work}/secrets/key.md, which the policy keeps from reading" in verdict.reason
+    old_name = policy_decision(session, "SlashCommand", {"command": "/notes"}, None, str(work))  # an older CLI's tool
+    assert (old_name.decision, old_name.rule) == ("deny", "skill import"), old_name.reason
     # the user's own command asks nobody about an ask rule's path (its choice); a deny still counts
     assert policy_decision(session, "Skill", {"skill": "ops:keys"}, None, str(work)).decision == "allow"
     deny = [{"rule": "Read(./secrets/**)", "source": "c:3"}]

@@ -125,6 +125,15 @@ def load(env: Mapping[str, str] | None = None) -> Records:
     return Records(path, out)
 
 
+def not_trusted(paths: list[str]) -> list[str]:
+    """``paths`` less those whose current content the user trusted (the records read only when
+    there is a path to ask about)."""
+    if not paths:
+        return []
+    records = load()
+    return [path for path in paths if not records.trusted(path)]
+
+
 def record(paths: list[str], env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     """Trust each path's current content; returns (real path, sha256) per path. One line of
     error (UsageError) for a path that cannot be read; nothing is written then."""

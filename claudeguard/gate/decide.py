@@ -163,11 +163,15 @@ def policy_decision(session: Session, tool: str, tool_input: dict[str, Any], age
     policy = policy_from_spec(session.policy_spec)
     verdict = decide(policy, tool, tool_input, agent_type=agent_type, cwd=cwd, extra=_extra_rules(session, agent_type),
                      mode=mode)
-    if verdict.decision == "deny" or tool == "Bash" or isinstance(tool_input.get("command"), str):
+    from claudeguard.policy.protect import is_bash_like
+
+    if verdict.decision == "deny" or is_bash_like(tool, tool_input):
         return verdict  # a command makes the CLI read no memory file: nothing more on the Bash path
-    if (tool in ("Skill", "SlashCommand") or not session.snapshot.get("memory_rules_held")
-            or policy.asks_reading()):
-        return _memory_imports(session, policy, tool, tool_input, agent_type, cwd) or verdict
+    if tool in ("Skill", "SlashCommand"):
+        return _skill_imports(session, policy, tool_input, agent_type, cwd) or verdict
+    held = bool(session.snapshot.get("memory_rules_held"))
+    if not held or policy.asks_reading():
+        return _memory_imports(session, policy, tool, tool_input, agent_type, cwd, held) or verdict
     return verdict
 
 
@@ -175,7 +179,7 @@ MEMORY_SOURCE = "claudeguard (memory imports: the CLI reads them by itself, with
 
 
 def _memory_imports(session: Session, policy: Policy, tool: str, tool_input: dict[str, Any], agent_type: str | None,
-                    cwd: str) -> Decision | None:
+                    cwd: str, held: bool) -> Decision | None:
     """A deny for a file tool's call that makes the CLI read the memory files of a directory
     below the session's cwd, when what one of them imports is a path the policy keeps from this
     agent's reading: denied, on a CLI that does not hold its own Read rules on memory imports
@@ -183,22 +187,14 @@ def _memory_imports(session: Session, policy: Policy, tool: str, tool_input: dic
     CLI gets no ask rules); policy/memory_imports.py. The cwd's own are read again too: a rule
     file written since the start (``.claude/rules/*.md`` with ``paths:``) is loaded when a file
     it names is reached."""
+    from claudeguard.config.trust import not_trusted
     from claudeguard.policy.memory_imports import between, kept_import, memory_files
     from claudeguard.policy.protect import tool_paths
-
-    held = bool(session.snapshot.get("memory_rules_held"))
-    if tool in ("Skill", "SlashCommand"):
-        return _skill_imports(session, policy, tool_input, agent_type, cwd)
 
     root = str(session.snapshot.get("cwd") or cwd)
     home = os.path.expanduser("~")
     dirs = [root, *(d for path in tool_paths(tool, tool_input, cwd, home) for d in between(root, path))]
-    files = [f for d in dict.fromkeys(dirs) for f in memory_files(d)]
-    if files:
-        from claudeguard.config.trust import load
-
-        records = load()
-        files = [f for f in files if not records.trusted(f)]  # what the user trusted imports what it does
+    files = not_trusted([f for d in dict.fromkeys(dirs) for f in memory_files(d)])
     if not files:
         return None
     found = kept_import(policy, files, [agent_type], cwd, home, held=held)
@@ -214,6 +210,7 @@ def _skill_imports(session: Session, policy: Policy, tool_input: dict[str, Any],
     policy denies or asks about reading for this agent: the CLI reads those as the skill is
     invoked, asking nobody (a deny rule holds there on every CLI measured, an ask rule on none:
     the CLI is given none)."""
+    from claudeguard.config.trust import not_trusted
     from claudeguard.policy.memory_imports import first_denied, read_denied, skill_files
 
     name = tool_input.get("skill") or tool_input.get("command")
@@ -221,13 +218,9 @@ def _skill_imports(session: Session, policy: Policy, tool_input: dict[str, Any],
         return None
     home = os.path.expanduser("~")
     root = str(session.snapshot.get("cwd") or cwd)
-    files = skill_files(name.split(None, 1)[0] if name.strip() else "", root, home)
+    files = not_trusted(skill_files(name.split(None, 1)[0] if name.strip() else "", root, home))
     if not files:
         return None
-    from claudeguard.config.trust import load
-
-    records = load()
-    files = [f for f in files if not records.trusted(f)]  # what the user trusted includes what it does
     mine = os.path.join(home, ".claude", "")
     # A skill's includes are taken from the cwd (measured on 2.1.197 and 2.1.332); its own dir too.
     bases = tuple(dict.fromkeys([root, cwd, *(os.path.dirname(f) for f in files)]))

@@ -40,14 +40,9 @@ def start_dirs(args: ClaudeArgs, cwd: str) -> list[str]:
     """The directories whose memory files the CLI reads at its start: the cwd and each above it,
     and the ``--add-dir`` dirs (read when CLAUDE_CODE_ADDITIONAL_DIRECTORIES_CLAUDE_MD is set:
     taken always here)."""
-    out = []
-    here = os.path.normpath(cwd)
-    while True:
-        out.append(here)
-        up = os.path.dirname(here)
-        if up == here:
-            break
-        here = up
+    from claudeguard.policy.memory_imports import ancestors
+
+    out = ancestors(cwd)
     out += [os.path.normpath(os.path.join(cwd, os.path.expanduser(d))) for d in args.values("--add-dir")]
     return out
 
@@ -67,12 +62,9 @@ def check(args: ClaudeArgs, cfg: Config, cwd: str, real_cli: str) -> None:
 
     home = os.path.expanduser("~")
     mine = user_memory_files(home)
-    files = [f for d in start_dirs(args, cwd) for f in memory_files(d)] + mine
-    if files:
-        from claudeguard.config.trust import load
+    from claudeguard.config.trust import not_trusted
 
-        records = load()
-        files = [f for f in files if not records.trusted(f)]  # what the user trusted imports what it does
+    files = not_trusted([f for d in start_dirs(args, cwd) for f in memory_files(d)] + mine)
     if not files:
         return
     from claudeguard.plan.settings_sources import protected_spec

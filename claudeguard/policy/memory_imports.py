@@ -190,20 +190,21 @@ def skill_files(name: str, cwd: str, home: str) -> list[str]:
     if not parts:
         return []
     out = []
-    here = os.path.normpath(cwd)
-    bases = []
-    while True:
-        bases.append(os.path.join(here, ".claude"))
-        up = os.path.dirname(here)
-        if up == here:
-            break
-        here = up
-    bases.append(os.path.join(home, ".claude"))
+    bases = [os.path.join(d, ".claude") for d in ancestors(cwd)] + [os.path.join(home, ".claude")]
     for base in dict.fromkeys(bases):
         for path in (os.path.join(base, "skills", parts[-1], "SKILL.md"),
                      os.path.join(base, "commands", *parts[:-1], parts[-1] + ".md")):
             if os.path.isfile(path):
                 out.append(path)
+    return out
+
+
+def ancestors(cwd: str) -> list[str]:
+    """``cwd`` and each directory above it, up to ``/``: whose memory files (and skills) the CLI
+    reads."""
+    out = [os.path.normpath(cwd)]
+    while (up := os.path.dirname(out[-1])) != out[-1]:
+        out.append(up)
     return out
 
 
